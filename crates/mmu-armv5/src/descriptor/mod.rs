@@ -1,0 +1,1 @@
+//! First- and second-level descriptors.

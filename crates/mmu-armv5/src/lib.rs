@@ -1,0 +1,54 @@
+//! Typed ARMv4/ARMv5 MMU vocabulary.
+//!
+//! This crate describes the memory-management hardware of ARM926EJ-S,
+//! XScale and StrongARM cores in Rust types:
+//!
+//! * [`addr`]: virtual, modified-virtual (FCSE-relocated) and physical
+//!   addresses, FCSE PIDs and domains;
+//! * [`size`]: page sizes as types (1 MiB sections, 64 KiB large, 4 KiB small,
+//!   1 KiB tiny pages);
+//! * [`descriptor`]: first- and second-level descriptors, bit for bit as the
+//!   ARM Architecture Reference Manual (ARMv5) lays them out;
+//! * [`table`]: first-level, coarse and fine tables, table memory behind the
+//!   [`table::TableAlloc`] trait, and a mapper whose changes return
+//!   `#[must_use]` flush tokens;
+//! * [`translate`]: a software table walk that predicts the hardware's result
+//!   or its exact fault;
+//! * [`fault`]: fault kinds and the DFSR/IFSR encoding;
+//! * [`regs`]: CP15 registers as value types over a [`regs::Cp15`] backend
+//!   (real `MRC`/`MCR` on bare-metal ARM, a recording mock elsewhere);
+//! * [`maint`]: cache, write-buffer and TLB maintenance per CPU.
+//!
+//! # `unsafe`
+//! Only the hardware edge is `unsafe`: the `MRC`/`MCR` backend, register
+//! writes that change what memory the CPU sees (TTBR, SCTLR, DACR, FCSEIDR),
+//! D-cache invalidation that discards dirty lines, and raw access to table
+//! memory handed out by a [`table::TableAlloc`]. Each `unsafe fn` states its
+//! contract under a `# Safety` heading.
+//!
+//! # QEMU deviations
+//! The crate follows the architecture. Where QEMU 7.2 differs (the FAR holds
+//! the VA rather than the MVA under FCSE; an invalid second-level entry in a
+//! no-access domain is reported as a page domain fault; an invalid
+//! first-level entry reports a domain), [`translate`] still gives the
+//! architectural answer and the demo kernel's differential test names the
+//! deviation.
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod addr;
+pub mod descriptor;
+pub mod fault;
+pub mod maint;
+pub mod regs;
+pub mod size;
+pub mod table;
+pub mod translate;
+
+pub use addr::{AddrError, Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
+pub use fault::{Fault, FaultKind, FaultLevel};

@@ -1,0 +1,3 @@
+//! ARM926EJ-S maintenance (placeholder, being written).
+/// ARM926EJ-S maintenance.
+pub struct Arm926;

@@ -1,0 +1,73 @@
+//! Cache, write-buffer and TLB maintenance.
+//!
+//! [`CacheMaintenance`] is what the FASS and TCM code needs from a CPU. Each
+//! CPU family implements it over a [`Cp15`](crate::regs::Cp15) backend:
+//! [`Arm926`] (test-and-clean loops) today; XScale (line allocation into a
+//! clean region) and the SA-1100 (reading a flush region) drop in as further
+//! implementations of the same trait. The `armv5-sim` model implements it
+//! directly, so the same code runs on the model.
+
+mod arm926;
+
+pub use arm926::Arm926;
+
+use crate::addr::ModifiedVirtAddr;
+
+/// Cache, write-buffer and TLB maintenance of one CPU.
+///
+/// Whole-cache operations that would discard dirty data are not offered
+/// without a clean: only [`CacheMaintenance::invalidate_dcache_line`] can
+/// lose writes, and it is `unsafe`.
+pub trait CacheMaintenance {
+    /// D-cache line length in bytes (32 on ARM926EJ-S, XScale and SA-1100).
+    const DCACHE_LINE: u32;
+
+    /// Cleans (writes back) and invalidates the whole D-cache, then drains the write buffer.
+    fn clean_invalidate_dcache(&mut self);
+    /// Invalidates the whole I-cache (it never holds dirty data).
+    fn invalidate_icache(&mut self);
+    /// Cleans the D-cache line holding `mva`, if present.
+    fn clean_dcache_line(&mut self, mva: ModifiedVirtAddr);
+    /// Cleans and invalidates the D-cache line holding `mva`, if present.
+    fn clean_invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr);
+    /// Invalidates the D-cache line holding `mva` without writing it back.
+    ///
+    /// # Safety
+    /// Any write to that line not yet written back is lost; the caller must
+    /// know the line holds no data it needs.
+    unsafe fn invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr);
+    /// Invalidates the I-cache line holding `mva`, if present.
+    fn invalidate_icache_line(&mut self, mva: ModifiedVirtAddr);
+    /// Drains the write buffer: every buffered write has reached memory on return.
+    fn drain_write_buffer(&mut self);
+    /// Invalidates every I- and D-TLB entry.
+    fn invalidate_tlb(&mut self);
+    /// Invalidates the I- and D-TLB entries that translate `mva`.
+    fn invalidate_tlb_entry(&mut self, mva: ModifiedVirtAddr);
+
+    /// Cleans every D-cache line overlapping `[mva, mva + len)`, then drains the
+    /// write buffer: what the hardware table walker needs after a table write.
+    fn clean_dcache_range(&mut self, mva: ModifiedVirtAddr, len: u32) {
+        let line = Self::DCACHE_LINE;
+        let start = mva.as_u32() & !(line - 1);
+        let end = mva.as_u32().saturating_add(len);
+        let mut a = start;
+        while a < end {
+            self.clean_dcache_line(ModifiedVirtAddr::new(a));
+            a = match a.checked_add(line) {
+                Some(n) => n,
+                None => break,
+            };
+        }
+        self.drain_write_buffer();
+    }
+
+    /// Cleans and invalidates the whole D-cache, invalidates the I-cache and
+    /// the TLB: the full flush a naive context switch (or a dirty domain
+    /// eviction) performs.
+    fn flush_all(&mut self) {
+        self.clean_invalidate_dcache();
+        self.invalidate_icache();
+        self.invalidate_tlb();
+    }
+}

@@ -1,0 +1,1 @@
+//! Page sizes as types.

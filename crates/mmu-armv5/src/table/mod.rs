@@ -1,0 +1,3 @@
+//! Translation tables.
+pub mod alloc;
+pub use alloc::{AllocError, TableAlloc, TableKind};

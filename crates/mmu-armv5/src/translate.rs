@@ -1,0 +1,1 @@
+//! Software table walk.
