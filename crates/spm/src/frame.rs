@@ -1,0 +1,754 @@
+//! The frame table: one two-byte description per 4 KiB physical frame, plus
+//! a four-byte summary per 1 MiB, over caller-provided storage.
+//!
+//! The Fiasco design (seed 003) spent 36 bytes per frame: a properties word,
+//! a pointer to sub-page descriptions, three kernel mapping addresses and
+//! four page-directory back-pointers. Here:
+//!
+//! * location and maximum rights never change at run time, so they live in
+//!   the [`Region`], not the frame;
+//! * the reverse mappings (kernel aliases, page-directory back-pointers)
+//!   belong to whoever owns the page tables: they are asked through the
+//!   [`Mappings`](crate::mappings::Mappings) trait instead of being copied
+//!   into every frame;
+//! * only user pages need an owner and only kernel pages can be page tables,
+//!   so the two share one 12-bit field.
+//!
+//! What is left fits a `u16`:
+//!
+//! ```text
+//!  15                         4   3      2       1   0
+//! +----------------------------+------+--------+-------+
+//! | owner (user) / use (kernel)| busy | pinned | state |
+//! +----------------------------+------+--------+-------+
+//! ```
+//!
+//! A [`SectionSummary`] per 1 MiB slot of each region counts the described,
+//! free and pinned frames in it, so a 1 MiB operation can be refused in O(1).
+
+use crate::region::{InitialUse, Location, Region, Rights, FRAME_SIZE, SECTION_SIZE};
+use core::fmt;
+use mmu_armv5::PhysAddr;
+
+/// Largest address-space number a frame can record as its owner.
+pub const MAX_SPACE_ID: u16 = 0x0fff;
+
+/// An address space (task) identifier, 0..=4095.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SpaceId(u16);
+
+impl SpaceId {
+    /// A space identifier, or an error above [`MAX_SPACE_ID`].
+    pub const fn new(id: u16) -> Result<SpaceId, FrameError> {
+        if id > MAX_SPACE_ID {
+            Err(FrameError::SpaceIdOutOfRange(id))
+        } else {
+            Ok(SpaceId(id))
+        }
+    }
+
+    /// The number.
+    #[must_use]
+    pub const fn get(self) -> u16 {
+        self.0
+    }
+}
+
+/// What a kernel page holds, as far as moving it is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum KernelUse {
+    /// Kernel code or data.
+    Plain,
+    /// Second-level (coarse or fine) page tables: moving the frame means
+    /// updating the first-level entries that point into it.
+    PageTable,
+    /// Part of a 16 KiB first-level table (page directory): it moves only as
+    /// a whole, and moving the active one updates the translation table base.
+    PageDirectory,
+}
+
+/// The state of a frame: what it is used for, and by whom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FrameState {
+    /// Not usable memory (hole, device, firmware).
+    Undefined,
+    /// Free: may replace a page in an exchange, or become a user page.
+    Resource,
+    /// A page of the given address space.
+    User(SpaceId),
+    /// A kernel page.
+    Kernel(KernelUse),
+}
+
+const STATE_MASK: u16 = 0b11;
+const PINNED: u16 = 1 << 2;
+const BUSY: u16 = 1 << 3;
+const PAYLOAD_SHIFT: u16 = 4;
+
+/// The per-frame description: state, owner or kernel use, movability and a
+/// busy flag (part of an exchange in progress). Two bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(transparent)]
+pub struct FrameDesc(u16);
+
+impl FrameDesc {
+    /// An undefined, movable, idle frame (all bits zero).
+    pub const UNDEFINED: FrameDesc = FrameDesc(0);
+
+    /// A description of a movable, idle frame in `state`.
+    #[must_use]
+    pub const fn new(state: FrameState) -> FrameDesc {
+        let bits = match state {
+            FrameState::Undefined => 0,
+            FrameState::Resource => 1,
+            FrameState::User(owner) => 2 | (owner.0 << PAYLOAD_SHIFT),
+            FrameState::Kernel(usage) => {
+                let u = match usage {
+                    KernelUse::Plain => 0,
+                    KernelUse::PageTable => 1,
+                    KernelUse::PageDirectory => 2,
+                };
+                3 | (u << PAYLOAD_SHIFT)
+            }
+        };
+        FrameDesc(bits)
+    }
+
+    /// The frame's state.
+    #[must_use]
+    pub const fn state(self) -> FrameState {
+        let payload = self.0 >> PAYLOAD_SHIFT;
+        match self.0 & STATE_MASK {
+            0 => FrameState::Undefined,
+            1 => FrameState::Resource,
+            2 => FrameState::User(SpaceId(payload)),
+            _ => FrameState::Kernel(match payload {
+                1 => KernelUse::PageTable,
+                2 => KernelUse::PageDirectory,
+                _ => KernelUse::Plain,
+            }),
+        }
+    }
+
+    /// This description with a new state; movability and busy flag kept.
+    #[must_use]
+    pub const fn with_state(self, state: FrameState) -> FrameDesc {
+        FrameDesc(FrameDesc::new(state).0 | (self.0 & (PINNED | BUSY)))
+    }
+
+    /// Whether the frame may be moved by an exchange.
+    #[must_use]
+    pub const fn is_movable(self) -> bool {
+        self.0 & PINNED == 0
+    }
+
+    /// This description with the movable flag set or cleared.
+    #[must_use]
+    pub const fn with_movable(self, movable: bool) -> FrameDesc {
+        if movable {
+            FrameDesc(self.0 & !PINNED)
+        } else {
+            FrameDesc(self.0 | PINNED)
+        }
+    }
+
+    /// Whether an exchange in progress involves this frame.
+    #[must_use]
+    pub const fn is_busy(self) -> bool {
+        self.0 & BUSY != 0
+    }
+
+    /// This description with the busy flag set or cleared.
+    #[must_use]
+    pub const fn with_busy(self, busy: bool) -> FrameDesc {
+        if busy {
+            FrameDesc(self.0 | BUSY)
+        } else {
+            FrameDesc(self.0 & !BUSY)
+        }
+    }
+
+    /// Whether the frame is a page resource.
+    #[must_use]
+    pub const fn is_resource(self) -> bool {
+        self.0 & STATE_MASK == 1
+    }
+
+    /// The raw packed value.
+    #[must_use]
+    pub const fn bits(self) -> u16 {
+        self.0
+    }
+}
+
+impl fmt::Debug for FrameDesc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "FrameDesc({:?}{}{})",
+            self.state(),
+            if self.is_movable() { "" } else { ", pinned" },
+            if self.is_busy() { ", busy" } else { "" }
+        )
+    }
+}
+
+const COUNT_BITS: u32 = 9;
+const COUNT_MASK: u32 = (1 << COUNT_BITS) - 1;
+
+/// Per-1 MiB summary: how many frames of the slot are described, free
+/// (page resources) and pinned. Four bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(transparent)]
+pub struct SectionSummary(u32);
+
+impl SectionSummary {
+    /// Frames of this 1 MiB slot that the table describes (256 when a region
+    /// covers the whole slot).
+    #[must_use]
+    pub const fn described(self) -> u32 {
+        self.0 & COUNT_MASK
+    }
+
+    /// Described frames that are page resources.
+    #[must_use]
+    pub const fn resources(self) -> u32 {
+        (self.0 >> COUNT_BITS) & COUNT_MASK
+    }
+
+    /// Described frames that are not movable.
+    #[must_use]
+    pub const fn pinned(self) -> u32 {
+        (self.0 >> (2 * COUNT_BITS)) & COUNT_MASK
+    }
+
+    /// Whether the whole 1 MiB is described and free: usable as a section resource.
+    #[must_use]
+    pub const fn is_free_section(self) -> bool {
+        self.described() == SECTION_SIZE / FRAME_SIZE && self.resources() == self.described()
+    }
+
+    /// Whether the whole 1 MiB is described and movable.
+    #[must_use]
+    pub const fn is_movable_section(self) -> bool {
+        self.described() == SECTION_SIZE / FRAME_SIZE && self.pinned() == 0
+    }
+
+    const fn pack(described: u32, resources: u32, pinned: u32) -> SectionSummary {
+        SectionSummary(
+            (described & COUNT_MASK)
+                | ((resources & COUNT_MASK) << COUNT_BITS)
+                | ((pinned & COUNT_MASK) << (2 * COUNT_BITS)),
+        )
+    }
+
+    /// Adjusts the counts for a frame changing from `old` to `new`.
+    const fn update(self, old: FrameDesc, new: FrameDesc) -> SectionSummary {
+        let r = self.resources() + new.is_resource() as u32 - old.is_resource() as u32;
+        let p = self.pinned() + !new.is_movable() as u32 - !old.is_movable() as u32;
+        SectionSummary::pack(self.described(), r, p)
+    }
+}
+
+impl fmt::Debug for SectionSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "SectionSummary(described {}, free {}, pinned {})",
+            self.described(),
+            self.resources(),
+            self.pinned()
+        )
+    }
+}
+
+/// A frame-table lookup or set-up that failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FrameError {
+    /// No described region contains the address.
+    NotDescribed(PhysAddr),
+    /// Two regions overlap.
+    RegionsOverlap(PhysAddr, PhysAddr),
+    /// More regions than the table's capacity `R`.
+    TooManyRegions(usize),
+    /// The frame storage slice is too short.
+    FrameStorage {
+        /// Descriptions needed.
+        needed: usize,
+        /// Descriptions provided.
+        given: usize,
+    },
+    /// The section-summary storage slice is too short.
+    SectionStorage {
+        /// Summaries needed.
+        needed: usize,
+        /// Summaries provided.
+        given: usize,
+    },
+    /// An address-space number above [`MAX_SPACE_ID`].
+    SpaceIdOutOfRange(u16),
+    /// A range that is empty, misaligned or wraps.
+    BadRange(PhysAddr, u32),
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            FrameError::NotDescribed(pa) => write!(f, "no described region contains {pa}"),
+            FrameError::RegionsOverlap(a, b) => write!(f, "regions at {a} and {b} overlap"),
+            FrameError::TooManyRegions(n) => write!(f, "{n} regions exceed the table's capacity"),
+            FrameError::FrameStorage { needed, given } => {
+                write!(
+                    f,
+                    "frame storage holds {given} descriptions, {needed} needed"
+                )
+            }
+            FrameError::SectionStorage { needed, given } => {
+                write!(
+                    f,
+                    "section storage holds {given} summaries, {needed} needed"
+                )
+            }
+            FrameError::SpaceIdOutOfRange(id) => {
+                write!(f, "address space {id} is above {MAX_SPACE_ID}")
+            }
+            FrameError::BadRange(pa, len) => {
+                write!(f, "range {pa} + {len:#x} is empty, misaligned or wraps")
+            }
+        }
+    }
+}
+
+impl core::error::Error for FrameError {}
+
+/// Everything known about one frame: its description and its region's fixed properties.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FrameInfo {
+    /// The per-frame description.
+    pub desc: FrameDesc,
+    /// Where the frame is.
+    pub location: Location,
+    /// The largest rights the frame may ever have.
+    pub max_rights: Rights,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    region: Region,
+    first_frame: usize,
+    first_section: usize,
+}
+
+/// Frame descriptions of up to `R` regions over caller-provided storage.
+///
+/// Lookup by physical address scans the (at most `R`) regions and indexes
+/// the frame directly: O(R), independent of the amount of memory.
+pub struct FrameTable<'a, const R: usize> {
+    slots: heapless::Vec<Slot, R>,
+    frames: &'a mut [FrameDesc],
+    sections: &'a mut [SectionSummary],
+}
+
+impl<'a, const R: usize> FrameTable<'a, R> {
+    /// Number of [`FrameDesc`]s the storage for `regions` needs.
+    #[must_use]
+    pub fn frames_needed(regions: &[Region]) -> usize {
+        regions.iter().map(|r| r.frames() as usize).sum()
+    }
+
+    /// Number of [`SectionSummary`]s the storage for `regions` needs.
+    #[must_use]
+    pub fn sections_needed(regions: &[Region]) -> usize {
+        regions.iter().map(|r| r.sections() as usize).sum()
+    }
+
+    /// Builds the table for `regions` in the given storage, every frame in its
+    /// region's initial state.
+    pub fn new(
+        regions: &[Region],
+        frames: &'a mut [FrameDesc],
+        sections: &'a mut [SectionSummary],
+    ) -> Result<Self, FrameError> {
+        if regions.len() > R {
+            return Err(FrameError::TooManyRegions(regions.len()));
+        }
+        for (i, a) in regions.iter().enumerate() {
+            for b in regions.iter().skip(i + 1) {
+                if a.overlaps(b) {
+                    return Err(FrameError::RegionsOverlap(a.base(), b.base()));
+                }
+            }
+        }
+        let needed = Self::frames_needed(regions);
+        if frames.len() < needed {
+            return Err(FrameError::FrameStorage {
+                needed,
+                given: frames.len(),
+            });
+        }
+        let needed_s = Self::sections_needed(regions);
+        if sections.len() < needed_s {
+            return Err(FrameError::SectionStorage {
+                needed: needed_s,
+                given: sections.len(),
+            });
+        }
+        let mut slots = heapless::Vec::new();
+        let (mut f0, mut s0) = (0usize, 0usize);
+        for r in regions {
+            let desc = FrameDesc::new(match r.initial() {
+                InitialUse::Undefined => FrameState::Undefined,
+                InitialUse::Resource => FrameState::Resource,
+                InitialUse::Kernel => FrameState::Kernel(KernelUse::Plain),
+            })
+            .with_movable(r.movable());
+            let n = r.frames() as usize;
+            frames.iter_mut().skip(f0).take(n).for_each(|d| *d = desc);
+            // Count the frames of each 1 MiB slot the region covers.
+            let first_mib = r.base().as_u32() >> 20;
+            for (k, s) in sections
+                .iter_mut()
+                .skip(s0)
+                .take(r.sections() as usize)
+                .enumerate()
+            {
+                let mib = (first_mib + k as u32) << 20;
+                let lo = mib.max(r.base().as_u32());
+                let hi = mib.saturating_add(SECTION_SIZE - 1).min(r.last());
+                let described = (hi - lo) / FRAME_SIZE + 1;
+                *s = SectionSummary::pack(
+                    described,
+                    if desc.is_resource() { described } else { 0 },
+                    if desc.is_movable() { 0 } else { described },
+                );
+            }
+            // Cannot fail: regions.len() <= R was checked.
+            let _ = slots.push(Slot {
+                region: *r,
+                first_frame: f0,
+                first_section: s0,
+            });
+            f0 += n;
+            s0 += r.sections() as usize;
+        }
+        Ok(FrameTable {
+            slots,
+            frames,
+            sections,
+        })
+    }
+
+    /// The described regions.
+    pub fn regions(&self) -> impl Iterator<Item = &Region> {
+        self.slots.iter().map(|s| &s.region)
+    }
+
+    /// Number of described frames.
+    #[must_use]
+    pub fn frame_count(&self) -> usize {
+        self.slots.iter().map(|s| s.region.frames() as usize).sum()
+    }
+
+    /// Bytes of frame descriptions and section summaries in use.
+    #[must_use]
+    pub fn overhead_bytes(&self) -> usize {
+        self.frame_count() * core::mem::size_of::<FrameDesc>()
+            + Self::sections_needed_slots(&self.slots) * core::mem::size_of::<SectionSummary>()
+    }
+
+    fn sections_needed_slots(slots: &[Slot]) -> usize {
+        slots.iter().map(|s| s.region.sections() as usize).sum()
+    }
+
+    fn slot(&self, pa: PhysAddr) -> Result<&Slot, FrameError> {
+        self.slots
+            .iter()
+            .find(|s| s.region.contains(pa))
+            .ok_or(FrameError::NotDescribed(pa))
+    }
+
+    /// (frame index, section index) of `pa`.
+    fn index(&self, pa: PhysAddr) -> Result<(usize, usize), FrameError> {
+        let s = self.slot(pa)?;
+        let off = pa.as_u32() - s.region.base().as_u32();
+        let sec = (pa.as_u32() >> 20) - (s.region.base().as_u32() >> 20);
+        Ok((
+            s.first_frame + (off / FRAME_SIZE) as usize,
+            s.first_section + sec as usize,
+        ))
+    }
+
+    /// The region containing `pa`.
+    pub fn region_of(&self, pa: PhysAddr) -> Result<&Region, FrameError> {
+        self.slot(pa).map(|s| &s.region)
+    }
+
+    /// The description of the frame containing `pa`.
+    pub fn desc(&self, pa: PhysAddr) -> Result<FrameDesc, FrameError> {
+        let (i, _) = self.index(pa)?;
+        self.frames
+            .get(i)
+            .copied()
+            .ok_or(FrameError::NotDescribed(pa))
+    }
+
+    /// The description of the frame containing `pa`, with its location and maximum rights.
+    pub fn info(&self, pa: PhysAddr) -> Result<FrameInfo, FrameError> {
+        let s = self.slot(pa)?;
+        Ok(FrameInfo {
+            desc: self.desc(pa)?,
+            location: s.region.location(),
+            max_rights: s.region.max_rights(),
+        })
+    }
+
+    /// The summary of the 1 MiB slot containing `pa` (of `pa`'s region).
+    pub fn section(&self, pa: PhysAddr) -> Result<SectionSummary, FrameError> {
+        let (_, si) = self.index(pa)?;
+        self.sections
+            .get(si)
+            .copied()
+            .ok_or(FrameError::NotDescribed(pa))
+    }
+
+    /// Replaces the description of the frame containing `pa`, keeping the
+    /// section summary in step. This is the mechanism under the checked
+    /// operations of [`ops`](crate::ops); it checks no permissions itself.
+    pub(crate) fn set(&mut self, pa: PhysAddr, desc: FrameDesc) -> Result<FrameDesc, FrameError> {
+        let (fi, si) = self.index(pa)?;
+        let slot = self
+            .frames
+            .get_mut(fi)
+            .ok_or(FrameError::NotDescribed(pa))?;
+        let old = *slot;
+        *slot = desc;
+        if let Some(s) = self.sections.get_mut(si) {
+            *s = s.update(old, desc);
+        }
+        Ok(old)
+    }
+
+    /// Boot-time set-up, by the kernel: puts every frame of `[pa, pa + len)`
+    /// into `state` with the given movability (e.g. the kernel image as
+    /// kernel pages, a DMA pool as pinned, user memory handed to sigma0).
+    /// Not an operation for address spaces: it checks no ownership.
+    pub fn init_range(
+        &mut self,
+        pa: PhysAddr,
+        len: u32,
+        state: FrameState,
+        movable: bool,
+    ) -> Result<(), FrameError> {
+        let bad = FrameError::BadRange(pa, len);
+        if len == 0 || !pa.is_aligned(FRAME_SIZE) || len % FRAME_SIZE != 0 {
+            return Err(bad);
+        }
+        let last = pa.checked_add(len - 1).ok_or(bad)?;
+        // Check first, so a failure changes nothing.
+        let mut a = pa;
+        loop {
+            self.index(a)?;
+            match a.checked_add(FRAME_SIZE) {
+                Some(n) if n <= last => a = n,
+                _ => break,
+            }
+        }
+        let desc = FrameDesc::new(state).with_movable(movable);
+        let mut a = pa;
+        loop {
+            self.set(a, desc)?;
+            match a.checked_add(FRAME_SIZE) {
+                Some(n) if n <= last => a = n,
+                _ => break,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::vec;
+
+    #[test]
+    fn descriptions_are_at_most_four_bytes_per_frame() {
+        assert!(core::mem::size_of::<FrameDesc>() <= 4);
+        assert_eq!(core::mem::size_of::<FrameDesc>(), 2);
+        assert_eq!(core::mem::size_of::<SectionSummary>(), 4);
+        // Including the per-MiB summary, the whole table stays under 4 bytes per frame.
+        let regions = [Region::new(
+            PhysAddr::new(0),
+            128 << 20,
+            Location::Ram,
+            InitialUse::Resource,
+        )
+        .unwrap()];
+        let mut f = vec![FrameDesc::default(); FrameTable::<1>::frames_needed(&regions)];
+        let mut s = vec![SectionSummary::default(); FrameTable::<1>::sections_needed(&regions)];
+        let t = FrameTable::<1>::new(&regions, &mut f, &mut s).unwrap();
+        assert!(t.overhead_bytes() <= 4 * t.frame_count());
+        assert_eq!(t.overhead_bytes(), 32768 * 2 + 128 * 4);
+    }
+
+    fn any_state() -> impl Strategy<Value = FrameState> {
+        prop_oneof![
+            Just(FrameState::Undefined),
+            Just(FrameState::Resource),
+            (0..=MAX_SPACE_ID).prop_map(|s| FrameState::User(SpaceId::new(s).unwrap())),
+            Just(FrameState::Kernel(KernelUse::Plain)),
+            Just(FrameState::Kernel(KernelUse::PageTable)),
+            Just(FrameState::Kernel(KernelUse::PageDirectory)),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn packing_round_trips(state in any_state(), movable: bool, busy: bool) {
+            let d = FrameDesc::new(state).with_movable(movable).with_busy(busy);
+            prop_assert_eq!(d.state(), state);
+            prop_assert_eq!(d.is_movable(), movable);
+            prop_assert_eq!(d.is_busy(), busy);
+            prop_assert_eq!(d.is_resource(), state == FrameState::Resource);
+            let s2 = FrameState::Kernel(KernelUse::PageTable);
+            let d2 = d.with_state(s2);
+            prop_assert_eq!(d2.state(), s2);
+            prop_assert_eq!(d2.is_movable(), movable);
+            prop_assert_eq!(d2.is_busy(), busy);
+        }
+    }
+
+    #[test]
+    fn space_ids_are_limited_to_twelve_bits() {
+        assert!(SpaceId::new(4095).is_ok());
+        assert_eq!(SpaceId::new(4096), Err(FrameError::SpaceIdOutOfRange(4096)));
+    }
+
+    fn layout() -> [Region; 4] {
+        let p = PhysAddr::new;
+        [
+            Region::new(p(0), 4 << 20, Location::Ram, InitialUse::Kernel).unwrap(),
+            Region::new(p(0xfffe_0000), 0x8000, Location::Itcm, InitialUse::Resource).unwrap(),
+            Region::new(p(0xfffe_8000), 0x8000, Location::Dtcm, InitialUse::Resource).unwrap(),
+            Region::new(
+                p(0x1010_0000),
+                0x1000,
+                Location::Device,
+                InitialUse::Undefined,
+            )
+            .unwrap(),
+        ]
+    }
+
+    #[test]
+    fn lookup_gives_region_properties() {
+        let regions = layout();
+        let mut f = vec![FrameDesc::default(); FrameTable::<4>::frames_needed(&regions)];
+        let mut s = vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&regions)];
+        let t = FrameTable::<4>::new(&regions, &mut f, &mut s).unwrap();
+        let i = t.info(PhysAddr::new(0xfffe_9abc)).unwrap();
+        assert_eq!(i.location, Location::Dtcm);
+        assert_eq!(i.max_rights, Rights::RW);
+        assert!(i.desc.is_resource());
+        let d = t.info(PhysAddr::new(0x1010_0000)).unwrap();
+        assert_eq!(d.location, Location::Device);
+        assert!(!d.desc.is_movable());
+        assert_eq!(
+            t.desc(PhysAddr::new(0x0040_0000)),
+            Err(FrameError::NotDescribed(PhysAddr::new(0x0040_0000)))
+        );
+        assert_eq!(t.frame_count(), 1024 + 8 + 8 + 1);
+        let sec = t.section(PhysAddr::new(0xfffe_0000)).unwrap();
+        assert_eq!((sec.described(), sec.resources(), sec.pinned()), (8, 8, 0));
+        assert!(!sec.is_free_section());
+    }
+
+    #[test]
+    fn set_up_errors() {
+        let regions = layout();
+        let mut f = vec![FrameDesc::default(); 10];
+        let mut s = vec![SectionSummary::default(); 10];
+        assert_eq!(
+            FrameTable::<4>::new(&regions, &mut f, &mut s).err(),
+            Some(FrameError::FrameStorage {
+                needed: 1041,
+                given: 10
+            })
+        );
+        assert_eq!(
+            FrameTable::<3>::new(&regions, &mut f, &mut s).err(),
+            Some(FrameError::TooManyRegions(4))
+        );
+        let mut f = vec![FrameDesc::default(); 2000];
+        let mut s0 = vec![SectionSummary::default(); 2];
+        assert_eq!(
+            FrameTable::<4>::new(&regions, &mut f, &mut s0).err(),
+            Some(FrameError::SectionStorage {
+                needed: 7,
+                given: 2
+            })
+        );
+        let p = PhysAddr::new;
+        let overlapping = [
+            Region::new(p(0), 0x2000, Location::Ram, InitialUse::Kernel).unwrap(),
+            Region::new(p(0x1000), 0x2000, Location::Ram, InitialUse::Kernel).unwrap(),
+        ];
+        assert_eq!(
+            FrameTable::<4>::new(&overlapping, &mut f, &mut s).err(),
+            Some(FrameError::RegionsOverlap(p(0), p(0x1000)))
+        );
+    }
+
+    #[test]
+    fn summaries_follow_changes() {
+        let regions = layout();
+        let mut f = vec![FrameDesc::default(); FrameTable::<4>::frames_needed(&regions)];
+        let mut s = vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&regions)];
+        let mut t = FrameTable::<4>::new(&regions, &mut f, &mut s).unwrap();
+        let mib1 = PhysAddr::new(0x0010_0000);
+        assert!(t.section(mib1).unwrap().is_movable_section());
+        t.init_range(mib1, SECTION_SIZE, FrameState::Resource, true)
+            .unwrap();
+        assert!(t.section(mib1).unwrap().is_free_section());
+        t.init_range(
+            PhysAddr::new(0x0010_3000),
+            0x2000,
+            FrameState::Kernel(KernelUse::Plain),
+            false,
+        )
+        .unwrap();
+        let sec = t.section(mib1).unwrap();
+        assert_eq!((sec.resources(), sec.pinned()), (254, 2));
+        assert!(!sec.is_free_section() && !sec.is_movable_section());
+        // Other slots untouched.
+        assert_eq!(t.section(PhysAddr::new(0)).unwrap().resources(), 0);
+        // A range leaving the region changes nothing.
+        assert_eq!(
+            t.init_range(
+                PhysAddr::new(0x003f_f000),
+                0x2000,
+                FrameState::Resource,
+                true
+            ),
+            Err(FrameError::NotDescribed(PhysAddr::new(0x0040_0000)))
+        );
+        assert!(!t.desc(PhysAddr::new(0x003f_f000)).unwrap().is_resource());
+        assert_eq!(
+            t.init_range(
+                PhysAddr::new(0x0000_0800),
+                0x1000,
+                FrameState::Resource,
+                true
+            ),
+            Err(FrameError::BadRange(PhysAddr::new(0x800), 0x1000))
+        );
+    }
+}
