@@ -26,8 +26,10 @@ extern crate std;
 
 pub mod frame;
 pub mod region;
+pub mod tcm;
 
 pub use frame::{
     FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, SpaceId,
 };
 pub use region::{InitialUse, Location, Region, RegionError, Rights, FRAME_SIZE, SECTION_SIZE};
+pub use tcm::{TcmBank, TcmError, TcmKind, TcmLayout};
