@@ -1,1 +1,242 @@
-//! Page sizes as types.
+//! Page sizes as types, and pages and frames of a given size.
+//!
+//! ARMv5 maps memory in four granules: 1 MiB sections (first level), 64 KiB
+//! large pages and 4 KiB small pages (coarse or fine second-level tables), and
+//! 1 KiB tiny pages (fine tables only). As in the `x86_64` crate, the size is a
+//! type parameter, so a [`Frame<Size1MiB>`] cannot be handed where a 4 KiB
+//! frame is expected, and alignment is checked once, at construction.
+
+use crate::addr::{AddrError, ModifiedVirtAddr, PhysAddr};
+use core::fmt;
+use core::marker::PhantomData;
+
+/// A page size known at compile time.
+pub trait PageSize: Copy + Eq + Ord + fmt::Debug + 'static {
+    /// Size in bytes.
+    const SIZE: u32;
+    /// log2 of the size.
+    const SHIFT: u32;
+    /// The same size as a run-time value.
+    const KIND: PageSizeKind;
+}
+
+macro_rules! page_size {
+    ($(#[$doc:meta])* $name:ident, $shift:expr, $kind:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum $name {}
+
+        impl PageSize for $name {
+            const SIZE: u32 = 1 << $shift;
+            const SHIFT: u32 = $shift;
+            const KIND: PageSizeKind = PageSizeKind::$kind;
+        }
+    };
+}
+
+page_size!(
+    /// 1 MiB: a section, mapped by a first-level descriptor.
+    Size1MiB,
+    20,
+    Section
+);
+page_size!(
+    /// 64 KiB: a large page (coarse or fine table).
+    Size64KiB,
+    16,
+    Large
+);
+page_size!(
+    /// 4 KiB: a small page (coarse or fine table).
+    Size4KiB,
+    12,
+    Small
+);
+page_size!(
+    /// 1 KiB: a tiny page (fine tables only).
+    Size1KiB,
+    10,
+    Tiny
+);
+
+/// A page size as a run-time value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum PageSizeKind {
+    /// 1 KiB tiny page.
+    Tiny,
+    /// 4 KiB small page.
+    Small,
+    /// 64 KiB large page.
+    Large,
+    /// 1 MiB section.
+    Section,
+}
+
+impl PageSizeKind {
+    /// Every size, largest first.
+    pub const LARGEST_FIRST: [PageSizeKind; 4] = [
+        PageSizeKind::Section,
+        PageSizeKind::Large,
+        PageSizeKind::Small,
+        PageSizeKind::Tiny,
+    ];
+
+    /// Size in bytes.
+    #[must_use]
+    pub const fn size(self) -> u32 {
+        1 << self.shift()
+    }
+
+    /// log2 of the size.
+    #[must_use]
+    pub const fn shift(self) -> u32 {
+        match self {
+            PageSizeKind::Tiny => 10,
+            PageSizeKind::Small => 12,
+            PageSizeKind::Large => 16,
+            PageSizeKind::Section => 20,
+        }
+    }
+}
+
+/// A physical frame of size `S`: a [`PhysAddr`] aligned to `S::SIZE`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Frame<S: PageSize> {
+    start: PhysAddr,
+    size: PhantomData<S>,
+}
+
+impl<S: PageSize> Frame<S> {
+    /// The frame starting at `start`, which must be aligned to the frame size.
+    #[inline]
+    pub const fn from_start(start: PhysAddr) -> Result<Self, AddrError> {
+        if start.is_aligned(S::SIZE) {
+            Ok(Frame {
+                start,
+                size: PhantomData,
+            })
+        } else {
+            Err(AddrError::Misaligned {
+                addr: start.as_u32(),
+                align: S::SIZE,
+            })
+        }
+    }
+
+    /// The frame containing `addr`.
+    #[inline]
+    #[must_use]
+    pub const fn containing(addr: PhysAddr) -> Self {
+        Frame {
+            start: addr.align_down(S::SIZE),
+            size: PhantomData,
+        }
+    }
+
+    /// First byte of the frame.
+    #[inline]
+    #[must_use]
+    pub const fn start(self) -> PhysAddr {
+        self.start
+    }
+}
+
+impl<S: PageSize> fmt::Debug for Frame<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Frame<{:?}>({:#010x})", S::KIND, self.start.as_u32())
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<S: PageSize> defmt::Format for Frame<S> {
+    fn format(&self, f: defmt::Formatter) {
+        defmt::write!(f, "Frame({=u32:#x}, {})", self.start.as_u32(), S::KIND)
+    }
+}
+
+/// A page of size `S` at a modified virtual address aligned to `S::SIZE`.
+///
+/// Page tables are indexed by MVA, so pages are named by MVA; obtain one from
+/// a program's address with [`VirtAddr::to_mva`](crate::VirtAddr::to_mva).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Page<S: PageSize> {
+    start: ModifiedVirtAddr,
+    size: PhantomData<S>,
+}
+
+impl<S: PageSize> Page<S> {
+    /// The page starting at `start`, which must be aligned to the page size.
+    #[inline]
+    pub const fn from_start(start: ModifiedVirtAddr) -> Result<Self, AddrError> {
+        if start.is_aligned(S::SIZE) {
+            Ok(Page {
+                start,
+                size: PhantomData,
+            })
+        } else {
+            Err(AddrError::Misaligned {
+                addr: start.as_u32(),
+                align: S::SIZE,
+            })
+        }
+    }
+
+    /// The page containing `addr`.
+    #[inline]
+    #[must_use]
+    pub const fn containing(addr: ModifiedVirtAddr) -> Self {
+        Page {
+            start: addr.align_down(S::SIZE),
+            size: PhantomData,
+        }
+    }
+
+    /// First byte of the page.
+    #[inline]
+    #[must_use]
+    pub const fn start(self) -> ModifiedVirtAddr {
+        self.start
+    }
+}
+
+impl<S: PageSize> fmt::Debug for Page<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Page<{:?}>({:#010x})", S::KIND, self.start.as_u32())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(Size1MiB::SIZE, 1 << 20);
+        assert_eq!(Size64KiB::SIZE, 64 << 10);
+        assert_eq!(Size4KiB::SIZE, 4 << 10);
+        assert_eq!(Size1KiB::SIZE, 1 << 10);
+        for k in PageSizeKind::LARGEST_FIRST {
+            assert_eq!(k.size(), 1 << k.shift());
+        }
+        assert_eq!(Size64KiB::KIND.size(), Size64KiB::SIZE);
+    }
+
+    #[test]
+    fn frames_and_pages_check_alignment() {
+        assert!(Frame::<Size1MiB>::from_start(PhysAddr::new(0x0010_0000)).is_ok());
+        assert_eq!(
+            Frame::<Size1MiB>::from_start(PhysAddr::new(0x0010_1000)),
+            Err(AddrError::Misaligned {
+                addr: 0x0010_1000,
+                align: 1 << 20
+            })
+        );
+        assert_eq!(
+            Frame::<Size4KiB>::containing(PhysAddr::new(0x1234)).start(),
+            PhysAddr::new(0x1000)
+        );
+        assert!(Page::<Size1KiB>::from_start(ModifiedVirtAddr::new(0x400)).is_ok());
+        assert!(Page::<Size64KiB>::from_start(ModifiedVirtAddr::new(0x8000)).is_err());
+    }
+}

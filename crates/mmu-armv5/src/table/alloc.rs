@@ -54,18 +54,25 @@ impl fmt::Display for AllocError {
 
 impl core::error::Error for AllocError {}
 
-/// Provider of translation table memory.
+/// Provider of translation table memory (first- and second-level).
 ///
-/// # Contract
+/// # Safety (for implementors)
+/// The table code performs raw volatile reads and writes through the
+/// pointers this trait returns, so an implementation promises:
 /// * [`TableAlloc::allocate`] returns the physical address of `kind.size()`
-///   bytes aligned to `kind.size()`, not in use by anything else until
+///   bytes aligned to `kind.size()`, used by nothing else until
 ///   [`TableAlloc::deallocate`]; the contents may be arbitrary (the table code
-///   clears it).
-/// * [`TableAlloc::table_ptr`] returns a pointer through which the current
-///   program reads and writes the table at a physical address it allocated.
-/// * [`TableAlloc::table_mva`] returns the address the CPU's D-cache knows that
-///   memory by, so the table code can clean the lines the hardware walker reads.
-pub trait TableAlloc {
+///   clears a new table).
+/// * [`TableAlloc::table_ptr`] returns `Some` only for a pointer valid for
+///   reads and writes of `kind.size()` bytes, aligned to 4, that stays valid
+///   as long as the allocator lives; and `None` for any address outside the
+///   memory it manages. (A descriptor read from a table can name any
+///   address; the table code asks `table_ptr` before following it, so a
+///   corrupted or foreign table yields an error, never a wild access.)
+///
+/// [`TableAlloc::table_mva`] returns the address the CPU's D-cache knows that
+/// memory by, so the table code can clean the lines the hardware walker reads.
+pub unsafe trait TableAlloc {
     /// Allocates a table of `kind`.
     fn allocate(&mut self, kind: TableKind) -> Result<PhysAddr, AllocError>;
 
@@ -73,11 +80,12 @@ pub trait TableAlloc {
     ///
     /// # Safety
     /// `pa` came from [`TableAlloc::allocate`] with the same `kind`, and no
-    /// descriptor still points at it.
+    /// descriptor or translation table base still points at it.
     unsafe fn deallocate(&mut self, kind: TableKind, pa: PhysAddr);
 
-    /// Pointer to the first entry of the table at `pa`.
-    fn table_ptr(&self, pa: PhysAddr) -> NonNull<u32>;
+    /// Pointer to the first entry of the table of `kind` at `pa`, or `None`
+    /// if that memory is not table memory this allocator can reach.
+    fn table_ptr(&self, kind: TableKind, pa: PhysAddr) -> Option<NonNull<u32>>;
 
     /// The modified virtual address of the table at `pa`, for cache maintenance.
     fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr;

@@ -1,3 +1,96 @@
-//! Translation tables.
+//! Translation tables: memory, entries, a mapper and flush tokens.
+//!
+//! * [`alloc`]: the [`TableAlloc`] trait through which table memory is obtained;
+//! * [`pool`]: [`TablePool`], a `no_std` allocator over caller-provided memory;
+//! * [`raw`]: [`TableRef`], bounds-checked volatile entry access;
+//! * [`mapper`]: [`PageTable`], map/unmap/protect/lookup/iterate;
+//! * [`flush`]: [`TableFlush`], the `#[must_use]` maintenance token.
+
 pub mod alloc;
+pub mod flush;
+pub mod mapper;
+pub mod pool;
+pub mod raw;
+
 pub use alloc::{AllocError, TableAlloc, TableKind};
+pub use flush::{TableFlush, TlbInvalidate};
+pub use mapper::{write_l2_page, MapAttrs, Mapping, Mappings, PageTable, SizePolicy};
+pub use pool::{PoolBlock, TablePool};
+pub use raw::TableRef;
+
+use crate::addr::{AddrError, Domain, ModifiedVirtAddr, PhysAddr};
+use core::fmt;
+
+/// What can go wrong in a table operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TableError {
+    /// An address is not aligned as the operation requires.
+    Misaligned(AddrError),
+    /// A length of zero.
+    EmptyRange,
+    /// A length that is not a multiple of 1 KiB, or of the requested page size.
+    BadLength(u32),
+    /// The range wraps past the end of the 32-bit address space.
+    AddressOverflow,
+    /// Part of the range is already mapped.
+    AlreadyMapped(ModifiedVirtAddr),
+    /// Part of the range is not mapped.
+    NotMapped(ModifiedVirtAddr),
+    /// A page at this address lies only partly inside the range.
+    PartialPage(ModifiedVirtAddr),
+    /// The MiB already has a second-level table of another domain.
+    DomainMismatch {
+        /// Where the conflict is.
+        mva: ModifiedVirtAddr,
+        /// The domain of the existing first-level entry.
+        existing: Domain,
+    },
+    /// A tiny page was asked for in a MiB that has a coarse table.
+    TinyPageInCoarseTable(ModifiedVirtAddr),
+    /// The allocator has no table memory left.
+    OutOfTableMemory,
+    /// A descriptor points at memory the allocator cannot reach.
+    UnreachableTable(PhysAddr),
+    /// A table address that is not aligned to its table size.
+    MisalignedTable(PhysAddr),
+    /// A table index beyond the table's entries.
+    IndexOutOfRange(usize),
+}
+
+impl From<AddrError> for TableError {
+    fn from(e: AddrError) -> Self {
+        TableError::Misaligned(e)
+    }
+}
+
+impl fmt::Display for TableError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            TableError::Misaligned(e) => write!(f, "{e}"),
+            TableError::EmptyRange => f.write_str("empty range"),
+            TableError::BadLength(l) => {
+                write!(f, "length {l:#x} is not a multiple of the page size")
+            }
+            TableError::AddressOverflow => f.write_str("range wraps past 4 GiB"),
+            TableError::AlreadyMapped(a) => write!(f, "{a} is already mapped"),
+            TableError::NotMapped(a) => write!(f, "{a} is not mapped"),
+            TableError::PartialPage(a) => write!(f, "the page at {a} is only partly in the range"),
+            TableError::DomainMismatch { mva, existing } => {
+                write!(f, "{mva} lies in a MiB of domain {}", existing.get())
+            }
+            TableError::TinyPageInCoarseTable(a) => {
+                write!(
+                    f,
+                    "tiny page at {a} needs a fine table, the MiB has a coarse one"
+                )
+            }
+            TableError::OutOfTableMemory => f.write_str("no table memory left"),
+            TableError::UnreachableTable(pa) => write!(f, "table at {pa} is not reachable"),
+            TableError::MisalignedTable(pa) => write!(f, "table address {pa} is misaligned"),
+            TableError::IndexOutOfRange(i) => write!(f, "table index {i} out of range"),
+        }
+    }
+}
+
+impl core::error::Error for TableError {}

@@ -1,0 +1,297 @@
+//! First-level descriptors.
+
+use super::attr::{AccessPermission, CachePolicy, Tex};
+use crate::addr::{Domain, PhysAddr};
+use crate::size::{Frame, Size1KiB, Size1MiB, Size4KiB};
+use crate::table::TableKind;
+
+const TYPE_COARSE: u32 = 0b01;
+const TYPE_SECTION: u32 = 0b10;
+const TYPE_FINE: u32 = 0b11;
+/// Bit 4: "should be one" on ARM9 and StrongARM, must be zero on XScale.
+const BIT4: u32 = 1 << 4;
+
+const fn dom_bits(d: Domain) -> u32 {
+    (d.get() as u32) << 5
+}
+
+const fn p_bit(p: bool) -> u32 {
+    if p {
+        1 << 9
+    } else {
+        0
+    }
+}
+
+/// A section: 1 MiB mapped by one first-level entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SectionDesc {
+    /// The physical 1 MiB frame.
+    pub frame: Frame<Size1MiB>,
+    /// Access permission (bits \[11:10\]).
+    pub ap: AccessPermission,
+    /// C and B bits.
+    pub cache: CachePolicy,
+    /// Domain (bits \[8:5\]).
+    pub domain: Domain,
+    /// The implementation-defined P bit \[9\] (ECC on some parts; keep zero on ARM926).
+    pub p: bool,
+    /// XScale TEX bits \[14:12\] (zero elsewhere).
+    pub tex: Tex,
+}
+
+/// A pointer to a coarse second-level table (256 entries, 4 KiB granules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CoarseTableDesc {
+    /// Physical address of the table (1 KiB aligned).
+    pub table: Frame<Size1KiB>,
+    /// Domain of every page in this 1 MiB (bits \[8:5\]).
+    pub domain: Domain,
+    /// The implementation-defined P bit \[9\].
+    pub p: bool,
+}
+
+/// A pointer to a fine second-level table (1024 entries, 1 KiB granules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FineTableDesc {
+    /// Physical address of the table (4 KiB aligned).
+    pub table: Frame<Size4KiB>,
+    /// Domain of every page in this 1 MiB (bits \[8:5\]).
+    pub domain: Domain,
+}
+
+/// A decoded first-level descriptor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum L1Descriptor {
+    /// Invalid: any access faults. Bits \[31:2\] are ignored by the hardware and
+    /// kept here for software use.
+    Fault {
+        /// The raw word (its low two bits are zero).
+        raw: u32,
+    },
+    /// Points at a coarse second-level table.
+    Coarse(CoarseTableDesc),
+    /// Maps a 1 MiB section.
+    Section(SectionDesc),
+    /// Points at a fine second-level table.
+    Fine(FineTableDesc),
+}
+
+impl L1Descriptor {
+    /// The invalid descriptor with all bits zero.
+    pub const FAULT: L1Descriptor = L1Descriptor::Fault { raw: 0 };
+
+    /// Decodes a first-level word. Every word decodes; should-be-zero bits and
+    /// bit 4 are ignored.
+    #[must_use]
+    pub const fn from_bits(w: u32) -> L1Descriptor {
+        let domain = Domain::from_low_bits(w >> 5);
+        match w & 3 {
+            TYPE_COARSE => L1Descriptor::Coarse(CoarseTableDesc {
+                table: Frame::containing(PhysAddr::new(w & 0xFFFF_FC00)),
+                domain,
+                p: w & (1 << 9) != 0,
+            }),
+            TYPE_SECTION => L1Descriptor::Section(SectionDesc {
+                frame: Frame::containing(PhysAddr::new(w & 0xFFF0_0000)),
+                ap: AccessPermission::from_bits(w >> 10),
+                cache: CachePolicy::from_descriptor(w),
+                domain,
+                p: w & (1 << 9) != 0,
+                tex: Tex::from_low_bits(w >> 12),
+            }),
+            TYPE_FINE => L1Descriptor::Fine(FineTableDesc {
+                table: Frame::containing(PhysAddr::new(w & 0xFFFF_F000)),
+                domain,
+            }),
+            _ => L1Descriptor::Fault { raw: w },
+        }
+    }
+
+    /// Encodes for ARM9 and StrongARM cores: bit 4 set, as their manuals require.
+    ///
+    /// A fault descriptor keeps its software bits unchanged.
+    #[must_use]
+    pub const fn to_bits(self) -> u32 {
+        match self {
+            L1Descriptor::Fault { raw } => raw & !3,
+            _ => self.to_bits_xscale() | BIT4,
+        }
+    }
+
+    /// Encodes for XScale cores: bit 4 clear, as the XScale core manual requires.
+    #[must_use]
+    pub const fn to_bits_xscale(self) -> u32 {
+        match self {
+            L1Descriptor::Fault { raw } => raw & !3,
+            L1Descriptor::Coarse(c) => {
+                c.table.start().as_u32() | p_bit(c.p) | dom_bits(c.domain) | TYPE_COARSE
+            }
+            L1Descriptor::Section(s) => {
+                s.frame.start().as_u32()
+                    | ((s.tex.get() as u32) << 12)
+                    | (s.ap.bits() << 10)
+                    | p_bit(s.p)
+                    | dom_bits(s.domain)
+                    | s.cache.descriptor_bits()
+                    | TYPE_SECTION
+            }
+            L1Descriptor::Fine(f) => f.table.start().as_u32() | dom_bits(f.domain) | TYPE_FINE,
+        }
+    }
+
+    /// The domain, for every kind but fault.
+    #[must_use]
+    pub const fn domain(self) -> Option<Domain> {
+        match self {
+            L1Descriptor::Fault { .. } => None,
+            L1Descriptor::Coarse(c) => Some(c.domain),
+            L1Descriptor::Section(s) => Some(s.domain),
+            L1Descriptor::Fine(f) => Some(f.domain),
+        }
+    }
+
+    /// This descriptor with its domain replaced (a fault descriptor is unchanged).
+    #[must_use]
+    pub const fn with_domain(self, domain: Domain) -> L1Descriptor {
+        match self {
+            L1Descriptor::Fault { raw } => L1Descriptor::Fault { raw },
+            L1Descriptor::Coarse(c) => L1Descriptor::Coarse(CoarseTableDesc { domain, ..c }),
+            L1Descriptor::Section(s) => L1Descriptor::Section(SectionDesc { domain, ..s }),
+            L1Descriptor::Fine(f) => L1Descriptor::Fine(FineTableDesc { domain, ..f }),
+        }
+    }
+
+    /// The second-level table this descriptor points at, if any.
+    #[must_use]
+    pub const fn table(self) -> Option<(TableKind, PhysAddr)> {
+        match self {
+            L1Descriptor::Coarse(c) => Some((TableKind::Coarse, c.table.start())),
+            L1Descriptor::Fine(f) => Some((TableKind::Fine, f.table.start())),
+            _ => None,
+        }
+    }
+
+    /// Whether the descriptor is valid (not a fault).
+    #[must_use]
+    pub const fn is_valid(self) -> bool {
+        !matches!(self, L1Descriptor::Fault { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn d(n: u8) -> Domain {
+        Domain::new(n).unwrap()
+    }
+
+    #[test]
+    fn section_bits_match_the_manual() {
+        let s = L1Descriptor::Section(SectionDesc {
+            frame: Frame::from_start(PhysAddr::new(0xC010_0000)).unwrap(),
+            ap: AccessPermission::PrivRwUserRo,
+            cache: CachePolicy::WriteBack,
+            domain: d(5),
+            p: true,
+            tex: Tex::new(5).unwrap(),
+        });
+        let w = s.to_bits();
+        assert_eq!(w & 3, 0b10, "type");
+        assert_eq!(w & (1 << 2), 1 << 2, "B");
+        assert_eq!(w & (1 << 3), 1 << 3, "C");
+        assert_eq!(w & (1 << 4), 1 << 4, "bit 4 set on ARM9");
+        assert_eq!((w >> 5) & 0xf, 5, "domain [8:5]");
+        assert_eq!((w >> 9) & 1, 1, "P [9]");
+        assert_eq!((w >> 10) & 3, 2, "AP [11:10]");
+        assert_eq!((w >> 12) & 7, 5, "TEX [14:12]");
+        assert_eq!(w & 0xFFF0_0000, 0xC010_0000, "base [31:20]");
+        assert_eq!(w, 0xC010_5000 | (2 << 10) | (1 << 9) | (5 << 5) | 0x1e);
+        assert_eq!(s.to_bits_xscale(), w & !(1 << 4));
+        assert_eq!(L1Descriptor::from_bits(w), s);
+    }
+
+    #[test]
+    fn coarse_and_fine_bits_match_the_manual() {
+        let c = L1Descriptor::Coarse(CoarseTableDesc {
+            table: Frame::from_start(PhysAddr::new(0x0012_3C00)).unwrap(),
+            domain: d(15),
+            p: false,
+        });
+        assert_eq!(c.to_bits(), 0x0012_3C00 | (15 << 5) | (1 << 4) | 0b01);
+        let f = L1Descriptor::Fine(FineTableDesc {
+            table: Frame::from_start(PhysAddr::new(0x0012_3000)).unwrap(),
+            domain: d(1),
+        });
+        assert_eq!(f.to_bits(), 0x0012_3000 | (1 << 5) | (1 << 4) | 0b11);
+        assert_eq!(
+            c.table(),
+            Some((TableKind::Coarse, PhysAddr::new(0x0012_3C00)))
+        );
+        assert_eq!(L1Descriptor::FAULT.to_bits(), 0);
+        assert_eq!(
+            L1Descriptor::from_bits(0xABCD_0000),
+            L1Descriptor::Fault { raw: 0xABCD_0000 }
+        );
+        assert_eq!(c.with_domain(d(3)).domain(), Some(d(3)));
+    }
+
+    fn arb_l1() -> impl Strategy<Value = L1Descriptor> {
+        prop_oneof![
+            any::<u32>().prop_map(|r| L1Descriptor::Fault { raw: r & !3 }),
+            (any::<u32>(), 0u8..16, any::<bool>()).prop_map(|(a, dm, p)| {
+                L1Descriptor::Coarse(CoarseTableDesc {
+                    table: Frame::containing(PhysAddr::new(a)),
+                    domain: Domain::new(dm).unwrap(),
+                    p,
+                })
+            }),
+            (
+                any::<u32>(),
+                0u32..4,
+                0u32..4,
+                0u8..16,
+                any::<bool>(),
+                0u8..8
+            )
+                .prop_map(|(a, ap, cb, dm, p, tex)| {
+                    L1Descriptor::Section(SectionDesc {
+                        frame: Frame::containing(PhysAddr::new(a)),
+                        ap: AccessPermission::from_bits(ap),
+                        cache: CachePolicy::from_descriptor(cb << 2),
+                        domain: Domain::new(dm).unwrap(),
+                        p,
+                        tex: Tex::new(tex).unwrap(),
+                    })
+                }),
+            (any::<u32>(), 0u8..16).prop_map(|(a, dm)| {
+                L1Descriptor::Fine(FineTableDesc {
+                    table: Frame::containing(PhysAddr::new(a)),
+                    domain: Domain::new(dm).unwrap(),
+                })
+            }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn encode_then_decode_round_trips(desc in arb_l1()) {
+            prop_assert_eq!(L1Descriptor::from_bits(desc.to_bits()), desc);
+            prop_assert_eq!(L1Descriptor::from_bits(desc.to_bits_xscale()), desc);
+        }
+
+        #[test]
+        fn decode_then_encode_keeps_every_defined_bit(w in any::<u32>()) {
+            let back = L1Descriptor::from_bits(w).to_bits_xscale();
+            let defined = match w & 3 {
+                0 => !3,
+                1 => 0xFFFF_FC00 | 0x3E3,
+                2 => 0xFFF0_0000 | 0x7000 | 0xFEF,
+                _ => 0xFFFF_F000 | 0x1E3,
+            };
+            prop_assert_eq!(back, w & defined);
+        }
+    }
+}

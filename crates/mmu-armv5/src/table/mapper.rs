@@ -1,0 +1,726 @@
+//! A hardware page table: map, unmap, protect, look up and iterate.
+//!
+//! [`PageTable`] names an L1 table (16 KiB, 4096 one-MiB slots) and the
+//! second-level tables hanging off it, all in memory from a [`TableAlloc`].
+//! Addresses are modified virtual addresses ([`ModifiedVirtAddr`]): page
+//! tables are indexed after FCSE relocation.
+//!
+//! Every change returns a [`TableFlush`] naming the cache and TLB maintenance
+//! it needs. Operations are all-or-nothing: they check the whole range before
+//! writing, and undo partial work if table memory runs out.
+
+use super::alloc::{TableAlloc, TableKind};
+use super::flush::TableFlush;
+use super::raw::TableRef;
+use super::TableError;
+use crate::addr::{check_aligned, Domain, ModifiedVirtAddr, PhysAddr};
+use crate::descriptor::{
+    AccessPermission, CachePolicy, CoarseTableDesc, FineTableDesc, L1Descriptor, L2Descriptor,
+    LargePageDesc, SectionDesc, SmallPageDesc, SubpageAp, Tex, TinyPageDesc,
+};
+use crate::size::{Frame, PageSizeKind};
+
+const MIB: u32 = 1 << 20;
+const KIB: u32 = 1 << 10;
+
+/// Attributes of a new mapping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct MapAttrs {
+    /// Domain (one per MiB: every mapping in a MiB shares its first-level entry's domain).
+    pub domain: Domain,
+    /// Access permission (all subpages).
+    pub ap: AccessPermission,
+    /// C and B bits.
+    pub cache: CachePolicy,
+    /// XScale TEX bits (sections, large and tiny pages; zero elsewhere).
+    pub tex: Tex,
+}
+
+impl MapAttrs {
+    /// Attributes with TEX zero.
+    #[must_use]
+    pub const fn new(domain: Domain, ap: AccessPermission, cache: CachePolicy) -> MapAttrs {
+        MapAttrs {
+            domain,
+            ap,
+            cache,
+            tex: Tex::ZERO,
+        }
+    }
+}
+
+/// Which page sizes [`PageTable::map`] may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SizePolicy {
+    /// The largest size that fits the alignment of both addresses and the
+    /// remaining length at each step; tiny pages only where 4 KiB alignment
+    /// is missing.
+    Largest,
+    /// Exactly this size; addresses and length must be multiples of it.
+    Exactly(PageSizeKind),
+}
+
+/// One mapping found in a table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Mapping {
+    /// First MVA of the page.
+    pub mva: ModifiedVirtAddr,
+    /// First physical address of the page.
+    pub pa: PhysAddr,
+    /// Page size.
+    pub size: PageSizeKind,
+    /// Domain from the first-level entry.
+    pub domain: Domain,
+    /// Access permission per subpage (uniform for sections and tiny pages).
+    pub ap: SubpageAp,
+    /// C and B bits.
+    pub cache: CachePolicy,
+}
+
+/// A first-level table and its second-level tables.
+#[derive(Debug, PartialEq, Eq)]
+pub struct PageTable {
+    root: TableRef,
+}
+
+fn kib_range(mva: ModifiedVirtAddr, pa: PhysAddr, len: u32) -> Result<(), TableError> {
+    check_aligned(mva.as_u32(), KIB)?;
+    check_aligned(pa.as_u32(), KIB)?;
+    check_len(mva, len)?;
+    if pa.as_u32().checked_add(len - 1).is_none() {
+        return Err(TableError::AddressOverflow);
+    }
+    Ok(())
+}
+
+fn check_len(mva: ModifiedVirtAddr, len: u32) -> Result<(), TableError> {
+    if len == 0 {
+        return Err(TableError::EmptyRange);
+    }
+    check_aligned(len, KIB).map_err(|_| TableError::BadLength(len))?;
+    if mva.as_u32().checked_add(len - 1).is_none() {
+        return Err(TableError::AddressOverflow);
+    }
+    Ok(())
+}
+
+/// The page size to use at `mva`/`pa` with `remaining` bytes left.
+fn chunk_size(
+    mva: u32,
+    pa: u32,
+    remaining: u32,
+    policy: SizePolicy,
+) -> Result<PageSizeKind, TableError> {
+    match policy {
+        SizePolicy::Exactly(k) => {
+            let s = k.size();
+            check_aligned(mva, s)?;
+            check_aligned(pa, s)?;
+            if remaining < s || remaining % s != 0 {
+                return Err(TableError::BadLength(remaining));
+            }
+            Ok(k)
+        }
+        SizePolicy::Largest => {
+            for k in PageSizeKind::LARGEST_FIRST {
+                let s = k.size();
+                if mva % s == 0 && pa % s == 0 && remaining >= s {
+                    return Ok(k);
+                }
+            }
+            // Unreachable with a checked 1 KiB-aligned range; report it as such.
+            Err(TableError::BadLength(remaining))
+        }
+    }
+}
+
+/// Where the entries for a page of `size` at `mva` sit in a table of `kind`:
+/// (first index, count).
+fn l2_slots(kind: TableKind, mva: u32, size: PageSizeKind) -> Result<(usize, usize), TableError> {
+    match kind {
+        TableKind::Coarse => {
+            let idx = ((mva >> 12) & 0xFF) as usize;
+            match size {
+                PageSizeKind::Large => Ok((idx & !15, 16)),
+                PageSizeKind::Small => Ok((idx, 1)),
+                _ => Err(TableError::TinyPageInCoarseTable(ModifiedVirtAddr::new(
+                    mva,
+                ))),
+            }
+        }
+        TableKind::Fine => {
+            let idx = ((mva >> 10) & 0x3FF) as usize;
+            match size {
+                PageSizeKind::Large => Ok((idx & !63, 64)),
+                PageSizeKind::Small => Ok((idx & !3, 4)),
+                PageSizeKind::Tiny => Ok((idx, 1)),
+                PageSizeKind::Section => Err(TableError::BadLength(MIB)),
+            }
+        }
+        TableKind::L1 => Err(TableError::MisalignedTable(PhysAddr::new(0))),
+    }
+}
+
+/// The second-level index of `mva` in a table of `kind`.
+fn l2_index(kind: TableKind, mva: u32) -> usize {
+    match kind {
+        TableKind::Fine => ((mva >> 10) & 0x3FF) as usize,
+        _ => ((mva >> 12) & 0xFF) as usize,
+    }
+}
+
+fn l2_descriptor(size: PageSizeKind, pa: u32, attrs: MapAttrs) -> L2Descriptor {
+    let ap = SubpageAp::uniform(attrs.ap);
+    match size {
+        PageSizeKind::Large => L2Descriptor::Large(LargePageDesc {
+            frame: Frame::containing(PhysAddr::new(pa)),
+            ap,
+            cache: attrs.cache,
+            tex: attrs.tex,
+        }),
+        PageSizeKind::Small => L2Descriptor::Small(SmallPageDesc {
+            frame: Frame::containing(PhysAddr::new(pa)),
+            ap,
+            cache: attrs.cache,
+        }),
+        _ => L2Descriptor::Tiny(TinyPageDesc {
+            frame: Frame::containing(PhysAddr::new(pa)),
+            ap: attrs.ap,
+            cache: attrs.cache,
+            tex: attrs.tex,
+        }),
+    }
+}
+
+/// Writes a page descriptor into a second-level table, replicated as the
+/// table kind requires (a large page fills 16 coarse or 64 fine entries, a
+/// small page 4 fine entries). Records the written table memory in `flush`.
+///
+/// This is the building block for code that keeps its own second-level
+/// tables outside a [`PageTable`] (for example per-space directories that
+/// the hardware never walks).
+pub fn write_l2_page<A: TableAlloc + ?Sized>(
+    alloc: &A,
+    table: TableRef,
+    mva: ModifiedVirtAddr,
+    desc: L2Descriptor,
+    flush: &mut TableFlush,
+) -> Result<(), TableError> {
+    let size = match desc.size() {
+        Some(s) => s,
+        None => {
+            // A fault: clear the single entry the address selects.
+            let idx = l2_index(table.kind, mva.as_u32());
+            table.write(alloc, idx, desc.to_bits())?;
+            flush.table_written(table.entry_mva(alloc, idx), 4);
+            return Ok(());
+        }
+    };
+    let (first, count) = l2_slots(table.kind, mva.as_u32(), size)?;
+    table.fill(alloc, first, count, desc.to_bits())?;
+    flush.table_written(table.entry_mva(alloc, first), 4 * count as u32);
+    Ok(())
+}
+
+impl PageTable {
+    /// Allocates an empty L1 table (every slot a fault).
+    pub fn new<A: TableAlloc + ?Sized>(alloc: &mut A) -> Result<PageTable, TableError> {
+        Ok(PageTable {
+            root: TableRef::allocate(alloc, TableKind::L1)?,
+        })
+    }
+
+    /// Takes over an existing L1 table at `root` (for example one built by boot code).
+    ///
+    /// Every access still goes through the allocator's `table_ptr`, which
+    /// refuses memory it cannot reach, so this is safe; [`PageTable::release`]
+    /// will hand the table and its second-level tables back to the allocator,
+    /// so only adopt tables that allocator owns, or never release them.
+    pub fn from_root(root: PhysAddr) -> Result<PageTable, TableError> {
+        Ok(PageTable {
+            root: TableRef::new(TableKind::L1, root)?,
+        })
+    }
+
+    /// Physical address of the L1 table (the translation table base to load).
+    #[must_use]
+    pub const fn root(&self) -> PhysAddr {
+        self.root.pa
+    }
+
+    /// The L1 table as a [`TableRef`].
+    #[must_use]
+    pub const fn root_table(&self) -> TableRef {
+        self.root
+    }
+
+    /// Reads first-level slot `index` (0..4096).
+    pub fn l1_entry<A: TableAlloc + ?Sized>(
+        &self,
+        alloc: &A,
+        index: usize,
+    ) -> Result<L1Descriptor, TableError> {
+        Ok(L1Descriptor::from_bits(self.root.read(alloc, index)?))
+    }
+
+    /// Overwrites first-level slot `index` with `desc` (ARM9/StrongARM encoding).
+    ///
+    /// The previous entry's translations may be cached, so the token asks for
+    /// the TLB entries of that MiB to be invalidated unless the old entry was
+    /// a fault. The second-level table the old entry pointed at, if any, is
+    /// not freed: the caller owns it.
+    pub fn set_l1_entry<A: TableAlloc + ?Sized>(
+        &mut self,
+        alloc: &A,
+        index: usize,
+        desc: L1Descriptor,
+    ) -> Result<TableFlush, TableError> {
+        let old = self.l1_entry(alloc, index)?;
+        self.root.write(alloc, index, desc.to_bits())?;
+        let mut f = TableFlush::new();
+        f.table_written(self.root.entry_mva(alloc, index), 4);
+        match old {
+            L1Descriptor::Fault { .. } => {}
+            // One TLB entry per section.
+            L1Descriptor::Section(_) => {
+                f.tlb_stale(ModifiedVirtAddr::new((index as u32) << 20), MIB, MIB)
+            }
+            // Pages of any size down to 1 KiB: more entries than are worth
+            // invalidating one by one, so this escalates to the whole TLB.
+            _ => f.tlb_stale(ModifiedVirtAddr::new((index as u32) << 20), MIB, KIB),
+        }
+        Ok(f)
+    }
+
+    /// Maps `[mva, mva + len)` to `[pa, pa + len)` with `attrs`.
+    ///
+    /// Errors: misaligned addresses or length (1 KiB, or the size an
+    /// [`SizePolicy::Exactly`] asks for), an empty or wrapping range, any part
+    /// already mapped, a MiB whose existing table has another domain, a tiny
+    /// page in a MiB that has a coarse table, or no table memory (then
+    /// nothing is changed).
+    pub fn map<A: TableAlloc + ?Sized>(
+        &mut self,
+        alloc: &mut A,
+        mva: ModifiedVirtAddr,
+        pa: PhysAddr,
+        len: u32,
+        attrs: MapAttrs,
+        policy: SizePolicy,
+    ) -> Result<TableFlush, TableError> {
+        kib_range(mva, pa, len)?;
+        // Pass 1: check every chunk; note which MiBs will need a fine table.
+        let mut needs_fine = [0u32; 128];
+        let mut off = 0u32;
+        while off < len {
+            let (m, p) = (mva.as_u32() + off, pa.as_u32() + off);
+            let k = chunk_size(m, p, len - off, policy)?;
+            if k == PageSizeKind::Tiny {
+                let slot = (m >> 20) as usize;
+                needs_fine[slot / 32] |= 1 << (slot % 32);
+            }
+            self.check_free(alloc, m, k, attrs.domain)?;
+            off += k.size();
+        }
+        // Pass 2: write, undoing everything on failure.
+        let mut flush = TableFlush::new();
+        let mut off = 0u32;
+        while off < len {
+            let (m, p) = (mva.as_u32() + off, pa.as_u32() + off);
+            let k = chunk_size(m, p, len - off, policy)?;
+            let slot = (m >> 20) as usize;
+            let fine = needs_fine[slot / 32] & (1 << (slot % 32)) != 0;
+            if let Err(e) = self.write_chunk(alloc, m, p, k, attrs, fine, &mut flush) {
+                if off > 0 {
+                    // Undo: these entries were invalid before and never used by
+                    // the hardware, so no TLB maintenance is owed.
+                    if let Ok(undo) = self.unmap(alloc, mva, off) {
+                        flush.merge(undo);
+                    }
+                }
+                // SAFETY: the range is back to its previous, unmapped state.
+                unsafe { flush.ignore() };
+                return Err(e);
+            }
+            off += k.size();
+        }
+        Ok(flush)
+    }
+
+    fn check_free<A: TableAlloc + ?Sized>(
+        &self,
+        alloc: &A,
+        mva: u32,
+        size: PageSizeKind,
+        domain: Domain,
+    ) -> Result<(), TableError> {
+        let at = ModifiedVirtAddr::new(mva);
+        let l1 = self.l1_entry(alloc, (mva >> 20) as usize)?;
+        match (l1, size) {
+            (L1Descriptor::Fault { .. }, _) => Ok(()),
+            (_, PageSizeKind::Section) | (L1Descriptor::Section(_), _) => {
+                Err(TableError::AlreadyMapped(at))
+            }
+            (L1Descriptor::Coarse(_), PageSizeKind::Tiny) => {
+                Err(TableError::TinyPageInCoarseTable(at))
+            }
+            (l1, _) => {
+                let (kind, tpa) = l1.table().ok_or(TableError::AlreadyMapped(at))?;
+                if l1.domain() != Some(domain) {
+                    return Err(TableError::DomainMismatch {
+                        mva: at,
+                        existing: l1.domain().unwrap_or(domain),
+                    });
+                }
+                let t = TableRef::new(kind, tpa)?;
+                let (first, count) = l2_slots(kind, mva, size)?;
+                for i in first..first + count {
+                    if t.read(alloc, i)? & 3 != 0 {
+                        return Err(TableError::AlreadyMapped(at));
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_chunk<A: TableAlloc + ?Sized>(
+        &mut self,
+        alloc: &mut A,
+        mva: u32,
+        pa: u32,
+        size: PageSizeKind,
+        attrs: MapAttrs,
+        fine: bool,
+        flush: &mut TableFlush,
+    ) -> Result<(), TableError> {
+        let slot = (mva >> 20) as usize;
+        if size == PageSizeKind::Section {
+            let d = L1Descriptor::Section(SectionDesc {
+                frame: Frame::containing(PhysAddr::new(pa)),
+                ap: attrs.ap,
+                cache: attrs.cache,
+                domain: attrs.domain,
+                p: false,
+                tex: attrs.tex,
+            });
+            self.root.write(alloc, slot, d.to_bits())?;
+            flush.table_written(self.root.entry_mva(alloc, slot), 4);
+            return Ok(());
+        }
+        let table = match self.l1_entry(alloc, slot)?.table() {
+            Some((kind, tpa)) => TableRef::new(kind, tpa)?,
+            None => {
+                let kind = if fine {
+                    TableKind::Fine
+                } else {
+                    TableKind::Coarse
+                };
+                let t = TableRef::allocate(alloc, kind)?;
+                let d = match kind {
+                    TableKind::Fine => L1Descriptor::Fine(FineTableDesc {
+                        table: Frame::containing(t.pa),
+                        domain: attrs.domain,
+                    }),
+                    _ => L1Descriptor::Coarse(CoarseTableDesc {
+                        table: Frame::containing(t.pa),
+                        domain: attrs.domain,
+                        p: false,
+                    }),
+                };
+                flush.table_written(alloc.table_mva(t.pa), kind.size());
+                self.root.write(alloc, slot, d.to_bits())?;
+                flush.table_written(self.root.entry_mva(alloc, slot), 4);
+                t
+            }
+        };
+        write_l2_page(
+            alloc,
+            table,
+            ModifiedVirtAddr::new(mva),
+            l2_descriptor(size, pa, attrs),
+            flush,
+        )
+    }
+
+    /// Finds the mapping of `mva`, if any.
+    pub fn lookup<A: TableAlloc + ?Sized>(
+        &self,
+        alloc: &A,
+        mva: ModifiedVirtAddr,
+    ) -> Result<Option<Mapping>, TableError> {
+        let m = mva.as_u32();
+        let l1 = self.l1_entry(alloc, (m >> 20) as usize)?;
+        match l1 {
+            L1Descriptor::Fault { .. } => Ok(None),
+            L1Descriptor::Section(s) => Ok(Some(Mapping {
+                mva: mva.align_down(MIB),
+                pa: s.frame.start(),
+                size: PageSizeKind::Section,
+                domain: s.domain,
+                ap: SubpageAp::uniform(s.ap),
+                cache: s.cache,
+            })),
+            L1Descriptor::Coarse(_) | L1Descriptor::Fine(_) => {
+                let (kind, tpa) = l1.table().ok_or(TableError::NotMapped(mva))?;
+                let t = TableRef::new(kind, tpa)?;
+                let d = L2Descriptor::from_bits(t.read(alloc, l2_index(kind, m))?);
+                let domain = l1.domain().unwrap_or_default();
+                Ok(mapping_of(kind, m, d, domain))
+            }
+        }
+    }
+
+    /// Walks `[mva, mva + len)` page by page, checking that every page is
+    /// mapped and lies wholly inside the range; calls `f` for each.
+    fn for_each_page<A: TableAlloc + ?Sized>(
+        &self,
+        alloc: &A,
+        mva: ModifiedVirtAddr,
+        len: u32,
+        mut f: impl FnMut(&Mapping) -> Result<(), TableError>,
+    ) -> Result<(), TableError> {
+        check_aligned(mva.as_u32(), KIB)?;
+        check_len(mva, len)?;
+        let mut off = 0u32;
+        while off < len {
+            let at = ModifiedVirtAddr::new(mva.as_u32() + off);
+            let m = self.lookup(alloc, at)?.ok_or(TableError::NotMapped(at))?;
+            let size = m.size.size();
+            if m.mva != at || len - off < size {
+                return Err(TableError::PartialPage(at));
+            }
+            f(&m)?;
+            off += size;
+        }
+        Ok(())
+    }
+
+    /// Removes every mapping in `[mva, mva + len)`; frees second-level tables
+    /// that become empty.
+    ///
+    /// Errors: a page in the range not mapped, or a page only partly inside
+    /// the range (then nothing is changed).
+    pub fn unmap<A: TableAlloc + ?Sized>(
+        &mut self,
+        alloc: &mut A,
+        mva: ModifiedVirtAddr,
+        len: u32,
+    ) -> Result<TableFlush, TableError> {
+        let mut step = MIB;
+        self.for_each_page(alloc, mva, len, |m| {
+            step = step.min(m.size.size());
+            Ok(())
+        })?;
+        let mut flush = TableFlush::new();
+        let mut off = 0u32;
+        while off < len {
+            let at = mva.as_u32() + off;
+            let slot = (at >> 20) as usize;
+            let l1 = self.l1_entry(alloc, slot)?;
+            match l1.table() {
+                None => {
+                    self.root.write(alloc, slot, 0)?;
+                    flush.table_written(self.root.entry_mva(alloc, slot), 4);
+                    off += MIB;
+                }
+                Some((kind, tpa)) => {
+                    let t = TableRef::new(kind, tpa)?;
+                    let d = L2Descriptor::from_bits(t.read(alloc, l2_index(kind, at))?);
+                    let size = d
+                        .size()
+                        .ok_or(TableError::NotMapped(ModifiedVirtAddr::new(at)))?;
+                    let (first, count) = l2_slots(kind, at, size)?;
+                    t.fill(alloc, first, count, 0)?;
+                    flush.table_written(t.entry_mva(alloc, first), 4 * count as u32);
+                    off += size.size();
+                    let slot_done = off >= len || ((mva.as_u32() + off) >> 20) as usize != slot;
+                    if slot_done && t.is_empty(alloc)? {
+                        self.root.write(alloc, slot, 0)?;
+                        flush.table_written(self.root.entry_mva(alloc, slot), 4);
+                        // SAFETY: the only descriptor pointing at the table was
+                        // just cleared; the token's TLB invalidate removes any
+                        // cached walk through it before it can matter.
+                        unsafe { alloc.deallocate(kind, tpa) };
+                    }
+                }
+            }
+        }
+        flush.tlb_stale(mva, len, step);
+        Ok(flush)
+    }
+
+    /// Changes the access permission and cacheability of every page in
+    /// `[mva, mva + len)`. Same range rules as [`PageTable::unmap`].
+    pub fn protect<A: TableAlloc + ?Sized>(
+        &mut self,
+        alloc: &mut A,
+        mva: ModifiedVirtAddr,
+        len: u32,
+        ap: AccessPermission,
+        cache: CachePolicy,
+    ) -> Result<TableFlush, TableError> {
+        let mut step = MIB;
+        self.for_each_page(alloc, mva, len, |m| {
+            step = step.min(m.size.size());
+            Ok(())
+        })?;
+        let mut flush = TableFlush::new();
+        let root = self.root;
+        self.for_each_page(alloc, mva, len, |m| {
+            let slot = (m.mva.as_u32() >> 20) as usize;
+            let l1 = L1Descriptor::from_bits(root.read(alloc, slot)?);
+            match l1 {
+                L1Descriptor::Section(s) => {
+                    let d = L1Descriptor::Section(SectionDesc { ap, cache, ..s });
+                    root.write(alloc, slot, d.to_bits())?;
+                    flush.table_written(root.entry_mva(alloc, slot), 4);
+                    Ok(())
+                }
+                _ => {
+                    let (kind, tpa) = l1.table().ok_or(TableError::NotMapped(m.mva))?;
+                    let t = TableRef::new(kind, tpa)?;
+                    let old =
+                        L2Descriptor::from_bits(t.read(alloc, l2_index(kind, m.mva.as_u32()))?);
+                    let tex = match old {
+                        L2Descriptor::Large(l) => l.tex,
+                        L2Descriptor::Tiny(t) => t.tex,
+                        _ => Tex::ZERO,
+                    };
+                    let attrs = MapAttrs {
+                        domain: m.domain,
+                        ap,
+                        cache,
+                        tex,
+                    };
+                    write_l2_page(
+                        alloc,
+                        t,
+                        m.mva,
+                        l2_descriptor(m.size, m.pa.as_u32(), attrs),
+                        &mut flush,
+                    )
+                }
+            }
+        })?;
+        flush.tlb_stale(mva, len, step);
+        Ok(flush)
+    }
+
+    /// Iterates over every mapping, in address order.
+    pub fn mappings<'a, A: TableAlloc + ?Sized>(&'a self, alloc: &'a A) -> Mappings<'a, A> {
+        Mappings {
+            table: self,
+            alloc,
+            slot: 0,
+            index: 0,
+        }
+    }
+
+    /// Frees every second-level table and the L1 table.
+    ///
+    /// # Safety
+    /// No translation table base or other descriptor may still point at this
+    /// table or its second-level tables, and the TLB must hold no entry from
+    /// them once the memory is reused.
+    pub unsafe fn release<A: TableAlloc + ?Sized>(self, alloc: &mut A) -> Result<(), TableError> {
+        for slot in 0..4096 {
+            if let Some((kind, pa)) = self.l1_entry(alloc, slot)?.table() {
+                // SAFETY: the caller promises nothing points at this table any more.
+                unsafe { alloc.deallocate(kind, pa) };
+            }
+        }
+        // SAFETY: as above, for the L1 table.
+        unsafe { alloc.deallocate(TableKind::L1, self.root.pa) };
+        Ok(())
+    }
+}
+
+fn mapping_of(kind: TableKind, mva: u32, d: L2Descriptor, domain: Domain) -> Option<Mapping> {
+    let size = d.size()?;
+    // In a coarse table a `0b11` word is not a tiny page (translation fault).
+    if kind == TableKind::Coarse && size == PageSizeKind::Tiny {
+        return None;
+    }
+    let (ap, cache) = match d {
+        L2Descriptor::Large(l) => (l.ap, l.cache),
+        L2Descriptor::Small(s) => (s.ap, s.cache),
+        L2Descriptor::Tiny(t) => (SubpageAp::uniform(t.ap), t.cache),
+        L2Descriptor::Fault { .. } => return None,
+    };
+    Some(Mapping {
+        mva: ModifiedVirtAddr::new(mva & !(size.size() - 1)),
+        pa: d.frame_start()?,
+        size,
+        domain,
+        ap,
+        cache,
+    })
+}
+
+/// Iterator over the mappings of a [`PageTable`]; see [`PageTable::mappings`].
+pub struct Mappings<'a, A: TableAlloc + ?Sized> {
+    table: &'a PageTable,
+    alloc: &'a A,
+    slot: usize,
+    index: usize,
+}
+
+impl<A: TableAlloc + ?Sized> Iterator for Mappings<'_, A> {
+    type Item = Result<Mapping, TableError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.slot < 4096 {
+            let l1 = match self.table.l1_entry(self.alloc, self.slot) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.slot += 1;
+                    return Some(Err(e));
+                }
+            };
+            match l1 {
+                L1Descriptor::Fault { .. } => {}
+                L1Descriptor::Section(_) => {
+                    let mva = ModifiedVirtAddr::new((self.slot as u32) << 20);
+                    self.slot += 1;
+                    return self.table.lookup(self.alloc, mva).transpose();
+                }
+                _ => {
+                    let Some((kind, tpa)) = l1.table() else {
+                        self.slot += 1;
+                        continue;
+                    };
+                    let granule: u32 = if kind == TableKind::Fine { 10 } else { 12 };
+                    let domain = l1.domain().unwrap_or_default();
+                    while self.index < kind.entries() {
+                        let i = self.index;
+                        let w = match TableRef::new(kind, tpa).and_then(|t| t.read(self.alloc, i)) {
+                            Ok(w) => w,
+                            Err(e) => {
+                                self.index = kind.entries();
+                                return Some(Err(e));
+                            }
+                        };
+                        let mva = ((self.slot as u32) << 20) | ((i as u32) << granule);
+                        match mapping_of(kind, mva, L2Descriptor::from_bits(w), domain) {
+                            Some(m) => {
+                                // Skip the replicas of a multi-entry page.
+                                let span = (m.size.size() >> granule).max(1) as usize;
+                                self.index = (i & !(span - 1)) + span;
+                                return Some(Ok(m));
+                            }
+                            None => self.index += 1,
+                        }
+                    }
+                }
+            }
+            self.slot += 1;
+            self.index = 0;
+        }
+        None
+    }
+}
