@@ -1,0 +1,731 @@
+//! The domain table: which of the 16 ARM domains tags which address space
+//! or shared segment, which are dirty, and which caching-page-directory
+//! (CPD) slots each one owns.
+//!
+//! This is mechanism only. Which domain to take back when none is free is a
+//! [`VictimPolicy`](crate::policy::VictimPolicy); what to flush after an
+//! eviction is decided from the returned [`Eviction`].
+//!
+//! * Ownership: per domain [`DomainOwner::Free`], [`DomainOwner::Reserved`]
+//!   (the kernel's domain and any others given at construction), or owned by
+//!   an [`Owner`].
+//! * Dirty state: a mask in DACR format ([`Dacr`]). A domain is dirty if its
+//!   owner ran (or its segment was used) since the last full cache flush,
+//!   so the VIVT caches may hold its lines. Marking the domains a space runs
+//!   with dirty is one OR of the space's DACR value into the mask.
+//! * CPD slots: per domain a [`SlotSet`] of the first-level slots it owns;
+//!   evicting a domain visits exactly those (O(slots owned)).
+
+use crate::id::{SegmentId, SpaceId};
+use crate::layout::SLOT_COUNT;
+use crate::policy::{VictimPolicy, VictimView};
+use crate::slots::SlotSet;
+use core::fmt;
+use mmu_armv5::regs::{Dacr, DomainAccess};
+use mmu_armv5::Domain;
+
+/// A set of domains, bit `n` for domain `n`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DomainSet(u16);
+
+impl DomainSet {
+    /// No domain.
+    pub const EMPTY: DomainSet = DomainSet(0);
+    /// All sixteen.
+    pub const ALL: DomainSet = DomainSet(0xFFFF);
+
+    /// The set with bit `n` for domain `n`.
+    #[must_use]
+    pub const fn from_bits(bits: u16) -> DomainSet {
+        DomainSet(bits)
+    }
+
+    /// The raw bits.
+    #[must_use]
+    pub const fn bits(self) -> u16 {
+        self.0
+    }
+
+    /// The set holding only `d`.
+    #[must_use]
+    pub const fn of(d: Domain) -> DomainSet {
+        DomainSet(1 << d.get())
+    }
+
+    /// This set with `d` added.
+    #[must_use]
+    pub const fn with(self, d: Domain) -> DomainSet {
+        DomainSet(self.0 | 1 << d.get())
+    }
+
+    /// This set without `d`.
+    #[must_use]
+    pub const fn without(self, d: Domain) -> DomainSet {
+        DomainSet(self.0 & !(1 << d.get()))
+    }
+
+    /// Whether `d` is a member.
+    #[must_use]
+    pub const fn contains(self, d: Domain) -> bool {
+        self.0 & (1 << d.get()) != 0
+    }
+
+    /// Members of either.
+    #[must_use]
+    pub const fn union(self, o: DomainSet) -> DomainSet {
+        DomainSet(self.0 | o.0)
+    }
+
+    /// Members of both.
+    #[must_use]
+    pub const fn intersection(self, o: DomainSet) -> DomainSet {
+        DomainSet(self.0 & o.0)
+    }
+
+    /// Members of `self` not in `o`.
+    #[must_use]
+    pub const fn difference(self, o: DomainSet) -> DomainSet {
+        DomainSet(self.0 & !o.0)
+    }
+
+    /// Whether the set is empty.
+    #[must_use]
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Number of members.
+    #[must_use]
+    pub const fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    /// The lowest-numbered member.
+    #[must_use]
+    pub const fn first(self) -> Option<Domain> {
+        if self.0 == 0 {
+            None
+        } else {
+            Some(Domain::from_low_bits(self.0.trailing_zeros()))
+        }
+    }
+
+    /// Members in increasing order.
+    pub fn iter(self) -> impl Iterator<Item = Domain> {
+        Domain::all().filter(move |d| self.contains(*d))
+    }
+
+    /// A DACR value granting `access` to every member, no access to the rest.
+    #[must_use]
+    pub fn to_dacr(self, access: DomainAccess) -> Dacr {
+        let mut v = Dacr::NONE;
+        for d in self.iter() {
+            v = v.with(d, access);
+        }
+        v
+    }
+
+    /// The domains whose field in `dacr` is non-zero.
+    #[must_use]
+    pub fn from_dacr(dacr: Dacr) -> DomainSet {
+        let mut s = DomainSet::EMPTY;
+        for d in Domain::all() {
+            if dacr.contains(d) {
+                s = s.with(d);
+            }
+        }
+        s
+    }
+}
+
+impl fmt::Debug for DomainSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter().map(|d| d.get())).finish()
+    }
+}
+
+/// What a domain can be owned by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Owner {
+    /// An address space's private mappings.
+    Space(SpaceId),
+    /// A shared segment, mapped at the same address in every sharer.
+    Segment(SegmentId),
+}
+
+/// The state of one domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DomainOwner {
+    /// Unused: can be allocated without evicting anything.
+    Free,
+    /// Never allocated nor evicted (the kernel's domain, and others set aside).
+    Reserved,
+    /// Tags the CPD slots of an owner.
+    Owned(Owner),
+}
+
+/// A domain-table operation that cannot be done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DomainError {
+    /// Every domain is reserved: nothing could ever be allocated.
+    AllReserved,
+    /// No free domain (use [`DomainTable::acquire`] to recycle one).
+    Exhausted,
+    /// Every domain is reserved, protected or free-but-unusable: no victim.
+    NoVictim,
+    /// The policy chose a domain that is reserved, protected or not owned.
+    IneligibleVictim(Domain),
+    /// The owner already has a domain.
+    AlreadyOwned {
+        /// The owner.
+        owner: Owner,
+        /// Its domain.
+        domain: Domain,
+    },
+    /// The domain is free or reserved, not owned.
+    NotOwned(Domain),
+    /// A first-level slot index of 4096 or more.
+    SlotOutOfRange(usize),
+}
+
+impl fmt::Display for DomainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            DomainError::AllReserved => f.write_str("every domain is reserved"),
+            DomainError::Exhausted => f.write_str("no free domain"),
+            DomainError::NoVictim => f.write_str("no domain can be recycled"),
+            DomainError::IneligibleVictim(d) => {
+                write!(
+                    f,
+                    "policy chose domain {}, which cannot be recycled",
+                    d.get()
+                )
+            }
+            DomainError::AlreadyOwned { owner, domain } => {
+                write!(f, "{owner:?} already owns domain {}", domain.get())
+            }
+            DomainError::NotOwned(d) => write!(f, "domain {} is not owned", d.get()),
+            DomainError::SlotOutOfRange(s) => write!(f, "first-level slot {s} is out of range"),
+        }
+    }
+}
+
+impl core::error::Error for DomainError {}
+
+/// What evicting a domain did, and what the caller must do next.
+#[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[must_use = "a dirty eviction requires a cache flush"]
+pub struct Eviction {
+    /// The domain taken back.
+    pub domain: Domain,
+    /// Its owner until now.
+    pub owner: Owner,
+    /// Whether it was dirty: then the caller must clean+invalidate the
+    /// D-cache, invalidate the I-cache and the TLB, and call
+    /// [`DomainTable::mark_all_clean`]. A clean domain needs only a TLB
+    /// invalidation once its CPD slots are cleared.
+    pub was_dirty: bool,
+    /// How many CPD slots it owned (each was passed to the caller's closure).
+    pub slots: usize,
+}
+
+/// The result of [`DomainTable::acquire`].
+#[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[must_use]
+pub struct Acquired {
+    /// The domain now owned by the new owner.
+    pub domain: Domain,
+    /// The eviction that made it available, if no domain was free.
+    pub evicted: Option<Eviction>,
+}
+
+/// The sixteen domains' owners, dirty mask and CPD slot sets.
+#[derive(Clone)]
+pub struct DomainTable {
+    owners: [DomainOwner; Domain::COUNT],
+    dirty: Dacr,
+    slots: [SlotSet; Domain::COUNT],
+}
+
+impl fmt::Debug for DomainTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DomainTable")
+            .field("owners", &self.owners)
+            .field("dirty", &self.dirty)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DomainTable {
+    /// A table with `kernel` and every domain of `reserved` reserved, the rest free.
+    pub fn new(kernel: Domain, reserved: DomainSet) -> Result<DomainTable, DomainError> {
+        let reserved = reserved.with(kernel);
+        if reserved == DomainSet::ALL {
+            return Err(DomainError::AllReserved);
+        }
+        let mut owners = [DomainOwner::Free; Domain::COUNT];
+        for d in reserved.iter() {
+            if let Some(o) = owners.get_mut(d.get() as usize) {
+                *o = DomainOwner::Reserved;
+            }
+        }
+        Ok(DomainTable {
+            owners,
+            dirty: Dacr::NONE,
+            slots: core::array::from_fn(|_| SlotSet::new()),
+        })
+    }
+
+    fn state(&self, d: Domain) -> DomainOwner {
+        self.owners
+            .get(d.get() as usize)
+            .copied()
+            .unwrap_or(DomainOwner::Reserved)
+    }
+
+    fn slot_set(&self, d: Domain) -> Option<&SlotSet> {
+        self.slots.get(d.get() as usize)
+    }
+
+    /// The state of `d`.
+    #[must_use]
+    pub fn owner(&self, d: Domain) -> DomainOwner {
+        self.state(d)
+    }
+
+    /// The domain `owner` holds, if any.
+    #[must_use]
+    pub fn find(&self, owner: Owner) -> Option<Domain> {
+        Domain::all().find(|d| self.state(*d) == DomainOwner::Owned(owner))
+    }
+
+    fn set_of(&self, pred: impl Fn(DomainOwner) -> bool) -> DomainSet {
+        let mut s = DomainSet::EMPTY;
+        for d in Domain::all() {
+            if pred(self.state(d)) {
+                s = s.with(d);
+            }
+        }
+        s
+    }
+
+    /// The reserved domains.
+    #[must_use]
+    pub fn reserved(&self) -> DomainSet {
+        self.set_of(|o| o == DomainOwner::Reserved)
+    }
+
+    /// The free domains.
+    #[must_use]
+    pub fn free(&self) -> DomainSet {
+        self.set_of(|o| o == DomainOwner::Free)
+    }
+
+    /// The owned domains.
+    #[must_use]
+    pub fn owned(&self) -> DomainSet {
+        self.set_of(|o| matches!(o, DomainOwner::Owned(_)))
+    }
+
+    /// The dirty mask in DACR format (both bits of each dirty domain's field set).
+    #[must_use]
+    pub const fn dirty_mask(&self) -> Dacr {
+        self.dirty
+    }
+
+    /// The dirty domains as a set.
+    #[must_use]
+    pub fn dirty(&self) -> DomainSet {
+        DomainSet::from_dacr(self.dirty)
+    }
+
+    /// Whether `d` may have lines in the caches.
+    #[must_use]
+    pub const fn is_dirty(&self, d: Domain) -> bool {
+        self.dirty.contains(d)
+    }
+
+    /// Marks every domain with a non-zero field in `dacr` dirty: one OR.
+    /// Pass the DACR value a space runs with.
+    pub fn mark_dirty(&mut self, dacr: Dacr) {
+        self.dirty = self.dirty.union(dacr);
+    }
+
+    /// Marks every domain clean: call after a full cache clean+invalidate.
+    pub fn mark_all_clean(&mut self) {
+        self.dirty = Dacr::NONE;
+    }
+
+    /// Takes a free domain for `owner`.
+    pub fn allocate(&mut self, owner: Owner) -> Result<Domain, DomainError> {
+        if let Some(domain) = self.find(owner) {
+            return Err(DomainError::AlreadyOwned { owner, domain });
+        }
+        let d = self.free().first().ok_or(DomainError::Exhausted)?;
+        if let Some(o) = self.owners.get_mut(d.get() as usize) {
+            *o = DomainOwner::Owned(owner);
+        }
+        Ok(d)
+    }
+
+    /// Takes a domain for `owner`: a free one if any, otherwise the victim
+    /// `policy` picks among the owned domains that are neither reserved nor
+    /// in `protect` (the current space's domains). The victim's CPD slots are
+    /// passed to `clear_slot` (to be cleared in the CPD) before it changes hands.
+    pub fn acquire<P: VictimPolicy + ?Sized>(
+        &mut self,
+        owner: Owner,
+        protect: DomainSet,
+        policy: &mut P,
+        clear_slot: impl FnMut(usize),
+    ) -> Result<Acquired, DomainError> {
+        match self.allocate(owner) {
+            Ok(domain) => {
+                policy.touch(domain);
+                return Ok(Acquired {
+                    domain,
+                    evicted: None,
+                });
+            }
+            Err(DomainError::Exhausted) => {}
+            Err(e) => return Err(e),
+        }
+        let eligible = self.owned().difference(protect);
+        if eligible.is_empty() {
+            return Err(DomainError::NoVictim);
+        }
+        let choice = policy.choose(&VictimView::new(self, eligible));
+        let victim = match choice {
+            Some(v) if eligible.contains(v) => v,
+            Some(v) => return Err(DomainError::IneligibleVictim(v)),
+            None => return Err(DomainError::NoVictim),
+        };
+        let eviction = self.evict(victim, clear_slot)?;
+        if let Some(o) = self.owners.get_mut(victim.get() as usize) {
+            *o = DomainOwner::Owned(owner);
+        }
+        policy.touch(victim);
+        Ok(Acquired {
+            domain: victim,
+            evicted: Some(eviction),
+        })
+    }
+
+    /// Takes `d` back from its owner, passing each CPD slot it owned to
+    /// `clear_slot` (O(slots owned)). The domain becomes free; its dirty bit
+    /// is left for the caller to resolve (see [`Eviction::was_dirty`]).
+    pub fn evict(
+        &mut self,
+        d: Domain,
+        clear_slot: impl FnMut(usize),
+    ) -> Result<Eviction, DomainError> {
+        let DomainOwner::Owned(owner) = self.state(d) else {
+            return Err(DomainError::NotOwned(d));
+        };
+        let set = self
+            .slots
+            .get_mut(d.get() as usize)
+            .ok_or(DomainError::NotOwned(d))?;
+        let slots = set.len();
+        set.drain(clear_slot);
+        if let Some(o) = self.owners.get_mut(d.get() as usize) {
+            *o = DomainOwner::Free;
+        }
+        Ok(Eviction {
+            domain: d,
+            owner,
+            was_dirty: self.is_dirty(d),
+            slots,
+        })
+    }
+
+    /// Releases the domain of `owner` (destroyed space, last unmap of a
+    /// segment), like [`DomainTable::evict`]; `None` if it held none.
+    pub fn release(&mut self, owner: Owner, clear_slot: impl FnMut(usize)) -> Option<Eviction> {
+        let d = self.find(owner)?;
+        self.evict(d, clear_slot).ok()
+    }
+
+    /// Records that CPD slot `slot` is now tagged with `d`; returns the
+    /// domain that owned it before, if another one did.
+    pub fn claim_slot(&mut self, d: Domain, slot: usize) -> Result<Option<Domain>, DomainError> {
+        if slot >= SLOT_COUNT {
+            return Err(DomainError::SlotOutOfRange(slot));
+        }
+        if !matches!(self.state(d), DomainOwner::Owned(_)) {
+            return Err(DomainError::NotOwned(d));
+        }
+        let prev = self.slot_owner(slot);
+        if prev == Some(d) {
+            return Ok(None);
+        }
+        if let Some(p) = prev {
+            if let Some(s) = self.slots.get_mut(p.get() as usize) {
+                s.remove(slot);
+            }
+        }
+        if let Some(s) = self.slots.get_mut(d.get() as usize) {
+            s.insert(slot);
+        }
+        Ok(prev)
+    }
+
+    /// Records that CPD slot `slot` no longer belongs to `d`; returns whether it did.
+    pub fn release_slot(&mut self, d: Domain, slot: usize) -> bool {
+        match self.slots.get_mut(d.get() as usize) {
+            Some(s) => s.remove(slot),
+            None => false,
+        }
+    }
+
+    /// The domain owning CPD slot `slot`, if any (O(16)).
+    #[must_use]
+    pub fn slot_owner(&self, slot: usize) -> Option<Domain> {
+        Domain::all().find(|d| self.slot_set(*d).is_some_and(|s| s.contains(slot)))
+    }
+
+    /// The CPD slots `d` owns.
+    #[must_use]
+    pub fn slots(&self, d: Domain) -> &SlotSet {
+        const EMPTY: &SlotSet = &SlotSet::new();
+        self.slot_set(d).unwrap_or(EMPTY)
+    }
+
+    /// Number of CPD slots `d` owns.
+    #[must_use]
+    pub fn slot_count(&self, d: Domain) -> usize {
+        self.slots(d).len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{CleanFirstRoundRobin, FewestSlots};
+    use proptest::prelude::*;
+    use std::vec::Vec;
+
+    fn d(n: u8) -> Domain {
+        Domain::new(n).unwrap()
+    }
+
+    fn sp(n: u16) -> Owner {
+        Owner::Space(SpaceId(n))
+    }
+
+    #[test]
+    fn reserved_domains_are_never_allocated() {
+        let mut t = DomainTable::new(d(0), DomainSet::of(d(15))).unwrap();
+        let mut got = Vec::new();
+        for i in 0..14 {
+            got.push(t.allocate(sp(i)).unwrap().get());
+        }
+        assert_eq!(got, (1..15).collect::<Vec<u8>>());
+        assert_eq!(t.allocate(sp(99)), Err(DomainError::Exhausted));
+        assert_eq!(t.owner(d(0)), DomainOwner::Reserved);
+        assert_eq!(t.owner(d(15)), DomainOwner::Reserved);
+        assert_eq!(
+            t.allocate(sp(3)),
+            Err(DomainError::AlreadyOwned {
+                owner: sp(3),
+                domain: d(4)
+            })
+        );
+        assert_eq!(
+            DomainTable::new(d(0), DomainSet::ALL).unwrap_err(),
+            DomainError::AllReserved
+        );
+    }
+
+    #[test]
+    fn dirty_mask_is_dacr_format_and_marking_is_an_or() {
+        let mut t = DomainTable::new(d(0), DomainSet::EMPTY).unwrap();
+        let dacr = Dacr::only(d(0), DomainAccess::Client)
+            .with(d(3), DomainAccess::Client)
+            .with(d(7), DomainAccess::Manager);
+        t.mark_dirty(dacr);
+        assert_eq!(t.dirty_mask(), dacr);
+        assert_eq!(t.dirty(), DomainSet::of(d(0)).with(d(3)).with(d(7)));
+        assert!(t.is_dirty(d(3)) && !t.is_dirty(d(4)));
+        t.mark_all_clean();
+        assert_eq!(t.dirty(), DomainSet::EMPTY);
+    }
+
+    #[test]
+    fn slot_claims_move_ownership() {
+        let mut t = DomainTable::new(d(0), DomainSet::EMPTY).unwrap();
+        let a = t.allocate(sp(1)).unwrap();
+        let b = t.allocate(sp(2)).unwrap();
+        assert_eq!(t.claim_slot(a, 5), Ok(None));
+        assert_eq!(t.claim_slot(a, 5), Ok(None));
+        assert_eq!(t.claim_slot(b, 5), Ok(Some(a)));
+        assert_eq!(t.slot_owner(5), Some(b));
+        assert_eq!(t.slot_count(a), 0);
+        assert_eq!(
+            t.claim_slot(b, 4096),
+            Err(DomainError::SlotOutOfRange(4096))
+        );
+        assert_eq!(t.claim_slot(d(9), 1), Err(DomainError::NotOwned(d(9))));
+        assert_eq!(t.claim_slot(d(0), 1), Err(DomainError::NotOwned(d(0))));
+        assert!(t.release_slot(b, 5));
+        assert!(!t.release_slot(b, 5));
+    }
+
+    #[test]
+    fn eviction_visits_exactly_the_owned_slots() {
+        let mut t = DomainTable::new(d(0), DomainSet::EMPTY).unwrap();
+        let a = t.allocate(sp(1)).unwrap();
+        let b = t.allocate(sp(2)).unwrap();
+        for s in [64, 65, 2048, 4095] {
+            t.claim_slot(a, s).unwrap();
+        }
+        t.claim_slot(b, 100).unwrap();
+        t.mark_dirty(Dacr::only(a, DomainAccess::Client));
+        let mut seen = Vec::new();
+        let e = t.evict(a, |s| seen.push(s)).unwrap();
+        assert_eq!(seen, [64, 65, 2048, 4095]);
+        assert_eq!(
+            e,
+            Eviction {
+                domain: a,
+                owner: sp(1),
+                was_dirty: true,
+                slots: 4
+            }
+        );
+        assert_eq!(t.owner(a), DomainOwner::Free);
+        assert_eq!(t.slot_owner(100), Some(b));
+        assert_eq!(t.evict(a, |_| {}), Err(DomainError::NotOwned(a)));
+        assert_eq!(t.evict(d(0), |_| {}), Err(DomainError::NotOwned(d(0))));
+        let e = t.release(sp(2), |_| {}).unwrap();
+        assert!(!e.was_dirty);
+        assert_eq!(t.release(sp(2), |_| {}), None);
+    }
+
+    #[test]
+    fn acquire_prefers_free_then_asks_the_policy() {
+        let mut t = DomainTable::new(d(0), DomainSet::EMPTY).unwrap();
+        let mut pol = FewestSlots;
+        for i in 1..16u16 {
+            let a = t
+                .acquire(sp(i), DomainSet::EMPTY, &mut pol, |_| {})
+                .unwrap();
+            assert_eq!(a.evicted, None);
+            for s in 0..usize::from(i) {
+                t.claim_slot(a.domain, usize::from(i) * 32 + s).unwrap();
+            }
+        }
+        // Domain 1 (one slot) is the fewest; protect it: domain 2 goes.
+        let mut cleared = Vec::new();
+        let a = t
+            .acquire(sp(50), DomainSet::of(d(1)), &mut pol, |s| cleared.push(s))
+            .unwrap();
+        assert_eq!(a.domain, d(2));
+        assert_eq!(cleared, [64, 65]);
+        assert_eq!(a.evicted.unwrap().owner, sp(2));
+        assert_eq!(t.owner(d(2)), DomainOwner::Owned(sp(50)));
+        // Everything protected: no victim.
+        let all_owned = t.owned();
+        assert_eq!(
+            t.acquire(sp(51), all_owned, &mut pol, |_| {}),
+            Err(DomainError::NoVictim)
+        );
+    }
+
+    struct Rogue(Domain);
+    impl VictimPolicy for Rogue {
+        fn choose(&mut self, _v: &VictimView<'_>) -> Option<Domain> {
+            Some(self.0)
+        }
+    }
+
+    #[test]
+    fn an_ineligible_policy_choice_is_an_error_not_an_eviction() {
+        let mut t = DomainTable::new(d(0), DomainSet::EMPTY).unwrap();
+        for i in 1..16 {
+            t.allocate(sp(i)).unwrap();
+        }
+        for bad in [d(0), d(5)] {
+            let r = t.acquire(sp(99), DomainSet::of(d(5)), &mut Rogue(bad), |_| {});
+            assert_eq!(r, Err(DomainError::IneligibleVictim(bad)));
+        }
+        assert_eq!(t.owner(d(5)), DomainOwner::Owned(sp(5)));
+    }
+
+    #[test]
+    fn domain_set_dacr_round_trip() {
+        let s = DomainSet::of(d(1)).with(d(15));
+        let v = s.to_dacr(DomainAccess::Client);
+        assert_eq!(v.bits(), (1 << 2) | (1 << 30));
+        assert_eq!(DomainSet::from_dacr(v), s);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.first(), Some(d(1)));
+        assert_eq!(s.without(d(1)).first(), Some(d(15)));
+    }
+
+    proptest! {
+        /// Ownership bookkeeping: every slot has at most one owner, each
+        /// domain's set is what the model says, eviction clears exactly it.
+        #[test]
+        fn slot_bookkeeping_matches_a_model(
+            ops in proptest::collection::vec((0u8..4, 1u8..16, 0usize..4096), 1..400)
+        ) {
+            let mut t = DomainTable::new(d(0), DomainSet::EMPTY).unwrap();
+            let mut model: std::collections::BTreeMap<usize, u8> = Default::default();
+            let mut pol = CleanFirstRoundRobin::default();
+            for (kind, dom, slot) in ops {
+                let dd = d(dom);
+                match kind {
+                    0 => {
+                        let _ = t.allocate(sp(u16::from(dom)));
+                    }
+                    1 => {
+                        if matches!(t.owner(dd), DomainOwner::Owned(_)) {
+                            t.claim_slot(dd, slot).unwrap();
+                            model.insert(slot, dom);
+                        } else {
+                            prop_assert!(t.claim_slot(dd, slot).is_err());
+                        }
+                    }
+                    2 => {
+                        let mut seen = Vec::new();
+                        if let Ok(e) = t.evict(dd, |s| seen.push(s)) {
+                            let expect: Vec<usize> =
+                                model.iter().filter(|(_, o)| **o == dom).map(|(s, _)| *s).collect();
+                            prop_assert_eq!(&seen, &expect);
+                            prop_assert_eq!(e.slots, expect.len());
+                            model.retain(|_, o| *o != dom);
+                        }
+                    }
+                    _ => {
+                        let protect = DomainSet::of(dd);
+                        let before = t.owned();
+                        let mut seen = Vec::new();
+                        if let Ok(a) = t.acquire(sp(1000 + slot as u16), protect, &mut pol, |s| seen.push(s)) {
+                            prop_assert!(!protect.contains(a.domain) || !before.contains(a.domain));
+                            prop_assert!(a.domain.get() != 0);
+                            let victim = a.domain.get();
+                            let expect: Vec<usize> =
+                                model.iter().filter(|(_, o)| **o == victim).map(|(s, _)| *s).collect();
+                            prop_assert_eq!(&seen, &expect);
+                            model.retain(|_, o| *o != victim);
+                        }
+                    }
+                }
+                for s in [slot, slot ^ 1] {
+                    prop_assert_eq!(t.slot_owner(s).map(|x| x.get()), model.get(&s).copied());
+                }
+            }
+            for dom in 1..16u8 {
+                let n = model.values().filter(|o| **o == dom).count();
+                prop_assert_eq!(t.slot_count(d(dom)), n);
+            }
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! Identifiers of address spaces and shared segments.
+//!
+//! The crate never allocates them: the kernel names its address spaces and
+//! segments and passes the names in. An identifier may be reused after the
+//! object it named is destroyed; every table in this crate forgets an
+//! identifier when its object is released, so reuse is safe.
+
+use core::fmt;
+
+/// Names one address space.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SpaceId(pub u16);
+
+/// Names one shared segment.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SegmentId(pub u16);
+
+impl fmt::Debug for SpaceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Space({})", self.0)
+    }
+}
+
+impl fmt::Debug for SegmentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Segment({})", self.0)
+    }
+}
