@@ -1,0 +1,122 @@
+//! A frame pool inside the model's RAM, and the machine's [`TableAlloc`]
+//! implementation on top of it: page tables built by `mmu-armv5` live in the
+//! very memory the model's walker reads.
+
+use crate::error::ConfigError;
+use crate::machine::Machine;
+use mmu_armv5::table::{AllocError, TableAlloc, TableKind};
+use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+
+/// Bump allocator with per-size free lists over one physical range.
+#[derive(Debug, Default)]
+pub(crate) struct FramePool {
+    next: u64,
+    end: u64,
+    free: BTreeMap<u32, Vec<u32>>,
+}
+
+impl FramePool {
+    fn alloc(&mut self, size: u32) -> Option<u32> {
+        if let Some(pa) = self.free.get_mut(&size).and_then(Vec::pop) {
+            return Some(pa);
+        }
+        let size64 = u64::from(size);
+        let start = self.next.div_ceil(size64) * size64;
+        if start + size64 > self.end {
+            return None;
+        }
+        self.next = start + size64;
+        Some(start as u32)
+    }
+}
+
+impl Machine {
+    /// Gives `[base, base + size)` (1 KiB aligned, inside one RAM region) to
+    /// the frame pool that [`Machine::alloc_frames`] and [`TableAlloc`] use.
+    /// Replaces any previous pool.
+    pub fn set_frame_pool(&mut self, base: PhysAddr, size: u32) -> Result<(), ConfigError> {
+        let b = base.as_u32();
+        if size == 0 || b % 1024 != 0 || size % 1024 != 0 || !self.mem.is_ram_range(b, size) {
+            return Err(ConfigError::BadPool { base: b, size });
+        }
+        self.pool = FramePool {
+            next: u64::from(b),
+            end: u64::from(b) + u64::from(size),
+            free: BTreeMap::new(),
+        };
+        Ok(())
+    }
+
+    /// Allocates `size` bytes (a power of two, at least 1 KiB) aligned to
+    /// `size` from the frame pool, zeroed in physical memory.
+    pub fn alloc_frames(&mut self, size: u32) -> Result<PhysAddr, AllocError> {
+        if !size.is_power_of_two() || size < 1024 {
+            return Err(AllocError);
+        }
+        let pa = self.pool.alloc(size).ok_or(AllocError)?;
+        for a in (pa..pa + size).step_by(4) {
+            let _ = self.mem.write_word(a, 0);
+        }
+        Ok(PhysAddr::new(pa))
+    }
+
+    /// Returns frames from [`Machine::alloc_frames`] to the pool.
+    pub fn free_frames(&mut self, pa: PhysAddr, size: u32) {
+        self.pool.free.entry(size).or_default().push(pa.as_u32());
+    }
+}
+
+// SAFETY: `allocate` hands out `kind.size()`-aligned, `kind.size()`-byte
+// blocks of one RAM region, each used by nothing else until deallocated (the
+// pool never hands a block out twice). `table_ptr` returns `Some` only when
+// the whole table lies inside one region's backing store, a
+// `Vec<Cell<u32>>` that is never resized or freed while the machine lives, so
+// the pointer is valid for reads and writes of `kind.size()` bytes, aligned to
+// 4, and writes through it are interior mutation the model observes.
+unsafe impl TableAlloc for Machine {
+    fn allocate(&mut self, kind: TableKind) -> Result<PhysAddr, AllocError> {
+        self.alloc_frames(kind.size())
+    }
+
+    unsafe fn deallocate(&mut self, kind: TableKind, pa: PhysAddr) {
+        self.free_frames(pa, kind.size());
+    }
+
+    /// A pointer into the backing store, stable for the machine's life;
+    /// `None` unless `pa` is aligned to the table size and the whole table
+    /// lies inside one region.
+    fn table_ptr(&self, kind: TableKind, pa: PhysAddr) -> Option<NonNull<u32>> {
+        let a = pa.as_u32();
+        if a % kind.size() != 0 || !self.mem.is_range(a, kind.size()) {
+            return None;
+        }
+        self.mem.word_ptr(a)
+    }
+
+    fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
+        ModifiedVirtAddr::new(pa.as_u32().wrapping_add(self.config.table_mva_offset))
+    }
+}
+
+// SAFETY: every method forwards to the `Machine` implementation above, which
+// upholds the contract.
+unsafe impl TableAlloc for &mut Machine {
+    fn allocate(&mut self, kind: TableKind) -> Result<PhysAddr, AllocError> {
+        TableAlloc::allocate(&mut **self, kind)
+    }
+
+    unsafe fn deallocate(&mut self, kind: TableKind, pa: PhysAddr) {
+        // SAFETY: the caller upholds the same contract for the same machine.
+        unsafe { TableAlloc::deallocate(&mut **self, kind, pa) }
+    }
+
+    fn table_ptr(&self, kind: TableKind, pa: PhysAddr) -> Option<NonNull<u32>> {
+        TableAlloc::table_ptr(&**self, kind, pa)
+    }
+
+    fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
+        TableAlloc::table_mva(&**self, pa)
+    }
+}

@@ -1,0 +1,131 @@
+//! A translation lookaside buffer: fully associative, entries tagged by MVA
+//! only (no address-space identifier), holding what the walk found.
+//!
+//! Nothing invalidates an entry but an explicit TLB operation, so a page-table
+//! change without a TLB invalidate keeps using the stale entry, as hardware
+//! does. The ARM926EJ-S main TLB is 2-way set associative with lockdown; the
+//! model treats every TLB as fully associative (a deviation in which entry a
+//! miss evicts, not in what a hit returns).
+
+use crate::config::{TlbConfig, TlbReplacement};
+use crate::rng::Rng;
+use crate::walk::Mapping;
+
+/// One TLB.
+#[derive(Clone, Debug)]
+pub(crate) struct Tlb {
+    entries: Vec<Option<Mapping>>,
+    next: usize,
+    policy: TlbReplacement,
+    rng: Rng,
+    last: usize,
+}
+
+impl Tlb {
+    pub(crate) fn new(cfg: TlbConfig, seed: u64) -> Tlb {
+        Tlb {
+            entries: vec![None; cfg.entries as usize],
+            next: 0,
+            policy: cfg.replacement,
+            rng: Rng::new(seed),
+            last: 0,
+        }
+    }
+
+    /// The entry covering `mva`, if any.
+    #[inline]
+    pub(crate) fn lookup(&mut self, mva: u32) -> Option<Mapping> {
+        if let Some(Some(m)) = self.entries.get(self.last) {
+            if m.covers(mva) {
+                return Some(*m);
+            }
+        }
+        for (i, e) in self.entries.iter().enumerate() {
+            if let Some(m) = e {
+                if m.covers(mva) {
+                    self.last = i;
+                    return Some(*m);
+                }
+            }
+        }
+        None
+    }
+
+    /// Installs a mapping in the victim slot.
+    pub(crate) fn insert(&mut self, m: Mapping) {
+        let n = self.entries.len();
+        let slot = match self.policy {
+            TlbReplacement::RoundRobin => {
+                let s = self.next;
+                self.next = (s + 1) % n;
+                s
+            }
+            TlbReplacement::Random => self.rng.below(n as u32) as usize,
+        };
+        self.entries[slot] = Some(m);
+        self.last = slot;
+    }
+
+    /// Invalidates every entry.
+    pub(crate) fn invalidate_all(&mut self) {
+        self.entries.iter_mut().for_each(|e| *e = None);
+    }
+
+    /// Invalidates every entry covering `mva`; returns how many.
+    pub(crate) fn invalidate_mva(&mut self, mva: u32) -> u32 {
+        let mut n = 0;
+        for e in &mut self.entries {
+            if e.is_some_and(|m| m.covers(mva)) {
+                *e = None;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Number of valid entries.
+    pub(crate) fn valid_entries(&self) -> usize {
+        self.entries.iter().filter(|e| e.is_some()).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::walk::PageSize;
+    use mmu_armv5::Domain;
+
+    fn small(mva: u32) -> Mapping {
+        Mapping {
+            mva_base: mva,
+            size: PageSize::Small,
+            pa_base: mva ^ 0x8000_0000,
+            aps: 0xff,
+            domain: Domain::new(0).unwrap(),
+            cacheable: true,
+            bufferable: true,
+        }
+    }
+
+    #[test]
+    fn round_robin_evicts_oldest_and_invalidate_by_mva() {
+        let mut t = Tlb::new(
+            TlbConfig {
+                entries: 2,
+                replacement: TlbReplacement::RoundRobin,
+            },
+            0,
+        );
+        t.insert(small(0x1000));
+        t.insert(small(0x2000));
+        assert!(t.lookup(0x1FFC).is_some());
+        t.insert(small(0x3000));
+        assert!(t.lookup(0x1000).is_none(), "first entry was the victim");
+        assert_eq!(t.lookup(0x2004).unwrap().pa(0x2004), 0x8000_2004);
+        assert_eq!(t.invalidate_mva(0x2ABC), 1);
+        assert!(t.lookup(0x2000).is_none());
+        assert_eq!(t.valid_entries(), 1);
+        t.invalidate_all();
+        assert_eq!(t.valid_entries(), 0);
+    }
+}
