@@ -24,12 +24,22 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod exchange;
 pub mod frame;
+pub mod irq;
+pub mod mappings;
+pub mod ops;
+pub mod phys;
 pub mod region;
 pub mod tcm;
 
+pub use exchange::{Exchange, ExchangeError, ExchangeRequest, ExchangeStats, Progress};
 pub use frame::{
     FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, SpaceId,
 };
+pub use irq::InterruptControl;
+pub use mappings::{AddressSpace, Mapping, Mappings, PageSize, Translation};
+pub use ops::{OpError, StateRequest};
+pub use phys::PhysMemory;
 pub use region::{InitialUse, Location, Region, RegionError, Rights, FRAME_SIZE, SECTION_SIZE};
 pub use tcm::{TcmBank, TcmError, TcmKind, TcmLayout};

@@ -1,0 +1,872 @@
+//! Page exchange: move `count` pages at a target address into page
+//! resources (e.g. TCM) at a resource address, transparently to the program.
+//!
+//! Afterwards the target addresses are backed by the new frames, holding the
+//! old content, and the resource addresses by the old frames.
+//!
+//! # Bounded blocking
+//! The Fiasco implementation copied a whole page with interrupts off
+//! (up to ~58k cycles). Here an [`Exchange`] is a resumable state machine:
+//! every [`Exchange::step`] does one bounded piece of work, and interrupts
+//! are masked only inside a step, never across steps. Per page:
+//!
+//! 1. **Protect** (masked): if any mapping of the old page is writable,
+//!    remove write access from all of them and invalidate their TLB entries.
+//!    From now on a write to the page faults instead of racing the copy.
+//! 2. **Copy**, one chunk per step: clean the chunk's D-cache lines at every
+//!    address the old page is mapped at (a VIVT cache holds the newest data),
+//!    then copy the chunk (masked only if the page was writable).
+//! 3. **Switch** (masked): swap the mappings of old and new page, invalidate
+//!    their TLB entries, re-point first-level entries at moved page tables
+//!    and the translation table base at a moved page directory, update the
+//!    frame table.
+//! 4. **Flush**, one chunk per step: clean and invalidate D-cache lines and
+//!    invalidate I-cache lines at every address of both pages, so no line
+//!    filled before the switch survives (still no writes possible).
+//! 5. **Restore** (masked): give write access back, invalidate TLB entries.
+//!
+//! A read-only page skips 1 and 5 and runs with interrupts enabled
+//! throughout: both copies are identical, so no atomicity is needed.
+//!
+//! # Write faults during an exchange
+//! A write to a protected page faults. The kernel's fault handler asks
+//! [`Exchange::protects`]; if it returns true, the write must not be
+//! emulated: the writer waits until the page is finished (or the handler
+//! drives [`Exchange::finish_page`] itself) and then retries, which lands
+//! in the new frame. No write is lost, because none can happen between the
+//! clean of a line and the switch.
+
+use crate::frame::{FrameDesc, FrameError, FrameState, FrameTable, KernelUse};
+use crate::irq::InterruptControl;
+use crate::mappings::{AddressSpace, Mapping, Mappings, PageSize};
+use crate::phys::PhysMemory;
+use crate::region::{Rights, FRAME_SIZE};
+use core::fmt;
+use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::regs::{Cp15, Cp15Reg};
+use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
+
+/// Size of a first-level table (page directory): 16 KiB.
+const DIRECTORY_SIZE: u32 = 16 << 10;
+
+/// What to exchange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ExchangeRequest {
+    /// Who asks. A task may only exchange its own pages for resources in its
+    /// own space; the kernel may exchange anything movable.
+    pub caller: AddressSpace,
+    /// The address space of the pages to move.
+    pub target_space: AddressSpace,
+    /// First virtual address of the pages to move (the old pages).
+    pub target: VirtAddr,
+    /// The address space the page resources are mapped in.
+    pub resource_space: AddressSpace,
+    /// First virtual address of the page resources (the new pages).
+    pub resource: VirtAddr,
+    /// The size both ranges are mapped with.
+    pub size: PageSize,
+    /// Number of pages.
+    pub count: u32,
+    /// The rights the content needs (`X` for code): the new frames' maximum
+    /// rights must cover them, so code is never moved into DTCM.
+    pub rights: Rights,
+}
+
+/// Why an exchange was refused or stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ExchangeError {
+    /// `count` is zero, or the range wraps past 4 GiB.
+    BadCount(u32),
+    /// A chunk size that is not a power of two between the cache line and 4 KiB.
+    BadChunk(u32),
+    /// An address is not aligned to the page size.
+    Misaligned(VirtAddr),
+    /// The old and new virtual ranges overlap.
+    Overlap,
+    /// A task asked to exchange pages outside its own address space.
+    NotPermitted,
+    /// A page of either range is not mapped.
+    NotMapped(VirtAddr),
+    /// A page is mapped with another size than requested.
+    SizeMismatch {
+        /// The address.
+        va: VirtAddr,
+        /// The size it is mapped with.
+        mapped: PageSize,
+    },
+    /// A new page is not a page resource.
+    NotResource {
+        /// The frame.
+        frame: PhysAddr,
+        /// Its state.
+        state: FrameState,
+    },
+    /// The new frame's maximum rights do not cover the content's rights
+    /// (e.g. code into DTCM).
+    RightsExceeded {
+        /// The frame.
+        frame: PhysAddr,
+        /// Rights the content needs.
+        needed: Rights,
+        /// Rights the frame can ever have.
+        max: Rights,
+    },
+    /// An old page is not movable (device, DMA, pinned).
+    NotMovable(PhysAddr),
+    /// An old page is neither a user nor a kernel page.
+    NotInUse {
+        /// The frame.
+        frame: PhysAddr,
+        /// Its state.
+        state: FrameState,
+    },
+    /// An old user page does not belong to the calling task.
+    NotOwner(PhysAddr),
+    /// A task asked to move a kernel page.
+    KernelOnly(PhysAddr),
+    /// Page tables or a page directory are moved but a range is not
+    /// physically contiguous.
+    NotContiguous,
+    /// A page directory must be moved whole (16 KiB, 16 KiB aligned on both
+    /// sides) and alone.
+    PartialDirectory,
+    /// A frame is already part of an exchange.
+    Busy(PhysAddr),
+    /// The same frame appears twice in one range.
+    Aliased(PhysAddr),
+    /// The frame table does not describe a frame.
+    Frame(FrameError),
+    /// The mappings changed under a running exchange (page no longer maps
+    /// the frame that was validated). The pages before it are exchanged.
+    Changed(VirtAddr),
+    /// [`Exchange::step`] after the exchange finished or failed.
+    Finished,
+}
+
+impl fmt::Display for ExchangeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ExchangeError as E;
+        match *self {
+            E::BadCount(c) => write!(f, "page count {c} is zero or the range wraps"),
+            E::BadChunk(c) => write!(f, "chunk size {c} is not a power of two in line..=4096"),
+            E::Misaligned(va) => write!(f, "{va} is not aligned to the page size"),
+            E::Overlap => f.write_str("old and new ranges overlap"),
+            E::NotPermitted => f.write_str("a task may only exchange pages in its own space"),
+            E::NotMapped(va) => write!(f, "{va} is not mapped"),
+            E::SizeMismatch { va, mapped } => write!(f, "{va} is mapped as {mapped:?}"),
+            E::NotResource { frame, state } => {
+                write!(f, "new frame {frame} is {state:?}, not a page resource")
+            }
+            E::RightsExceeded { frame, needed, max } => write!(
+                f,
+                "frame {frame} can have at most {max:?}, content needs {needed:?}"
+            ),
+            E::NotMovable(pa) => write!(f, "frame {pa} is not movable"),
+            E::NotInUse { frame, state } => write!(f, "old frame {frame} is {state:?}"),
+            E::NotOwner(pa) => write!(f, "frame {pa} belongs to another task"),
+            E::KernelOnly(pa) => write!(f, "only the kernel may move kernel frame {pa}"),
+            E::NotContiguous => {
+                f.write_str("page tables move only in physically contiguous ranges")
+            }
+            E::PartialDirectory => f.write_str("a page directory moves whole and alone"),
+            E::Busy(pa) => write!(f, "frame {pa} is already being exchanged"),
+            E::Aliased(pa) => write!(f, "frame {pa} appears twice in one range"),
+            E::Frame(e) => write!(f, "{e}"),
+            E::Changed(va) => write!(f, "the mapping of {va} changed during the exchange"),
+            E::Finished => f.write_str("the exchange has finished"),
+        }
+    }
+}
+
+impl core::error::Error for ExchangeError {}
+
+impl From<FrameError> for ExchangeError {
+    fn from(e: FrameError) -> Self {
+        ExchangeError::Frame(e)
+    }
+}
+
+/// What a step achieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Progress {
+    /// More steps are needed.
+    Pending,
+    /// Every page is exchanged.
+    Done,
+}
+
+/// Counts of the work an exchange did, in operations: one per cache or TLB
+/// maintenance operation, per 32-bit word copied, per [`Mappings`] call and
+/// per register write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ExchangeStats {
+    /// Steps taken.
+    pub steps: u32,
+    /// Interrupts-masked windows opened.
+    pub masked_windows: u32,
+    /// Operations in the longest interrupts-masked window.
+    pub longest_masked_ops: u32,
+    /// Operations in total.
+    pub total_ops: u32,
+    /// Bytes copied.
+    pub bytes_copied: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Start,
+    Copy(u32),
+    Switch,
+    Flush(u32),
+    Restore,
+    Done,
+    Failed,
+}
+
+/// A page exchange in progress. Created by [`Exchange::begin`], which checks
+/// every precondition before anything changes; driven by [`Exchange::step`].
+///
+/// The exchange holds no references: the kernel keeps it wherever it likes
+/// and passes the frame table, mappings and hardware to each step.
+#[derive(Clone, Debug)]
+pub struct Exchange {
+    req: ExchangeRequest,
+    chunk: u32,
+    /// Old and new page of page 0.
+    first: (PhysAddr, PhysAddr),
+    /// A page directory moves: protection and busy flags hold across all
+    /// pages, and the translation table base moves with the last one.
+    hold: bool,
+    page: u32,
+    old: PhysAddr,
+    new: PhysAddr,
+    protected: bool,
+    phase: Phase,
+    stats: ExchangeStats,
+}
+
+/// The default chunk: 256 bytes (8 cache lines, 64 words) per step.
+pub const DEFAULT_CHUNK: u32 = 256;
+
+impl Exchange {
+    /// Checks every precondition of `req` and marks the frames busy.
+    /// `chunk` is the number of bytes copied (or flushed) per step.
+    pub fn begin<const R: usize, M: Mappings + ?Sized>(
+        table: &mut FrameTable<'_, R>,
+        maps: &M,
+        req: ExchangeRequest,
+        chunk: u32,
+    ) -> Result<Exchange, ExchangeError> {
+        if !chunk.is_power_of_two() || !(32..=FRAME_SIZE).contains(&chunk) {
+            return Err(ExchangeError::BadChunk(chunk));
+        }
+        let size = req.size.bytes();
+        let len = req
+            .count
+            .checked_mul(size)
+            .filter(|_| req.count > 0)
+            .ok_or(ExchangeError::BadCount(req.count))?;
+        for va in [req.target, req.resource] {
+            if !va.is_aligned(size) {
+                return Err(ExchangeError::Misaligned(va));
+            }
+            if va.as_u32().checked_add(len - 1).is_none() {
+                return Err(ExchangeError::BadCount(req.count));
+            }
+        }
+        if let AddressSpace::User(me) = req.caller {
+            let own = AddressSpace::User(me);
+            if req.target_space != own || req.resource_space != own {
+                return Err(ExchangeError::NotPermitted);
+            }
+        }
+        if req.target_space == req.resource_space {
+            let (a, b) = (req.target.as_u32() as u64, req.resource.as_u32() as u64);
+            if a < b + len as u64 && b < a + len as u64 {
+                return Err(ExchangeError::Overlap);
+            }
+        }
+
+        // Pass 1: read-only checks of every page and frame.
+        let mut tables = false;
+        let mut directory = false;
+        let mut first = (PhysAddr::ZERO, PhysAddr::ZERO);
+        let mut contiguous = true;
+        for i in 0..req.count {
+            let (old, new) = translate_pair(maps, &req, i)?;
+            if i == 0 {
+                first = (old, new);
+            } else if old.as_u32() != first.0.as_u32().wrapping_add(i * size)
+                || new.as_u32() != first.1.as_u32().wrapping_add(i * size)
+            {
+                contiguous = false;
+            }
+            for f in 0..req.size.frames() {
+                let (o, n) = (frame_at(old, f), frame_at(new, f));
+                let oi = table.info(o)?;
+                let ni = table.info(n)?;
+                check_old(&req, o, oi.desc)?;
+                match oi.desc.state() {
+                    FrameState::Kernel(KernelUse::PageTable) => tables = true,
+                    FrameState::Kernel(KernelUse::PageDirectory) => directory = true,
+                    _ => {}
+                }
+                if !ni.desc.is_resource() {
+                    return Err(ExchangeError::NotResource {
+                        frame: n,
+                        state: ni.desc.state(),
+                    });
+                }
+                if !ni.max_rights.contains(req.rights) {
+                    return Err(ExchangeError::RightsExceeded {
+                        frame: n,
+                        needed: req.rights,
+                        max: ni.max_rights,
+                    });
+                }
+                if ni.desc.is_busy() {
+                    return Err(ExchangeError::Busy(n));
+                }
+            }
+        }
+        if (tables || directory) && !contiguous {
+            return Err(ExchangeError::NotContiguous);
+        }
+        if directory {
+            let whole = len == DIRECTORY_SIZE
+                && first.0.is_aligned(DIRECTORY_SIZE)
+                && first.1.is_aligned(DIRECTORY_SIZE);
+            let mut only = true;
+            for f in 0..DIRECTORY_SIZE / FRAME_SIZE {
+                if whole {
+                    let s = table.desc(frame_at(first.0, f))?.state();
+                    only &= s == FrameState::Kernel(KernelUse::PageDirectory);
+                }
+            }
+            if !whole || !only {
+                return Err(ExchangeError::PartialDirectory);
+            }
+        }
+
+        // Pass 2: mark busy, catching a frame that appears twice.
+        mark(table, maps, &req, req.count, true)?;
+        Ok(Exchange {
+            req,
+            chunk,
+            first,
+            hold: directory,
+            page: 0,
+            old: PhysAddr::ZERO,
+            new: PhysAddr::ZERO,
+            protected: false,
+            phase: Phase::Start,
+            stats: ExchangeStats::default(),
+        })
+    }
+
+    /// The request this exchange carries out.
+    #[must_use]
+    pub fn request(&self) -> &ExchangeRequest {
+        &self.req
+    }
+
+    /// Whether every page has been exchanged.
+    #[must_use]
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// The work done so far.
+    #[must_use]
+    pub fn stats(&self) -> ExchangeStats {
+        self.stats
+    }
+
+    /// Whether a write fault on `frame` was caused by this exchange's write
+    /// protection. If so the writer must wait for the current page to finish
+    /// (or call [`Exchange::finish_page`]) and retry; the write then lands in
+    /// the new frame.
+    #[must_use]
+    pub fn protects(&self, frame: PhysAddr) -> bool {
+        if !self.protected || matches!(self.phase, Phase::Start | Phase::Done | Phase::Failed) {
+            return false;
+        }
+        let size = self.req.size.bytes();
+        let within = |base: PhysAddr, len: u32| {
+            frame.as_u32() >= base.as_u32() && frame.as_u32() - base.as_u32() < len
+        };
+        if self.hold {
+            let len = size * self.req.count;
+            within(self.first.0, len) || within(self.first.1, len)
+        } else {
+            within(self.old, size) || within(self.new, size)
+        }
+    }
+
+    /// Runs steps until the current page is finished (bounded by one page's
+    /// remaining work): what a write-fault handler does instead of waiting.
+    pub fn finish_page<const R: usize, M, H, I>(
+        &mut self,
+        table: &mut FrameTable<'_, R>,
+        maps: &mut M,
+        hw: &mut H,
+        irq: &mut I,
+    ) -> Result<Progress, ExchangeError>
+    where
+        M: Mappings + ?Sized,
+        H: PhysMemory + CacheMaintenance + Cp15 + ?Sized,
+        I: InterruptControl + ?Sized,
+    {
+        let page = self.page;
+        loop {
+            let p = self.step(table, maps, hw, irq)?;
+            if p == Progress::Done || self.page != page {
+                return Ok(p);
+            }
+        }
+    }
+
+    /// Runs every remaining step.
+    pub fn run<const R: usize, M, H, I>(
+        &mut self,
+        table: &mut FrameTable<'_, R>,
+        maps: &mut M,
+        hw: &mut H,
+        irq: &mut I,
+    ) -> Result<(), ExchangeError>
+    where
+        M: Mappings + ?Sized,
+        H: PhysMemory + CacheMaintenance + Cp15 + ?Sized,
+        I: InterruptControl + ?Sized,
+    {
+        while self.step(table, maps, hw, irq)? == Progress::Pending {}
+        Ok(())
+    }
+
+    /// Does one bounded piece of work. Interrupts are masked at most inside
+    /// this call, never across calls.
+    pub fn step<const R: usize, M, H, I>(
+        &mut self,
+        table: &mut FrameTable<'_, R>,
+        maps: &mut M,
+        hw: &mut H,
+        irq: &mut I,
+    ) -> Result<Progress, ExchangeError>
+    where
+        M: Mappings + ?Sized,
+        H: PhysMemory + CacheMaintenance + Cp15 + ?Sized,
+        I: InterruptControl + ?Sized,
+    {
+        let r = self.step_inner(table, maps, hw, irq);
+        if r.is_err() && !matches!(self.phase, Phase::Done | Phase::Failed) {
+            // Release the frames of the pages not yet exchanged.
+            let from = if self.hold { 0 } else { self.page };
+            self.phase = Phase::Failed;
+            let _ = mark_range(table, maps, &self.req, from, self.req.count, false);
+        }
+        r
+    }
+
+    fn step_inner<const R: usize, M, H, I>(
+        &mut self,
+        table: &mut FrameTable<'_, R>,
+        maps: &mut M,
+        hw: &mut H,
+        irq: &mut I,
+    ) -> Result<Progress, ExchangeError>
+    where
+        M: Mappings + ?Sized,
+        H: PhysMemory + CacheMaintenance + Cp15 + ?Sized,
+        I: InterruptControl + ?Sized,
+    {
+        self.stats.steps += 1;
+        let size = self.req.size;
+        match self.phase {
+            Phase::Done | Phase::Failed => return Err(ExchangeError::Finished),
+            Phase::Start => {
+                let (old, new) = translate_pair(maps, &self.req, self.page)?;
+                // The validated frames are busy; anything else means the
+                // mappings changed since `begin`.
+                for (pa, va) in [
+                    (old, self.target_va(self.page)),
+                    (new, self.resource_va(self.page)),
+                ] {
+                    if !table.desc(pa)?.is_busy() {
+                        return Err(ExchangeError::Changed(va));
+                    }
+                }
+                self.old = old;
+                self.new = new;
+                if !self.hold || self.page == 0 {
+                    // A directory is protected whole, before its first page is copied.
+                    let pages = if self.hold { self.req.count } else { 1 };
+                    let mut writable = false;
+                    for i in 0..pages {
+                        let p = frame_at(old, i * size.frames());
+                        maps.for_each_mapping(p, size, &mut |m| writable |= m.writable);
+                    }
+                    self.protected = writable;
+                    if writable {
+                        let mut w = Window::open(irq);
+                        for i in 0..pages {
+                            let p = frame_at(old, i * size.frames());
+                            maps.write_protect(p, size);
+                            w.ops += 1;
+                            w.ops += invalidate_tlb(maps, hw, p, size);
+                        }
+                        w.close(irq, &mut self.stats);
+                    }
+                }
+                self.phase = Phase::Copy(0);
+            }
+            Phase::Copy(off) => {
+                let mut ops = 0;
+                // Clean the chunk at every address the old page is mapped at.
+                maps.for_each_mapping(self.old, size, &mut |m| {
+                    ops += lines(hw, m.mva, off, self.chunk, |hw, mva| {
+                        hw.clean_dcache_line(mva)
+                    });
+                });
+                hw.drain_write_buffer();
+                ops += 1;
+                self.stats.total_ops += ops;
+                let (dst, src) = (offset(self.new, off), offset(self.old, off));
+                if self.protected {
+                    let mut w = Window::open(irq);
+                    hw.copy(dst, src, self.chunk);
+                    w.ops += self.chunk / 4;
+                    w.close(irq, &mut self.stats);
+                } else {
+                    hw.copy(dst, src, self.chunk);
+                    self.stats.total_ops += self.chunk / 4;
+                }
+                self.stats.bytes_copied += self.chunk;
+                let next = off + self.chunk;
+                self.phase = if next >= size.bytes() {
+                    Phase::Switch
+                } else {
+                    Phase::Copy(next)
+                };
+            }
+            Phase::Switch => {
+                let mut w = if self.protected {
+                    Some(Window::open(irq))
+                } else {
+                    None
+                };
+                let ops = self.switch(table, maps, hw)?;
+                match w.as_mut() {
+                    Some(w) => {
+                        w.ops += ops;
+                    }
+                    None => self.stats.total_ops += ops,
+                }
+                if let Some(w) = w {
+                    w.close(irq, &mut self.stats);
+                }
+                self.phase = Phase::Flush(0);
+            }
+            Phase::Flush(off) => {
+                let mut ops = 0;
+                for page in [self.new, self.old] {
+                    maps.for_each_mapping(page, size, &mut |m| {
+                        ops += lines(hw, m.mva, off, self.chunk, |hw, mva| {
+                            hw.clean_invalidate_dcache_line(mva);
+                            hw.invalidate_icache_line(mva);
+                        });
+                    });
+                }
+                hw.drain_write_buffer();
+                self.stats.total_ops += ops + 1;
+                let next = off + self.chunk;
+                self.phase = if next < size.bytes() {
+                    Phase::Flush(next)
+                } else {
+                    Phase::Restore
+                };
+            }
+            Phase::Restore => {
+                let last = self.page + 1 == self.req.count;
+                if !self.hold || last {
+                    // A directory's pages are released together, after the TTB moved.
+                    let (first_page, new0) = if self.hold {
+                        (0, self.first.1)
+                    } else {
+                        (self.page, self.new)
+                    };
+                    let pages = self.page + 1 - first_page;
+                    if self.protected {
+                        let mut w = Window::open(irq);
+                        for i in 0..pages {
+                            let p = frame_at(new0, i * size.frames());
+                            maps.restore_write(p, size);
+                            w.ops += 1;
+                            w.ops += invalidate_tlb(maps, hw, p, size);
+                        }
+                        w.close(irq, &mut self.stats);
+                    }
+                    mark_range(table, maps, &self.req, first_page, self.page + 1, false)?;
+                    self.protected = false;
+                }
+                self.page += 1;
+                self.phase = if self.page == self.req.count {
+                    Phase::Done
+                } else {
+                    Phase::Start
+                };
+            }
+        }
+        Ok(if self.phase == Phase::Done {
+            Progress::Done
+        } else {
+            Progress::Pending
+        })
+    }
+
+    /// The atomic part: mappings, tables, TTB and frame table. Returns the
+    /// operation count.
+    fn switch<const R: usize, M, H>(
+        &mut self,
+        table: &mut FrameTable<'_, R>,
+        maps: &mut M,
+        hw: &mut H,
+    ) -> Result<u32, ExchangeError>
+    where
+        M: Mappings + ?Sized,
+        H: PhysMemory + CacheMaintenance + Cp15 + ?Sized,
+    {
+        let size = self.req.size;
+        let mut ops = 1;
+        maps.swap(self.old, self.new, size);
+        ops += invalidate_tlb(maps, hw, self.new, size);
+        ops += invalidate_tlb(maps, hw, self.old, size);
+        if self.hold && self.page + 1 == self.req.count {
+            // Every frame of the directory now holds an identical copy.
+            let (base_old, base_new) = self.first;
+            maps.move_first_level(base_old, base_new);
+            let ttbr = hw.read(Cp15Reg::Ttbr);
+            ops += 2;
+            if ttbr & !(DIRECTORY_SIZE - 1) == base_old.as_u32() {
+                // SAFETY: all four frames of the directory hold an identical
+                // copy at `base_new` (copied while write-protected, and the old
+                // frames stay busy until now, so no entry changed); interrupts
+                // are masked, and the whole TLB is invalidated after.
+                unsafe {
+                    hw.write(
+                        Cp15Reg::Ttbr,
+                        base_new.as_u32() | (ttbr & (DIRECTORY_SIZE - 1)),
+                    )
+                };
+                hw.invalidate_tlb();
+                ops += 2;
+            }
+        }
+        for f in 0..size.frames() {
+            let (o, n) = (frame_at(self.old, f), frame_at(self.new, f));
+            let od = table.desc(o)?;
+            let nd = table.desc(n)?;
+            let state = od.state();
+            if state == FrameState::Kernel(KernelUse::PageTable) {
+                maps.move_second_level(o, n);
+                ops += 1;
+            }
+            // The content's state moves with it; the frame keeps its own
+            // movability. An old kernel frame becomes a resource at once (no
+            // kernel data stays mapped as a user page); an old user page
+            // stays the owner's user page (thesis 4.4.2.3).
+            table.set(n, nd.with_state(state))?;
+            let old_state = match state {
+                FrameState::Kernel(_) => FrameState::Resource,
+                s => s,
+            };
+            table.set(o, od.with_state(old_state))?;
+        }
+        Ok(ops)
+    }
+
+    fn target_va(&self, i: u32) -> VirtAddr {
+        VirtAddr::new(self.req.target.as_u32() + i * self.req.size.bytes())
+    }
+
+    fn resource_va(&self, i: u32) -> VirtAddr {
+        VirtAddr::new(self.req.resource.as_u32() + i * self.req.size.bytes())
+    }
+}
+
+/// An interrupts-masked window that counts its operations.
+struct Window {
+    was: bool,
+    ops: u32,
+}
+
+impl Window {
+    fn open<I: InterruptControl + ?Sized>(irq: &mut I) -> Window {
+        Window {
+            was: irq.disable(),
+            ops: 0,
+        }
+    }
+
+    fn close<I: InterruptControl + ?Sized>(self, irq: &mut I, stats: &mut ExchangeStats) {
+        irq.restore(self.was);
+        stats.masked_windows += 1;
+        stats.total_ops += self.ops;
+        stats.longest_masked_ops = stats.longest_masked_ops.max(self.ops);
+    }
+}
+
+fn frame_at(base: PhysAddr, f: u32) -> PhysAddr {
+    PhysAddr::new(base.as_u32().wrapping_add(f * FRAME_SIZE))
+}
+
+fn offset(base: PhysAddr, off: u32) -> PhysAddr {
+    PhysAddr::new(base.as_u32().wrapping_add(off))
+}
+
+/// Applies `op` to every D-cache line of `[mva + off, mva + off + len)`.
+fn lines<H: CacheMaintenance + ?Sized>(
+    hw: &mut H,
+    mva: ModifiedVirtAddr,
+    off: u32,
+    len: u32,
+    mut op: impl FnMut(&mut H, ModifiedVirtAddr),
+) -> u32 {
+    let mut n = 0;
+    let mut a = 0;
+    while a < len {
+        op(
+            hw,
+            ModifiedVirtAddr::new(mva.as_u32().wrapping_add(off + a)),
+        );
+        a += H::DCACHE_LINE;
+        n += 1;
+    }
+    n
+}
+
+/// Invalidates the TLB entries of every mapping of a page.
+fn invalidate_tlb<M, H>(maps: &M, hw: &mut H, page: PhysAddr, size: PageSize) -> u32
+where
+    M: Mappings + ?Sized,
+    H: CacheMaintenance + ?Sized,
+{
+    let mut n = 0;
+    maps.for_each_mapping(page, size, &mut |m: &Mapping| {
+        // One entry covers a whole small page, large page or section.
+        hw.invalidate_tlb_entry(m.mva);
+        n += 1;
+    });
+    n
+}
+
+/// Translates page `i` of both ranges to (old page, new page).
+fn translate_pair<M: Mappings + ?Sized>(
+    maps: &M,
+    req: &ExchangeRequest,
+    i: u32,
+) -> Result<(PhysAddr, PhysAddr), ExchangeError> {
+    let step = i * req.size.bytes();
+    let one = |space, base: VirtAddr| {
+        let va = VirtAddr::new(base.as_u32() + step);
+        let t = maps
+            .translate(space, va)
+            .ok_or(ExchangeError::NotMapped(va))?;
+        if t.size != req.size {
+            return Err(ExchangeError::SizeMismatch { va, mapped: t.size });
+        }
+        Ok(t.page)
+    };
+    Ok((
+        one(req.target_space, req.target)?,
+        one(req.resource_space, req.resource)?,
+    ))
+}
+
+/// Checks an old frame against the request's caller.
+fn check_old(req: &ExchangeRequest, frame: PhysAddr, d: FrameDesc) -> Result<(), ExchangeError> {
+    match (d.state(), req.caller) {
+        (s @ (FrameState::Undefined | FrameState::Resource), _) => {
+            return Err(ExchangeError::NotInUse { frame, state: s })
+        }
+        (FrameState::Kernel(_), AddressSpace::User(_)) => {
+            return Err(ExchangeError::KernelOnly(frame))
+        }
+        (FrameState::User(o), AddressSpace::User(me)) if o != me => {
+            return Err(ExchangeError::NotOwner(frame))
+        }
+        _ => {}
+    }
+    if !d.is_movable() {
+        return Err(ExchangeError::NotMovable(frame));
+    }
+    if d.is_busy() {
+        return Err(ExchangeError::Busy(frame));
+    }
+    Ok(())
+}
+
+/// Sets or clears the busy flag of every frame of pages `0..upto`; when
+/// setting, a frame already busy is an alias and everything is rolled back.
+fn mark<const R: usize, M: Mappings + ?Sized>(
+    table: &mut FrameTable<'_, R>,
+    maps: &M,
+    req: &ExchangeRequest,
+    upto: u32,
+    busy: bool,
+) -> Result<(), ExchangeError> {
+    for i in 0..upto {
+        let (old, new) = translate_pair(maps, req, i)?;
+        for f in 0..req.size.frames() {
+            for (k, pa) in [frame_at(old, f), frame_at(new, f)].into_iter().enumerate() {
+                let d = table.desc(pa)?;
+                if busy && d.is_busy() {
+                    // Roll back: pages before i, and page i up to this frame.
+                    let _ = mark(table, maps, req, i, false);
+                    for g in 0..=f {
+                        for (k2, b) in [old, new].into_iter().enumerate() {
+                            if g == f && k2 >= k {
+                                continue;
+                            }
+                            let p = frame_at(b, g);
+                            if let Ok(d) = table.desc(p) {
+                                let _ = table.set(p, d.with_busy(false));
+                            }
+                        }
+                    }
+                    return Err(ExchangeError::Aliased(pa));
+                }
+                table.set(pa, d.with_busy(busy))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sets or clears the busy flags of pages `from..to` (release, or after a failure).
+fn mark_range<const R: usize, M: Mappings + ?Sized>(
+    table: &mut FrameTable<'_, R>,
+    maps: &M,
+    req: &ExchangeRequest,
+    from: u32,
+    to: u32,
+    busy: bool,
+) -> Result<(), ExchangeError> {
+    for i in from..to {
+        // A page whose mapping changed cannot be found again; skip it.
+        let Ok((old, new)) = translate_pair(maps, req, i) else {
+            continue;
+        };
+        for f in 0..req.size.frames() {
+            for pa in [frame_at(old, f), frame_at(new, f)] {
+                if let Ok(d) = table.desc(pa) {
+                    table.set(pa, d.with_busy(busy))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}

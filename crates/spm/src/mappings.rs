@@ -1,0 +1,118 @@
+//! The reverse-mapping interface the kernel (or `fass`) implements.
+//!
+//! `spm` owns no page tables. It asks a [`Mappings`] implementation where a
+//! virtual address leads, which virtual addresses lead to a physical page,
+//! and to change those mappings. Every method works on whole pages of one
+//! [`PageSize`] at a page-aligned physical address.
+
+use crate::frame::SpaceId;
+use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
+
+/// An address space: the kernel's (shared by every task) or a task's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum AddressSpace {
+    /// The kernel.
+    Kernel,
+    /// A task.
+    User(SpaceId),
+}
+
+/// The page sizes an exchange can work with.
+///
+/// (1 KiB tiny pages are smaller than a frame and are not exchanged.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum PageSize {
+    /// 4 KiB small page.
+    Small,
+    /// 64 KiB large page.
+    Large,
+    /// 1 MiB section.
+    Section,
+}
+
+impl PageSize {
+    /// Size in bytes, which is also the alignment.
+    #[must_use]
+    pub const fn bytes(self) -> u32 {
+        match self {
+            PageSize::Small => 4 << 10,
+            PageSize::Large => 64 << 10,
+            PageSize::Section => 1 << 20,
+        }
+    }
+
+    /// Number of 4 KiB frames in one page.
+    #[must_use]
+    pub const fn frames(self) -> u32 {
+        self.bytes() / crate::region::FRAME_SIZE
+    }
+}
+
+/// Where a virtual address leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Translation {
+    /// Physical address of the start of the page that maps the address.
+    pub page: PhysAddr,
+    /// Size of that mapping.
+    pub size: PageSize,
+    /// Whether the mapping currently allows writes.
+    pub writable: bool,
+}
+
+/// One virtual mapping of a physical page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Mapping {
+    /// The address space the mapping is in.
+    pub space: AddressSpace,
+    /// The modified virtual address of the page's first byte: what the
+    /// caches and TLB are tagged with.
+    pub mva: ModifiedVirtAddr,
+    /// Whether the mapping allows writes.
+    pub writable: bool,
+}
+
+/// Reverse mappings and page-table changes, provided by the kernel.
+///
+/// # Contract
+/// * Every method acts on *every* mapping of the page, in every address
+///   space (including the kernel's own aliases): this is what lets an
+///   exchange move a page shared between tasks.
+/// * The implementation changes page-table entries and cleans the table
+///   lines the hardware walker reads; `spm` invalidates the TLB entries and
+///   cache lines of the mappings it is told about, so an implementation
+///   need not.
+/// * [`Mappings::write_protect`] remembers which mappings were writable;
+///   [`Mappings::swap`] carries that memory with the mappings, and
+///   [`Mappings::restore_write`] gives write access back to exactly those.
+pub trait Mappings {
+    /// The page `va` lies in, in `space`, or `None` if unmapped.
+    fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation>;
+
+    /// Calls `f` once for every mapping of the `size` page at `page`.
+    fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping));
+
+    /// Removes write access from every mapping of the page, remembering which had it.
+    fn write_protect(&mut self, page: PhysAddr, size: PageSize);
+
+    /// Gives write access back to the mappings of the page that
+    /// [`Mappings::write_protect`] took it from.
+    fn restore_write(&mut self, page: PhysAddr, size: PageSize);
+
+    /// Exchanges the targets: every mapping of `a` now maps `b` and every
+    /// mapping of `b` now maps `a`, each keeping its permissions.
+    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize);
+
+    /// A 4 KiB frame holding second-level tables moved from `old` to `new`:
+    /// point every first-level entry that referenced a table inside `old`
+    /// at the same offset inside `new`.
+    fn move_second_level(&mut self, old: PhysAddr, new: PhysAddr);
+
+    /// A 16 KiB first-level table moved from `old` to `new`: update every
+    /// record of its address (the task's page-directory pointer). The
+    /// translation table base register is updated by `spm`.
+    fn move_first_level(&mut self, old: PhysAddr, new: PhysAddr);
+}
