@@ -1,0 +1,171 @@
+//! DFSR and IFSR: the data and instruction (prefetch) fault status registers
+//! (`c5, 0, c0, 0` and `c5, 0, c0, 1`).
+//!
+//! Both share one layout on ARMv4/ARMv5: status in bits \[3:0\], domain in
+//! bits \[7:4\], decoded by [`Fault::from_fsr`]. Bit 8 is zero. Beyond that:
+//!
+//! * **XScale**: bit 9 (`D`) flags a debug event (the cause is in the debug
+//!   control and status register); bit 10 (`X`) extends the status field, and
+//!   when it is set the status bits name XScale-specific aborts (lock aborts,
+//!   imprecise external data aborts, cache parity errors) rather than the
+//!   architectural kinds [`Fsr::fault`] returns. Check
+//!   [`Fsr::xscale_extended_status`] before trusting the decoded kind there.
+//! * **ARMv6** (not targeted here) puts FS\[4\] in bit 10 and `WnR` in bit 11;
+//!   ARM926EJ-S, the SA-1100 and QEMU's ARMv5 models leave bits 10 and 11 zero.
+
+use crate::fault::Fault;
+use core::fmt;
+use tock_registers::LocalRegisterCopy;
+
+pub use fields::FSR;
+
+/// `tock-registers` field definitions (the macro's generated items carry no docs of their own).
+#[allow(missing_docs)]
+mod fields {
+    use tock_registers::register_bitfields;
+
+    register_bitfields![u32,
+    /// DFSR/IFSR bit fields.
+    pub FSR [
+        /// Fault status.
+        STATUS OFFSET(0) NUMBITS(4) [],
+        /// Domain of the faulting descriptor (where defined).
+        DOMAIN OFFSET(4) NUMBITS(4) [],
+        /// XScale: debug event.
+        XSCALE_D OFFSET(9) NUMBITS(1) [],
+        /// XScale: status field extension.
+        XSCALE_X OFFSET(10) NUMBITS(1) []
+    ]
+    ];
+}
+
+/// A DFSR or IFSR value.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(transparent)]
+pub struct Fsr(u32);
+
+impl Fsr {
+    /// A value from the raw register bits.
+    #[inline]
+    #[must_use]
+    pub const fn from_bits(bits: u32) -> Fsr {
+        Fsr(bits)
+    }
+
+    /// The value a fault of this kind and domain produces.
+    #[inline]
+    #[must_use]
+    pub const fn from_fault(fault: Fault) -> Fsr {
+        Fsr(fault.fsr())
+    }
+
+    /// The raw register value.
+    #[inline]
+    #[must_use]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// The four status bits.
+    #[inline]
+    #[must_use]
+    pub const fn status(self) -> u32 {
+        self.0 & 0xf
+    }
+
+    /// The raw domain field (bits \[7:4\]), whether or not the kind defines one.
+    #[inline]
+    #[must_use]
+    pub const fn domain_field(self) -> u8 {
+        ((self.0 >> 4) & 0xf) as u8
+    }
+
+    /// The architectural fault kind and domain (via [`Fault::from_fsr`]).
+    #[inline]
+    #[must_use]
+    pub const fn fault(self) -> Fault {
+        Fault::from_fsr(self.0)
+    }
+
+    /// XScale `X` (bit 10): the status field has an extended, XScale-specific meaning.
+    #[inline]
+    #[must_use]
+    pub const fn xscale_extended_status(self) -> bool {
+        self.0 & (1 << 10) != 0
+    }
+
+    /// XScale `D` (bit 9): the abort was a debug event.
+    #[inline]
+    #[must_use]
+    pub const fn xscale_debug_event(self) -> bool {
+        self.0 & (1 << 9) != 0
+    }
+
+    /// The value as a `tock-registers` copy, for field-level access.
+    #[inline]
+    #[must_use]
+    pub fn as_register(self) -> LocalRegisterCopy<u32, FSR::Register> {
+        LocalRegisterCopy::new(self.0)
+    }
+}
+
+impl fmt::Debug for Fsr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Fsr({:#05x}: {})", self.0, self.fault())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Domain;
+    use crate::fault::{FaultKind, FaultLevel};
+
+    #[test]
+    fn fields_follow_the_manual() {
+        let v = Fsr::from_bits(0x06b);
+        assert_eq!(v.status(), 0xb);
+        assert_eq!(v.domain_field(), 6);
+        assert_eq!(v.as_register().read(FSR::STATUS), 0xb);
+        assert_eq!(v.as_register().read(FSR::DOMAIN), 6);
+        assert_eq!(
+            v.fault(),
+            Fault::new(FaultKind::Domain(FaultLevel::Page), Domain::new(6).unwrap())
+        );
+        assert!(!v.xscale_extended_status() && !v.xscale_debug_event());
+    }
+
+    #[test]
+    fn qemu_values_decode() {
+        assert_eq!(
+            Fsr::from_bits(0x005).fault().kind,
+            FaultKind::Translation(FaultLevel::Section)
+        );
+        assert_eq!(Fsr::from_bits(0x005).fault().domain, None);
+        assert_eq!(
+            Fsr::from_bits(0x00f).fault().kind,
+            FaultKind::Permission(FaultLevel::Page)
+        );
+    }
+
+    #[test]
+    fn xscale_bits() {
+        let v = Fsr::from_bits((1 << 10) | (1 << 9) | 0x6);
+        assert!(v.xscale_extended_status());
+        assert!(v.xscale_debug_event());
+        assert_eq!(v.as_register().read(FSR::XSCALE_X), 1);
+        assert_eq!(v.status(), 0x6);
+    }
+
+    #[test]
+    fn from_fault_round_trips() {
+        for s in 0..16u32 {
+            for d in 0..16u32 {
+                let v = Fsr::from_bits((d << 4) | s);
+                let back = Fsr::from_fault(v.fault());
+                assert_eq!(back.fault(), v.fault());
+            }
+        }
+    }
+}
