@@ -1,0 +1,47 @@
+//! Shared set-up for the integration tests: a machine with 8 MiB of RAM at
+//! physical 0, a frame pool in its upper half, and raw table writes.
+#![allow(dead_code)]
+
+use armv5_sim::presets::Preset;
+use armv5_sim::{encode, sctlr, Machine, Region, RegionKind, Width};
+use mmu_armv5::regs::Dacr;
+use mmu_armv5::PhysAddr;
+
+pub const RAM_SIZE: u32 = 8 << 20;
+
+pub fn machine(preset: Preset) -> Machine {
+    let mut cfg = preset.config;
+    cfg.regions.push(Region {
+        base: PhysAddr::new(0),
+        size: RAM_SIZE,
+        kind: RegionKind::Ram,
+        latency: 0,
+    });
+    let mut m = Machine::new(cfg).unwrap();
+    m.set_frame_pool(PhysAddr::new(4 << 20), 4 << 20).unwrap();
+    m
+}
+
+pub fn w(m: &mut Machine, pa: u32, word: u32) {
+    m.phys_write(PhysAddr::new(pa), Width::Word, word).unwrap();
+}
+
+pub fn r(m: &Machine, pa: u32) -> u32 {
+    m.phys_read(PhysAddr::new(pa), Width::Word).unwrap()
+}
+
+pub fn new_l1(m: &mut Machine) -> u32 {
+    m.alloc_frames(16 << 10).unwrap().as_u32()
+}
+
+/// Maps the 1 MiB at `mva` to `pa` with a section descriptor.
+pub fn section(m: &mut Machine, l1: u32, mva: u32, pa: u32, ap: u8, dom: u8, c: bool, b: bool) {
+    w(m, encode::l1_entry_addr(l1, mva), encode::section(pa, ap, dom, c, b));
+}
+
+/// MMU, D-cache and I-cache on, tables at `l1`, every domain client.
+pub fn enable(m: &mut Machine, l1: u32) {
+    m.set_ttbr(l1);
+    m.set_dacr(Dacr::ALL_CLIENT);
+    m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
+}
