@@ -1,1 +1,79 @@
-fn main() {}
+//! `cargo xtask`: see `xtask::cli::USAGE`.
+
+use std::process::ExitCode;
+
+use xtask::cli::{self, Command};
+use xtask::qemu::Ending;
+use xtask::{cargo, qemu, setup, stages};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = match cli::parse(args.iter().map(String::as_str)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match command {
+        Command::Help => {
+            print!("{}", cli::USAGE);
+            ExitCode::SUCCESS
+        }
+        Command::Build => match cargo::build_kernel() {
+            Ok(elf) => {
+                println!("{}", elf.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        },
+        Command::Run(opts) => {
+            let result = cargo::build_kernel().and_then(|elf| {
+                let mut run = qemu::QemuRun::new(setup::ensure_qemu()?, elf, opts.timeout);
+                run.append = opts.append.clone();
+                run.icount = opts.icount;
+                run.echo = true;
+                run.run()
+            });
+            match result {
+                Ok(out) => {
+                    if !out.stderr.trim().is_empty() {
+                        eprintln!("QEMU stderr:\n{}", out.stderr.trim_end());
+                    }
+                    match out.ending {
+                        Ending::Exited(code) => {
+                            if code != 0 {
+                                eprintln!("kernel exited with status {code}");
+                            }
+                            ExitCode::from(u8::try_from(code).unwrap_or(1))
+                        }
+                        Ending::TimedOut => {
+                            eprintln!("error: QEMU timed out after {:?}; killed", opts.timeout);
+                            ExitCode::FAILURE
+                        }
+                        Ending::Signalled => {
+                            eprintln!("error: QEMU was killed by a signal");
+                            ExitCode::FAILURE
+                        }
+                    }
+                }
+                Err(e) => fail(e),
+            }
+        }
+        Command::Test { timeout } => {
+            let settings = stages::Settings {
+                qemu_timeout: timeout,
+            };
+            if stages::run(&stages::all(), &settings) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn fail(e: xtask::Error) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::FAILURE
+}

@@ -1,0 +1,141 @@
+@ Start-up: runs at the physical load address with the MMU off.
+@
+@ Builds the first-level translation table (1 MiB sections):
+@   - identity map of the MiB holding this code (needed across the MMU switch-on);
+@   - all RAM again at KERNEL_VIRT_OFFSET (0xC0000000), where the kernel is linked;
+@   - identity maps of the device MiBs 0x10000000 (system registers, timers)
+@     and 0x10100000 (PL011 UART0 at 0x101f1000);
+@   - 0xFFF00000 through a coarse table whose only entry maps the high-vector
+@     page 0xFFFF0000 onto the physical page of `.vectors`.
+@ All in domain 0 (client), AP=01 (privileged read/write, no user access).
+@ Then sets DACR, TTBR and FCSEIDR, enables the MMU with high vectors, and
+@ jumps to `_start_high` (linked high).
+
+    .equ SECT_DEVICE, 0x412          @ AP=01, domain 0, bit 4, section, C=B=0
+    .equ SECT_RAM,    0x41E          @ as above, C=B=1 (write-back; caches stay off)
+    .equ COARSE,      0x011          @ domain 0, bit 4, coarse table
+    .equ SMALL_RAM,   0x55E          @ AP0..AP3=01, C=B=1, small page
+    .equ SCTLR_M,     0x0001
+    .equ SCTLR_A,     0x0002
+    .equ SCTLR_C,     0x0004
+    .equ SCTLR_S,     0x0100
+    .equ SCTLR_R,     0x0200
+    .equ SCTLR_I,     0x1000
+    .equ SCTLR_V,     0x2000
+
+    .section .boot.text, "ax"
+    .arm
+    .global _start
+_start:
+    msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
+
+    ldr     r7, =__kernel_virt_offset
+    ldr     r4, =__l1_table
+    sub     r4, r4, r7              @ r4 = physical address of the L1 table
+    ldr     r5, =__vectors_l2
+    sub     r5, r5, r7              @ r5 = physical address of the coarse table
+
+    @ Zero the L1 table (16 KiB) and the coarse table (1 KiB).
+    mov     r0, #0
+    mov     r1, r4
+    add     r2, r4, #0x4000
+1:  str     r0, [r1], #4
+    cmp     r1, r2
+    blo     1b
+    mov     r1, r5
+    add     r2, r5, #0x400
+1:  str     r0, [r1], #4
+    cmp     r1, r2
+    blo     1b
+
+    ldr     r6, =SECT_RAM
+
+    @ Identity section for the MiB this code runs from.
+    adr     r0, _start
+    mov     r0, r0, lsr #20
+    orr     r1, r6, r0, lsl #20
+    str     r1, [r4, r0, lsl #2]
+
+    @ RAM at KERNEL_VIRT_OFFSET: __ram_mib sections from __ram_phys.
+    ldr     r0, =__ram_phys
+    ldr     r2, =__ram_mib
+    add     r3, r4, r7, lsr #18      @ &L1[KERNEL_VIRT_OFFSET >> 20]
+    mov     r8, #0
+1:  add     r1, r0, r8, lsl #20
+    orr     r1, r1, r6
+    str     r1, [r3, r8, lsl #2]
+    add     r8, r8, #1
+    cmp     r8, r2
+    blo     1b
+
+    @ Devices, identity.
+    ldr     r1, =(0x10000000 | SECT_DEVICE)
+    str     r1, [r4, #(0x100 * 4)]
+    ldr     r1, =(0x10100000 | SECT_DEVICE)
+    str     r1, [r4, #(0x101 * 4)]
+
+    @ High vectors: L1[0xFFF] -> coarse table; coarse[0xF0] -> vector page.
+    orr     r1, r5, #COARSE
+    ldr     r2, =(0xFFF * 4)
+    str     r1, [r4, r2]
+    ldr     r1, =__vectors_start
+    sub     r1, r1, r7
+    ldr     r2, =SMALL_RAM
+    orr     r1, r1, r2
+    str     r1, [r5, #(0xF0 * 4)]
+
+    mov     r0, #0
+    mcr     p15, 0, r0, c7, c7, 0   @ invalidate I and D caches
+    mcr     p15, 0, r0, c7, c10, 4  @ drain write buffer
+    mcr     p15, 0, r0, c8, c7, 0   @ invalidate TLBs
+    mcr     p15, 0, r0, c13, c0, 0  @ FCSE PID 0
+    mov     r0, #1                  @ domain 0: client, all others: no access
+    mcr     p15, 0, r0, c3, c0, 0
+    mcr     p15, 0, r4, c2, c0, 0   @ TTBR
+
+    mrc     p15, 0, r0, c1, c0, 0
+    bic     r0, r0, #(SCTLR_A | SCTLR_C)
+    bic     r0, r0, #(SCTLR_S | SCTLR_R)
+    bic     r0, r0, #SCTLR_I
+    orr     r0, r0, #SCTLR_M
+    orr     r0, r0, #SCTLR_V
+    mcr     p15, 0, r0, c1, c0, 0
+    @ CPWAIT (harmless on ARM926, needed on XScale).
+    mrc     p15, 0, r0, c2, c0, 0
+    mov     r0, r0
+    sub     pc, pc, #4
+
+    ldr     pc, =_start_high
+    .ltorg
+
+@ Runs at the high virtual address with the MMU on.
+    .section .text._start_high, "ax"
+    .arm
+    .global _start_high
+_start_high:
+    msr     cpsr_c, #0xD1           @ FIQ
+    ldr     sp, =__fiq_stack_top
+    msr     cpsr_c, #0xD2           @ IRQ
+    ldr     sp, =__irq_stack_top
+    msr     cpsr_c, #0xD7           @ abort
+    ldr     sp, =__abt_stack_top
+    msr     cpsr_c, #0xDB           @ undefined
+    ldr     sp, =__und_stack_top
+    msr     cpsr_c, #0xDF           @ system (shares the user registers)
+    ldr     sp, =__sys_stack_top
+    msr     cpsr_c, #0xD3           @ back to SVC
+    ldr     sp, =__svc_stack_top
+
+    @ Zero .bss.
+    ldr     r0, =__sbss
+    ldr     r1, =__ebss
+    mov     r2, #0
+1:  cmp     r0, r1
+    strlo   r2, [r0], #4
+    blo     1b
+
+    mov     fp, #0
+    mov     lr, #0
+    bl      kmain
+2:  b       2b
+    .ltorg

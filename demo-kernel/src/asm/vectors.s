@@ -1,0 +1,100 @@
+@ Exception vectors, copied nowhere: the boot code maps this page at 0xFFFF0000
+@ (SCTLR.V = 1). Each entry loads an absolute handler address from the table
+@ that follows, so the page works at any virtual address.
+
+    .section .vectors, "ax"
+    .arm
+    .global __vectors
+__vectors:
+    ldr     pc, [pc, #24]           @ 0x00 reset
+    ldr     pc, [pc, #24]           @ 0x04 undefined instruction
+    ldr     pc, [pc, #24]           @ 0x08 SVC
+    ldr     pc, [pc, #24]           @ 0x0C prefetch abort
+    ldr     pc, [pc, #24]           @ 0x10 data abort
+    ldr     pc, [pc, #24]           @ 0x14 reserved
+    ldr     pc, [pc, #24]           @ 0x18 IRQ
+    ldr     pc, [pc, #24]           @ 0x1C FIQ
+    .word   __exc_reset
+    .word   __exc_undef
+    .word   __exc_svc
+    .word   __exc_pabt
+    .word   __exc_dabt
+    .word   __exc_reserved
+    .word   __exc_irq
+    .word   __exc_fiq
+
+@ Handlers. Every exception except a data abort raised by a probe instruction
+@ is fatal: r0 = kind (see `vectors::ExceptionKind`), r1 = SPSR,
+@ r2 = address of the instruction concerned, then `unexpected_exception`
+@ (Rust, never returns) reports it and exits QEMU with a failure status.
+
+    .section .text.vectors, "ax"
+    .arm
+__exc_reset:
+    mov     r0, #0
+    mrs     r1, cpsr
+    mov     r2, #0
+    b       __exc_fatal
+__exc_undef:
+    mov     r0, #1
+    sub     r2, lr, #4
+    b       1f
+__exc_svc:
+    mov     r0, #2
+    sub     r2, lr, #4
+    b       1f
+__exc_pabt:
+    mov     r0, #3
+    sub     r2, lr, #4
+    b       1f
+__exc_reserved:
+    mov     r0, #5
+    mov     r2, #0
+    b       1f
+__exc_irq:
+    mov     r0, #6
+    sub     r2, lr, #4
+    b       1f
+__exc_fiq:
+    mov     r0, #7
+    sub     r2, lr, #4
+1:  mrs     r1, spsr
+__exc_fatal:
+    bl      unexpected_exception
+2:  b       2b
+
+@ Data abort. If a probe is armed and the aborting instruction is one of the
+@ probe instructions (between __probe_insns_start and __probe_insns_end),
+@ record DFSR and FAR in __probe_state, disarm, and resume at the next
+@ instruction. Otherwise the abort is fatal.
+@ __probe_state layout (see probe.rs): armed, faulted, dfsr, far.
+__exc_dabt:
+    sub     lr, lr, #8              @ address of the aborting instruction
+    stmfd   sp!, {r0-r3}
+    ldr     r0, =__probe_state
+    ldr     r1, [r0]
+    cmp     r1, #0
+    beq     3f
+    ldr     r2, =__probe_insns_start
+    cmp     lr, r2
+    blo     3f
+    ldr     r2, =__probe_insns_end
+    cmp     lr, r2
+    bhs     3f
+    mrc     p15, 0, r1, c5, c0, 0   @ DFSR
+    mrc     p15, 0, r2, c6, c0, 0   @ FAR
+    str     r1, [r0, #8]
+    str     r2, [r0, #12]
+    mov     r1, #1
+    str     r1, [r0, #4]            @ faulted
+    mov     r1, #0
+    str     r1, [r0]                @ disarmed
+    ldmfd   sp!, {r0-r3}
+    add     lr, lr, #4
+    movs    pc, lr                  @ resume after the probe instruction
+3:  ldmfd   sp!, {r0-r3}
+    mov     r0, #4
+    mrs     r1, spsr
+    mov     r2, lr
+    b       __exc_fatal
+    .ltorg

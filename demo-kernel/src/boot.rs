@@ -1,0 +1,9 @@
+//! Start-up code and exception vectors (assembly).
+//!
+//! `asm/boot.s` is the ELF entry (`_start`, physical, MMU off) and
+//! `_start_high` (virtual, MMU on); `asm/vectors.s` holds the vector page and
+//! the exception entry stubs; `asm/probe.s` the probe instructions.
+
+core::arch::global_asm!(include_str!("asm/boot.s"), options(raw));
+core::arch::global_asm!(include_str!("asm/vectors.s"), options(raw));
+core::arch::global_asm!(include_str!("asm/probe.s"), options(raw));

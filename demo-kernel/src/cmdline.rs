@@ -1,0 +1,83 @@
+//! The kernel command line, read through semihosting `SYS_GET_CMDLINE`.
+//!
+//! QEMU builds it from `-kernel` and `-append` ("<kernel path> <append>")
+//! when no `-semihosting-config arg=` is given. Words are separated by
+//! spaces; the kernel path and unknown words are ignored.
+
+use core::cell::UnsafeCell;
+
+use crate::exit::semihosting;
+
+/// `SYS_GET_CMDLINE`.
+const SYS_GET_CMDLINE: u32 = 0x15;
+/// Size of the command-line buffer.
+const BUF_LEN: usize = 512;
+
+/// What the kernel should do.
+#[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
+pub enum Mode {
+    /// Print the boot information and run the demo.
+    Demo,
+    /// Run the in-kernel tests.
+    Test,
+}
+
+/// The parsed command line.
+pub struct Cmdline {
+    /// Demo or tests.
+    pub mode: Mode,
+    /// `only=NAME`: run just this test.
+    pub only: Option<&'static str>,
+}
+
+/// Why the command line could not be read.
+#[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
+pub enum CmdlineError {
+    /// The semihosting call failed (command line longer than the buffer?).
+    Semihosting,
+    /// The command line is not UTF-8.
+    NotUtf8,
+}
+
+struct Buf(UnsafeCell<[u8; BUF_LEN]>);
+// SAFETY: written once, by `read`, before anything reads it; single core.
+unsafe impl Sync for Buf {}
+static BUF: Buf = Buf(UnsafeCell::new([0; BUF_LEN]));
+
+/// Reads and parses the command line. Call once.
+pub fn read() -> Result<Cmdline, CmdlineError> {
+    let buf = BUF.0.get();
+    let mut block: [u32; 2] = [buf as u32, BUF_LEN as u32];
+    // SAFETY: the parameter block names a writable buffer of BUF_LEN bytes;
+    // QEMU writes at most that many and updates block[1] with the length.
+    let r = unsafe { semihosting(SYS_GET_CMDLINE, block.as_mut_ptr() as u32) };
+    if r != 0 {
+        return Err(CmdlineError::Semihosting);
+    }
+    let len = (block[1] as usize).min(BUF_LEN);
+    // SAFETY: the buffer is not written again; `len` is within it.
+    let bytes: &'static [u8] = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) };
+    let text = core::str::from_utf8(bytes).map_err(|_| CmdlineError::NotUtf8)?;
+    defmt::info!("command line: {=str}", text);
+    Ok(parse(text))
+}
+
+/// Parses the words of a command line.
+fn parse(text: &'static str) -> Cmdline {
+    let mut cmd = Cmdline {
+        mode: Mode::Demo,
+        only: None,
+    };
+    for word in text.split(' ') {
+        match word {
+            "test" => cmd.mode = Mode::Test,
+            "demo" => cmd.mode = Mode::Demo,
+            _ => {
+                if let Some(name) = word.strip_prefix("only=") {
+                    cmd.only = Some(name);
+                }
+            }
+        }
+    }
+    cmd
+}

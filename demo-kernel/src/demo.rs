@@ -1,0 +1,52 @@
+//! The demo: one FCSE relocation and one domain switch, narrated.
+
+use mmu_armv5::regs::{Dacr, DomainAccess};
+use mmu_armv5::Domain;
+
+use crate::cp15;
+use crate::mmu::{self, Ap};
+use crate::probe::{probe_read, probe_write, Privilege};
+
+/// Shows a process-private store through the FCSE and a domain turned off and on.
+pub fn run() {
+    let saved = mmu::snapshot();
+    let pa = mmu::scratch_phys();
+    for pid in 1..=2u32 {
+        let mva = (pid << 25) + 0x0010_0000;
+        // SAFETY: each PID's MiB at 1 MiB maps its own scratch MiB; unused by the kernel.
+        unsafe { mmu::set_entry(mva, mmu::section(pa + (pid << 20), 0, Ap::KernelOnly)) };
+    }
+    for pid in 1..=2u32 {
+        // SAFETY: the kernel runs above 32 MiB, untouched by the FCSE.
+        unsafe { cp15::set_fcseidr(pid << 25) };
+        // SAFETY: VA 0x00100000 relocates to this PID's scratch MiB.
+        let r = unsafe { probe_write(0x0010_0000, 0x1000 + pid, Privilege::Kernel) };
+        defmt::info!(
+            "PID {=u32}: store {=u32:#x} at VA 0x00100000 -> {}",
+            pid,
+            0x1000 + pid,
+            r.is_ok()
+        );
+    }
+    for pid in 1..=2u32 {
+        // SAFETY: as above.
+        unsafe { cp15::set_fcseidr(pid << 25) };
+        let v = probe_read(0x0010_0000, Privilege::Kernel);
+        defmt::info!("PID {=u32}: load at VA 0x00100000 = {}", pid, v);
+    }
+    let d5 = Domain::from_low_bits(5);
+    let kernel = Dacr::only(Domain::from_low_bits(0), DomainAccess::Client);
+    // SAFETY: TEST MiB at 0x90000000 is unused by the kernel.
+    unsafe { mmu::set_entry(0x9000_0000, mmu::section(pa, 5, Ap::KernelOnly)) };
+    for access in [DomainAccess::NoAccess, DomainAccess::Client] {
+        // SAFETY: domain 0 stays client.
+        unsafe { cp15::set_dacr(kernel.with(d5, access).bits()) };
+        defmt::info!(
+            "domain 5 {}: load at 0x90000000 = {}",
+            access,
+            probe_read(0x9000_0000, Privilege::Kernel)
+        );
+    }
+    mmu::restore(&saved);
+    defmt::info!("demo done");
+}

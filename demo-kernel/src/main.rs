@@ -1,0 +1,85 @@
+//! Demo kernel for the ARM926EJ-S of `qemu-system-arm -M versatilepb`.
+//!
+//! Boots with the MMU off at the physical load address (`asm/boot.s`), maps
+//! itself at `0xC000_0000` (far above the 32 MiB FCSE window), enables the
+//! MMU with high vectors and enters [`kmain`]. It logs over the PL011 UART
+//! with `defmt` and ends the QEMU run through semihosting with an exit status.
+//!
+//! The semihosting command line (QEMU's `-append`) selects what runs:
+//! * `test`: every in-kernel test ([`harness`]), exit status 0 only if all pass;
+//! * `test only=NAME`: the one test `NAME` (also the harness's own manual
+//!   self-checks, which fail or hang on purpose);
+//! * anything else: the demo.
+//!
+//! On the host this crate compiles to an empty program, so workspace-wide host
+//! builds and lints do not need an ARM toolchain.
+#![cfg_attr(target_os = "none", no_std, no_main)]
+#![cfg_attr(target_os = "none", deny(unsafe_op_in_unsafe_fn))]
+#![cfg_attr(target_os = "none", deny(clippy::undocumented_unsafe_blocks))]
+
+#[cfg(target_os = "none")]
+mod boot;
+#[cfg(target_os = "none")]
+mod bootinfo;
+#[cfg(target_os = "none")]
+mod cmdline;
+#[cfg(target_os = "none")]
+mod cp15;
+#[cfg(target_os = "none")]
+mod critical;
+#[cfg(target_os = "none")]
+mod demo;
+#[cfg(target_os = "none")]
+mod exit;
+#[cfg(target_os = "none")]
+#[macro_use]
+mod harness;
+#[cfg(target_os = "none")]
+mod logger;
+#[cfg(target_os = "none")]
+mod mmu;
+#[cfg(target_os = "none")]
+mod probe;
+#[cfg(target_os = "none")]
+mod tests;
+#[cfg(target_os = "none")]
+mod uart;
+#[cfg(target_os = "none")]
+mod vectors;
+
+/// Rust entry point, called by `_start_high` (`asm/boot.s`) in SVC mode with
+/// the MMU on, stacks set and `.bss` zeroed.
+#[cfg(target_os = "none")]
+#[no_mangle]
+pub extern "C" fn kmain() -> ! {
+    defmt::info!(
+        "demo-kernel: MMU on, running at {=u32:#010x}",
+        kmain as *const () as u32
+    );
+    bootinfo::log();
+    let cmd = match cmdline::read() {
+        Ok(cmd) => cmd,
+        Err(e) => {
+            defmt::error!("cannot read the semihosting command line: {}", e);
+            exit::exit(exit::EXIT_USAGE);
+        }
+    };
+    match cmd.mode {
+        cmdline::Mode::Test => {
+            let ok = harness::run(cmd.only);
+            exit::exit(if ok {
+                exit::EXIT_OK
+            } else {
+                exit::EXIT_TEST_FAILED
+            });
+        }
+        cmdline::Mode::Demo => {
+            demo::run();
+            exit::exit(exit::EXIT_OK);
+        }
+    }
+}
+
+/// On the host the kernel is an empty program (see the crate docs).
+#[cfg(not(target_os = "none"))]
+fn main() {}

@@ -1,0 +1,269 @@
+//! In-kernel tests of the CPU and MMU behaviour the workspace relies on.
+//!
+//! Each runs between an MMU snapshot and restore (see [`crate::harness`]), so
+//! tests may change the first-level table, DACR and FCSEIDR freely. Physical
+//! scratch memory for new mappings comes from [`mmu::scratch_phys`].
+
+use mmu_armv5::regs::{Dacr, DomainAccess};
+use mmu_armv5::{Domain, FaultKind, FaultLevel};
+
+use crate::bootinfo::MIDR_ARM926;
+use crate::cp15;
+use crate::mmu::{self, Ap};
+use crate::probe::{probe_read, probe_write, Privilege};
+
+/// A virtual MiB no boot mapping covers.
+const UNMAPPED_VA: u32 = 0x8000_0000;
+/// A virtual MiB the tests map onto scratch RAM.
+const TEST_VA: u32 = 0x9000_0000;
+
+fn domain(n: u8) -> Domain {
+    Domain::from_low_bits(u32::from(n))
+}
+
+/// The DACR the kernel needs (domain 0 client) plus `extra`.
+fn dacr_with(d: u8, access: DomainAccess) -> u32 {
+    Dacr::only(domain(0), DomainAccess::Client)
+        .with(domain(d), access)
+        .bits()
+}
+
+kernel_test!(
+    fn midr_is_arm926() {
+        check_eq!("MIDR", cp15::midr(), MIDR_ARM926);
+        check!(
+            "CPU name",
+            crate::bootinfo::cpu_name(cp15::midr()) == "ARM926EJ-S"
+        );
+        Ok(())
+    }
+);
+
+kernel_test!(
+    fn dacr_write_reads_back() {
+        for access in [
+            DomainAccess::NoAccess,
+            DomainAccess::Client,
+            DomainAccess::Reserved,
+            DomainAccess::Manager,
+        ] {
+            let v = dacr_with(15, access) | dacr_with(7, DomainAccess::Manager);
+            // SAFETY: domain 0 stays client.
+            unsafe { cp15::set_dacr(v) };
+            check_eq!("DACR read back", cp15::dacr(), v);
+        }
+        Ok(())
+    }
+);
+
+kernel_test!(
+    fn unmapped_probe_is_section_translation_fault() {
+        check_eq!("L1 entry of the unmapped MiB", mmu::entry(UNMAPPED_VA), 0);
+        let va = UNMAPPED_VA + 0x1234;
+        match probe_read(va, Privilege::Kernel) {
+            Ok(_) => check!("probe of an unmapped VA faults", false),
+            Err(f) => {
+                check_eq!("DFSR status", f.dfsr & 0xF, 0x5);
+                check!(
+                    "fault kind",
+                    f.kind() == FaultKind::Translation(FaultLevel::Section)
+                );
+                check_eq!("FAR", f.far, va);
+            }
+        }
+        // A store faults the same way and changes nothing.
+        // SAFETY: the target is unmapped; the store cannot succeed.
+        let w = unsafe { probe_write(va, 0xDEAD_BEEF, Privilege::Kernel) };
+        check!("store to an unmapped VA faults", w.is_err());
+        Ok(())
+    }
+);
+
+/// A word in the kernel's own (privileged-only) data.
+static KERNEL_WORD: u32 = 0x5EC2_E7A5;
+
+kernel_test!(
+    fn user_probe_of_kernel_page_is_permission_fault() {
+        let va = core::ptr::addr_of!(KERNEL_WORD) as u32;
+        check_eq!(
+            "kernel read",
+            probe_read(va, Privilege::Kernel).unwrap_or(0),
+            0x5EC2_E7A5
+        );
+        match probe_read(va, Privilege::User) {
+            Ok(_) => check!("LDRT of a kernel-only page faults", false),
+            Err(f) => {
+                // Section permission fault in domain 0.
+                check_eq!("DFSR", f.dfsr & 0xFF, 0x00D);
+                check!(
+                    "fault kind",
+                    f.kind() == FaultKind::Permission(FaultLevel::Section)
+                );
+                check_eq!("FAR", f.far, va);
+            }
+        }
+        Ok(())
+    }
+);
+
+kernel_test!(
+    fn domains_gate_a_section() {
+        let pa = mmu::scratch_phys();
+        // SAFETY: TEST_VA is unused by the kernel; `pa` is scratch RAM.
+        unsafe { mmu::set_entry(TEST_VA, mmu::section(pa, 5, Ap::KernelOnly)) };
+
+        // SAFETY: domain 0 stays client.
+        unsafe { cp15::set_dacr(dacr_with(5, DomainAccess::NoAccess)) };
+        match probe_read(TEST_VA, Privilege::Kernel) {
+            Ok(_) => check!("no-access domain faults", false),
+            Err(f) => {
+                check_eq!(
+                    "DFSR (section domain fault, domain 5)",
+                    f.dfsr & 0xFF,
+                    0x059
+                );
+                check!("fault domain", f.domain() == domain(5));
+            }
+        }
+
+        // SAFETY: as above.
+        unsafe { cp15::set_dacr(dacr_with(5, DomainAccess::Manager)) };
+        // SAFETY: the store goes to scratch RAM.
+        let w = unsafe { probe_write(TEST_VA, 0x0000_D005, Privilege::User) };
+        check!("manager domain ignores AP (user store succeeds)", w.is_ok());
+
+        // SAFETY: as above.
+        unsafe { cp15::set_dacr(dacr_with(5, DomainAccess::Client)) };
+        match probe_read(TEST_VA, Privilege::User) {
+            Ok(_) => check!("client domain checks AP", false),
+            Err(f) => check_eq!(
+                "DFSR (section permission fault, domain 5)",
+                f.dfsr & 0xFF,
+                0x05D
+            ),
+        }
+        check_eq!(
+            "kernel read in client domain",
+            probe_read(TEST_VA, Privilege::Kernel).unwrap_or(0),
+            0xD005
+        );
+        // The same physical word through the kernel's linear map.
+        // SAFETY: scratch RAM, mapped by the linear map, not referenced elsewhere.
+        let linear = unsafe { core::ptr::read_volatile(mmu::phys_to_virt(pa) as *const u32) };
+        check_eq!("linear-map read", linear, 0xD005);
+        Ok(())
+    }
+);
+
+kernel_test!(
+    fn fcse_relocates_low_addresses() {
+        const PID: u32 = 3;
+        const LOW_VA: u32 = 0x0150_0000;
+        let mva = PID * 0x0200_0000 + LOW_VA;
+        let pa = mmu::scratch_phys() + 0x0010_0000;
+        check_eq!("L1 entry of the MVA", mmu::entry(mva), 0);
+        check_eq!("L1 entry of the low VA", mmu::entry(LOW_VA), 0);
+        // SAFETY: the MVA's MiB is unused by the kernel; `pa` is scratch RAM.
+        unsafe { mmu::set_entry(mva, mmu::section(pa, 0, Ap::KernelOnly)) };
+
+        // SAFETY: the kernel runs at 0xC0000000+, which the FCSE never relocates.
+        unsafe { cp15::set_fcseidr(PID << 25) };
+        check_eq!("FCSEIDR", cp15::fcseidr(), PID << 25);
+        // SAFETY: relocated to `mva`, i.e. scratch RAM.
+        let w = unsafe { probe_write(LOW_VA + 8, 0xF0CE_0003, Privilege::Kernel) };
+        check!("store through the relocated VA", w.is_ok());
+        check_eq!(
+            "load through the relocated VA",
+            probe_read(LOW_VA + 8, Privilege::Kernel).unwrap_or(0),
+            0xF0CE_0003
+        );
+        check_eq!(
+            "VA at/above 32 MiB is not relocated",
+            probe_read(mva + 8, Privilege::Kernel).unwrap_or(0),
+            0xF0CE_0003
+        );
+
+        // SAFETY: as above.
+        unsafe { cp15::set_fcseidr(0) };
+        check_eq!(
+            "load of the MVA with PID 0",
+            probe_read(mva + 8, Privilege::Kernel).unwrap_or(0),
+            0xF0CE_0003
+        );
+        match probe_read(LOW_VA + 8, Privilege::Kernel) {
+            Ok(_) => check!("the low VA is unmapped with PID 0", false),
+            Err(f) => {
+                check_eq!("DFSR status", f.dfsr & 0xF, 0x5);
+                check_eq!("FAR", f.far, LOW_VA + 8);
+            }
+        }
+        // SAFETY: scratch RAM through the linear map.
+        let linear = unsafe { core::ptr::read_volatile(mmu::phys_to_virt(pa + 8) as *const u32) };
+        check_eq!("linear-map read", linear, 0xF0CE_0003);
+        Ok(())
+    }
+);
+
+kernel_test!(
+    fn section_access_permissions() {
+        let pa = mmu::scratch_phys() + 0x0020_0000;
+        // SAFETY: TEST_VA is unused by the kernel; `pa` is scratch RAM.
+        unsafe { mmu::set_entry(TEST_VA, mmu::section(pa, 0, Ap::UserRead)) };
+        // SAFETY: stores go to scratch RAM.
+        let w = unsafe { probe_write(TEST_VA + 4, 0x0A11_0002, Privilege::Kernel) };
+        check!("AP=10: kernel store succeeds", w.is_ok());
+        check_eq!(
+            "AP=10: user load",
+            probe_read(TEST_VA + 4, Privilege::User).unwrap_or(0),
+            0x0A11_0002
+        );
+        // SAFETY: as above.
+        match unsafe { probe_write(TEST_VA + 4, 0, Privilege::User) } {
+            Ok(()) => check!("AP=10: user store faults", false),
+            Err(f) => {
+                check_eq!(
+                    "DFSR (section permission fault, domain 0)",
+                    f.dfsr & 0xFF,
+                    0x00D
+                );
+                check_eq!("FAR", f.far, TEST_VA + 4);
+            }
+        }
+        // SAFETY: as above.
+        unsafe { mmu::set_entry(TEST_VA, mmu::section(pa, 0, Ap::Full)) };
+        // SAFETY: as above.
+        let w = unsafe { probe_write(TEST_VA + 4, 0x0A11_0003, Privilege::User) };
+        check!("AP=11: user store succeeds", w.is_ok());
+        check_eq!(
+            "AP=11: kernel load",
+            probe_read(TEST_VA + 4, Privilege::Kernel).unwrap_or(0),
+            0x0A11_0003
+        );
+        Ok(())
+    }
+);
+
+// Harness self-checks: each must make the run fail. Run only with `only=NAME`.
+
+kernel_test!(manual fn selfcheck_fails() {
+    check_eq!("a value that is wrong on purpose", 1, 2);
+    Ok(())
+});
+
+kernel_test!(manual fn selfcheck_panics() {
+    panic!("on purpose")
+});
+
+kernel_test!(manual fn selfcheck_hangs() {
+    loop {
+        core::hint::spin_loop();
+    }
+});
+
+kernel_test!(manual fn selfcheck_unexpected_abort() {
+    // SAFETY: not safe at all: an unmapped load outside a probe, on purpose,
+    // to show the abort handler reports it and fails the run.
+    let v = unsafe { core::ptr::read_volatile(UNMAPPED_VA as *const u32) };
+    check_eq!("unreachable", v, 0);
+    Ok(())
+});

@@ -1,0 +1,151 @@
+//! Cargo invocations: host checks, ARM builds with `-Zbuild-std=core`, and
+//! where the artifacts land (respecting `CARGO_TARGET_DIR` and cargo config).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::{repo_root, Error, Result};
+
+/// Target of the demo kernel and of the ARMv5TE library builds.
+pub const ARMV5TE: &str = "armv5te-none-eabi";
+/// Target of the StrongARM (ARMv4, no `BX`) library builds.
+pub const ARMV4T: &str = "armv4t-none-eabi";
+/// `RUSTFLAGS` of the StrongARM builds.
+pub const STRONGARM_RUSTFLAGS: &str = "-C target-cpu=strongarm -C target-feature=-v4t";
+/// The `no_std` library crates that must build for ARM.
+pub const NO_STD_CRATES: [&str; 3] = ["mmu-armv5", "fass", "spm"];
+/// The kernel package (and binary) name.
+pub const KERNEL: &str = "demo-kernel";
+/// defmt log level compiled into the kernel.
+pub const KERNEL_DEFMT_LOG: &str = "info";
+
+/// The `cargo` that runs us (`CARGO`, set by cargo for `cargo run`/`cargo test`).
+pub fn cargo_bin() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
+}
+
+/// A `cargo` command in the workspace root.
+pub fn cargo() -> Command {
+    let mut c = Command::new(cargo_bin());
+    c.current_dir(repo_root());
+    c
+}
+
+/// A `cargo` command for a bare-metal ARM target: `RUSTC_BOOTSTRAP=1`
+/// (stable cargo accepts `-Z` flags only with it), `--target`, and
+/// `-Zbuild-std=core`. `subcommand` is e.g. `build` or `clippy`.
+pub fn arm_cargo(subcommand: &str, target: &str) -> Command {
+    let mut c = cargo();
+    c.env("RUSTC_BOOTSTRAP", "1")
+        .args([subcommand, "--target", target, "-Zbuild-std=core"]);
+    c
+}
+
+/// Renders a command for messages: `CARGO_VAR=... cargo build ...`.
+pub fn display(cmd: &Command) -> String {
+    let mut s = String::new();
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            s.push_str(&format!(
+                "{}={:?} ",
+                k.to_string_lossy(),
+                v.to_string_lossy()
+            ));
+        }
+    }
+    s.push_str(&cmd.get_program().to_string_lossy());
+    for a in cmd.get_args() {
+        s.push(' ');
+        s.push_str(&a.to_string_lossy());
+    }
+    s
+}
+
+/// Runs `cmd` (inheriting stdio) and fails unless it exits successfully.
+pub fn run_checked(cmd: &mut Command) -> Result<()> {
+    let command = display(cmd);
+    let status = cmd.status().map_err(|source| Error::Spawn {
+        command: command.clone(),
+        source,
+    })?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Error::CommandFailed { command, status })
+    }
+}
+
+/// The workspace's target directory as cargo sees it (`cargo metadata`), so
+/// `CARGO_TARGET_DIR` and `build.target-dir` are honoured.
+pub fn target_dir() -> Result<PathBuf> {
+    let mut cmd = cargo();
+    cmd.args(["metadata", "--format-version", "1", "--no-deps"]);
+    let command = display(&cmd);
+    let out = cmd.output().map_err(|source| Error::Spawn {
+        command: command.clone(),
+        source,
+    })?;
+    if !out.status.success() {
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        return Err(Error::CommandFailed {
+            command,
+            status: out.status,
+        });
+    }
+    target_dir_from_metadata(&out.stdout)
+}
+
+/// Extracts `target_directory` from `cargo metadata` JSON.
+pub fn target_dir_from_metadata(json: &[u8]) -> Result<PathBuf> {
+    let v: serde_json::Value = serde_json::from_slice(json)
+        .map_err(|e| Error::Check(format!("cargo metadata output is not JSON: {e}")))?;
+    v.get("target_directory")
+        .and_then(|t| t.as_str())
+        .map(PathBuf::from)
+        .ok_or_else(|| Error::Check("cargo metadata output has no target_directory".into()))
+}
+
+/// Builds the demo kernel (release, `armv5te-none-eabi`) and returns its ELF path.
+pub fn build_kernel() -> Result<PathBuf> {
+    crate::setup::ensure_rust_src()?;
+    let mut cmd = arm_cargo("build", ARMV5TE);
+    cmd.args(["--release", "-p", KERNEL])
+        .env("DEFMT_LOG", KERNEL_DEFMT_LOG);
+    run_checked(&mut cmd)?;
+    let elf = target_dir()?.join(ARMV5TE).join("release").join(KERNEL);
+    if elf.is_file() {
+        Ok(elf)
+    } else {
+        Err(Error::Missing(format!(
+            "kernel build succeeded but {} does not exist",
+            elf.display()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_dir_is_read_from_metadata() {
+        let json = br#"{"packages":[],"target_directory":"/x/target","version":1}"#;
+        assert_eq!(
+            target_dir_from_metadata(json).unwrap(),
+            PathBuf::from("/x/target")
+        );
+        assert!(target_dir_from_metadata(b"{}").is_err());
+        assert!(target_dir_from_metadata(b"not json").is_err());
+    }
+
+    #[test]
+    fn arm_commands_carry_bootstrap_and_build_std() {
+        let c = arm_cargo("build", ARMV4T);
+        let shown = display(&c);
+        assert!(shown.starts_with("RUSTC_BOOTSTRAP=\"1\" "), "{shown}");
+        assert!(
+            shown.ends_with(" build --target armv4t-none-eabi -Zbuild-std=core"),
+            "{shown}"
+        );
+    }
+}

@@ -1,0 +1,204 @@
+//! The `cargo xtask` command line.
+
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+/// Default time limit for one QEMU run.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Usage text.
+pub const USAGE: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  run     build the demo kernel and boot it in qemu-system-arm (versatilepb, ARM926EJ-S);
+          exits with the kernel's status
+  test    every check in order: fmt, clippy, host tests, docs, ARM builds of the
+          no_std crates (ARMv5TE and StrongARM ARMv4), in-kernel tests under QEMU,
+          QEMU integration tests; stops at the first failure
+  build   build the demo kernel only (prints the ELF path)
+
+options (run):
+  --timeout SECS    kill QEMU after SECS seconds (default 60)
+  --append TEXT     kernel command line (e.g. \"test\", \"test only=NAME\")
+  --icount SHIFT    deterministic instruction counting (-icount shift=SHIFT,sleep=off)
+options (test):
+  --timeout SECS    time limit of each QEMU run (default 60)
+";
+
+/// Options of `cargo xtask run`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunOpts {
+    /// QEMU time limit.
+    pub timeout: Duration,
+    /// Kernel command line (`-append`).
+    pub append: Option<String>,
+    /// `-icount shift=N,sleep=off`.
+    pub icount: Option<u8>,
+}
+
+/// A parsed `cargo xtask` command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Build and boot the demo kernel.
+    Run(RunOpts),
+    /// Run every check.
+    Test {
+        /// QEMU time limit per run.
+        timeout: Duration,
+    },
+    /// Build the kernel only.
+    Build,
+    /// Print usage.
+    Help,
+}
+
+fn value<'a>(it: &mut impl Iterator<Item = &'a str>, flag: &str) -> Result<&'a str> {
+    it.next()
+        .ok_or_else(|| Error::Usage(format!("{flag} needs a value\n\n{USAGE}")))
+}
+
+fn parse_timeout(s: &str) -> Result<Duration> {
+    match s.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(Duration::from_secs(n)),
+        _ => Err(Error::Usage(format!(
+            "--timeout wants a positive number of seconds, got `{s}`"
+        ))),
+    }
+}
+
+/// Parses the arguments after `cargo xtask`.
+pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
+    let mut it = args.into_iter();
+    let Some(cmd) = it.next() else {
+        return Ok(Command::Help);
+    };
+    match cmd {
+        "run" => {
+            let mut opts = RunOpts {
+                timeout: DEFAULT_TIMEOUT,
+                append: None,
+                icount: None,
+            };
+            while let Some(a) = it.next() {
+                match a {
+                    "--timeout" => opts.timeout = parse_timeout(value(&mut it, a)?)?,
+                    "--append" => opts.append = Some(value(&mut it, a)?.to_string()),
+                    "--icount" => {
+                        let v = value(&mut it, a)?;
+                        opts.icount =
+                            Some(v.parse::<u8>().ok().filter(|s| *s <= 10).ok_or_else(|| {
+                                Error::Usage(format!("--icount wants a shift 0..=10, got `{v}`"))
+                            })?);
+                    }
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "unknown option `{a}` for run\n\n{USAGE}"
+                        )))
+                    }
+                }
+            }
+            Ok(Command::Run(opts))
+        }
+        "test" => {
+            let mut timeout = DEFAULT_TIMEOUT;
+            while let Some(a) = it.next() {
+                match a {
+                    "--timeout" => timeout = parse_timeout(value(&mut it, a)?)?,
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "unknown option `{a}` for test\n\n{USAGE}"
+                        )))
+                    }
+                }
+            }
+            Ok(Command::Test { timeout })
+        }
+        "build" => match it.next() {
+            None => Ok(Command::Build),
+            Some(a) => Err(Error::Usage(format!(
+                "unknown option `{a}` for build\n\n{USAGE}"
+            ))),
+        },
+        "help" | "-h" | "--help" => Ok(Command::Help),
+        other => Err(Error::Usage(format!(
+            "unknown command `{other}`\n\n{USAGE}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_arguments_is_help() {
+        assert_eq!(parse([]).unwrap(), Command::Help);
+    }
+
+    #[test]
+    fn run_defaults_and_options() {
+        assert_eq!(
+            parse(["run"]).unwrap(),
+            Command::Run(RunOpts {
+                timeout: DEFAULT_TIMEOUT,
+                append: None,
+                icount: None
+            })
+        );
+        assert_eq!(
+            parse([
+                "run",
+                "--timeout",
+                "5",
+                "--append",
+                "test only=x",
+                "--icount",
+                "10"
+            ])
+            .unwrap(),
+            Command::Run(RunOpts {
+                timeout: Duration::from_secs(5),
+                append: Some("test only=x".into()),
+                icount: Some(10),
+            })
+        );
+    }
+
+    #[test]
+    fn test_and_build() {
+        assert_eq!(
+            parse(["test"]).unwrap(),
+            Command::Test {
+                timeout: DEFAULT_TIMEOUT
+            }
+        );
+        assert_eq!(
+            parse(["test", "--timeout", "7"]).unwrap(),
+            Command::Test {
+                timeout: Duration::from_secs(7)
+            }
+        );
+        assert_eq!(parse(["build"]).unwrap(), Command::Build);
+    }
+
+    #[test]
+    fn bad_usage_is_an_error() {
+        for args in [
+            &["frobnicate"][..],
+            &["run", "--timeout"],
+            &["run", "--timeout", "0"],
+            &["run", "--timeout", "x"],
+            &["run", "--icount", "11"],
+            &["run", "--bogus"],
+            &["test", "--append", "x"],
+            &["build", "extra"],
+        ] {
+            assert!(
+                matches!(parse(args.iter().copied()), Err(Error::Usage(_))),
+                "{args:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! The checks of `cargo xtask test`, in order. The first failure stops the
+//! run; every stage prints a header, and the run ends with one summary line
+//! `N passed, M failed` counting stages.
+
+use std::time::{Duration, Instant};
+
+use crate::cargo::{
+    self, arm_cargo, run_checked, ARMV4T, ARMV5TE, KERNEL, NO_STD_CRATES, STRONGARM_RUSTFLAGS,
+};
+use crate::qemu::{self, Ending, QemuOutcome};
+use crate::{Error, Result};
+
+/// Host library crates whose docs must build without warnings.
+pub const DOC_CRATES: [&str; 4] = ["mmu-armv5", "fass", "spm", "armv5-sim"];
+/// Kernel command line that runs the in-kernel tests.
+pub const KERNEL_TEST_CMDLINE: &str = "test";
+
+/// One check.
+pub struct Stage {
+    /// Short name, printed in headers and the failure message.
+    pub name: &'static str,
+    run: fn(&Settings) -> Result<()>,
+}
+
+/// Settings shared by the stages.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    /// Time limit of each QEMU run.
+    pub qemu_timeout: Duration,
+}
+
+/// Every stage, in the order they run.
+pub fn all() -> Vec<Stage> {
+    vec![
+        Stage {
+            name: "fmt",
+            run: fmt,
+        },
+        Stage {
+            name: "clippy",
+            run: clippy,
+        },
+        Stage {
+            name: "host tests",
+            run: host_tests,
+        },
+        Stage {
+            name: "docs",
+            run: docs,
+        },
+        Stage {
+            name: "ARMv5TE no_std builds",
+            run: arm_v5te,
+        },
+        Stage {
+            name: "StrongARM (ARMv4) no_std builds",
+            run: arm_v4,
+        },
+        Stage {
+            name: "kernel tests under QEMU",
+            run: kernel_tests,
+        },
+        Stage {
+            name: "QEMU integration tests",
+            run: integration,
+        },
+    ]
+}
+
+fn fmt(_: &Settings) -> Result<()> {
+    run_checked(cargo::cargo().args(["fmt", "--all", "--check"]))
+}
+
+fn clippy(_: &Settings) -> Result<()> {
+    // Default members = the host crates; the kernel is linted for ARM below.
+    run_checked(cargo::cargo().args(["clippy", "--all-targets", "--", "-D", "warnings"]))
+}
+
+fn host_tests(_: &Settings) -> Result<()> {
+    run_checked(cargo::cargo().args([
+        "test",
+        "--workspace",
+        "--exclude",
+        "tests",
+        "--exclude",
+        KERNEL,
+    ]))
+}
+
+fn docs(_: &Settings) -> Result<()> {
+    let mut cmd = cargo::cargo();
+    cmd.args(["doc", "--no-deps"])
+        .env("RUSTDOCFLAGS", "-D warnings");
+    for c in DOC_CRATES {
+        cmd.args(["-p", c]);
+    }
+    run_checked(&mut cmd)
+}
+
+fn arm_libs(target: &str, rustflags: Option<&str>) -> Result<()> {
+    crate::setup::ensure_rust_src()?;
+    let mut cmd = arm_cargo("build", target);
+    for c in NO_STD_CRATES {
+        cmd.args(["-p", c]);
+    }
+    if let Some(f) = rustflags {
+        cmd.env("RUSTFLAGS", f);
+    }
+    run_checked(&mut cmd)
+}
+
+fn arm_v5te(_: &Settings) -> Result<()> {
+    arm_libs(ARMV5TE, None)
+}
+
+fn arm_v4(_: &Settings) -> Result<()> {
+    arm_libs(ARMV4T, Some(STRONGARM_RUSTFLAGS))
+}
+
+fn kernel_tests(s: &Settings) -> Result<()> {
+    crate::setup::ensure_rust_src()?;
+    let mut lint = arm_cargo("clippy", ARMV5TE);
+    lint.args(["--release", "-p", KERNEL, "--", "-D", "warnings"])
+        .env("DEFMT_LOG", cargo::KERNEL_DEFMT_LOG);
+    run_checked(&mut lint)?;
+    let elf = cargo::build_kernel()?;
+    let out = qemu::boot(&elf, s.qemu_timeout, Some(KERNEL_TEST_CMDLINE), true)?;
+    let passed = kernel_test_verdict(&out).inspect_err(|_| {
+        if !out.stderr.trim().is_empty() {
+            eprintln!("QEMU stderr:\n{}", out.stderr.trim_end());
+        }
+    })?;
+    println!("in-kernel tests: {passed} passed");
+    Ok(())
+}
+
+fn integration(_: &Settings) -> Result<()> {
+    run_checked(cargo::cargo().args(["test", "-p", "tests"]))
+}
+
+/// Parses the kernel's summary line `kernel tests: N passed, M failed`.
+pub fn parse_kernel_summary(text: &str) -> Option<(u32, u32)> {
+    let rest = text.strip_prefix("kernel tests: ")?;
+    let (p, f) = rest.split_once(" passed, ")?;
+    let f = f.strip_suffix(" failed")?;
+    Some((p.parse().ok()?, f.parse().ok()?))
+}
+
+/// Judges an in-kernel test run: QEMU exited 0, the kernel printed its
+/// summary, at least one test passed and none failed. Returns the number passed.
+pub fn kernel_test_verdict(out: &QemuOutcome) -> Result<u32> {
+    let summary = out
+        .lines
+        .iter()
+        .rev()
+        .find_map(|l| parse_kernel_summary(&l.text));
+    match (out.ending, summary) {
+        (Ending::TimedOut, _) => Err(Error::Check(format!(
+            "QEMU timed out; the last line above names the test that hung ({} lines decoded)",
+            out.lines.len()
+        ))),
+        (Ending::Signalled, _) => Err(Error::Check("QEMU was killed by a signal".into())),
+        (Ending::Exited(0), Some((passed, 0))) if passed > 0 => Ok(passed),
+        (Ending::Exited(code), Some((passed, failed))) => Err(Error::Check(format!(
+            "kernel exited with status {code}: {passed} passed, {failed} failed"
+        ))),
+        (Ending::Exited(code), None) => Err(Error::Check(format!(
+            "kernel exited with status {code} without a test summary"
+        ))),
+    }
+}
+
+/// Runs `stages` in order, stopping at the first failure. Prints a header per
+/// stage and the final `N passed, M failed` line. Returns whether all passed.
+pub fn run(stages: &[Stage], settings: &Settings) -> bool {
+    let total = stages.len();
+    let mut passed = 0;
+    let mut failed = 0;
+    for (i, stage) in stages.iter().enumerate() {
+        println!("\n==> [{}/{}] {}", i + 1, total, stage.name);
+        let start = Instant::now();
+        match (stage.run)(settings) {
+            Ok(()) => {
+                passed += 1;
+                println!(
+                    "==> {}: ok ({:.1} s)",
+                    stage.name,
+                    start.elapsed().as_secs_f64()
+                );
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("\nerror: stage `{}` failed: {e}", stage.name);
+                break;
+            }
+        }
+    }
+    if failed == 0 && passed == total {
+        println!("\nall {total} stages passed");
+    } else {
+        println!(
+            "\nstopped after the first failure ({} of {total} stages not run)",
+            total - passed - failed
+        );
+    }
+    println!("{passed} passed, {failed} failed");
+    failed == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::defmt_log::{Level, LogLine};
+
+    fn outcome(ending: Ending, texts: &[&str]) -> QemuOutcome {
+        QemuOutcome {
+            ending,
+            lines: texts
+                .iter()
+                .map(|t| LogLine {
+                    level: Level::Info,
+                    text: t.to_string(),
+                })
+                .collect(),
+            stderr: String::new(),
+            malformed: 0,
+        }
+    }
+
+    #[test]
+    fn summary_parses_only_the_exact_form() {
+        assert_eq!(
+            parse_kernel_summary("kernel tests: 7 passed, 0 failed"),
+            Some((7, 0))
+        );
+        assert_eq!(
+            parse_kernel_summary("kernel tests: 7 passed, 2 failed"),
+            Some((7, 2))
+        );
+        assert_eq!(
+            parse_kernel_summary("kernel tests: x passed, 0 failed"),
+            None
+        );
+        assert_eq!(parse_kernel_summary("tests: 7 passed, 0 failed"), None);
+        assert_eq!(
+            parse_kernel_summary("kernel tests: 7 passed, 0 failed!"),
+            None
+        );
+    }
+
+    #[test]
+    fn verdict_needs_exit_zero_a_summary_and_no_failures() {
+        let ok = outcome(
+            Ending::Exited(0),
+            &["test a ... ok", "kernel tests: 1 passed, 0 failed"],
+        );
+        assert_eq!(kernel_test_verdict(&ok).unwrap(), 1);
+        for bad in [
+            outcome(Ending::Exited(0), &["kernel tests: 0 passed, 0 failed"]),
+            outcome(Ending::Exited(1), &["kernel tests: 3 passed, 1 failed"]),
+            outcome(Ending::Exited(0), &["kernel tests: 3 passed, 1 failed"]),
+            outcome(Ending::Exited(0), &["no summary"]),
+            outcome(Ending::Exited(101), &["panic: x"]),
+            outcome(Ending::TimedOut, &["test hang ..."]),
+            outcome(Ending::Signalled, &[]),
+        ] {
+            assert!(kernel_test_verdict(&bad).is_err(), "{:?}", bad.ending);
+        }
+    }
+
+    #[test]
+    fn stage_order_is_the_documented_one() {
+        let names: Vec<_> = all().iter().map(|s| s.name).collect();
+        assert_eq!(names.first(), Some(&"fmt"));
+        assert_eq!(names.last(), Some(&"QEMU integration tests"));
+        let pos = |n: &str| names.iter().position(|x| *x == n).unwrap();
+        assert!(pos("clippy") < pos("host tests"));
+        assert!(pos("docs") < pos("ARMv5TE no_std builds"));
+        assert!(pos("StrongARM (ARMv4) no_std builds") < pos("kernel tests under QEMU"));
+    }
+
+    fn pass(_: &Settings) -> Result<()> {
+        Ok(())
+    }
+    fn fail(_: &Settings) -> Result<()> {
+        Err(Error::Check("boom".into()))
+    }
+    fn unreachable_stage(_: &Settings) -> Result<()> {
+        panic!("a stage after a failure must not run")
+    }
+
+    #[test]
+    fn run_stops_at_the_first_failure() {
+        let s = Settings {
+            qemu_timeout: Duration::from_secs(1),
+        };
+        assert!(run(
+            &[
+                Stage {
+                    name: "a",
+                    run: pass
+                },
+                Stage {
+                    name: "b",
+                    run: pass
+                }
+            ],
+            &s
+        ));
+        assert!(!run(
+            &[
+                Stage {
+                    name: "a",
+                    run: pass
+                },
+                Stage {
+                    name: "b",
+                    run: fail
+                },
+                Stage {
+                    name: "c",
+                    run: unreachable_stage
+                },
+            ],
+            &s
+        ));
+    }
+}
