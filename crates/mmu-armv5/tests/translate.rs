@@ -45,6 +45,7 @@ fn acc(va: u32, kind: AccessType, privileged: bool) -> Access {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn map(
     t: &mut PageTable,
     p: &mut TablePool<'_, 8>,
@@ -296,7 +297,7 @@ fn arb_op() -> impl Strategy<Value = Op> {
             let align = exact.map_or(1, |k| k.size() >> 10);
             let mva = (mu / align * align) << 10;
             let pa = (pu / align * align) << 10;
-            let units = (units + align - 1) / align * align;
+            let units = units.div_ceil(align) * align;
             Op {
                 mva,
                 pa,

@@ -56,7 +56,7 @@ impl core::error::Error for AllocError {}
 
 /// Provider of translation table memory (first- and second-level).
 ///
-/// # Safety (for implementors)
+/// # Safety
 /// The table code performs raw volatile reads and writes through the
 /// pointers this trait returns, so an implementation promises:
 /// * [`TableAlloc::allocate`] returns the physical address of `kind.size()`

@@ -176,6 +176,7 @@ mod tests {
         assert_eq!(p.table_mva(c), ModifiedVirtAddr::new(0xC400_4000));
         // SAFETY: nothing points at these tables.
         unsafe { p.deallocate(TableKind::Fine, f) };
+        // SAFETY: as above.
         unsafe { p.deallocate(TableKind::Coarse, c) };
         assert_eq!(
             p.allocate(TableKind::Fine).unwrap(),
