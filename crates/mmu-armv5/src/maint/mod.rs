@@ -2,14 +2,19 @@
 //!
 //! [`CacheMaintenance`] is what the FASS and TCM code needs from a CPU. Each
 //! CPU family implements it over a [`Cp15`](crate::regs::Cp15) backend:
-//! [`Arm926`] (test-and-clean loops) today; XScale (line allocation into a
-//! clean region) and the SA-1100 (reading a flush region) drop in as further
-//! implementations of the same trait. The `armv5-sim` model implements it
-//! directly, so the same code runs on the model.
+//! [`Arm926`] (test-and-clean loops), [`XScale`] (line allocation into a
+//! [`CleanRegion`]) and [`Sa1100`] (reading a flush region). The `armv5-sim`
+//! model implements it directly, so the same code runs on the model.
 
 mod arm926;
+mod clean_region;
+mod sa1100;
+mod xscale;
 
 pub use arm926::Arm926;
+pub use clean_region::{CleanRegion, CleanRegionError};
+pub use sa1100::{FlushRead, Sa1100, VolatileFlushRead};
+pub use xscale::XScale;
 
 use crate::addr::ModifiedVirtAddr;
 
