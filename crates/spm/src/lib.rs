@@ -33,6 +33,11 @@ pub mod phys;
 pub mod region;
 pub mod tcm;
 
+#[cfg(test)]
+mod testkit;
+#[cfg(test)]
+mod tests;
+
 pub use exchange::{Exchange, ExchangeError, ExchangeRequest, ExchangeStats, Progress};
 pub use frame::{
     FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, SpaceId,
