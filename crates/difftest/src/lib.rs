@@ -24,6 +24,8 @@
 mod outcome;
 mod rng;
 mod runner;
+#[cfg(feature = "sim")]
+pub mod sim;
 
 pub use outcome::{Counts, Deviations, Mismatch, Observed, Report};
 pub use rng::Rng;
