@@ -6,7 +6,9 @@
 
 use core::cell::UnsafeCell;
 
-use crate::cp15;
+use mmu_armv5::regs::{Cp15, Cp15Ext, Cp15Reg};
+
+use crate::cp15::{self, hw};
 
 extern "C" {
     static __l1_table: u32;
@@ -90,9 +92,9 @@ pub fn snapshot() -> Snapshot {
     // SAFETY: copies 4096 words from the live table into the private backup.
     unsafe { core::ptr::copy_nonoverlapping(table(), BACKUP.0.get().cast::<u32>(), L1_ENTRIES) };
     Snapshot {
-        dacr: cp15::dacr(),
-        fcseidr: cp15::fcseidr(),
-        sctlr: cp15::sctlr(),
+        dacr: hw().dacr().bits(),
+        fcseidr: hw().fcseidr().bits(),
+        sctlr: hw().sctlr().bits(),
     }
 }
 
@@ -100,9 +102,10 @@ pub fn snapshot() -> Snapshot {
 pub fn restore(s: &Snapshot) {
     // SAFETY: the values were the kernel's own working configuration when saved.
     unsafe {
-        cp15::set_fcseidr(s.fcseidr);
-        cp15::set_dacr(s.dacr);
-        cp15::set_sctlr(s.sctlr);
+        let mut c = hw();
+        c.write(Cp15Reg::Fcseidr, s.fcseidr);
+        c.write(Cp15Reg::Dacr, s.dacr);
+        c.write(Cp15Reg::Sctlr, s.sctlr);
         core::ptr::copy_nonoverlapping(BACKUP.0.get().cast::<u32>(), table(), L1_ENTRIES);
     }
     cp15::invalidate_tlb();

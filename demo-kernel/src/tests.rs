@@ -4,11 +4,12 @@
 //! tests may change the first-level table, DACR and FCSEIDR freely. Physical
 //! scratch memory for new mappings comes from [`mmu::scratch_phys`].
 
-use mmu_armv5::regs::{Dacr, DomainAccess};
-use mmu_armv5::{Domain, FaultKind, FaultLevel};
+use mmu_armv5::regs::{Cp15Ext, CpuKind, Dacr, DomainAccess};
+use mmu_armv5::{Domain, FaultKind, FaultLevel, FcsePid};
 
 use crate::bootinfo::MIDR_ARM926;
-use crate::cp15;
+use crate::cp15::hw;
+use crate::harness::TestError;
 use crate::mmu::{self, Ap};
 use crate::probe::{probe_read, probe_write, Privilege};
 
@@ -21,20 +22,38 @@ fn domain(n: u8) -> Domain {
     Domain::from_low_bits(u32::from(n))
 }
 
-/// The DACR the kernel needs (domain 0 client) plus `extra`.
+/// The DACR the kernel needs (domain 0 client) plus domain `d` set to `access`.
 fn dacr_with(d: u8, access: DomainAccess) -> u32 {
     Dacr::only(domain(0), DomainAccess::Client)
         .with(domain(d), access)
         .bits()
 }
 
+/// Writes the DACR.
+fn set_dacr(v: u32) {
+    // SAFETY: every value the tests use keeps domain 0 (the kernel) client;
+    // the harness restores the original afterwards.
+    unsafe { hw().set_dacr(Dacr::from_bits(v)) }
+}
+
+/// Sets the FCSE PID (writes `pid << 25`).
+fn set_pid(pid: u8) -> Result<(), TestError> {
+    let Ok(pid) = FcsePid::new(pid) else {
+        return Err(TestError::Failed {
+            what: "FCSE PID out of range",
+            line: line!(),
+        });
+    };
+    // SAFETY: the kernel runs at 0xC0000000+, which the FCSE never relocates;
+    // the harness restores the PID afterwards.
+    unsafe { hw().set_fcse_pid(pid) };
+    Ok(())
+}
+
 kernel_test!(
     fn midr_is_arm926() {
-        check_eq!("MIDR", cp15::midr(), MIDR_ARM926);
-        check!(
-            "CPU name",
-            crate::bootinfo::cpu_name(cp15::midr()) == "ARM926EJ-S"
-        );
+        check_eq!("MIDR", hw().midr().bits(), MIDR_ARM926);
+        check!("CPU kind", hw().midr().cpu_kind() == CpuKind::Arm926ejs);
         Ok(())
     }
 );
@@ -48,9 +67,8 @@ kernel_test!(
             DomainAccess::Manager,
         ] {
             let v = dacr_with(15, access) | dacr_with(7, DomainAccess::Manager);
-            // SAFETY: domain 0 stays client.
-            unsafe { cp15::set_dacr(v) };
-            check_eq!("DACR read back", cp15::dacr(), v);
+            set_dacr(v);
+            check_eq!("DACR read back", hw().dacr().bits(), v);
         }
         Ok(())
     }
@@ -112,8 +130,7 @@ kernel_test!(
         // SAFETY: TEST_VA is unused by the kernel; `pa` is scratch RAM.
         unsafe { mmu::set_entry(TEST_VA, mmu::section(pa, 5, Ap::KernelOnly)) };
 
-        // SAFETY: domain 0 stays client.
-        unsafe { cp15::set_dacr(dacr_with(5, DomainAccess::NoAccess)) };
+        set_dacr(dacr_with(5, DomainAccess::NoAccess));
         match probe_read(TEST_VA, Privilege::Kernel) {
             Ok(_) => check!("no-access domain faults", false),
             Err(f) => {
@@ -126,14 +143,12 @@ kernel_test!(
             }
         }
 
-        // SAFETY: as above.
-        unsafe { cp15::set_dacr(dacr_with(5, DomainAccess::Manager)) };
+        set_dacr(dacr_with(5, DomainAccess::Manager));
         // SAFETY: the store goes to scratch RAM.
         let w = unsafe { probe_write(TEST_VA, 0x0000_D005, Privilege::User) };
         check!("manager domain ignores AP (user store succeeds)", w.is_ok());
 
-        // SAFETY: as above.
-        unsafe { cp15::set_dacr(dacr_with(5, DomainAccess::Client)) };
+        set_dacr(dacr_with(5, DomainAccess::Client));
         match probe_read(TEST_VA, Privilege::User) {
             Ok(_) => check!("client domain checks AP", false),
             Err(f) => check_eq!(
@@ -166,9 +181,8 @@ kernel_test!(
         // SAFETY: the MVA's MiB is unused by the kernel; `pa` is scratch RAM.
         unsafe { mmu::set_entry(mva, mmu::section(pa, 0, Ap::KernelOnly)) };
 
-        // SAFETY: the kernel runs at 0xC0000000+, which the FCSE never relocates.
-        unsafe { cp15::set_fcseidr(PID << 25) };
-        check_eq!("FCSEIDR", cp15::fcseidr(), PID << 25);
+        set_pid(PID as u8)?;
+        check_eq!("FCSEIDR", hw().fcseidr().bits(), PID << 25);
         // SAFETY: relocated to `mva`, i.e. scratch RAM.
         let w = unsafe { probe_write(LOW_VA + 8, 0xF0CE_0003, Privilege::Kernel) };
         check!("store through the relocated VA", w.is_ok());
@@ -183,8 +197,7 @@ kernel_test!(
             0xF0CE_0003
         );
 
-        // SAFETY: as above.
-        unsafe { cp15::set_fcseidr(0) };
+        set_pid(0)?;
         check_eq!(
             "load of the MVA with PID 0",
             probe_read(mva + 8, Privilege::Kernel).unwrap_or(0),

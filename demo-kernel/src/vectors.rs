@@ -4,7 +4,9 @@
 //! ([`crate::probe`]) is a kernel bug: it is reported with the registers that
 //! explain it and QEMU exits with [`EXIT_EXCEPTION`](crate::exit::EXIT_EXCEPTION).
 
-use crate::{cp15, exit};
+use mmu_armv5::regs::Cp15Ext;
+
+use crate::{cp15::hw, exit};
 
 /// Which vector was taken (r0 of the assembly stubs).
 #[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
@@ -54,14 +56,14 @@ pub extern "C" fn unexpected_exception(kind: u32, spsr: u32, pc: u32) -> ! {
         ExceptionKind::DataAbort => defmt::error!(
             "unexpected data abort at pc={=u32:#010x}: DFSR={=u32:#05x} FAR={=u32:#010x} SPSR={=u32:#x}",
             pc,
-            cp15::dfsr(),
-            cp15::far(),
+            hw().dfsr().bits(),
+            hw().far().bits(),
             spsr
         ),
         ExceptionKind::PrefetchAbort => defmt::error!(
             "unexpected prefetch abort at pc={=u32:#010x}: IFSR={=u32:#05x} SPSR={=u32:#x}",
             pc,
-            cp15::ifsr(),
+            hw().ifsr().bits(),
             spsr
         ),
         _ => defmt::error!(
