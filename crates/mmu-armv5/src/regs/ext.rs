@@ -2,7 +2,7 @@
 //!
 //! [`Cp15Ext`] is implemented for every `C: Cp15` (including unsized ones).
 //! Each accessor is one [`Cp15::read`] or [`Cp15::write`] and is `#[inline]`,
-//! so with [`HwCp15`](super::HwCp15) a FASS context switch
+//! so with `HwCp15` a FASS context switch
 //! (`set_dacr` + `set_fcse_pid`) compiles to two `MCR` instructions.
 
 use super::backend::{Cp15, Cp15Reg};

@@ -9,7 +9,7 @@
 //!   operation, the ARM926 test-and-clean loops).
 //! * [`Cp15Ext`]: typed accessors for every backend. Setters that change
 //!   what memory the CPU sees are `unsafe fn` with their contract spelled out.
-//! * Backends: [`HwCp15`] (`MRC`/`MCR`, bare-metal ARM only) and
+//! * Backends: `HwCp15` (`MRC`/`MCR`, only built for bare-metal ARM) and
 //!   [`MockCp15`] (a register file and an event log, every target).
 mod backend;
 mod cache_type;
