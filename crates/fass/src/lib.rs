@@ -20,7 +20,11 @@
 //! * [`slots`]: a set of first-level (1 MiB) slots with O(members) iteration;
 //! * [`domain`]: the domain table: owners, dirty mask, CPD slot ownership;
 //! * [`policy`]: victim choice when domains run out;
-//! * [`stats`]: event counters.
+//! * [`stats`]: event counters;
+//! * [`space`]: an address space's compact page directory;
+//! * [`cpd`]: the caching page directory the hardware walks;
+//! * [`switch`]: switching strategies, FASS state and page mapping;
+//! * [`resolve`]: FASS fault resolution (CPD fills, collisions).
 //!
 //! Everything is `no_std`, allocation-free and generic over the
 //! `mmu-armv5` traits, so the same code drives real CP15 registers, the
@@ -33,13 +37,17 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod cpd;
 pub mod domain;
 pub mod id;
 pub mod layout;
 pub mod pid;
 pub mod policy;
+pub mod resolve;
 pub mod slots;
+pub mod space;
 pub mod stats;
+pub mod switch;
 
 pub use domain::{DomainError, DomainOwner, DomainSet, DomainTable};
 pub use id::{SegmentId, SpaceId};
@@ -48,4 +56,6 @@ pub use pid::{
     FlushDecision, FlushReasons, FlushTicket, PidAllocator, PidContext, PidError, PidMode,
 };
 pub use policy::{DefaultPolicy, VictimPolicy};
+pub use resolve::{Flushed, Resolution};
 pub use stats::{Event, Stats};
+pub use switch::{FassError, FassSwitch, SwitchStrategy};

@@ -1,0 +1,379 @@
+//! An address space's own page directory, which the hardware never walks.
+//!
+//! Under FASS the translation table base points at the caching page
+//! directory ([`crate::cpd`]) for good; each address space keeps its
+//! first-level entries here and the CPD copies them in on demand. Because
+//! no walker reads it, this directory is compact: only the first-level
+//! slots in use are stored (slot number and descriptor word), at most
+//! `SLOTS` of them. A space confined to its 32 MiB window needs 32.
+//!
+//! Second-level (coarse) tables are real hardware tables from a
+//! [`TableAlloc`]: the CPD entry and this directory point at the same table,
+//! so page-level changes need no copying, only the table-write maintenance
+//! the returned [`TableFlush`] carries. Descriptors are stored with domain 0;
+//! the CPD tags its copy with the space's current domain.
+//!
+//! Addresses here are modified virtual addresses (after FCSE relocation).
+
+use core::fmt;
+use heapless::LinearMap;
+use mmu_armv5::descriptor::{
+    AccessPermission, CachePolicy, CoarseTableDesc, L1Descriptor, L2Descriptor, SmallPageDesc,
+    SubpageAp,
+};
+use mmu_armv5::size::Frame;
+use mmu_armv5::table::{write_l2_page, TableAlloc, TableError, TableFlush, TableKind, TableRef};
+use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr};
+
+/// Size of a page this directory maps.
+pub const PAGE_SIZE: u32 = 4096;
+
+/// A directory operation that cannot be done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SpaceError {
+    /// The directory already holds its maximum number of first-level slots.
+    DirectoryFull,
+    /// An address not aligned to 4 KiB.
+    Misaligned(u32),
+    /// The page is already mapped.
+    AlreadyMapped(ModifiedVirtAddr),
+    /// The page is not mapped.
+    NotMapped(ModifiedVirtAddr),
+    /// A table operation failed.
+    Table(TableError),
+}
+
+impl fmt::Display for SpaceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            SpaceError::DirectoryFull => f.write_str("address-space directory is full"),
+            SpaceError::Misaligned(a) => write!(f, "{a:#010x} is not 4 KiB aligned"),
+            SpaceError::AlreadyMapped(a) => write!(f, "{a} is already mapped"),
+            SpaceError::NotMapped(a) => write!(f, "{a} is not mapped"),
+            SpaceError::Table(e) => write!(f, "table: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for SpaceError {}
+
+impl From<TableError> for SpaceError {
+    fn from(e: TableError) -> Self {
+        SpaceError::Table(e)
+    }
+}
+
+/// The result of a change to the directory.
+#[derive(Debug)]
+#[must_use = "the table maintenance must be performed"]
+pub struct DirChange {
+    /// Table-write and TLB maintenance for the change.
+    pub flush: TableFlush,
+    /// The first-level slot whose descriptor changed (a table was added or
+    /// freed), to be written through to the CPD if the space owns that slot there.
+    pub l1_changed: Option<usize>,
+}
+
+/// A compact page directory of at most `SLOTS` first-level slots.
+pub struct SpaceDir<const SLOTS: usize> {
+    entries: LinearMap<u16, u32, SLOTS>,
+}
+
+impl<const SLOTS: usize> Default for SpaceDir<SLOTS> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const SLOTS: usize> fmt::Debug for SpaceDir<SLOTS> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.entries.iter()).finish()
+    }
+}
+
+impl<const SLOTS: usize> SpaceDir<SLOTS> {
+    /// An empty directory.
+    #[must_use]
+    pub const fn new() -> Self {
+        SpaceDir {
+            entries: LinearMap::new(),
+        }
+    }
+
+    /// Number of first-level slots in use.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no slot is in use.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The first-level descriptor of `slot` (a fault descriptor if unused), domain 0.
+    #[must_use]
+    pub fn entry(&self, slot: usize) -> L1Descriptor {
+        let Ok(key) = u16::try_from(slot) else {
+            return L1Descriptor::FAULT;
+        };
+        match self.entries.get(&key) {
+            Some(w) => L1Descriptor::from_bits(*w),
+            None => L1Descriptor::FAULT,
+        }
+    }
+
+    /// The slots in use, in no particular order.
+    pub fn slots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.entries.keys().map(|k| usize::from(*k))
+    }
+
+    fn table_of(&self, slot: usize) -> Option<TableRef> {
+        let (kind, pa) = self.entry(slot).table()?;
+        TableRef::new(kind, pa).ok()
+    }
+
+    /// The physical address `mva` maps to, if mapped.
+    pub fn lookup<A: TableAlloc + ?Sized>(
+        &self,
+        alloc: &A,
+        mva: ModifiedVirtAddr,
+    ) -> Result<Option<PhysAddr>, SpaceError> {
+        let Some(t) = self.table_of(mva.l1_index()) else {
+            return Ok(None);
+        };
+        let idx = ((mva.as_u32() >> 12) & 0xFF) as usize;
+        let d = L2Descriptor::from_bits(t.read(alloc, idx)?);
+        Ok(d.frame_start()
+            .map(|pa| PhysAddr::new(pa.as_u32() | (mva.as_u32() & (PAGE_SIZE - 1)))))
+    }
+
+    /// Maps the 4 KiB page at `mva` to `pa`.
+    pub fn map<A: TableAlloc + ?Sized>(
+        &mut self,
+        alloc: &mut A,
+        mva: ModifiedVirtAddr,
+        pa: PhysAddr,
+        ap: AccessPermission,
+        cache: CachePolicy,
+    ) -> Result<DirChange, SpaceError> {
+        if !mva.is_aligned(PAGE_SIZE) {
+            return Err(SpaceError::Misaligned(mva.as_u32()));
+        }
+        if !pa.is_aligned(PAGE_SIZE) {
+            return Err(SpaceError::Misaligned(pa.as_u32()));
+        }
+        if self.lookup(alloc, mva)?.is_some() {
+            return Err(SpaceError::AlreadyMapped(mva));
+        }
+        let slot = mva.l1_index();
+        let mut flush = TableFlush::new();
+        let mut l1_changed = None;
+        let table = match self.table_of(slot) {
+            Some(t) => t,
+            None => {
+                if self.entries.len() >= SLOTS {
+                    return Err(SpaceError::DirectoryFull);
+                }
+                let t = TableRef::allocate(alloc, TableKind::Coarse)?;
+                flush.table_written(alloc.table_mva(t.pa), TableKind::Coarse.size());
+                let d = L1Descriptor::Coarse(CoarseTableDesc {
+                    table: Frame::containing(t.pa),
+                    domain: Domain::default(),
+                    p: false,
+                });
+                // Capacity was checked above; the slot fits in u16 (< 4096).
+                let _ = self.entries.insert(slot as u16, d.to_bits());
+                l1_changed = Some(slot);
+                t
+            }
+        };
+        let desc = L2Descriptor::Small(SmallPageDesc {
+            frame: Frame::containing(pa),
+            ap: SubpageAp::uniform(ap),
+            cache,
+        });
+        write_l2_page(alloc, table, mva, desc, &mut flush)?;
+        Ok(DirChange { flush, l1_changed })
+    }
+
+    /// Unmaps the 4 KiB page at `mva`; frees its coarse table when it empties.
+    ///
+    /// The caller must have cleaned the page's D-cache lines first: the
+    /// VIVT cache may still hold them under `mva`.
+    pub fn unmap<A: TableAlloc + ?Sized>(
+        &mut self,
+        alloc: &mut A,
+        mva: ModifiedVirtAddr,
+    ) -> Result<DirChange, SpaceError> {
+        if !mva.is_aligned(PAGE_SIZE) {
+            return Err(SpaceError::Misaligned(mva.as_u32()));
+        }
+        let slot = mva.l1_index();
+        let t = self.table_of(slot).ok_or(SpaceError::NotMapped(mva))?;
+        let idx = ((mva.as_u32() >> 12) & 0xFF) as usize;
+        if !L2Descriptor::from_bits(t.read(alloc, idx)?).is_valid() {
+            return Err(SpaceError::NotMapped(mva));
+        }
+        let mut flush = TableFlush::new();
+        t.write(alloc, idx, 0)?;
+        flush.table_written(t.entry_mva(alloc, idx), 4);
+        flush.tlb_stale(mva, PAGE_SIZE, PAGE_SIZE);
+        let mut l1_changed = None;
+        if t.is_empty(alloc)? {
+            let _ = self.entries.remove(&(slot as u16));
+            l1_changed = Some(slot);
+            // SAFETY: the table came from `alloc` as a coarse table; its
+            // directory entry is gone, and the caller writes the change
+            // through to the CPD (`l1_changed`) before the memory is reused.
+            unsafe { alloc.deallocate(TableKind::Coarse, t.pa) };
+        }
+        Ok(DirChange { flush, l1_changed })
+    }
+
+    /// Frees every second-level table (the space is being destroyed).
+    ///
+    /// # Safety
+    /// No CPD entry may still point at these tables.
+    pub unsafe fn release<A: TableAlloc + ?Sized>(&mut self, alloc: &mut A) {
+        for slot in 0..4096usize {
+            if let Some(t) = self.table_of(slot) {
+                // SAFETY: allocated here as `t.kind`; the caller guarantees
+                // nothing points at it any more.
+                unsafe { alloc.deallocate(t.kind, t.pa) };
+            }
+        }
+        self.entries.clear();
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use mmu_armv5::table::{PoolBlock, TablePool};
+    use std::boxed::Box;
+
+    /// A heap-backed table pool for host tests.
+    pub(crate) fn pool() -> TablePool<'static, 64> {
+        let mem: &'static mut [PoolBlock; 64] =
+            Box::leak(Box::new([const { PoolBlock([0; 4096]) }; 64]));
+        TablePool::new(
+            mem,
+            PhysAddr::new(0x0100_0000),
+            ModifiedVirtAddr::new(0xC100_0000),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_space_in_its_window_needs_at_most_a_kib_of_directory() {
+        assert!(core::mem::size_of::<SpaceDir<48>>() <= 1024);
+        assert!(core::mem::size_of::<SpaceDir<32>>() <= 1024);
+    }
+
+    #[test]
+    fn map_lookup_unmap() {
+        let mut a = pool();
+        let mut dir: SpaceDir<4> = SpaceDir::new();
+        let va = ModifiedVirtAddr::new(0x0210_3000);
+        let c = dir
+            .map(
+                &mut a,
+                va,
+                PhysAddr::new(0x0080_0000),
+                AccessPermission::ReadWrite,
+                CachePolicy::WriteBack,
+            )
+            .unwrap();
+        assert_eq!(c.l1_changed, Some(0x21));
+        assert!(!c.flush.clean_ranges().is_empty());
+        // SAFETY: test table memory only.
+        unsafe { c.flush.ignore() };
+        assert_eq!(
+            dir.lookup(&a, ModifiedVirtAddr::new(0x0210_3abc)).unwrap(),
+            Some(PhysAddr::new(0x0080_0abc))
+        );
+        assert!(matches!(dir.entry(0x21), L1Descriptor::Coarse(_)));
+        assert_eq!(
+            dir.map(
+                &mut a,
+                va,
+                PhysAddr::new(0),
+                AccessPermission::ReadWrite,
+                CachePolicy::WriteBack
+            )
+            .unwrap_err(),
+            SpaceError::AlreadyMapped(va)
+        );
+        let c = dir
+            .map(
+                &mut a,
+                ModifiedVirtAddr::new(0x0210_4000),
+                PhysAddr::new(0x0090_0000),
+                AccessPermission::ReadWrite,
+                CachePolicy::WriteBack,
+            )
+            .unwrap();
+        assert_eq!(c.l1_changed, None);
+        // SAFETY: test only.
+        unsafe { c.flush.ignore() };
+        let c = dir.unmap(&mut a, va).unwrap();
+        assert_eq!(c.l1_changed, None);
+        // SAFETY: test only.
+        unsafe { c.flush.ignore() };
+        let c = dir
+            .unmap(&mut a, ModifiedVirtAddr::new(0x0210_4000))
+            .unwrap();
+        assert_eq!(c.l1_changed, Some(0x21));
+        // SAFETY: test only.
+        unsafe { c.flush.ignore() };
+        assert!(dir.is_empty());
+        assert_eq!(
+            dir.unmap(&mut a, va).unwrap_err(),
+            SpaceError::NotMapped(va)
+        );
+    }
+
+    #[test]
+    fn directory_capacity_and_alignment_are_typed_errors() {
+        let mut a = pool();
+        let mut dir: SpaceDir<2> = SpaceDir::new();
+        for s in 0..2u32 {
+            let c = dir
+                .map(
+                    &mut a,
+                    ModifiedVirtAddr::new(s << 20),
+                    PhysAddr::new(0x1000),
+                    AccessPermission::ReadWrite,
+                    CachePolicy::WriteBack,
+                )
+                .unwrap();
+            // SAFETY: test only.
+            unsafe { c.flush.ignore() };
+        }
+        assert_eq!(
+            dir.map(
+                &mut a,
+                ModifiedVirtAddr::new(2 << 20),
+                PhysAddr::new(0x1000),
+                AccessPermission::ReadWrite,
+                CachePolicy::WriteBack
+            )
+            .unwrap_err(),
+            SpaceError::DirectoryFull
+        );
+        assert_eq!(
+            dir.map(
+                &mut a,
+                ModifiedVirtAddr::new(0x10),
+                PhysAddr::new(0x1000),
+                AccessPermission::ReadWrite,
+                CachePolicy::WriteBack
+            )
+            .unwrap_err(),
+            SpaceError::Misaligned(0x10)
+        );
+    }
+}
