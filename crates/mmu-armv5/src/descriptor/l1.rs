@@ -23,6 +23,17 @@ const fn p_bit(p: bool) -> u32 {
     }
 }
 
+/// How a CPU wants bit 4 of first-level descriptors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum L1Encoding {
+    /// ARM9 and StrongARM: bit 4 set ("should be one").
+    #[default]
+    Arm9,
+    /// XScale: bit 4 clear (it selects ECC/other behaviour there).
+    XScale,
+}
+
 /// A section: 1 MiB mapped by one first-level entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SectionDesc {
@@ -137,6 +148,15 @@ impl L1Descriptor {
                     | TYPE_SECTION
             }
             L1Descriptor::Fine(f) => f.table.start().as_u32() | dom_bits(f.domain) | TYPE_FINE,
+        }
+    }
+
+    /// Encodes for the given CPU family.
+    #[must_use]
+    pub const fn encode(self, encoding: L1Encoding) -> u32 {
+        match encoding {
+            L1Encoding::Arm9 => self.to_bits(),
+            L1Encoding::XScale => self.to_bits_xscale(),
         }
     }
 

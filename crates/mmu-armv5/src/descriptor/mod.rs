@@ -25,5 +25,5 @@ mod l1;
 mod l2;
 
 pub use attr::{AccessPermission, CachePolicy, DescriptorError, ProtectionBits, SubpageAp, Tex};
-pub use l1::{CoarseTableDesc, FineTableDesc, L1Descriptor, SectionDesc};
+pub use l1::{CoarseTableDesc, FineTableDesc, L1Descriptor, L1Encoding, SectionDesc};
 pub use l2::{L2Descriptor, LargePageDesc, SmallPageDesc, TinyPageDesc};

@@ -15,8 +15,8 @@ use super::raw::TableRef;
 use super::TableError;
 use crate::addr::{check_aligned, Domain, ModifiedVirtAddr, PhysAddr};
 use crate::descriptor::{
-    AccessPermission, CachePolicy, CoarseTableDesc, FineTableDesc, L1Descriptor, L2Descriptor,
-    LargePageDesc, SectionDesc, SmallPageDesc, SubpageAp, Tex, TinyPageDesc,
+    AccessPermission, CachePolicy, CoarseTableDesc, FineTableDesc, L1Descriptor, L1Encoding,
+    L2Descriptor, LargePageDesc, SectionDesc, SmallPageDesc, SubpageAp, Tex, TinyPageDesc,
 };
 use crate::size::{Frame, PageSizeKind};
 
@@ -84,6 +84,7 @@ pub struct Mapping {
 #[derive(Debug, PartialEq, Eq)]
 pub struct PageTable {
     root: TableRef,
+    encoding: L1Encoding,
 }
 
 fn kib_range(mva: ModifiedVirtAddr, pa: PhysAddr, len: u32) -> Result<(), TableError> {
@@ -228,8 +229,18 @@ pub fn write_l2_page<A: TableAlloc + ?Sized>(
 impl PageTable {
     /// Allocates an empty L1 table (every slot a fault).
     pub fn new<A: TableAlloc + ?Sized>(alloc: &mut A) -> Result<PageTable, TableError> {
+        PageTable::with_encoding(alloc, L1Encoding::Arm9)
+    }
+
+    /// Allocates an empty L1 table whose first-level entries will be written
+    /// in `encoding` (use [`L1Encoding::XScale`] on XScale cores).
+    pub fn with_encoding<A: TableAlloc + ?Sized>(
+        alloc: &mut A,
+        encoding: L1Encoding,
+    ) -> Result<PageTable, TableError> {
         Ok(PageTable {
             root: TableRef::allocate(alloc, TableKind::L1)?,
+            encoding,
         })
     }
 
@@ -239,9 +250,10 @@ impl PageTable {
     /// refuses memory it cannot reach, so this is safe; [`PageTable::release`]
     /// will hand the table and its second-level tables back to the allocator,
     /// so only adopt tables that allocator owns, or never release them.
-    pub fn from_root(root: PhysAddr) -> Result<PageTable, TableError> {
+    pub fn from_root(root: PhysAddr, encoding: L1Encoding) -> Result<PageTable, TableError> {
         Ok(PageTable {
             root: TableRef::new(TableKind::L1, root)?,
+            encoding,
         })
     }
 
@@ -266,7 +278,7 @@ impl PageTable {
         Ok(L1Descriptor::from_bits(self.root.read(alloc, index)?))
     }
 
-    /// Overwrites first-level slot `index` with `desc` (ARM9/StrongARM encoding).
+    /// Overwrites first-level slot `index` with `desc`, in the table's encoding.
     ///
     /// The previous entry's translations may be cached, so the token asks for
     /// the TLB entries of that MiB to be invalidated unless the old entry was
@@ -279,7 +291,7 @@ impl PageTable {
         desc: L1Descriptor,
     ) -> Result<TableFlush, TableError> {
         let old = self.l1_entry(alloc, index)?;
-        self.root.write(alloc, index, desc.to_bits())?;
+        self.root.write(alloc, index, desc.encode(self.encoding))?;
         let mut f = TableFlush::new();
         f.table_written(self.root.entry_mva(alloc, index), 4);
         match old {
@@ -408,7 +420,7 @@ impl PageTable {
                 p: false,
                 tex: attrs.tex,
             });
-            self.root.write(alloc, slot, d.to_bits())?;
+            self.root.write(alloc, slot, d.encode(self.encoding))?;
             flush.table_written(self.root.entry_mva(alloc, slot), 4);
             return Ok(());
         }
@@ -433,7 +445,7 @@ impl PageTable {
                     }),
                 };
                 flush.table_written(alloc.table_mva(t.pa), kind.size());
-                self.root.write(alloc, slot, d.to_bits())?;
+                self.root.write(alloc, slot, d.encode(self.encoding))?;
                 flush.table_written(self.root.entry_mva(alloc, slot), 4);
                 t
             }
@@ -571,13 +583,14 @@ impl PageTable {
         })?;
         let mut flush = TableFlush::new();
         let root = self.root;
+        let encoding = self.encoding;
         self.for_each_page(alloc, mva, len, |m| {
             let slot = (m.mva.as_u32() >> 20) as usize;
             let l1 = L1Descriptor::from_bits(root.read(alloc, slot)?);
             match l1 {
                 L1Descriptor::Section(s) => {
                     let d = L1Descriptor::Section(SectionDesc { ap, cache, ..s });
-                    root.write(alloc, slot, d.to_bits())?;
+                    root.write(alloc, slot, d.encode(encoding))?;
                     flush.table_written(root.entry_mva(alloc, slot), 4);
                     Ok(())
                 }
