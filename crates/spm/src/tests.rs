@@ -721,6 +721,13 @@ fn a_write_during_a_chunked_exchange_is_not_lost() {
         assert!(w.irq.enabled(), "interrupts stay masked across steps");
     }
     assert!(x.stats().bytes_copied >= 0x400);
+    // Reads still work during the exchange, and fill lines from the old frame.
+    for i in 0..0x40 {
+        assert_eq!(
+            w.hw.load(&w.maps, us(1), 0x8000 + i).unwrap(),
+            content(i, 9)
+        );
+    }
     let fault = w.hw.store(&w.maps, us(1), 0x8004, 0x42);
     let CpuFault::Permission(frame) = fault.unwrap_err() else {
         panic!("expected a permission fault")
