@@ -13,6 +13,9 @@ use crate::counters::Counters;
 use crate::memory::PhysMemory;
 use crate::rng::Rng;
 
+/// Bit 0 of a tag: the line is valid.
+const VALID: u32 = 1;
+
 /// One cache.
 #[derive(Clone, Debug)]
 pub(crate) struct Cache {
@@ -21,9 +24,10 @@ pub(crate) struct Cache {
     line: u32,
     line_shift: u32,
     words_per_line: u32,
+    /// Line MVA with bit 0 set when valid (lines are at least 8 bytes, so
+    /// bit 0 of a line address is free); 0 when invalid.
     tag: Vec<u32>,
     pa: Vec<u32>,
-    valid: Vec<bool>,
     dirty: Vec<bool>,
     data: Vec<u32>,
     stamp: Vec<u64>,
@@ -33,6 +37,9 @@ pub(crate) struct Cache {
     rng: Rng,
     dirty_count: usize,
     last: usize,
+    /// Lookup shortcut: for each line-number hash, the line that last held
+    /// it. A stale hint is harmless: the tag is always compared.
+    hint: Vec<u32>,
 }
 
 impl Cache {
@@ -47,7 +54,6 @@ impl Cache {
             words_per_line: cfg.line / 4,
             tag: vec![0; lines],
             pa: vec![0; lines],
-            valid: vec![false; lines],
             dirty: vec![false; lines],
             data: vec![0; lines * (cfg.line / 4) as usize],
             stamp: vec![0; lines],
@@ -57,6 +63,7 @@ impl Cache {
             rng: Rng::new(seed),
             dirty_count: 0,
             last: 0,
+            hint: vec![0; lines],
         }
     }
 
@@ -69,13 +76,23 @@ impl Cache {
     /// Number of lines.
     #[inline]
     pub(crate) fn lines(&self) -> usize {
-        self.valid.len()
+        self.tag.len()
+    }
+
+    #[inline]
+    fn valid(&self, i: usize) -> bool {
+        self.tag[i] & VALID != 0
     }
 
     /// Number of dirty lines.
     #[inline]
     pub(crate) fn dirty_lines(&self) -> usize {
         self.dirty_count
+    }
+
+    #[inline]
+    fn hint_slot(&self, mva: u32) -> usize {
+        (mva >> self.line_shift) as usize & (self.hint.len() - 1)
     }
 
     #[inline]
@@ -86,13 +103,19 @@ impl Cache {
     /// Finds the line holding `mva` without touching replacement state.
     #[inline]
     pub(crate) fn find(&self, mva: u32) -> Option<usize> {
-        let line_mva = mva & !(self.line - 1);
-        let l = self.last;
-        if self.valid[l] && self.tag[l] == line_mva {
-            return Some(l);
+        let key = (mva & !(self.line - 1)) | VALID;
+        if self.tag[self.last] == key {
+            return Some(self.last);
+        }
+        let h = self.hint[self.hint_slot(mva)] as usize;
+        if self.tag[h] == key {
+            return Some(h);
         }
         let base = self.set_of(mva) * self.ways as usize;
-        (base..base + self.ways as usize).find(|&i| self.valid[i] && self.tag[i] == line_mva)
+        self.tag[base..base + self.ways as usize]
+            .iter()
+            .position(|&t| t == key)
+            .map(|w| base + w)
     }
 
     /// Finds the line holding `mva` as a CPU access does (updates LRU state).
@@ -100,6 +123,8 @@ impl Cache {
     pub(crate) fn lookup(&mut self, mva: u32) -> Option<usize> {
         let i = self.find(mva)?;
         self.last = i;
+        let slot = self.hint_slot(mva);
+        self.hint[slot] = i as u32;
         if self.policy == Replacement::Lru {
             self.clock += 1;
             self.stamp[i] = self.clock;
@@ -132,7 +157,7 @@ impl Cache {
     fn victim(&mut self, mva: u32) -> usize {
         let set = self.set_of(mva);
         let base = set * self.ways as usize;
-        if let Some(i) = (base..base + self.ways as usize).find(|&i| !self.valid[i]) {
+        if let Some(i) = (base..base + self.ways as usize).find(|&i| !self.valid(i)) {
             return i;
         }
         match self.policy {
@@ -160,7 +185,7 @@ impl Cache {
         c: &mut Counters,
     ) -> usize {
         let i = self.victim(mva);
-        if self.valid[i] && self.dirty[i] {
+        if self.valid(i) && self.dirty[i] {
             self.write_back(i, mem, c);
         }
         let wpl = self.words_per_line as usize;
@@ -171,11 +196,12 @@ impl Cache {
                 0
             };
         }
-        self.tag[i] = mva & !(self.line - 1);
+        self.tag[i] = (mva & !(self.line - 1)) | VALID;
         self.pa[i] = pa_line;
-        self.valid[i] = true;
         self.dirty[i] = false;
         self.last = i;
+        let slot = self.hint_slot(mva);
+        self.hint[slot] = i as u32;
         self.clock += 1;
         self.stamp[i] = self.clock;
         i
@@ -206,7 +232,7 @@ impl Cache {
         mem: &PhysMemory,
         c: &mut Counters,
     ) {
-        if self.valid[i] && self.dirty[i] {
+        if self.valid(i) && self.dirty[i] {
             if clean {
                 self.write_back(i, mem, c);
             } else if invalidate {
@@ -215,7 +241,7 @@ impl Cache {
             }
         }
         if invalidate {
-            self.valid[i] = false;
+            self.tag[i] = 0;
         }
     }
 
@@ -261,7 +287,7 @@ impl Cache {
         if self.dirty_count == 0 {
             return false;
         }
-        match (0..self.lines()).find(|&i| self.valid[i] && self.dirty[i]) {
+        match (0..self.lines()).find(|&i| self.valid(i) && self.dirty[i]) {
             Some(i) => {
                 self.maintain(i, true, invalidate, mem, c);
                 true
@@ -272,6 +298,6 @@ impl Cache {
 
     /// Number of valid lines.
     pub(crate) fn valid_lines(&self) -> usize {
-        self.valid.iter().filter(|&&v| v).count()
+        self.tag.iter().filter(|&&t| t & VALID != 0).count()
     }
 }

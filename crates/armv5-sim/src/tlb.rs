@@ -11,10 +11,47 @@ use crate::config::{TlbConfig, TlbReplacement};
 use crate::rng::Rng;
 use crate::walk::Mapping;
 
+/// One slot: `mva & mask == base` selects it; an empty slot has mask 0 and
+/// base 1, which no MVA matches.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    mask: u32,
+    base: u32,
+    mapping: Mapping,
+}
+
+const EMPTY_MAPPING: Mapping = Mapping {
+    mva_base: 0,
+    size: crate::walk::PageSize::Section,
+    pa_base: 0,
+    aps: 0,
+    domain: mmu_armv5::Domain::from_low_bits(0),
+    cacheable: false,
+    bufferable: false,
+};
+
+const EMPTY: Slot = Slot {
+    mask: 0,
+    base: 1,
+    mapping: EMPTY_MAPPING,
+};
+
+impl Slot {
+    #[inline]
+    fn hit(&self, mva: u32) -> bool {
+        mva & self.mask == self.base
+    }
+
+    #[inline]
+    fn valid(&self) -> bool {
+        self.base & 1 == 0
+    }
+}
+
 /// One TLB.
 #[derive(Clone, Debug)]
 pub(crate) struct Tlb {
-    entries: Vec<Option<Mapping>>,
+    entries: Vec<Slot>,
     next: usize,
     policy: TlbReplacement,
     rng: Rng,
@@ -24,7 +61,7 @@ pub(crate) struct Tlb {
 impl Tlb {
     pub(crate) fn new(cfg: TlbConfig, seed: u64) -> Tlb {
         Tlb {
-            entries: vec![None; cfg.entries as usize],
+            entries: vec![EMPTY; cfg.entries as usize],
             next: 0,
             policy: cfg.replacement,
             rng: Rng::new(seed),
@@ -35,20 +72,14 @@ impl Tlb {
     /// The entry covering `mva`, if any.
     #[inline]
     pub(crate) fn lookup(&mut self, mva: u32) -> Option<Mapping> {
-        if let Some(Some(m)) = self.entries.get(self.last) {
-            if m.covers(mva) {
-                return Some(*m);
+        if let Some(e) = self.entries.get(self.last) {
+            if e.hit(mva) {
+                return Some(e.mapping);
             }
         }
-        for (i, e) in self.entries.iter().enumerate() {
-            if let Some(m) = e {
-                if m.covers(mva) {
-                    self.last = i;
-                    return Some(*m);
-                }
-            }
-        }
-        None
+        let i = self.entries.iter().position(|e| e.hit(mva))?;
+        self.last = i;
+        Some(self.entries[i].mapping)
     }
 
     /// Installs a mapping in the victim slot.
@@ -62,21 +93,25 @@ impl Tlb {
             }
             TlbReplacement::Random => self.rng.below(n as u32) as usize,
         };
-        self.entries[slot] = Some(m);
+        self.entries[slot] = Slot {
+            mask: !(m.size.bytes() - 1),
+            base: m.mva_base,
+            mapping: m,
+        };
         self.last = slot;
     }
 
     /// Invalidates every entry.
     pub(crate) fn invalidate_all(&mut self) {
-        self.entries.iter_mut().for_each(|e| *e = None);
+        self.entries.iter_mut().for_each(|e| *e = EMPTY);
     }
 
     /// Invalidates every entry covering `mva`; returns how many.
     pub(crate) fn invalidate_mva(&mut self, mva: u32) -> u32 {
         let mut n = 0;
         for e in &mut self.entries {
-            if e.is_some_and(|m| m.covers(mva)) {
-                *e = None;
+            if e.hit(mva) {
+                *e = EMPTY;
                 n += 1;
             }
         }
@@ -85,7 +120,7 @@ impl Tlb {
 
     /// Number of valid entries.
     pub(crate) fn valid_entries(&self) -> usize {
-        self.entries.iter().filter(|e| e.is_some()).count()
+        self.entries.iter().filter(|e| e.valid()).count()
     }
 }
 

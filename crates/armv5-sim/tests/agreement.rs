@@ -165,8 +165,7 @@ fn model_walk_agrees_with_translate() {
                         && t.size == size_kind(g.mapping.size)
                         && t.ap as u8 == g.mapping.ap(g.mva.as_u32())
                         && t.cache as u8
-                            == (u8::from(g.mapping.cacheable) << 1)
-                                | u8::from(g.mapping.bufferable)
+                            == (u8::from(g.mapping.cacheable) << 1) | u8::from(g.mapping.bufferable)
                 }
                 (Err(a), Err(b)) => a == b,
                 _ => false,
@@ -212,5 +211,8 @@ fn model_walk_agrees_with_translate() {
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
     assert!(cases >= 100_000, "{cases} cases");
     // Both outcomes are well represented.
-    assert!(faults > cases / 10 && faults < cases * 9 / 10, "{faults} faults of {cases}");
+    assert!(
+        faults > cases / 10 && faults < cases * 9 / 10,
+        "{faults} faults of {cases}"
+    );
 }

@@ -2,7 +2,7 @@
 //! model does not reproduce the hazard.
 
 mod common;
-use armv5_sim::{presets, Privilege, Width};
+use armv5_sim::{encode, presets, Privilege, Width};
 use common::*;
 use mmu_armv5::regs::{Dacr, DomainAccess};
 use mmu_armv5::{Domain, FaultKind, FaultLevel, FcsePid, ModifiedVirtAddr, VirtAddr};
@@ -12,7 +12,8 @@ const FRAME_A: u32 = 0x0020_0000;
 const FRAME_B: u32 = 0x0030_0000;
 
 fn load(m: &mut armv5_sim::Machine, va: u32) -> u32 {
-    m.load(VirtAddr::new(va), Width::Word, Privilege::User).unwrap()
+    m.load(VirtAddr::new(va), Width::Word, Privilege::User)
+        .unwrap()
 }
 
 #[test]
@@ -23,8 +24,8 @@ fn homonym_without_flush_returns_the_other_spaces_data() {
         w(&mut m, FRAME_B + 0x40, 0xBBBB_BBBB);
         let a = new_l1(&mut m);
         let b = new_l1(&mut m);
-        section(&mut m, a, VA, FRAME_A, 3, 0, true, true);
-        section(&mut m, b, VA, FRAME_B, 3, 0, true, true);
+        map(&mut m, a, VA, encode::section(FRAME_A, 3, 0, true, true));
+        map(&mut m, b, VA, encode::section(FRAME_B, 3, 0, true, true));
         enable(&mut m, a);
         assert_eq!(load(&mut m, VA + 0x40), 0xAAAA_AAAA);
         // Switch address space: new tables, TLB flushed, caches NOT flushed.
@@ -50,8 +51,8 @@ fn homonym_with_distinct_fcse_pids_returns_the_right_data() {
         let (p1, p2) = (FcsePid::new(1).unwrap(), FcsePid::new(2).unwrap());
         let mva1 = VirtAddr::new(VA).to_mva(p1).as_u32();
         let mva2 = VirtAddr::new(VA).to_mva(p2).as_u32();
-        section(&mut m, l1, mva1, FRAME_A, 3, 1, true, true);
-        section(&mut m, l1, mva2, FRAME_B, 3, 2, true, true);
+        map(&mut m, l1, mva1, encode::section(FRAME_A, 3, 1, true, true));
+        map(&mut m, l1, mva2, encode::section(FRAME_B, 3, 2, true, true));
         enable(&mut m, l1);
         m.set_pid(p1);
         assert_eq!(load(&mut m, VA + 0x40), 0xAAAA_AAAA);
@@ -76,8 +77,13 @@ fn synonym_in_write_back_cache_reads_stale_data() {
         // Two VAs, one frame, write-back. The aliases differ in MVA bits that
         // index every preset's cache, so they occupy different lines.
         let (va1, va2) = (0x0040_0000, 0x0050_0000 + 0x20);
-        section(&mut m, l1, va1, FRAME_A, 3, 0, true, true);
-        section(&mut m, l1, va2 & 0xFFF0_0000, FRAME_A, 3, 0, true, true);
+        map(&mut m, l1, va1, encode::section(FRAME_A, 3, 0, true, true));
+        map(
+            &mut m,
+            l1,
+            va2 & 0xFFF0_0000,
+            encode::section(FRAME_A, 3, 0, true, true),
+        );
         enable(&mut m, l1);
         w(&mut m, FRAME_A + 0x20, 1);
         assert_eq!(load(&mut m, va1 + 0x20), 1);
@@ -98,7 +104,7 @@ fn invalidating_a_dirty_line_without_clean_loses_the_write() {
     for p in presets::all() {
         let mut m = machine(p);
         let l1 = new_l1(&mut m);
-        section(&mut m, l1, VA, FRAME_A, 3, 0, true, true);
+        map(&mut m, l1, VA, encode::section(FRAME_A, 3, 0, true, true));
         enable(&mut m, l1);
         let va = VA + 0x80;
         assert_eq!(load(&mut m, va), 0);
@@ -111,7 +117,11 @@ fn invalidating_a_dirty_line_without_clean_loses_the_write() {
         // The same with clean + invalidate keeps it.
         m.store(VirtAddr::new(va), Width::Word, 9, Privilege::User)
             .unwrap();
-        assert_eq!(r(&m, FRAME_A + 0x80), 0, "write-back: memory not yet updated");
+        assert_eq!(
+            r(&m, FRAME_A + 0x80),
+            0,
+            "write-back: memory not yet updated"
+        );
         m.clean_invalidate_dcache_mva(ModifiedVirtAddr::new(va));
         assert_eq!(r(&m, FRAME_A + 0x80), 9);
         assert_eq!(load(&mut m, va), 9);
@@ -122,7 +132,7 @@ fn invalidating_a_dirty_line_without_clean_loses_the_write() {
 fn write_through_updates_memory_at_once() {
     let mut m = machine(presets::arm926ejs());
     let l1 = new_l1(&mut m);
-    section(&mut m, l1, VA, FRAME_A, 3, 0, true, false);
+    map(&mut m, l1, VA, encode::section(FRAME_A, 3, 0, true, false));
     enable(&mut m, l1);
     assert_eq!(load(&mut m, VA), 0);
     m.store(VirtAddr::new(VA), Width::Word, 3, Privilege::User)
@@ -143,15 +153,15 @@ fn table_change_without_tlb_invalidate_uses_the_stale_entry() {
         w(&mut m, FRAME_B, 0xBBBB_BBBB);
         let l1 = new_l1(&mut m);
         // Uncached, so only the TLB can be stale.
-        section(&mut m, l1, VA, FRAME_A, 3, 0, false, false);
+        map(&mut m, l1, VA, encode::section(FRAME_A, 3, 0, false, false));
         enable(&mut m, l1);
         assert_eq!(load(&mut m, VA), 0xAAAA_AAAA);
-        section(&mut m, l1, VA, FRAME_B, 3, 0, false, false);
+        map(&mut m, l1, VA, encode::section(FRAME_B, 3, 0, false, false));
         assert_eq!(load(&mut m, VA), 0xAAAA_AAAA, "stale TLB entry");
         // Even unmapping keeps translating until the entry goes.
         w(&mut m, armv5_sim::encode::l1_entry_addr(l1, VA), 0);
         assert_eq!(load(&mut m, VA), 0xAAAA_AAAA);
-        section(&mut m, l1, VA, FRAME_B, 3, 0, false, false);
+        map(&mut m, l1, VA, encode::section(FRAME_B, 3, 0, false, false));
         m.invalidate_tlb_entry(ModifiedVirtAddr::new(VA));
         assert_eq!(load(&mut m, VA), 0xBBBB_BBBB);
     }
@@ -162,7 +172,7 @@ fn dacr_change_takes_effect_without_tlb_flush() {
     for p in presets::all() {
         let mut m = machine(p);
         let l1 = new_l1(&mut m);
-        section(&mut m, l1, VA, FRAME_A, 0, 3, false, false); // AP=00
+        map(&mut m, l1, VA, encode::section(FRAME_A, 0, 3, false, false)); // AP=00
         enable(&mut m, l1);
         let d3 = Domain::new(3).unwrap();
         m.set_dacr(Dacr::only(d3, DomainAccess::Manager));

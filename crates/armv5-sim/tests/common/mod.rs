@@ -34,9 +34,9 @@ pub fn new_l1(m: &mut Machine) -> u32 {
     m.alloc_frames(16 << 10).unwrap().as_u32()
 }
 
-/// Maps the 1 MiB at `mva` to `pa` with a section descriptor.
-pub fn section(m: &mut Machine, l1: u32, mva: u32, pa: u32, ap: u8, dom: u8, c: bool, b: bool) {
-    w(m, encode::l1_entry_addr(l1, mva), encode::section(pa, ap, dom, c, b));
+/// Writes first-level descriptor `desc` for the 1 MiB at `mva`.
+pub fn map(m: &mut Machine, l1: u32, mva: u32, desc: u32) {
+    w(m, encode::l1_entry_addr(l1, mva), desc);
 }
 
 /// MMU, D-cache and I-cache on, tables at `l1`, every domain client.
