@@ -25,6 +25,8 @@ options (run):
   --icount SHIFT    deterministic instruction counting (-icount shift=SHIFT,sleep=off)
 options (test):
   --timeout SECS    time limit of each QEMU run (default 60)
+  --skip KEY        do not run a stage (repeatable; keys: fmt clippy host-tests docs
+                    arm-v5te arm-v4 kernel integration); skipped stages do not count as passed
 ";
 
 /// Options of `cargo xtask run`.
@@ -47,6 +49,8 @@ pub enum Command {
     Test {
         /// QEMU time limit per run.
         timeout: Duration,
+        /// Stage keys to skip.
+        skip: Vec<String>,
     },
     /// Build the kernel only.
     Build,
@@ -103,9 +107,19 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
         }
         "test" => {
             let mut timeout = DEFAULT_TIMEOUT;
+            let mut skip = Vec::new();
             while let Some(a) = it.next() {
                 match a {
                     "--timeout" => timeout = parse_timeout(value(&mut it, a)?)?,
+                    "--skip" => {
+                        let k = value(&mut it, a)?;
+                        if !crate::stages::all().iter().any(|s| s.key == k) {
+                            return Err(Error::Usage(format!(
+                                "unknown stage `{k}` for --skip\n\n{USAGE}"
+                            )));
+                        }
+                        skip.push(k.to_string());
+                    }
                     _ => {
                         return Err(Error::Usage(format!(
                             "unknown option `{a}` for test\n\n{USAGE}"
@@ -113,7 +127,7 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                     }
                 }
             }
-            Ok(Command::Test { timeout })
+            Ok(Command::Test { timeout, skip })
         }
         "build" => match it.next() {
             None => Ok(Command::Build),
@@ -171,13 +185,24 @@ mod tests {
         assert_eq!(
             parse(["test"]).unwrap(),
             Command::Test {
-                timeout: DEFAULT_TIMEOUT
+                timeout: DEFAULT_TIMEOUT,
+                skip: vec![]
             }
         );
         assert_eq!(
-            parse(["test", "--timeout", "7"]).unwrap(),
+            parse([
+                "test",
+                "--timeout",
+                "7",
+                "--skip",
+                "fmt",
+                "--skip",
+                "clippy"
+            ])
+            .unwrap(),
             Command::Test {
-                timeout: Duration::from_secs(7)
+                timeout: Duration::from_secs(7),
+                skip: vec!["fmt".into(), "clippy".into()]
             }
         );
         assert_eq!(parse(["build"]).unwrap(), Command::Build);
@@ -193,6 +218,8 @@ mod tests {
             &["run", "--icount", "11"],
             &["run", "--bogus"],
             &["test", "--append", "x"],
+            &["test", "--skip", "nonsense"],
+            &["test", "--skip"],
             &["build", "extra"],
         ] {
             assert!(

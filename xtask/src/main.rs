@@ -60,9 +60,10 @@ fn main() -> ExitCode {
                 Err(e) => fail(e),
             }
         }
-        Command::Test { timeout } => {
+        Command::Test { timeout, skip } => {
             let settings = stages::Settings {
                 qemu_timeout: timeout,
+                skip,
             };
             if stages::run(&stages::all(), &settings) {
                 ExitCode::SUCCESS
