@@ -59,10 +59,18 @@ pub(crate) fn merge(word: u32, addr: u32, width: Width, value: u32) -> u32 {
 }
 
 /// One region and its backing store.
-#[derive(Debug)]
 pub(crate) struct Bank {
     pub(crate) region: Region,
     words: Vec<Cell<u32>>,
+}
+
+impl std::fmt::Debug for Bank {
+    /// The region only: the backing store can be hundreds of MiB.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bank")
+            .field("region", &self.region)
+            .finish()
+    }
 }
 
 impl Bank {
