@@ -2,7 +2,7 @@
 //! with its source.
 //!
 //! Sources:
-//! * **[W05]** seed 000 (`/work/shared/seeds/000_*.txt`): Wiggins, Tuch,
+//! * **\[W05\]** seed 000 (`/work/shared/seeds/000_*.txt`): Wiggins, Tuch,
 //!   Uhlig, Heiser, "Implementation of Fast Address-Space Switching and TLB
 //!   Sharing on the StrongARM Processor". Quotes: "The direct cost for
 //!   flushing the caches is 1,000–18,000 cycles. In addition there is the
@@ -12,19 +12,19 @@
 //!   "The StrongARM has a 32-entry ITLB and a 32-entry DTLB, both fully
 //!   associative. It has a 16kB instruction and an 8kB data cache, both fully
 //!   virtual and 32-way associative".
-//! * **[COMP9242]** seed 001 (`/work/shared/seeds/001_*.txt`), UNSW COMP9242
+//! * **\[COMP9242\]** seed 001 (`/work/shared/seeds/001_*.txt`), UNSW COMP9242
 //!   "Caches: What Every OS Designer Must Know": "Native Linux vs OKL4/Wombat
 //!   on PXA255 @ 400MHz".
-//! * **[ARM926 TRM]** ARM926EJ-S Technical Reference Manual (ARM DDI 0198):
+//! * **\[ARM926 TRM\]** ARM926EJ-S Technical Reference Manual (ARM DDI 0198):
 //!   I and D caches each 4–128 KiB, 4-way set associative, 8-word (32-byte)
 //!   lines, write-back or write-through per page, pseudo-random or
 //!   round-robin replacement (SCTLR.RR); a 64-entry unified main TLB (2-way
 //!   set associative, 8 lockable entries).
-//! * **[XScale]** Intel XScale Core Developer's Manual / PXA255 Developer's
+//! * **\[XScale\]** Intel XScale Core Developer's Manual / PXA255 Developer's
 //!   Manual: 32 KiB I-cache and 32 KiB D-cache, 32-way set associative,
 //!   32-byte lines, round-robin replacement; 32-entry fully associative I-TLB
 //!   and D-TLB with round-robin replacement.
-//! * **[facts]** `/work/shared/notes/armv5-qemu-facts.md` (MIDR values read
+//! * **\[facts\]** `/work/shared/notes/armv5-qemu-facts.md` (MIDR values read
 //!   from QEMU 7.2).
 //!
 //! Values marked *estimate* have no cited figure: they are round numbers for
