@@ -1,11 +1,9 @@
 //! TCM discovery and placement on the ARM926EJ-S.
 //!
-//! * The TCM status register (`c0, 0, c0, 2`) says which TCMs exist:
-//!   bit 16 a DTCM, bit 0 an ITCM.
-//! * The region registers (`c9, 0, c1, 0` DTCM, `c9, 0, c1, 1` ITCM) hold the
-//!   base in bits \[31:12\], the (read-only) size in bits \[5:2\] and the
-//!   enable bit 0. Size `0b0000` is none, `0b0011` 4 KiB, doubling up to
-//!   `0b1011` = 1 MiB; the other encodings are reserved.
+//! The register layouts are `mmu_armv5::regs`'s: [`TcmStatus`] (`c0, 0, c0, 2`:
+//! which TCMs exist) and [`TcmRegion`] (`c9, 0, c1, 0` DTCM, `c9, 0, c1, 1`
+//! ITCM: base, read-only size, enable), read and written through
+//! [`Cp15Ext`]. This module only decides what to do with them.
 //!
 //! QEMU's `arm926` has no TCM: the status register reads 0 and the region
 //! registers trap as undefined instructions. So [`discover`] and [`place`]
@@ -15,7 +13,7 @@
 
 use crate::region::{InitialUse, Location, Region, RegionError};
 use core::fmt;
-use mmu_armv5::regs::{Cp15, Cp15Reg};
+use mmu_armv5::regs::{self, Cp15, Cp15Ext, TcmRegion, TcmStatus};
 use mmu_armv5::PhysAddr;
 
 /// Which of the two tightly-coupled memories.
@@ -29,21 +27,12 @@ pub enum TcmKind {
 }
 
 impl TcmKind {
-    /// The region register of this TCM.
+    /// Whether `status` reports this TCM.
     #[must_use]
-    pub const fn region_register(self) -> Cp15Reg {
+    pub const fn present(self, status: TcmStatus) -> bool {
         match self {
-            TcmKind::Instruction => Cp15Reg::ItcmRegion,
-            TcmKind::Data => Cp15Reg::DtcmRegion,
-        }
-    }
-
-    /// The status-register bit that reports this TCM.
-    #[must_use]
-    pub const fn status_bit(self) -> u32 {
-        match self {
-            TcmKind::Instruction => 1,
-            TcmKind::Data => 1 << 16,
+            TcmKind::Instruction => status.itcm_present(),
+            TcmKind::Data => status.dtcm_present(),
         }
     }
 
@@ -55,6 +44,16 @@ impl TcmKind {
             TcmKind::Data => Location::Dtcm,
         }
     }
+
+    /// Reads this TCM's region register. Only call it when
+    /// [`TcmKind::present`] holds: on a CPU without the TCM the read traps.
+    fn read_region<C: Cp15 + ?Sized>(self, cp15: &C) -> Result<TcmRegion, TcmError> {
+        let r = match self {
+            TcmKind::Instruction => cp15.itcm_region(),
+            TcmKind::Data => cp15.dtcm_region(),
+        };
+        r.map_err(|error| TcmError::Register { kind: self, error })
+    }
 }
 
 /// A TCM discovery, placement or description that failed.
@@ -64,14 +63,15 @@ pub enum TcmError {
     /// The CPU reports no such TCM (status register bit clear); its region
     /// register was not touched.
     Absent(TcmKind),
-    /// The region register reports a reserved size encoding.
-    ReservedSize {
+    /// The region register holds a value [`TcmRegion::from_bits`] refuses
+    /// (a reserved size encoding, or a base not aligned to the size).
+    Register {
         /// Which TCM.
         kind: TcmKind,
-        /// The four-bit size field.
-        field: u8,
+        /// Why the value is invalid.
+        error: regs::TcmError,
     },
-    /// A base not aligned to the TCM size (or to 4 KiB).
+    /// A requested base not aligned to the TCM size (or to 4 KiB).
     Misaligned {
         /// Which TCM.
         kind: TcmKind,
@@ -109,8 +109,8 @@ impl fmt::Display for TcmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             TcmError::Absent(k) => write!(f, "the CPU reports no {k:?} TCM"),
-            TcmError::ReservedSize { kind, field } => {
-                write!(f, "{kind:?} TCM reports reserved size field {field:#06b}")
+            TcmError::Register { kind, error } => {
+                write!(f, "{kind:?} TCM region register: {error}")
             }
             TcmError::Misaligned { kind, base, align } => {
                 write!(f, "{kind:?} TCM base {base} is not aligned to {align:#x}")
@@ -132,17 +132,6 @@ impl fmt::Display for TcmError {
 
 impl core::error::Error for TcmError {}
 
-/// Decodes a four-bit size field into bytes: 0 for none, 4 KiB..=1 MiB, or
-/// `None` for a reserved encoding.
-#[must_use]
-pub const fn decode_size(field: u8) -> Option<u32> {
-    match field {
-        0 => Some(0),
-        0b0011..=0b1011 => Some(1 << (field as u32 + 9)),
-        _ => None,
-    }
-}
-
 /// One tightly-coupled memory: where it is, how big, whether enabled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -155,28 +144,16 @@ pub struct TcmBank {
 }
 
 impl TcmBank {
-    /// Decodes a region register value read for `kind`.
-    pub const fn from_register(kind: TcmKind, raw: u32) -> Result<TcmBank, TcmError> {
-        let field = ((raw >> 2) & 0xf) as u8;
-        let size = match decode_size(field) {
-            Some(s) => s,
-            None => return Err(TcmError::ReservedSize { kind, field }),
-        };
-        let base = PhysAddr::new(raw & 0xffff_f000);
-        if size > 4096 && !base.is_aligned(size) {
-            return Err(TcmError::Misaligned {
-                kind,
-                base,
-                align: size,
-            });
-        }
-        Ok(TcmBank {
+    /// The bank a decoded region register describes.
+    #[must_use]
+    pub const fn from_region(kind: TcmKind, region: TcmRegion) -> TcmBank {
+        TcmBank {
             kind,
-            base,
-            size,
-            enabled: raw & 1 != 0,
+            base: region.base(),
+            size: region.size().bytes(),
+            enabled: region.enabled(),
             emulated: false,
-        })
+        }
     }
 
     /// A board-described TCM for a CPU that reports none (e.g. QEMU): `size`
@@ -279,12 +256,12 @@ impl TcmLayout {
 /// Reads which TCMs the CPU has and where they are. Touches a region
 /// register only for a TCM the status register reports.
 pub fn discover<C: Cp15 + ?Sized>(cp15: &C) -> Result<TcmLayout, TcmError> {
-    let status = cp15.read(Cp15Reg::TcmStatus);
+    let status = cp15.tcm_status();
     let read = |kind: TcmKind| -> Result<Option<TcmBank>, TcmError> {
-        if status & kind.status_bit() == 0 {
+        if !kind.present(status) {
             return Ok(None);
         }
-        TcmBank::from_register(kind, cp15.read(kind.region_register())).map(Some)
+        Ok(Some(TcmBank::from_region(kind, kind.read_region(cp15)?)))
     };
     Ok(TcmLayout {
         itcm: read(TcmKind::Instruction)?,
@@ -306,48 +283,54 @@ pub unsafe fn place<C: Cp15 + ?Sized>(
     kind: TcmKind,
     base: PhysAddr,
 ) -> Result<TcmBank, TcmError> {
-    if cp15.read(Cp15Reg::TcmStatus) & kind.status_bit() == 0 {
+    if !kind.present(cp15.tcm_status()) {
         return Err(TcmError::Absent(kind));
     }
-    let reg = kind.region_register();
-    let current = TcmBank::from_register(kind, cp15.read(reg))?;
-    let align = if current.size > 4096 {
-        current.size
-    } else {
-        4096
+    // The size field is read-only: the new value keeps the size read.
+    let current = kind.read_region(cp15)?;
+    let wanted = match TcmRegion::new(base, current.size(), true) {
+        Ok(r) => r,
+        Err(regs::TcmError::Misaligned { align, .. }) => {
+            return Err(TcmError::Misaligned { kind, base, align })
+        }
+        Err(error) => return Err(TcmError::Register { kind, error }),
     };
-    if !base.is_aligned(align) {
-        return Err(TcmError::Misaligned { kind, base, align });
-    }
-    if current.size > 0 && base.as_u32().checked_add(current.size - 1).is_none() {
+    let size = current.size().bytes();
+    if size > 0 && base.as_u32().checked_add(size - 1).is_none() {
         return Err(TcmError::Wraps { kind, base });
     }
-    // Size bits [5:2] are read-only; write them back as read.
-    let wrote = base.as_u32() | (current_size_bits(current.size)) | 1;
-    // SAFETY: the caller guarantees nothing in use lives at the new TCM range;
-    // the register was reported present, so the write does not trap.
-    unsafe { cp15.write(reg, wrote) };
-    let read = cp15.read(reg);
-    if read & 0xffff_f03d != wrote {
-        return Err(TcmError::NotPlaced { kind, wrote, read });
+    // SAFETY: the caller guarantees nothing in use lives at the new TCM range
+    // and no dirty line covers it; the TCM was reported present, so the MCR
+    // does not trap.
+    unsafe {
+        match kind {
+            TcmKind::Instruction => cp15.set_itcm_region(wanted),
+            TcmKind::Data => cp15.set_dtcm_region(wanted),
+        }
     }
-    TcmBank::from_register(kind, read)
-}
-
-/// The size field for a decoded size.
-const fn current_size_bits(size: u32) -> u32 {
-    if size == 0 {
-        0
-    } else {
-        (size.trailing_zeros() - 9) << 2
+    let read = kind.read_region(cp15).map_err(|_| TcmError::NotPlaced {
+        kind,
+        wrote: wanted.bits(),
+        read: match kind {
+            TcmKind::Instruction => cp15.read(regs::Cp15Reg::ItcmRegion),
+            TcmKind::Data => cp15.read(regs::Cp15Reg::DtcmRegion),
+        },
+    })?;
+    if read != wanted {
+        return Err(TcmError::NotPlaced {
+            kind,
+            wrote: wanted.bits(),
+            read: read.bits(),
+        });
     }
+    Ok(TcmBank::from_region(kind, read))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use core::cell::Cell;
-    use mmu_armv5::regs::Cp15Op;
+    use mmu_armv5::regs::{Cp15Op, Cp15Reg};
     use proptest::prelude::*;
 
     /// A CP15 with only the TCM registers; accessing an absent TCM's region
@@ -478,9 +461,9 @@ mod tests {
         let cpu = TcmCp15::new(1 << 16, 0b1100 << 2, 0);
         assert_eq!(
             discover(&cpu),
-            Err(TcmError::ReservedSize {
+            Err(TcmError::Register {
                 kind: TcmKind::Data,
-                field: 0b1100
+                error: regs::TcmError::ReservedSize(0b1100)
             })
         );
         assert!(!cpu.trapped.get());
@@ -499,36 +482,81 @@ mod tests {
                 align: 0x2000
             })
         );
+        assert_eq!(
+            TcmBank::board(TcmKind::Data, PhysAddr::new(0xfff0_0000), 1 << 20).map(|b| b.size()),
+            Ok(1 << 20)
+        );
     }
 
     #[test]
-    fn size_field_table() {
-        assert_eq!(decode_size(0), Some(0));
-        assert_eq!(decode_size(0b0011), Some(4 << 10));
-        assert_eq!(decode_size(0b0110), Some(32 << 10));
-        assert_eq!(decode_size(0b1011), Some(1 << 20));
-        for f in [1u8, 2, 12, 13, 14, 15] {
-            assert_eq!(decode_size(f), None);
+    fn the_armv5_sim_model_reports_its_tcm_regions() {
+        use armv5_sim::{presets, Machine, Region as SimRegion, RegionKind};
+        let mut cfg = presets::arm926ejs().config;
+        for (base, size, kind) in [
+            (0, 1 << 20, RegionKind::Ram),
+            (0x0010_0000, 16 << 10, RegionKind::Itcm),
+            (0x0010_8000, 32 << 10, RegionKind::Dtcm),
+        ] {
+            cfg.regions.push(SimRegion {
+                base: PhysAddr::new(base),
+                size,
+                kind,
+                latency: 0,
+            });
         }
+        let mut m = Machine::new(cfg).unwrap();
+        let l = discover(&m).unwrap();
+        let (i, d) = (l.itcm.unwrap(), l.dtcm.unwrap());
+        assert_eq!((i.base().as_u32(), i.size()), (0x0010_0000, 16 << 10));
+        assert_eq!((d.base().as_u32(), d.size()), (0x0010_8000, 32 << 10));
+        assert!(i.enabled() && !i.emulated());
+        assert_eq!(d.region().unwrap().frames(), 8);
+        // Placement goes through the typed setter and reads back.
+        // SAFETY: model; nothing lives at the new address.
+        let moved = unsafe { place(&mut m, TcmKind::Data, PhysAddr::new(0x0020_0000)) }.unwrap();
+        assert_eq!(moved.base().as_u32(), 0x0020_0000);
+        assert_eq!(moved.size(), 32 << 10);
+        assert_eq!(discover(&m).unwrap().dtcm, Some(moved));
+        // A model without TCM regions reports none.
+        let mut cfg = presets::arm926ejs().config;
+        cfg.regions.push(SimRegion {
+            base: PhysAddr::new(0),
+            size: 1 << 20,
+            kind: RegionKind::Ram,
+            latency: 0,
+        });
+        assert_eq!(
+            discover(&Machine::new(cfg).unwrap()),
+            Ok(TcmLayout::default())
+        );
     }
 
     proptest! {
+        /// Whatever the registers hold: c9 is read only for a TCM the status
+        /// reports, and the result is exactly the typed decoding.
         #[test]
-        fn any_register_value_decodes_or_errors(raw in any::<u32>()) {
-            match TcmBank::from_register(TcmKind::Data, raw) {
-                Ok(b) => {
-                    prop_assert_eq!(b.base().as_u32(), raw & 0xffff_f000);
-                    prop_assert_eq!(b.enabled(), raw & 1 != 0);
-                    prop_assert_eq!(current_size_bits(b.size()), raw & 0x3c);
+        fn discovery_follows_the_status_and_the_typed_decoding(
+            status in any::<u32>(), dtcm in any::<u32>(), itcm in any::<u32>()
+        ) {
+            let cpu = TcmCp15::new(status, dtcm, itcm);
+            let got = discover(&cpu);
+            prop_assert!(!cpu.trapped.get());
+            let st = TcmStatus::from_bits(status);
+            let expect = |present: bool, kind: TcmKind, raw: u32| {
+                if !present {
+                    return Ok(None);
                 }
-                Err(TcmError::ReservedSize { field, .. }) => {
-                    prop_assert!(decode_size(field).is_none());
-                }
-                Err(TcmError::Misaligned { align, .. }) => {
-                    prop_assert!(raw & 0xffff_f000 & (align - 1) != 0);
-                }
-                Err(e) => prop_assert!(false, "unexpected {e:?}"),
-            }
+                TcmRegion::from_bits(raw)
+                    .map(|r| Some(TcmBank::from_region(kind, r)))
+                    .map_err(|error| TcmError::Register { kind, error })
+            };
+            let want = (|| {
+                Ok(TcmLayout {
+                    itcm: expect(st.itcm_present(), TcmKind::Instruction, itcm)?,
+                    dtcm: expect(st.dtcm_present(), TcmKind::Data, dtcm)?,
+                })
+            })();
+            prop_assert_eq!(got, want);
         }
     }
 }
