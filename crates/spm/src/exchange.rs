@@ -10,23 +10,29 @@
 //! every [`Exchange::step`] does one bounded piece of work, and interrupts
 //! are masked only inside a step, never across steps. Per page:
 //!
-//! 1. **Protect** (masked): if any mapping of the old page is writable,
-//!    remove write access from all of them and invalidate their TLB entries.
-//!    From now on a write to the page faults instead of racing the copy.
+//! 1. **Protect** (masked): if any mapping of the old page *or of the new
+//!    page* is writable, remove write access from all mappings of both and
+//!    invalidate their TLB entries. From now on a write to either page
+//!    faults instead of racing the copy (a write through the resource's
+//!    mapping would otherwise land in the target's future content).
 //! 2. **Copy**, one chunk per step: clean the chunk's D-cache lines at every
 //!    address the old page is mapped at (a VIVT cache holds the newest data),
-//!    then copy the chunk (masked only if the page was writable).
-//! 3. **Switch** (masked): swap the mappings of old and new page, invalidate
-//!    their TLB entries, re-point first-level entries at moved page tables
-//!    and the translation table base at a moved page directory, update the
-//!    frame table.
+//!    discard the chunk's lines at every address of the new page (a dirty
+//!    line of the resource, written back later, would overwrite the copy),
+//!    then copy the chunk (masked only if a page was writable).
+//! 3. **Switch** (always masked): swap the mappings of old and new page,
+//!    invalidate their TLB entries, re-point first-level entries at moved
+//!    page tables and the translation table base at a moved page directory,
+//!    update the frame table. [`Mappings::swap`] is therefore never observed
+//!    half done, by an interrupt handler or by a CPU access through a TLB
+//!    entry of the old mappings.
 //! 4. **Flush**, one chunk per step: clean and invalidate D-cache lines and
 //!    invalidate I-cache lines at every address of both pages, so no line
 //!    filled before the switch survives (still no writes possible).
 //! 5. **Restore** (masked): give write access back, invalidate TLB entries.
 //!
-//! A read-only page skips 1 and 5 and runs with interrupts enabled
-//! throughout: both copies are identical, so no atomicity is needed.
+//! When no mapping of either page is writable, 1 and 5 are skipped and
+//! only the switch masks interrupts: the copies are identical throughout.
 //!
 //! # Write faults during an exchange
 //! A write to a protected page faults. The kernel's fault handler asks
@@ -89,6 +95,9 @@ pub enum ExchangeError {
     NotPermitted,
     /// A page of either range is not mapped.
     NotMapped(VirtAddr),
+    /// The request, or a page of either range, uses 1 KiB tiny pages, which
+    /// are never exchanged (see [`PageSize`]).
+    TinyPage(VirtAddr),
     /// A page is mapped with another size than requested.
     SizeMismatch {
         /// The address.
@@ -139,7 +148,11 @@ pub enum ExchangeError {
     /// The frame table does not describe a frame.
     Frame(FrameError),
     /// The mappings changed under a running exchange (page no longer maps
-    /// the frame that was validated). The pages before it are exchanged.
+    /// the frame that was validated). The pages before it are exchanged; the
+    /// busy flags of the pages not yet exchanged are cleared where their
+    /// addresses still lead to the validated frames. A frame whose mapping
+    /// was removed cannot be found again and stays busy: a kernel must not
+    /// unmap or remap a frame the frame table marks busy.
     Changed(VirtAddr),
     /// [`Exchange::step`] after the exchange finished or failed.
     Finished,
@@ -155,6 +168,7 @@ impl fmt::Display for ExchangeError {
             E::Overlap => f.write_str("old and new ranges overlap"),
             E::NotPermitted => f.write_str("a task may only exchange pages in its own space"),
             E::NotMapped(va) => write!(f, "{va} is not mapped"),
+            E::TinyPage(va) => write!(f, "{va}: 1 KiB tiny pages are not exchanged"),
             E::SizeMismatch { va, mapped } => write!(f, "{va} is mapped as {mapped:?}"),
             E::NotResource { frame, state } => {
                 write!(f, "new frame {frame} is {state:?}, not a page resource")
@@ -263,6 +277,9 @@ impl Exchange {
     ) -> Result<Exchange, ExchangeError> {
         if !chunk.is_power_of_two() || !(32..=FRAME_SIZE).contains(&chunk) {
             return Err(ExchangeError::BadChunk(chunk));
+        }
+        if req.size == PageSize::Tiny {
+            return Err(ExchangeError::TinyPage(req.target));
         }
         let size = req.size.bytes();
         let len = req
@@ -506,17 +523,24 @@ impl Exchange {
                     let pages = if self.hold { self.req.count } else { 1 };
                     let mut writable = false;
                     for i in 0..pages {
-                        let p = frame_at(old, i * size.frames());
-                        maps.for_each_mapping(p, size, &mut |m| writable |= m.writable);
+                        for base in [old, new] {
+                            let p = frame_at(base, i * size.frames());
+                            maps.for_each_mapping(p, size, &mut |m| writable |= m.writable);
+                        }
                     }
                     self.protected = writable;
                     if writable {
+                        // Both sides: a write through a writable mapping of
+                        // the new page (the resource) would land in memory
+                        // that is about to become the target's content.
                         let mut w = Window::open(irq);
                         for i in 0..pages {
-                            let p = frame_at(old, i * size.frames());
-                            maps.write_protect(p, size);
-                            w.ops += 1;
-                            w.ops += invalidate_tlb(maps, hw, p, size);
+                            for base in [old, new] {
+                                let p = frame_at(base, i * size.frames());
+                                maps.write_protect(p, size);
+                                w.ops += 1;
+                                w.ops += invalidate_tlb(maps, hw, p, size);
+                            }
                         }
                         w.close(irq, &mut self.stats);
                     }
@@ -529,6 +553,18 @@ impl Exchange {
                 maps.for_each_mapping(self.old, size, &mut |m| {
                     ops += lines(hw, m.mva, off, self.chunk, |hw, mva| {
                         hw.clean_dcache_line(mva)
+                    });
+                });
+                // Discard the new page's lines of the chunk (a page resource
+                // holds nothing anyone relies on): a dirty one, written back
+                // after the copy, would overwrite the copied data.
+                maps.for_each_mapping(self.new, size, &mut |m| {
+                    ops += lines(hw, m.mva, off, self.chunk, |hw, mva| {
+                        // SAFETY: the new page is a page resource being
+                        // overwritten by this exchange; its cached data is
+                        // garbage by definition, and no mapping of it is
+                        // writable (protected above when any was).
+                        unsafe { hw.invalidate_dcache_line(mva) }
                     });
                 });
                 hw.drain_write_buffer();
@@ -553,21 +589,18 @@ impl Exchange {
                 };
             }
             Phase::Switch => {
-                let mut w = if self.protected {
-                    Some(Window::open(irq))
-                } else {
-                    None
-                };
-                let ops = self.switch(table, maps, hw)?;
-                match w.as_mut() {
-                    Some(w) => {
-                        w.ops += ops;
-                    }
-                    None => self.stats.total_ops += ops,
+                // Always masked, also for read-only pages: the swap is many
+                // page-table writes, and until the TLB entries are invalidated
+                // a writer through a stale entry of the resource mapping would
+                // write into the page that just became the target's. Nothing
+                // may observe (or change) the mappings half swapped.
+                let mut w = Window::open(irq);
+                let r = self.switch(table, maps, hw);
+                if let Ok(ops) = r {
+                    w.ops += ops;
                 }
-                if let Some(w) = w {
-                    w.close(irq, &mut self.stats);
-                }
+                w.close(irq, &mut self.stats);
+                r?;
                 self.phase = Phase::Flush(0);
             }
             Phase::Flush(off) => {
@@ -599,13 +632,19 @@ impl Exchange {
                         (self.page, self.new)
                     };
                     let pages = self.page + 1 - first_page;
+                    let old0 = if self.hold { self.first.0 } else { self.old };
                     if self.protected {
+                        // The write memory moved with the mappings: the
+                        // target's mappings now map the new frames, the
+                        // resource's the old ones.
                         let mut w = Window::open(irq);
                         for i in 0..pages {
-                            let p = frame_at(new0, i * size.frames());
-                            maps.restore_write(p, size);
-                            w.ops += 1;
-                            w.ops += invalidate_tlb(maps, hw, p, size);
+                            for base in [new0, old0] {
+                                let p = frame_at(base, i * size.frames());
+                                maps.restore_write(p, size);
+                                w.ops += 1;
+                                w.ops += invalidate_tlb(maps, hw, p, size);
+                            }
                         }
                         w.close(irq, &mut self.stats);
                     }
@@ -775,6 +814,9 @@ fn translate_pair<M: Mappings + ?Sized>(
         let t = maps
             .translate(space, va)
             .ok_or(ExchangeError::NotMapped(va))?;
+        if t.size == PageSize::Tiny {
+            return Err(ExchangeError::TinyPage(va));
+        }
         if t.size != req.size {
             return Err(ExchangeError::SizeMismatch { va, mapped: t.size });
         }

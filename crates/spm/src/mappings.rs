@@ -18,12 +18,19 @@ pub enum AddressSpace {
     User(SpaceId),
 }
 
-/// The page sizes an exchange can work with.
+/// The size of a mapping.
 ///
-/// (1 KiB tiny pages are smaller than a frame and are not exchanged.)
+/// 1 KiB tiny pages can be reported by [`Mappings::translate`] but are
+/// refused by every operation ([`crate::OpError::TinyPage`],
+/// [`crate::ExchangeError::TinyPage`]): the frame table describes 4 KiB
+/// frames, and the four tiny pages of one frame can belong to different
+/// mappings with different rights, so neither ownership nor an exchange of
+/// "the frame" is well defined for them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum PageSize {
+    /// 1 KiB tiny page (fine second-level tables). Refused by `spm`.
+    Tiny,
     /// 4 KiB small page.
     Small,
     /// 64 KiB large page.
@@ -37,13 +44,14 @@ impl PageSize {
     #[must_use]
     pub const fn bytes(self) -> u32 {
         match self {
+            PageSize::Tiny => 1 << 10,
             PageSize::Small => 4 << 10,
             PageSize::Large => 64 << 10,
             PageSize::Section => 1 << 20,
         }
     }
 
-    /// Number of 4 KiB frames in one page.
+    /// Number of 4 KiB frames in one page (0 for a tiny page).
     #[must_use]
     pub const fn frames(self) -> u32 {
         self.bytes() / crate::region::FRAME_SIZE

@@ -30,6 +30,9 @@ pub enum OpError {
     Frame(FrameError),
     /// The virtual address is not mapped in the caller's address space.
     NotMapped(VirtAddr),
+    /// The virtual address is mapped by a 1 KiB tiny page: smaller than a
+    /// frame, so the frame's state is not the caller's to change.
+    TinyPage(VirtAddr),
     /// The frame is part of an exchange in progress.
     Busy(PhysAddr),
     /// The frame is not a page resource.
@@ -63,6 +66,7 @@ impl fmt::Display for OpError {
         match *self {
             OpError::Frame(e) => write!(f, "{e}"),
             OpError::NotMapped(va) => write!(f, "{va} is not mapped"),
+            OpError::TinyPage(va) => write!(f, "{va} is mapped by a 1 KiB tiny page"),
             OpError::Busy(pa) => write!(f, "frame {pa} is being exchanged"),
             OpError::NotResource { frame, state } => {
                 write!(f, "frame {frame} is {state:?}, not a page resource")
@@ -135,6 +139,9 @@ fn frame_of<M: Mappings + ?Sized>(
     va: VirtAddr,
 ) -> Result<PhysAddr, OpError> {
     let t = maps.translate(space, va).ok_or(OpError::NotMapped(va))?;
+    if t.size == crate::mappings::PageSize::Tiny {
+        return Err(OpError::TinyPage(va));
+    }
     let off = va.as_u32() & (t.size.bytes() - 1) & !(FRAME_SIZE - 1);
     t.page
         .checked_add(off)

@@ -67,11 +67,6 @@ impl Hw {
         self.mem.get(&pa).copied().unwrap_or(0)
     }
 
-    /// Physical backdoor write.
-    pub fn set_phys(&mut self, pa: u32, v: u8) {
-        self.mem.insert(pa, v);
-    }
-
     fn lookup(
         &mut self,
         maps: &Maps,
@@ -140,19 +135,6 @@ impl Hw {
             );
         }
         Ok(self.dcache[&tag].data[(mva & (LINE - 1)) as usize])
-    }
-
-    /// Writes every dirty line back (to the address it was filled from).
-    pub fn clean_all(&mut self) {
-        let tags: Vec<u32> = self.dcache.keys().copied().collect();
-        for t in tags {
-            self.clean(t);
-        }
-    }
-
-    /// Whether any dirty line is cached.
-    pub fn dirty_lines(&self) -> usize {
-        self.dcache.values().filter(|l| l.dirty).count()
     }
 
     fn clean(&mut self, mva: u32) {
@@ -412,10 +394,6 @@ impl Irq {
             ops,
             windows: Vec::new(),
         }
-    }
-
-    pub fn enabled(&self) -> bool {
-        self.enabled
     }
 }
 

@@ -1,0 +1,691 @@
+//! A small test kernel for `spm` on the `armv5-sim` model (shared by the
+//! model tests and the `overhead` example).
+//!
+//! * The machine is an ARM926EJ-S preset with 8 MiB of RAM at 0, a 32 KiB
+//!   ITCM and a 64 KiB DTCM, MMU and both caches on, S bit set (so kernel
+//!   pages can be read-only), every domain a client.
+//! * One real [`PageTable`] in the model's memory serves every address
+//!   space through the FCSE: task `n` runs with PID `n`, so its virtual
+//!   addresses below 32 MiB are distinct MVAs; the kernel uses addresses
+//!   above 32 MiB, which are not relocated.
+//! * [`Maps`] implements [`Mappings`] over that table: reverse mappings come
+//!   from a registry of mapped pages, checked against the live descriptors.
+//! * [`Hw`] is the machine for `spm` (cache maintenance, CP15) plus
+//!   [`PhysMemory`], which copies and zeroes through an uncached kernel
+//!   window of physical memory at [`WINDOW`] with the model's CPU, so the
+//!   copies are counted like any other access.
+//! * [`Irq`] records, for every interrupts-masked window, the model's
+//!   counters spent inside it.
+#![allow(dead_code)]
+
+use armv5_sim::{
+    presets, sctlr, CostModel, Counters, Machine, Privilege, Region, RegionKind, Width,
+};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor, L2Descriptor};
+use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, Dacr};
+use mmu_armv5::size::{Frame, PageSizeKind};
+use mmu_armv5::table::{
+    write_l2_page, MapAttrs, PageTable, SizePolicy, TableFlush, TableKind, TableRef,
+};
+use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
+use spm::{
+    AddressSpace, FrameDesc, FrameTable, InitialUse, InterruptControl, Location, Mapping, Mappings,
+    PageSize, PhysMemory, Region as SpmRegion, SectionSummary, SpaceId, Translation,
+};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// RAM: 8 MiB at 0.
+pub const RAM: u32 = 0;
+/// RAM size.
+pub const RAM_SIZE: u32 = 8 << 20;
+/// Table memory handed to the model's frame pool.
+pub const POOL: u32 = 0x0060_0000;
+/// ITCM: 32 KiB.
+pub const ITCM: u32 = 0x0080_0000;
+/// DTCM: 64 KiB, 64 KiB aligned (room for one large page).
+pub const DTCM: u32 = 0x0081_0000;
+/// The kernel's uncached window of physical memory: VA `WINDOW + pa`.
+pub const WINDOW: u32 = 0xC000_0000;
+
+/// The machine, shared by the `spm` roles (mappings, hardware, interrupts).
+pub type Shared = Rc<RefCell<Machine>>;
+
+/// Builds the machine and the frame table's regions.
+pub fn machine() -> Shared {
+    let mut cfg = presets::arm926ejs().config;
+    for (base, size, kind) in [
+        (RAM, RAM_SIZE, RegionKind::Ram),
+        (ITCM, 32 << 10, RegionKind::Itcm),
+        (DTCM, 64 << 10, RegionKind::Dtcm),
+    ] {
+        cfg.regions.push(Region {
+            base: PhysAddr::new(base),
+            size,
+            kind,
+            latency: 0,
+        });
+    }
+    let mut m = Machine::new(cfg).expect("config");
+    m.set_frame_pool(PhysAddr::new(POOL), 2 << 20)
+        .expect("pool");
+    Rc::new(RefCell::new(m))
+}
+
+/// A device frame the frame table describes (never accessed).
+pub const DEV: u32 = 0x1010_0000;
+
+/// The `spm` regions of the model: RAM (resources), ITCM, DTCM, one device page.
+pub fn regions() -> [SpmRegion; 4] {
+    [
+        SpmRegion::new(
+            PhysAddr::new(RAM),
+            RAM_SIZE,
+            Location::Ram,
+            InitialUse::Resource,
+        )
+        .unwrap(),
+        SpmRegion::new(
+            PhysAddr::new(ITCM),
+            32 << 10,
+            Location::Itcm,
+            InitialUse::Resource,
+        )
+        .unwrap(),
+        SpmRegion::new(
+            PhysAddr::new(DTCM),
+            64 << 10,
+            Location::Dtcm,
+            InitialUse::Resource,
+        )
+        .unwrap(),
+        SpmRegion::new(
+            PhysAddr::new(DEV),
+            0x1000,
+            Location::Device,
+            InitialUse::Undefined,
+        )
+        .unwrap(),
+    ]
+}
+
+/// A frame table over [`regions`], in leaked storage.
+pub fn frame_table() -> FrameTable<'static, 4> {
+    let r = regions();
+    let f = Box::leak(vec![FrameDesc::default(); FrameTable::<4>::frames_needed(&r)].into());
+    let s = Box::leak(vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&r)].into());
+    FrameTable::new(&r, f, s).unwrap()
+}
+
+/// Performs the part of a table flush the [`Mappings`] contract leaves to
+/// the implementation: clean the changed table lines and drain. Returns the
+/// number of descriptor words written (the model does not count them).
+fn clean_table_lines(m: &mut Machine, f: TableFlush) -> u64 {
+    let mut words = 0;
+    for &(s, l) in f.clean_ranges() {
+        words += u64::from(l / 4);
+        let mut a = s & !31;
+        while a < s + l {
+            m.clean_dcache_mva(ModifiedVirtAddr::new(a));
+            a += 32;
+        }
+    }
+    m.drain_write_buffer();
+    // SAFETY: the `Mappings` contract: `spm` invalidates the TLB entries of
+    // every mapping it changes through this implementation.
+    unsafe { f.ignore() };
+    words
+}
+
+fn to_spm(k: PageSizeKind) -> PageSize {
+    match k {
+        PageSizeKind::Tiny => PageSize::Tiny,
+        PageSizeKind::Small => PageSize::Small,
+        PageSizeKind::Large => PageSize::Large,
+        PageSizeKind::Section => PageSize::Section,
+    }
+}
+
+fn to_kind(s: PageSize) -> PageSizeKind {
+    match s {
+        PageSize::Tiny => PageSizeKind::Tiny,
+        PageSize::Small => PageSizeKind::Small,
+        PageSize::Large => PageSizeKind::Large,
+        PageSize::Section => PageSizeKind::Section,
+    }
+}
+
+/// The MVA of `va` in `space`.
+pub fn mva(space: AddressSpace, va: u32) -> ModifiedVirtAddr {
+    match space {
+        AddressSpace::Kernel => ModifiedVirtAddr::new(va),
+        AddressSpace::User(id) => VirtAddr::new(va).to_mva(pid(id)),
+    }
+}
+
+/// The FCSE PID of a task.
+pub fn pid(id: SpaceId) -> FcsePid {
+    FcsePid::new(id.get() as u8).expect("task ids are FCSE PIDs (1..=127)")
+}
+
+fn ap_for(space: AddressSpace, writable: bool) -> AccessPermission {
+    match (space, writable) {
+        (AddressSpace::Kernel, true) => AccessPermission::PrivRw,
+        // With SCTLR.S: privileged read-only, user none.
+        (AddressSpace::Kernel, false) => AccessPermission::NoneOrRom,
+        (AddressSpace::User(_), true) => AccessPermission::ReadWrite,
+        (AddressSpace::User(_), false) => AccessPermission::PrivRwUserRo,
+    }
+}
+
+fn writable(space: AddressSpace, ap: AccessPermission) -> bool {
+    match space {
+        AddressSpace::Kernel => ap != AccessPermission::NoneOrRom,
+        AddressSpace::User(_) => ap == AccessPermission::ReadWrite,
+    }
+}
+
+/// What [`Maps`] saw when `spm` called it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwapCall {
+    /// Whether interrupts were enabled during the call.
+    pub irq_enabled: bool,
+}
+
+/// Reverse mappings and page-table changes over one real page table.
+pub struct Maps {
+    m: Shared,
+    irq_on: Rc<Cell<bool>>,
+    pt: PageTable,
+    /// Every mapped page: (space, va, size).
+    pages: Vec<(AddressSpace, u32, PageSize)>,
+    /// MVAs whose write access `write_protect` took.
+    saved: Vec<u32>,
+    /// Every `swap` call.
+    pub swaps: Vec<SwapCall>,
+    /// Descriptor words written (not counted by the model).
+    pub table_words: u64,
+}
+
+impl Maps {
+    fn lookup(&self, mva: ModifiedVirtAddr) -> Option<mmu_armv5::table::Mapping> {
+        let m = self.m.borrow();
+        self.pt.lookup(&*m, mva).expect("table")
+    }
+
+    fn mapping_of(
+        &self,
+        space: AddressSpace,
+        va: u32,
+        size: PageSize,
+    ) -> Option<(Mapping, PhysAddr)> {
+        let at = mva(space, va);
+        let l = self.lookup(at)?;
+        (to_spm(l.size) == size).then_some((
+            Mapping {
+                space,
+                mva: at,
+                writable: writable(space, l.ap.0[0]),
+            },
+            l.pa,
+        ))
+    }
+
+    fn mappings_of(&self, page: PhysAddr, size: PageSize) -> Vec<Mapping> {
+        self.pages
+            .iter()
+            .filter(|&&(_, _, z)| z == size)
+            .filter_map(|&(s, v, z)| self.mapping_of(s, v, z))
+            .filter(|(_, pa)| *pa == page)
+            .map(|(m, _)| m)
+            .collect()
+    }
+
+    /// Maps `size` bytes at `va` in `space` to `pa`, write-back cached.
+    pub fn map(&mut self, space: AddressSpace, va: u32, pa: u32, size: PageSize, w: bool) {
+        let attrs = MapAttrs::new(
+            Domain::from_low_bits(0),
+            ap_for(space, w),
+            CachePolicy::WriteBack,
+        );
+        let mut m = self.m.borrow_mut();
+        let f = self
+            .pt
+            .map(
+                &mut *m,
+                mva(space, va),
+                PhysAddr::new(pa),
+                size.bytes(),
+                attrs,
+                SizePolicy::Exactly(to_kind(size)),
+            )
+            .expect("map");
+        f.flush(&mut *m);
+        self.pages.push((space, va, size));
+    }
+
+    /// Removes the mapping of the page at `va` in `space`.
+    pub fn unmap(&mut self, space: AddressSpace, va: u32, size: PageSize) {
+        let mut m = self.m.borrow_mut();
+        let f = self
+            .pt
+            .unmap(&mut *m, mva(space, va), size.bytes())
+            .expect("unmap");
+        f.flush(&mut *m);
+        self.pages.retain(|&(s, v, _)| (s, v) != (space, va));
+    }
+
+    /// Changes the AP of the page at `mva` (clean table lines only).
+    fn set_writable(&mut self, space: AddressSpace, at: ModifiedVirtAddr, size: PageSize, w: bool) {
+        let mut m = self.m.borrow_mut();
+        let f = self
+            .pt
+            .protect(
+                &mut *m,
+                at,
+                size.bytes(),
+                ap_for(space, w),
+                CachePolicy::WriteBack,
+            )
+            .expect("protect");
+        self.table_words += clean_table_lines(&mut m, f);
+    }
+
+    /// Points the page at `at` at `pa`, keeping every other bit.
+    fn retarget(&mut self, at: ModifiedVirtAddr, pa: PhysAddr) {
+        let mut m = self.m.borrow_mut();
+        let slot = (at.as_u32() >> 20) as usize;
+        let l1 = self.pt.l1_entry(&*m, slot).expect("l1");
+        let f = match l1 {
+            L1Descriptor::Section(s) => self
+                .pt
+                .set_l1_entry(
+                    &*m,
+                    slot,
+                    L1Descriptor::Section(mmu_armv5::descriptor::SectionDesc {
+                        frame: Frame::containing(pa),
+                        ..s
+                    }),
+                )
+                .expect("section"),
+            _ => {
+                let (kind, tpa) = l1.table().expect("table");
+                let t = TableRef::new(kind, tpa).expect("table ref");
+                let idx = match kind {
+                    TableKind::Fine => (at.as_u32() >> 10) & 0x3ff,
+                    _ => (at.as_u32() >> 12) & 0xff,
+                } as usize;
+                let d = match L2Descriptor::from_bits(t.read(&*m, idx).expect("read")) {
+                    L2Descriptor::Small(d) => {
+                        L2Descriptor::Small(mmu_armv5::descriptor::SmallPageDesc {
+                            frame: Frame::containing(pa),
+                            ..d
+                        })
+                    }
+                    L2Descriptor::Large(d) => {
+                        L2Descriptor::Large(mmu_armv5::descriptor::LargePageDesc {
+                            frame: Frame::containing(pa),
+                            ..d
+                        })
+                    }
+                    other => panic!("cannot retarget {other:?}"),
+                };
+                let mut f = TableFlush::new();
+                write_l2_page(&*m, t, at, d, &mut f).expect("write");
+                f
+            }
+        };
+        self.table_words += clean_table_lines(&mut m, f);
+    }
+}
+
+impl Mappings for Maps {
+    fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
+        let l = self.lookup(mva(space, va.as_u32()))?;
+        Some(Translation {
+            page: l.pa,
+            size: to_spm(l.size),
+            writable: writable(space, l.ap.0[0]),
+        })
+    }
+
+    fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping)) {
+        // Collected first: the callback drives the machine.
+        for m in self.mappings_of(page, size) {
+            f(&m);
+        }
+    }
+
+    fn write_protect(&mut self, page: PhysAddr, size: PageSize) {
+        for m in self.mappings_of(page, size) {
+            if m.writable {
+                self.saved.push(m.mva.as_u32());
+                self.set_writable(m.space, m.mva, size, false);
+            }
+        }
+    }
+
+    fn restore_write(&mut self, page: PhysAddr, size: PageSize) {
+        for m in self.mappings_of(page, size) {
+            if let Some(i) = self.saved.iter().position(|&s| s == m.mva.as_u32()) {
+                self.saved.swap_remove(i);
+                self.set_writable(m.space, m.mva, size, true);
+            }
+        }
+    }
+
+    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
+        self.swaps.push(SwapCall {
+            irq_enabled: self.irq_on.get(),
+        });
+        let (ma, mb) = (self.mappings_of(a, size), self.mappings_of(b, size));
+        for m in ma {
+            self.retarget(m.mva, b);
+        }
+        for m in mb {
+            self.retarget(m.mva, a);
+        }
+    }
+
+    fn move_second_level(&mut self, old: PhysAddr, new: PhysAddr) {
+        let mut m = self.m.borrow_mut();
+        for slot in 0..4096 {
+            let l1 = self.pt.l1_entry(&*m, slot).expect("l1");
+            let d = match l1 {
+                L1Descriptor::Coarse(c) if c.table.start().as_u32() & !0xfff == old.as_u32() => {
+                    let off = c.table.start().as_u32() & 0xfff;
+                    L1Descriptor::Coarse(mmu_armv5::descriptor::CoarseTableDesc {
+                        table: Frame::containing(PhysAddr::new(new.as_u32() + off)),
+                        ..c
+                    })
+                }
+                _ => continue,
+            };
+            let f = self.pt.set_l1_entry(&*m, slot, d).expect("l1");
+            self.table_words += clean_table_lines(&mut m, f);
+        }
+    }
+
+    fn move_first_level(&mut self, _old: PhysAddr, new: PhysAddr) {
+        self.pt = PageTable::from_root(new, Default::default()).expect("root");
+    }
+}
+
+/// The machine as `spm`'s hardware: maintenance and CP15 forwarded, physical
+/// copies through the uncached kernel window.
+pub struct Hw {
+    /// The machine.
+    pub m: Shared,
+}
+
+impl Hw {
+    fn word(&self, pa: u32) -> VirtAddr {
+        VirtAddr::new(WINDOW + pa)
+    }
+}
+
+impl PhysMemory for Hw {
+    fn copy(&mut self, dst: PhysAddr, src: PhysAddr, len: u32) {
+        let mut m = self.m.borrow_mut();
+        for off in (0..len).step_by(4) {
+            let v = m
+                .load(
+                    self.word(src.as_u32() + off),
+                    Width::Word,
+                    Privilege::Privileged,
+                )
+                .expect("window read");
+            m.store(
+                self.word(dst.as_u32() + off),
+                Width::Word,
+                v,
+                Privilege::Privileged,
+            )
+            .expect("window write");
+        }
+    }
+
+    fn zero(&mut self, dst: PhysAddr, len: u32) {
+        let mut m = self.m.borrow_mut();
+        for off in (0..len).step_by(4) {
+            m.store(
+                self.word(dst.as_u32() + off),
+                Width::Word,
+                0,
+                Privilege::Privileged,
+            )
+            .expect("window write");
+        }
+    }
+}
+
+impl CacheMaintenance for Hw {
+    const DCACHE_LINE: u32 = 32;
+    fn clean_invalidate_dcache(&mut self) {
+        CacheMaintenance::clean_invalidate_dcache(&mut *self.m.borrow_mut())
+    }
+    fn invalidate_icache(&mut self) {
+        CacheMaintenance::invalidate_icache(&mut *self.m.borrow_mut())
+    }
+    fn clean_dcache_line(&mut self, mva: ModifiedVirtAddr) {
+        CacheMaintenance::clean_dcache_line(&mut *self.m.borrow_mut(), mva)
+    }
+    fn clean_invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr) {
+        CacheMaintenance::clean_invalidate_dcache_line(&mut *self.m.borrow_mut(), mva)
+    }
+    unsafe fn invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr) {
+        // SAFETY: forwarded; the caller upholds the same contract.
+        unsafe { CacheMaintenance::invalidate_dcache_line(&mut *self.m.borrow_mut(), mva) }
+    }
+    fn invalidate_icache_line(&mut self, mva: ModifiedVirtAddr) {
+        CacheMaintenance::invalidate_icache_line(&mut *self.m.borrow_mut(), mva)
+    }
+    fn drain_write_buffer(&mut self) {
+        CacheMaintenance::drain_write_buffer(&mut *self.m.borrow_mut())
+    }
+    fn invalidate_tlb(&mut self) {
+        CacheMaintenance::invalidate_tlb(&mut *self.m.borrow_mut())
+    }
+    fn invalidate_tlb_entry(&mut self, mva: ModifiedVirtAddr) {
+        CacheMaintenance::invalidate_tlb_entry(&mut *self.m.borrow_mut(), mva)
+    }
+}
+
+impl Cp15 for Hw {
+    fn read(&self, reg: Cp15Reg) -> u32 {
+        Cp15::read(&*self.m.borrow(), reg)
+    }
+    unsafe fn write(&mut self, reg: Cp15Reg, value: u32) {
+        // SAFETY: forwarded; the caller upholds the same contract.
+        unsafe { Cp15::write(&mut *self.m.borrow_mut(), reg, value) }
+    }
+    unsafe fn op(&mut self, op: Cp15Op, value: u32) {
+        // SAFETY: forwarded; the caller upholds the same contract.
+        unsafe { Cp15::op(&mut *self.m.borrow_mut(), op, value) }
+    }
+    fn test_clean_invalidate_dcache(&mut self) -> bool {
+        Cp15::test_clean_invalidate_dcache(&mut *self.m.borrow_mut())
+    }
+    fn test_clean_dcache(&mut self) -> bool {
+        Cp15::test_clean_dcache(&mut *self.m.borrow_mut())
+    }
+}
+
+/// Interrupt control that records the model's counters inside every masked window.
+pub struct Irq {
+    m: Shared,
+    on: Rc<Cell<bool>>,
+    start: Counters,
+    /// Counters spent inside each masked window, in order.
+    pub windows: Vec<Counters>,
+}
+
+impl Irq {
+    /// Whether interrupts are enabled.
+    pub fn enabled(&self) -> bool {
+        self.on.get()
+    }
+
+    /// The modelled cycles of the longest window.
+    pub fn longest(&self, cost: &CostModel) -> u64 {
+        self.windows
+            .iter()
+            .map(|c| cost.cycles(c))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+impl InterruptControl for Irq {
+    fn disable(&mut self) -> bool {
+        let was = self.on.get();
+        if was {
+            self.start = self.m.borrow().counters().clone();
+        }
+        self.on.set(false);
+        was
+    }
+
+    fn restore(&mut self, was: bool) {
+        if was && !self.on.get() {
+            let now = self.m.borrow().counters().clone();
+            self.windows.push(&now - &self.start);
+            self.on.set(true);
+        }
+    }
+}
+
+/// The whole test kernel.
+pub struct Kernel {
+    /// The machine.
+    pub m: Shared,
+    /// The frame table.
+    pub table: FrameTable<'static, 4>,
+    /// Mappings.
+    pub maps: Maps,
+    /// Hardware.
+    pub hw: Hw,
+    /// Interrupt control.
+    pub irq: Irq,
+}
+
+impl Kernel {
+    /// A booted kernel: page table live, window mapped, MMU, caches and S on.
+    pub fn new() -> Kernel {
+        let m = machine();
+        let on = Rc::new(Cell::new(true));
+        let pt = PageTable::new(&mut *m.borrow_mut()).expect("table");
+        let mut maps = Maps {
+            m: m.clone(),
+            irq_on: on.clone(),
+            pt,
+            pages: Vec::new(),
+            saved: Vec::new(),
+            swaps: Vec::new(),
+            table_words: 0,
+        };
+        // The uncached window: 16 sections over RAM and the TCMs. Not
+        // registered as a mapping: it never holds cache lines.
+        {
+            let attrs = MapAttrs::new(
+                Domain::from_low_bits(0),
+                AccessPermission::PrivRw,
+                CachePolicy::Buffered,
+            );
+            let mut mm = m.borrow_mut();
+            let f = maps
+                .pt
+                .map(
+                    &mut *mm,
+                    ModifiedVirtAddr::new(WINDOW),
+                    PhysAddr::new(0),
+                    16 << 20,
+                    attrs,
+                    SizePolicy::Exactly(PageSizeKind::Section),
+                )
+                .expect("window");
+            f.flush(&mut *mm);
+            let root = maps.pt.root().as_u32();
+            mm.set_ttbr(root);
+            mm.set_dacr(Dacr::ALL_CLIENT);
+            mm.set_sctlr(sctlr::M | sctlr::C | sctlr::I | sctlr::S);
+        }
+        Kernel {
+            table: frame_table(),
+            hw: Hw { m: m.clone() },
+            irq: Irq {
+                m: m.clone(),
+                on,
+                start: Counters::default(),
+                windows: Vec::new(),
+            },
+            maps,
+            m,
+        }
+    }
+
+    /// Runs as `space` (sets the FCSE PID for a task).
+    pub fn enter(&mut self, space: AddressSpace) {
+        let p = match space {
+            AddressSpace::Kernel => FcsePid::ZERO,
+            AddressSpace::User(id) => pid(id),
+        };
+        self.m.borrow_mut().set_pid(p);
+    }
+
+    fn privilege(space: AddressSpace) -> Privilege {
+        match space {
+            AddressSpace::Kernel => Privilege::Privileged,
+            AddressSpace::User(_) => Privilege::User,
+        }
+    }
+
+    /// A CPU byte load in `space`.
+    pub fn load(&mut self, space: AddressSpace, va: u32) -> Result<u8, mmu_armv5::Fault> {
+        self.enter(space);
+        let v = self
+            .m
+            .borrow_mut()
+            .load(VirtAddr::new(va), Width::Byte, Self::privilege(space));
+        v.map(|v| v as u8)
+    }
+
+    /// A CPU byte store in `space`.
+    pub fn store(&mut self, space: AddressSpace, va: u32, v: u8) -> Result<(), mmu_armv5::Fault> {
+        self.enter(space);
+        let r = self.m.borrow_mut().store(
+            VirtAddr::new(va),
+            Width::Byte,
+            u32::from(v),
+            Self::privilege(space),
+        );
+        r
+    }
+
+    /// A physical byte, bypassing caches.
+    pub fn phys(&self, pa: u32) -> u8 {
+        self.m
+            .borrow()
+            .phys_read(PhysAddr::new(pa), Width::Byte)
+            .expect("phys") as u8
+    }
+
+    /// Writes a physical byte, bypassing caches.
+    pub fn set_phys(&mut self, pa: u32, v: u8) {
+        self.m
+            .borrow_mut()
+            .phys_write(PhysAddr::new(pa), Width::Byte, u32::from(v))
+            .expect("phys");
+    }
+
+    /// Dirty D-cache lines.
+    pub fn dirty_lines(&self) -> usize {
+        self.m.borrow().dcache_dirty_lines()
+    }
+
+    /// The model's counters so far.
+    pub fn counters(&self) -> Counters {
+        self.m.borrow().counters().clone()
+    }
+}
