@@ -5,10 +5,12 @@
 //! Slots are filled lazily from the current space's own directory and
 //! tagged with its domain; this module only writes slots, each write
 //! followed by the D-cache clean and write-buffer drain the hardware walker
-//! needs. Which slot to fill, and what to flush, is decided by the caller
-//! ([`crate::switch::FassSwitch`]).
+//! needs. Entries are written in the CPU's first-level encoding
+//! ([`L1Encoding`]: bit 4 set on ARM9/StrongARM, clear on XScale). Which
+//! slot to fill, and what to flush, is decided by the caller
+//! ([`crate::manager::Fass`]).
 
-use mmu_armv5::descriptor::L1Descriptor;
+use mmu_armv5::descriptor::{L1Descriptor, L1Encoding};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::table::{TableAlloc, TableError, TableKind, TableRef};
 use mmu_armv5::PhysAddr;
@@ -17,21 +19,34 @@ use mmu_armv5::PhysAddr;
 #[derive(Debug, PartialEq, Eq)]
 pub struct Cpd {
     table: TableRef,
+    encoding: L1Encoding,
 }
 
 impl Cpd {
     /// Takes over the 16 KiB first-level table at `root` (the boot table,
-    /// holding the kernel's own mappings).
-    pub fn new(root: PhysAddr) -> Result<Cpd, TableError> {
+    /// holding the kernel's own mappings); entries are written in `encoding`.
+    pub fn new(root: PhysAddr, encoding: L1Encoding) -> Result<Cpd, TableError> {
         Ok(Cpd {
             table: TableRef::new(TableKind::L1, root)?,
+            encoding,
         })
+    }
+
+    /// The first-level encoding entries are written in.
+    #[must_use]
+    pub const fn encoding(&self) -> L1Encoding {
+        self.encoding
     }
 
     /// The physical address to load into the translation table base.
     #[must_use]
     pub const fn root(&self) -> PhysAddr {
         self.table.pa
+    }
+
+    /// The raw word in `slot`.
+    pub fn raw<A: TableAlloc + ?Sized>(&self, alloc: &A, slot: usize) -> Result<u32, TableError> {
+        self.table.read(alloc, slot)
     }
 
     /// The descriptor in `slot`.
@@ -43,28 +58,27 @@ impl Cpd {
         Ok(L1Descriptor::from_bits(self.table.read(alloc, slot)?))
     }
 
-    /// Writes `desc` into `slot`, then cleans the entry's D-cache line and
-    /// drains the write buffer so the walker sees it. TLB maintenance for
-    /// the old entry is the caller's.
-    pub fn write<A: TableAlloc + ?Sized, M: CacheMaintenance + ?Sized>(
+    /// Writes `desc` into `slot` (in the CPD's encoding), then cleans the
+    /// entry's D-cache line and drains the write buffer so the walker sees
+    /// it. TLB maintenance for the old entry is the caller's.
+    pub fn write<S: TableAlloc + CacheMaintenance + ?Sized>(
         &mut self,
-        alloc: &A,
-        maint: &mut M,
+        sys: &mut S,
         slot: usize,
         desc: L1Descriptor,
     ) -> Result<(), TableError> {
-        self.table.write(alloc, slot, desc.to_bits())?;
-        maint.clean_dcache_range(self.table.entry_mva(alloc, slot), 4);
+        self.table.write(sys, slot, desc.encode(self.encoding))?;
+        let mva = self.table.entry_mva(sys, slot);
+        sys.clean_dcache_range(mva, 4);
         Ok(())
     }
 
     /// Clears `slot` to a fault descriptor (with the same maintenance as [`Cpd::write`]).
-    pub fn clear<A: TableAlloc + ?Sized, M: CacheMaintenance + ?Sized>(
+    pub fn clear<S: TableAlloc + CacheMaintenance + ?Sized>(
         &mut self,
-        alloc: &A,
-        maint: &mut M,
+        sys: &mut S,
         slot: usize,
     ) -> Result<(), TableError> {
-        self.write(alloc, maint, slot, L1Descriptor::FAULT)
+        self.write(sys, slot, L1Descriptor::FAULT)
     }
 }

@@ -12,9 +12,14 @@
 //!   directory) holds entries of several address spaces, each tagged with
 //!   its owner's domain; a switch reloads the DACR ([`domain`], [`policy`]).
 //!
-//! Modules:
+//! It also implements the two strategies FASS is measured against (per-space
+//! tables with FCSE PIDs, as the Linux FCSE patch; and a naive full flush),
+//! all behind one trait, [`SwitchStrategy`].
+//!
+//! Module map:
 //! * [`id`]: identifiers of address spaces and shared segments;
 //! * [`layout`]: the validated virtual address-space layout;
+//! * [`platform`]: the CPU + table memory every operation runs on;
 //! * [`pid`]: the FCSE PID allocator, guaranteed and best-effort modes, and
 //!   its flush decisions;
 //! * [`slots`]: a set of first-level (1 MiB) slots with O(members) iteration;
@@ -22,13 +27,62 @@
 //! * [`policy`]: victim choice when domains run out;
 //! * [`stats`]: event counters;
 //! * [`space`]: an address space's compact page directory;
+//! * [`segment`]: shared segments (definitions, validation, sharers);
 //! * [`cpd`]: the caching page directory the hardware walks;
-//! * [`switch`]: switching strategies, FASS state and page mapping;
-//! * [`resolve`]: FASS fault resolution (CPD fills, collisions).
+//! * [`manager`]: the FASS manager [`Fass`]: spaces, segments, domains,
+//!   PIDs; create, destroy, map, unmap;
+//! * [`classic`]: the per-space-table strategies [`TableSwitch`] (FCSE-only
+//!   and naive);
+//! * [`switch`]: the [`SwitchStrategy`] trait and the three switch paths;
+//! * [`resolve`]: FASS fault resolution (CPD fills, collisions);
+//! * [`error`]: the error type.
 //!
 //! Everything is `no_std`, allocation-free and generic over the
 //! `mmu-armv5` traits, so the same code drives real CP15 registers, the
 //! recording mock and the `armv5-sim` model.
+//!
+//! ```
+//! use fass::{Cpd, DefaultPolicy, DomainSet, Fass, Layout, Resolution, SpaceId, Split, SwitchStrategy};
+//! use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
+//! use mmu_armv5::maint::Arm926;
+//! use mmu_armv5::regs::{Cp15Event, Cp15Reg, MockCp15};
+//! use mmu_armv5::table::{PoolBlock, TableKind, TablePool, TableRef};
+//! use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
+//!
+//! // Table memory and a recording ARM926EJ-S, joined into one platform.
+//! let mem = Box::leak(Box::new([PoolBlock::ZERO; 8]));
+//! let pool = TablePool::new(mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000)).unwrap();
+//! let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool);
+//! // The CPD: the boot first-level table, loaded in the TTBR for good.
+//! let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
+//! let cpd = Cpd::new(root.pa, L1Encoding::Arm9).unwrap();
+//! let kernel = Domain::new(0).unwrap();
+//! let mut fass: Fass<DefaultPolicy, 8, 8, 4> =
+//!     Fass::new(Layout::DEMO, kernel, DomainSet::EMPTY, DefaultPolicy::default(), cpd).unwrap();
+//!
+//! let a = SpaceId(1);
+//! fass.create_space(a).unwrap();
+//! fass.map_pages(&mut sys, a, VirtAddr::new(0x8000), PhysAddr::new(0x0030_0000), 0x2000,
+//!                AccessPermission::ReadWrite, CachePolicy::WriteBack).unwrap();
+//! fass.switch_to(&mut sys, a).unwrap();
+//! // The first access faults (empty CPD slot); resolving fills the slot.
+//! let r = fass.resolve(&mut sys, 0x005, 0x8000).unwrap();
+//! assert!(matches!(r, Resolution::Resolved { .. }));
+//!
+//! // Switching back to `a` after another space costs one DACR and one FCSEIDR write.
+//! fass.create_space(SpaceId(2)).unwrap();
+//! fass.switch_to(&mut sys, SpaceId(2)).unwrap();
+//! sys.hw.cp15_mut().clear();
+//! fass.switch_to(&mut sys, a).unwrap();
+//! let d = fass.domain_of(a).unwrap().unwrap();
+//! assert_eq!(
+//!     sys.hw.cp15().events(),
+//!     [
+//!         Cp15Event::Write(Cp15Reg::Dacr, fass.dacr_of(a, d).unwrap().bits()),
+//!         Cp15Event::Write(Cp15Reg::Fcseidr, fass.pid_of(a).unwrap().fcseidr_value()),
+//!     ]
+//! );
+//! ```
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(missing_docs)]
@@ -37,25 +91,36 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod classic;
 pub mod cpd;
 pub mod domain;
+pub mod error;
 pub mod id;
 pub mod layout;
+pub mod manager;
 pub mod pid;
+pub mod platform;
 pub mod policy;
 pub mod resolve;
+pub mod segment;
 pub mod slots;
 pub mod space;
 pub mod stats;
 pub mod switch;
 
+pub use classic::{TableKind, TableSwitch};
+pub use cpd::Cpd;
 pub use domain::{DomainError, DomainOwner, DomainSet, DomainTable};
+pub use error::FassError;
 pub use id::{SegmentId, SpaceId};
 pub use layout::{Layout, LayoutError, Region, RegionKind};
+pub use manager::Fass;
 pub use pid::{
     FlushDecision, FlushReasons, FlushTicket, PidAllocator, PidContext, PidError, PidMode,
 };
+pub use platform::{Platform, Split};
 pub use policy::{DefaultPolicy, VictimPolicy};
 pub use resolve::{Flushed, Resolution};
+pub use segment::{SegmentAccess, SegmentError, SegmentSpec};
 pub use stats::{Event, Stats};
-pub use switch::{FassError, FassSwitch, SwitchStrategy};
+pub use switch::SwitchStrategy;

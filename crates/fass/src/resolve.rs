@@ -7,16 +7,22 @@
 //! dirty, otherwise invalidate the TLB only). Anything else is handed back
 //! to the kernel decoded.
 //!
+//! A fault in a shared segment's slot that the current space maps is filled
+//! with the segment's section entry in the segment's domain: every sharer
+//! then uses that one entry (and the TLB entries walked from it).
+//!
 //! The fault address may be the MVA (hardware) or the VA (QEMU, under
 //! FCSE): an address below 32 MiB is taken as a VA of the current PID.
 
+use crate::error::FassError;
+use crate::layout::RegionKind;
+use crate::manager::Fass;
+use crate::platform::Platform;
 use crate::policy::VictimPolicy;
 use crate::stats::Event;
-use crate::switch::{FassError, FassSwitch};
 use mmu_armv5::addr::FCSE_WINDOW_SIZE;
-use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::descriptor::L1Descriptor;
 use mmu_armv5::regs::{Dacr, DomainAccess};
-use mmu_armv5::table::TableAlloc;
 use mmu_armv5::{Domain, Fault, FaultKind, FaultLevel, ModifiedVirtAddr, VirtAddr};
 
 /// What resolving a FASS fault flushed.
@@ -31,7 +37,7 @@ pub enum Flushed {
     Full,
 }
 
-/// The outcome of [`FassSwitch::resolve`].
+/// The outcome of [`Fass::resolve`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[must_use]
@@ -49,12 +55,13 @@ pub enum Resolution {
     NotFass(Fault),
 }
 
-impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize> FassSwitch<P, SPACES, SLOTS> {
+impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize>
+    Fass<P, SPACES, SLOTS, SEGMENTS>
+{
     /// Resolves a data or prefetch abort with status `fsr` at fault address `far`.
-    pub fn resolve<H: CacheMaintenance, A: TableAlloc + ?Sized>(
+    pub fn resolve<S: Platform + ?Sized>(
         &mut self,
-        hw: &mut H,
-        alloc: &mut A,
+        sys: &mut S,
         fsr: u32,
         far: u32,
     ) -> Result<Resolution, FassError> {
@@ -75,39 +82,55 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize> FassSwitch<P, SPA
             ModifiedVirtAddr::new(far)
         };
         let slot = mva.l1_index();
-        let desc = st.dir.entry(slot);
-        let Some(d) = st.domain else {
+        let wanted = if self.layout.classify(mva) == RegionKind::Shared {
+            self.segments
+                .at_slot(slot)
+                .filter(|(id, _)| st.segs.contains(*id))
+                .and_then(|(_, g)| Some((g.domain()?, g)))
+                .and_then(|(d, g)| Some((d, g.section(slot, d)?)))
+        } else {
+            let desc = st.dir.entry(slot);
+            st.domain
+                .filter(|_| desc.is_valid())
+                .map(|d| (d, desc.with_domain(d)))
+        };
+        let Some((d, want)) = wanted else {
             return Ok(Resolution::NotFass(fault));
         };
-        if !desc.is_valid() {
+        if self.cpd.entry(&*sys, slot)? == want {
             return Ok(Resolution::NotFass(fault));
         }
-        let want = desc.with_domain(d);
-        if self.cpd.entry(alloc, slot)? == want {
-            return Ok(Resolution::NotFass(fault));
-        }
+        self.fill(sys, slot, d, want)
+    }
+
+    /// Writes `want` (tagged `d`) into CPD slot `slot`, evicting the slot's
+    /// previous owner with the flush its dirty state requires.
+    fn fill<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        slot: usize,
+        d: Domain,
+        want: L1Descriptor,
+    ) -> Result<Resolution, FassError> {
         let prev = self.domains.slot_owner(slot).filter(|o| *o != d);
+        // Write the new entry before flushing, so no walk can refetch the
+        // old one after the TLB invalidation.
+        self.cpd.write(sys, slot, want)?;
         let flushed = match prev {
             None => Flushed::Nothing,
             Some(o) => {
                 self.stats.record(Event::Collision);
                 self.domains.release_slot(o, slot);
-                // Write the new entry before flushing, so no walk can
-                // refetch the old one after the TLB invalidation.
-                self.cpd.write(alloc, hw, slot, want)?;
                 if self.domains.is_dirty(o) {
-                    self.full_flush(hw);
+                    self.full_flush(sys);
                     Flushed::Full
                 } else {
-                    hw.invalidate_tlb();
+                    sys.invalidate_tlb();
                     self.stats.record(Event::TlbOnlyInvalidation);
                     Flushed::TlbOnly
                 }
             }
         };
-        if flushed == Flushed::Nothing {
-            self.cpd.write(alloc, hw, slot, want)?;
-        }
         self.domains.claim_slot(d, slot)?;
         self.domains.mark_dirty(Dacr::only(d, DomainAccess::Client));
         self.stats.record(Event::CpdFill);

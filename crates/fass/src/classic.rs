@@ -1,0 +1,514 @@
+//! The two classic strategies FASS is compared with, both with one hardware
+//! first-level table ([`PageTable`]) per address space, switched by
+//! reloading the translation table base:
+//!
+//! * [`TableKind::Fcse`]: the Linux FCSE patch (seed 002). Each space has
+//!   an FCSE PID. In [`PidMode::Guaranteed`] a switch is TTBR write + TLB
+//!   invalidate + FCSEIDR write and never flushes a cache; spaces cannot
+//!   map above 32 MiB. In [`PidMode::BestEffort`] PIDs are shared when they
+//!   run out and a space that maps above 32 MiB moves to PID 0 (its
+//!   first-level entries move from its window to window 0); the switch
+//!   flushes exactly when [`PidAllocator::switch`] decides so.
+//! * [`TableKind::Naive`]: no FCSE (every space runs at PID 0; FCSEIDR is
+//!   never written and must hold 0); every switch cleans and invalidates
+//!   the D-cache, invalidates the I-cache, reloads the TTBR and invalidates
+//!   the TLB.
+//!
+//! This module is the management half (spaces, pages, segments); the switch
+//! paths are in [`crate::switch`]. Private pages and segments are mapped in
+//! the caller's user domain, which the caller keeps enabled (client) in the
+//! DACR together with the kernel's; these strategies never write the DACR,
+//! so segments cannot be granted manager access here
+//! ([`SegmentError::ManagerUnsupported`]).
+//!
+//! Destroying a space whose lines may still be cached (FCSE: its PID is
+//! cache-dirty; naive: it is running) cleans and invalidates the caches, as
+//! Linux's `flush_cache_mm` at exit: otherwise dirty lines could later be
+//! written back over its frames' next owner.
+
+use crate::error::FassError;
+use crate::id::{SegmentId, SpaceId};
+use crate::layout::{Layout, RegionKind, SLOTS_PER_WINDOW};
+use crate::manager::{check_range, purge_page};
+use crate::pid::{FlushDecision, PidAllocator, PidContext, PidMode};
+use crate::platform::Platform;
+use crate::segment::{SegmentAccess, SegmentError, SegmentSet, SegmentSpec, Segments};
+use crate::space::{SpaceError, PAGE_SIZE};
+use crate::stats::{Event, Stats};
+use mmu_armv5::addr::{FCSE_PID_SHIFT, FCSE_WINDOW_SIZE};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor, L1Encoding};
+use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::regs::{Cp15Ext, Ttbr};
+use mmu_armv5::size::PageSizeKind;
+use mmu_armv5::table::{
+    MapAttrs, PageTable, SizePolicy, TableError, TableFlush, TableKind as HwTable, TableRef,
+};
+use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
+
+/// Which classic strategy a [`TableSwitch`] implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TableKind {
+    /// Per-space tables plus FCSE PIDs in the given mode.
+    Fcse(PidMode),
+    /// Per-space tables, PID 0, full flush on every switch.
+    Naive,
+}
+
+pub(crate) struct TableSpace {
+    pub(crate) table: PageTable,
+    pub(crate) pid: Option<PidContext>,
+    pub(crate) segs: SegmentSet,
+}
+
+impl TableSpace {
+    pub(crate) fn pid(&self) -> FcsePid {
+        self.pid.as_ref().map_or(FcsePid::ZERO, PidContext::pid)
+    }
+}
+
+/// A classic strategy: one hardware first-level table per space.
+pub struct TableSwitch<const SPACES: usize, const SEGMENTS: usize> {
+    pub(crate) kind: TableKind,
+    pub(crate) layout: Layout,
+    pub(crate) user: Domain,
+    pub(crate) encoding: L1Encoding,
+    pub(crate) kernel_root: PhysAddr,
+    pub(crate) pids: PidAllocator,
+    pub(crate) spaces: [Option<TableSpace>; SPACES],
+    pub(crate) segments: Segments<SEGMENTS>,
+    pub(crate) stats: Stats,
+    pub(crate) current: Option<SpaceId>,
+}
+
+impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
+    /// A strategy of `kind`. `kernel_root` is the boot first-level table:
+    /// its kernel-region entries are copied into every new space's table,
+    /// and it is loaded when the running space is destroyed. User mappings
+    /// go in domain `user`; first-level entries are written in `encoding`.
+    pub fn new(
+        kind: TableKind,
+        layout: Layout,
+        user: Domain,
+        encoding: L1Encoding,
+        kernel_root: PhysAddr,
+    ) -> Result<Self, FassError> {
+        TableRef::new(HwTable::L1, kernel_root)?;
+        let mode = match kind {
+            TableKind::Fcse(m) => m,
+            TableKind::Naive => PidMode::BestEffort,
+        };
+        Ok(TableSwitch {
+            kind,
+            layout,
+            user,
+            encoding,
+            kernel_root,
+            pids: PidAllocator::new(&layout, mode),
+            spaces: core::array::from_fn(|_| None),
+            segments: Segments::new(),
+            stats: Stats::ZERO,
+            current: None,
+        })
+    }
+
+    /// The strategy.
+    #[must_use]
+    pub const fn kind(&self) -> TableKind {
+        self.kind
+    }
+
+    /// The counters so far.
+    #[must_use]
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The running space.
+    #[must_use]
+    pub fn current(&self) -> Option<SpaceId> {
+        self.current
+    }
+
+    /// The PID allocator (unused in [`TableKind::Naive`]).
+    #[must_use]
+    pub fn pids(&self) -> &PidAllocator {
+        &self.pids
+    }
+
+    /// The physical address of space `id`'s first-level table.
+    pub fn root_of(&self, id: SpaceId) -> Result<PhysAddr, FassError> {
+        Ok(self.space(id)?.table.root())
+    }
+
+    /// The FCSE PID space `id` runs with (0 in [`TableKind::Naive`] and for
+    /// spaces larger than 32 MiB).
+    pub fn pid_of(&self, id: SpaceId) -> Result<FcsePid, FassError> {
+        Ok(self.space(id)?.pid())
+    }
+
+    /// The modified virtual address `va` of space `id` is known by now.
+    pub fn mva_of(&self, id: SpaceId, va: VirtAddr) -> Result<ModifiedVirtAddr, FassError> {
+        Ok(va.to_mva(self.space(id)?.pid()))
+    }
+
+    pub(crate) fn space(&self, id: SpaceId) -> Result<&TableSpace, FassError> {
+        self.spaces
+            .get(usize::from(id.0))
+            .and_then(Option::as_ref)
+            .ok_or(FassError::UnknownSpace(id))
+    }
+
+    pub(crate) fn space_mut(&mut self, id: SpaceId) -> Result<&mut TableSpace, FassError> {
+        self.spaces
+            .get_mut(usize::from(id.0))
+            .and_then(Option::as_mut)
+            .ok_or(FassError::UnknownSpace(id))
+    }
+
+    /// Full D-cache clean+invalidate and I-cache invalidate (no TLB).
+    pub(crate) fn flush_caches<S: CacheMaintenance + ?Sized>(&mut self, sys: &mut S) {
+        sys.clean_invalidate_dcache();
+        sys.invalidate_icache();
+        self.stats.record(Event::FullFlush);
+    }
+
+    /// Acts on a PID flush decision: full flush, then reports it done.
+    pub(crate) fn act<S: CacheMaintenance + ?Sized>(&mut self, sys: &mut S, d: FlushDecision) {
+        if let FlushDecision::Flush { ticket, .. } = d {
+            sys.flush_all();
+            self.stats.record(Event::FullFlush);
+            let _ = self.pids.flush_done(ticket);
+        }
+    }
+
+    /// Creates an empty space `id` with its own first-level table (holding
+    /// the kernel's entries) and, for FCSE, a PID.
+    pub fn create_space<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+    ) -> Result<(), FassError> {
+        let entry = self
+            .spaces
+            .get(usize::from(id.0))
+            .ok_or(FassError::SpaceIdOutOfRange(id))?;
+        if entry.is_some() {
+            return Err(FassError::SpaceExists(id));
+        }
+        let mut table = PageTable::with_encoding(sys, self.encoding)?;
+        let kernel = TableRef::new(HwTable::L1, self.kernel_root)?;
+        let mut flush = TableFlush::new();
+        for slot in self.layout.kernel().slots() {
+            let w = kernel.read(&*sys, slot)?;
+            if w & 3 != 0 {
+                let f = table.set_l1_entry(&*sys, slot, L1Descriptor::from_bits(w))?;
+                flush.merge(f);
+            }
+        }
+        flush.flush(sys);
+        let pid = match self.kind {
+            TableKind::Naive => None,
+            TableKind::Fcse(_) => match self.pids.allocate(id) {
+                Ok(a) => {
+                    if a.shared {
+                        self.stats.record(Event::PidShared);
+                    }
+                    self.act(sys, a.flush);
+                    Some(a.context)
+                }
+                Err(e) => {
+                    // SAFETY: the table was never loaded nor linked anywhere.
+                    let _ = unsafe { table.release(sys) };
+                    return Err(e.into());
+                }
+            },
+        };
+        if let Some(e) = self.spaces.get_mut(usize::from(id.0)) {
+            *e = Some(TableSpace {
+                table,
+                pid,
+                segs: SegmentSet::EMPTY,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_private(&self, va: VirtAddr, mva: ModifiedVirtAddr) -> Result<(), FassError> {
+        match self.layout.classify(mva) {
+            RegionKind::Kernel | RegionKind::Shared => Err(FassError::NotPrivate(va)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Best effort: makes space `id` large with mappings up to window
+    /// `highest`, moving it to PID 0 the first time (its entries move from
+    /// its window to window 0), and acts on the flush decision.
+    fn grow<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        highest: u8,
+    ) -> Result<(), FassError> {
+        let running = self.current == Some(id);
+        let st = self
+            .spaces
+            .get_mut(usize::from(id.0))
+            .and_then(Option::as_mut)
+            .ok_or(FassError::UnknownSpace(id))?;
+        let Some(ctx) = st.pid.as_mut() else {
+            return Ok(());
+        };
+        let old = ctx.pid();
+        let was_large = ctx.is_large();
+        let decision = self
+            .pids
+            .set_large(ctx, highest.max(ctx.highest_window()))?;
+        if !was_large && old != FcsePid::ZERO {
+            let first = (u32::from(old.get()) << FCSE_PID_SHIFT >> 20) as usize;
+            let mut flush = TableFlush::new();
+            for i in 0..SLOTS_PER_WINDOW {
+                let e = st.table.l1_entry(&*sys, first + i)?;
+                if e.is_valid() {
+                    flush.merge(st.table.set_l1_entry(&*sys, i, e)?);
+                    flush.merge(
+                        st.table
+                            .set_l1_entry(&*sys, first + i, L1Descriptor::FAULT)?,
+                    );
+                }
+            }
+            flush.flush(sys);
+            if running {
+                // SAFETY: the space's low mappings were just moved to
+                // window 0, where PID 0 puts its accesses; the kernel runs
+                // above 32 MiB and is not relocated.
+                unsafe { sys.set_fcse_pid(FcsePid::ZERO) };
+            }
+        }
+        self.act(sys, decision);
+        Ok(())
+    }
+
+    /// Maps `[va, va + len)` of space `id` to `[pa, pa + len)` with 4 KiB
+    /// pages (all checked first; on error nothing has changed, except that
+    /// a best-effort space asked to map above 32 MiB may have become large).
+    #[allow(clippy::too_many_arguments)]
+    pub fn map_pages<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        va: VirtAddr,
+        pa: PhysAddr,
+        len: u32,
+        ap: AccessPermission,
+        cache: CachePolicy,
+    ) -> Result<(), FassError> {
+        check_range(va, Some(pa), len)?;
+        let end = va.as_u32() + (len - 1);
+        let above = end >= FCSE_WINDOW_SIZE;
+        if above && self.kind == TableKind::Fcse(PidMode::Guaranteed) {
+            return Err(FassError::Pid(crate::pid::PidError::LargeNotSupported));
+        }
+        // Check with the PID the pages will have (0 once large: the same
+        // entries as now, moved).
+        let pid = self.space(id)?.pid();
+        for off in (0..len).step_by(PAGE_SIZE as usize) {
+            let v = VirtAddr::new(va.as_u32() + off);
+            self.check_private(
+                v,
+                if above {
+                    ModifiedVirtAddr::new(v.as_u32())
+                } else {
+                    v.to_mva(pid)
+                },
+            )?;
+            let mva = v.to_mva(pid);
+            if self.space(id)?.table.lookup(&*sys, mva)?.is_some() {
+                return Err(FassError::Space(SpaceError::AlreadyMapped(mva)));
+            }
+        }
+        if above && self.kind != TableKind::Naive {
+            self.grow(sys, id, (end >> FCSE_PID_SHIFT) as u8)?;
+        }
+        let pid = self.space(id)?.pid();
+        let attrs = MapAttrs::new(self.user, ap, cache);
+        for off in (0..len).step_by(PAGE_SIZE as usize) {
+            let mva = VirtAddr::new(va.as_u32() + off).to_mva(pid);
+            let p = PhysAddr::new(pa.as_u32() + off);
+            let st = self.space_mut(id)?;
+            match st.table.map(
+                sys,
+                mva,
+                p,
+                PAGE_SIZE,
+                attrs,
+                SizePolicy::Exactly(PageSizeKind::Small),
+            ) {
+                Ok(f) => f.flush(sys),
+                Err(e) => {
+                    for back in (0..off).step_by(PAGE_SIZE as usize) {
+                        let m = VirtAddr::new(va.as_u32() + back).to_mva(pid);
+                        let _ = self.unmap_one(sys, id, m);
+                    }
+                    return Err(e.into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn unmap_one<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        mva: ModifiedVirtAddr,
+    ) -> Result<(), FassError> {
+        purge_page(sys, mva);
+        let f = self.space_mut(id)?.table.unmap(sys, mva, PAGE_SIZE)?;
+        f.flush(sys);
+        Ok(())
+    }
+
+    /// Unmaps `[va, va + len)` of space `id` (every page must be mapped;
+    /// checked first). Each page's lines are cleaned and invalidated by MVA.
+    pub fn unmap_pages<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        va: VirtAddr,
+        len: u32,
+    ) -> Result<(), FassError> {
+        check_range(va, None, len)?;
+        let pid = self.space(id)?.pid();
+        for off in (0..len).step_by(PAGE_SIZE as usize) {
+            let v = VirtAddr::new(va.as_u32() + off);
+            let mva = v.to_mva(pid);
+            let m = self.space(id)?.table.lookup(&*sys, mva)?;
+            if m.is_none() || self.layout.classify(mva) == RegionKind::Shared {
+                return Err(FassError::Space(SpaceError::NotMapped(mva)));
+            }
+        }
+        for off in (0..len).step_by(PAGE_SIZE as usize) {
+            let mva = VirtAddr::new(va.as_u32() + off).to_mva(pid);
+            self.unmap_one(sys, id, mva)?;
+        }
+        Ok(())
+    }
+
+    /// Defines shared segment `id` (mapped nowhere yet).
+    pub fn create_segment(&mut self, id: SegmentId, spec: SegmentSpec) -> Result<(), FassError> {
+        Ok(self.segments.create(&self.layout, id, spec)?)
+    }
+
+    /// Removes the definition of segment `id`, which must be mapped nowhere.
+    pub fn destroy_segment(&mut self, id: SegmentId) -> Result<(), FassError> {
+        self.segments.destroy(id)?;
+        Ok(())
+    }
+
+    /// Maps segment `seg` into `space`'s table at `at` (its own address),
+    /// with sections. Only client access.
+    pub fn map_segment<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        space: SpaceId,
+        seg: SegmentId,
+        at: VirtAddr,
+        access: SegmentAccess,
+    ) -> Result<(), FassError> {
+        let mapped = self.space(space)?.segs;
+        let spec = *self.segments.check_map(space, mapped, seg, at)?.spec();
+        if access == SegmentAccess::Manager {
+            return Err(SegmentError::ManagerUnsupported(seg).into());
+        }
+        let attrs = MapAttrs::new(self.user, spec.ap, spec.cache);
+        let st = self.space_mut(space)?;
+        let f = st.table.map(
+            sys,
+            ModifiedVirtAddr::new(spec.base.as_u32()),
+            spec.pa,
+            spec.size,
+            attrs,
+            SizePolicy::Exactly(PageSizeKind::Section),
+        )?;
+        f.flush(sys);
+        st.segs = st.segs.with(seg);
+        self.segments.add_sharer(seg)?;
+        Ok(())
+    }
+
+    /// Unmaps segment `seg` from `space`. After the last sharer the caches
+    /// are flushed, so no line of the segment outlives its mappings.
+    pub fn unmap_segment<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        space: SpaceId,
+        seg: SegmentId,
+    ) -> Result<(), FassError> {
+        let st = self.space(space)?;
+        if !st.segs.contains(seg) {
+            return Err(SegmentError::NotMapped {
+                space,
+                segment: seg,
+            }
+            .into());
+        }
+        let spec = *self.segments.get(seg)?.spec();
+        let st = self.space_mut(space)?;
+        let f = st
+            .table
+            .unmap(sys, ModifiedVirtAddr::new(spec.base.as_u32()), spec.size)?;
+        f.flush(sys);
+        st.segs = st.segs.without(seg);
+        if self.segments.remove_sharer(seg)? {
+            self.flush_caches(sys);
+        }
+        Ok(())
+    }
+
+    /// Destroys space `id`: unmaps its segments, flushes the caches if its
+    /// lines may be cached, loads the kernel's table if it was running, and
+    /// frees its tables and PID.
+    pub fn destroy_space<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+    ) -> Result<(), FassError> {
+        let segs = self.space(id)?.segs;
+        for s in segs.iter() {
+            self.unmap_segment(sys, id, s)?;
+        }
+        let running = self.current == Some(id);
+        let cached = match self.kind {
+            TableKind::Naive => running,
+            TableKind::Fcse(_) => self.pids.is_dirty(self.space(id)?.pid()),
+        };
+        if cached {
+            self.flush_caches(sys);
+        }
+        if running {
+            // SAFETY: the kernel's own table maps the kernel region like
+            // every space's table does; no user space runs until the next
+            // switch loads one.
+            unsafe {
+                sys.set_ttbr(Ttbr::new(self.kernel_root).map_err(TableError::from)?);
+            }
+            sys.invalidate_tlb();
+            self.current = None;
+        }
+        let Some(st) = self
+            .spaces
+            .get_mut(usize::from(id.0))
+            .and_then(Option::take)
+        else {
+            return Err(FassError::UnknownSpace(id));
+        };
+        // SAFETY: the TTBR does not point at this table (loaded elsewhere
+        // above if it was running) and no other table links its tables.
+        unsafe { st.table.release(sys)? };
+        if let Some(ctx) = st.pid {
+            self.pids.release(ctx)?;
+        }
+        Ok(())
+    }
+}

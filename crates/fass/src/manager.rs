@@ -1,0 +1,627 @@
+//! The FASS address-space manager: spaces, shared segments, domains, the
+//! CPD and PIDs; creating, destroying, mapping and unmapping.
+//!
+//! [`Fass`] holds all FASS state. Its switch path is in [`crate::switch`]
+//! and its fault resolution (lazy CPD fills, collisions) in
+//! [`crate::resolve`]; this module holds everything else.
+//!
+//! * A space gets a best-effort FCSE PID at creation (shared when they run
+//!   out: domains catch the collisions) and a domain when it first runs
+//!   (recycled from another space by the [`VictimPolicy`] when none is free).
+//! * Private pages are 4 KiB pages, inside the space's 32 MiB window or
+//!   fixed above it (never in the kernel or shared region). Fixed pages
+//!   above 32 MiB are not relocated, so they may land in another space's
+//!   window: the CPD holds one of the two at a time and the other faults
+//!   into [`Fass::resolve`] (a collision). A fixed page inside the space's
+//!   own window aliases its low page at the same offset (the same MVA): the
+//!   directory rejects the second one as
+//!   [`SpaceError::AlreadyMapped`](crate::space::SpaceError::AlreadyMapped).
+//! * Shared segments ([`crate::segment`]) get a domain on first map and
+//!   give it back on last unmap; segment domains are never recycled, so
+//!   they count against the 15 a space could use.
+
+use crate::cpd::Cpd;
+use crate::domain::{DomainSet, DomainTable, Eviction, Owner};
+use crate::error::FassError;
+use crate::id::{SegmentId, SpaceId};
+use crate::layout::{Layout, RegionKind};
+use crate::pid::{PidAllocator, PidContext, PidMode};
+use crate::platform::Platform;
+use crate::policy::VictimPolicy;
+use crate::segment::{SegmentAccess, SegmentSet, SegmentSpec, Segments};
+use crate::space::{SpaceDir, SpaceError, PAGE_SIZE};
+use crate::stats::{Event, Stats};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess};
+use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
+
+pub(crate) struct SpaceState<const SLOTS: usize> {
+    pub(crate) pid: PidContext,
+    pub(crate) dir: SpaceDir<SLOTS>,
+    pub(crate) domain: Option<Domain>,
+    pub(crate) segs: SegmentSet,
+    pub(crate) seg_managed: SegmentSet,
+}
+
+/// Checks a range of 4 KiB pages: aligned, non-empty, not wrapping.
+pub(crate) fn check_range(va: VirtAddr, pa: Option<PhysAddr>, len: u32) -> Result<(), FassError> {
+    if len == 0 || len % PAGE_SIZE != 0 {
+        return Err(FassError::BadLength(len));
+    }
+    if va.as_u32() % PAGE_SIZE != 0 {
+        return Err(FassError::Space(SpaceError::Misaligned(va.as_u32())));
+    }
+    if va.as_u32().checked_add(len - 1).is_none() {
+        return Err(FassError::BadLength(len));
+    }
+    if let Some(pa) = pa {
+        if pa.as_u32() % PAGE_SIZE != 0 {
+            return Err(FassError::Space(SpaceError::Misaligned(pa.as_u32())));
+        }
+        if pa.as_u32().checked_add(len - 1).is_none() {
+            return Err(FassError::BadLength(len));
+        }
+    }
+    Ok(())
+}
+
+/// Cleans and invalidates the D- and I-cache lines of the 4 KiB page at
+/// `mva` (the VIVT caches know them by MVA), then drains the write buffer.
+pub(crate) fn purge_page<S: CacheMaintenance + ?Sized>(sys: &mut S, mva: ModifiedVirtAddr) {
+    let mva = mva.align_down(PAGE_SIZE);
+    let mut off = 0;
+    while off < PAGE_SIZE {
+        let a = ModifiedVirtAddr::new(mva.as_u32() + off);
+        sys.clean_invalidate_dcache_line(a);
+        sys.invalidate_icache_line(a);
+        off += S::DCACHE_LINE;
+    }
+    sys.drain_write_buffer();
+}
+
+/// FASS: FCSE PIDs plus domains as address-space tags over one CPD.
+///
+/// `SPACES` bounds the space identifiers (`0..SPACES`), `SLOTS` the
+/// first-level slots per space directory, `SEGMENTS` (at most 32) the
+/// segment identifiers.
+pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize> {
+    pub(crate) layout: Layout,
+    pub(crate) kernel: Domain,
+    pub(crate) pids: PidAllocator,
+    pub(crate) domains: DomainTable,
+    pub(crate) policy: P,
+    pub(crate) cpd: Cpd,
+    pub(crate) stats: Stats,
+    pub(crate) spaces: [Option<SpaceState<SLOTS>>; SPACES],
+    pub(crate) segments: Segments<SEGMENTS>,
+    pub(crate) current: Option<SpaceId>,
+}
+
+impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize>
+    Fass<P, SPACES, SLOTS, SEGMENTS>
+{
+    /// FASS over the CPD `cpd` (already loaded in the translation table
+    /// base, holding the kernel's mappings in domain `kernel`), with
+    /// `kernel` and `reserved` domains never handed out. PIDs are shared
+    /// when they run out (collisions are caught by domains).
+    pub fn new(
+        layout: Layout,
+        kernel: Domain,
+        reserved: DomainSet,
+        policy: P,
+        cpd: Cpd,
+    ) -> Result<Self, FassError> {
+        Ok(Fass {
+            layout,
+            kernel,
+            pids: PidAllocator::new(&layout, PidMode::BestEffort),
+            domains: DomainTable::new(kernel, reserved)?,
+            policy,
+            cpd,
+            stats: Stats::ZERO,
+            spaces: core::array::from_fn(|_| None),
+            segments: Segments::new(),
+            current: None,
+        })
+    }
+
+    /// The counters so far.
+    #[must_use]
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The domain table (read-only).
+    #[must_use]
+    pub fn domains(&self) -> &DomainTable {
+        &self.domains
+    }
+
+    /// The segment table (read-only).
+    #[must_use]
+    pub fn segments(&self) -> &Segments<SEGMENTS> {
+        &self.segments
+    }
+
+    /// The caching page directory.
+    #[must_use]
+    pub fn cpd(&self) -> &Cpd {
+        &self.cpd
+    }
+
+    /// The layout.
+    #[must_use]
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The running space.
+    #[must_use]
+    pub fn current(&self) -> Option<SpaceId> {
+        self.current
+    }
+
+    /// The FCSE PID of `id`.
+    pub fn pid_of(&self, id: SpaceId) -> Result<mmu_armv5::FcsePid, FassError> {
+        Ok(self.space(id)?.pid.pid())
+    }
+
+    /// The modified virtual address `va` of space `id` is known by.
+    pub fn mva_of(&self, id: SpaceId, va: VirtAddr) -> Result<ModifiedVirtAddr, FassError> {
+        Ok(va.to_mva(self.space(id)?.pid.pid()))
+    }
+
+    /// The domain `id` holds now, if any.
+    pub fn domain_of(&self, id: SpaceId) -> Result<Option<Domain>, FassError> {
+        Ok(self.space(id)?.domain)
+    }
+
+    /// The segments `id` maps.
+    pub fn segments_of(&self, id: SpaceId) -> Result<SegmentSet, FassError> {
+        Ok(self.space(id)?.segs)
+    }
+
+    /// The DACR value space `id` runs with if it holds `domain`: the
+    /// kernel's domain and `domain` as client, each segment it maps as
+    /// client or manager.
+    pub fn dacr_of(&self, id: SpaceId, domain: Domain) -> Result<Dacr, FassError> {
+        Ok(self
+            .user_dacr(self.space(id)?, domain)
+            .with(self.kernel, DomainAccess::Client))
+    }
+
+    /// The DACR bits of a space's own and segment domains (without the kernel's).
+    pub(crate) fn user_dacr(&self, st: &SpaceState<SLOTS>, domain: Domain) -> Dacr {
+        let mut v = Dacr::only(domain, DomainAccess::Client);
+        for s in st.segs.iter() {
+            if let Some(d) = self.segments.get(s).ok().and_then(|g| g.domain()) {
+                let a = if st.seg_managed.contains(s) {
+                    DomainAccess::Manager
+                } else {
+                    DomainAccess::Client
+                };
+                v = v.with(d, a);
+            }
+        }
+        v
+    }
+
+    pub(crate) fn space(&self, id: SpaceId) -> Result<&SpaceState<SLOTS>, FassError> {
+        self.spaces
+            .get(usize::from(id.0))
+            .and_then(Option::as_ref)
+            .ok_or(FassError::UnknownSpace(id))
+    }
+
+    pub(crate) fn space_mut(&mut self, id: SpaceId) -> Result<&mut SpaceState<SLOTS>, FassError> {
+        self.spaces
+            .get_mut(usize::from(id.0))
+            .and_then(Option::as_mut)
+            .ok_or(FassError::UnknownSpace(id))
+    }
+
+    /// Creates an empty address space `id` with an FCSE PID (shared if none is free).
+    pub fn create_space(&mut self, id: SpaceId) -> Result<(), FassError> {
+        let entry = self
+            .spaces
+            .get_mut(usize::from(id.0))
+            .ok_or(FassError::SpaceIdOutOfRange(id))?;
+        if entry.is_some() {
+            return Err(FassError::SpaceExists(id));
+        }
+        let a = self.pids.allocate(id)?;
+        if a.shared {
+            self.stats.record(Event::PidShared);
+        }
+        // Best-effort allocation never asks for a flush; FASS relies on domains anyway.
+        let _ = a.flush;
+        *entry = Some(SpaceState {
+            pid: a.context,
+            dir: SpaceDir::new(),
+            domain: None,
+            segs: SegmentSet::EMPTY,
+            seg_managed: SegmentSet::EMPTY,
+        });
+        Ok(())
+    }
+
+    /// After a full flush: every domain clean but those the running space uses.
+    pub(crate) fn full_flush<S: CacheMaintenance + ?Sized>(&mut self, sys: &mut S) {
+        sys.flush_all();
+        self.domains.mark_all_clean();
+        self.stats.record(Event::FullFlush);
+        if let Some(st) = self.current.and_then(|c| self.space(c).ok()) {
+            if let Some(d) = st.domain {
+                let v = self.user_dacr(st, d);
+                self.domains.mark_dirty(v);
+            }
+        }
+    }
+
+    /// Acts on an eviction or release whose CPD slots were already cleared.
+    fn after_eviction<S: CacheMaintenance + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        e: &Eviction,
+        recycled: bool,
+    ) {
+        match e.owner {
+            Owner::Space(s) => {
+                if let Ok(st) = self.space_mut(s) {
+                    st.domain = None;
+                }
+            }
+            Owner::Segment(g) => {
+                let _ = self.segments.set_domain(g, None);
+            }
+        }
+        if recycled {
+            self.stats.record(if e.was_dirty {
+                Event::DomainRecycledDirty
+            } else {
+                Event::DomainRecycledClean
+            });
+        }
+        if e.was_dirty {
+            self.full_flush(sys);
+        } else if e.slots > 0 {
+            sys.invalidate_tlb();
+            self.stats.record(Event::TlbOnlyInvalidation);
+        }
+    }
+
+    /// Domains that must not be recycled now: the current space's own and
+    /// every segment's.
+    fn protected(&self) -> DomainSet {
+        let mut p = DomainSet::EMPTY;
+        if let Some(d) = self.current.and_then(|c| self.space(c).ok()?.domain) {
+            p = p.with(d);
+        }
+        for d in self.segments.domains() {
+            p = p.with(d);
+        }
+        p
+    }
+
+    /// Takes a domain for `owner`, recycling one if none is free.
+    pub(crate) fn acquire_domain<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        owner: Owner,
+    ) -> Result<Domain, FassError> {
+        let protect = self.protected();
+        let mut cpd_error = None;
+        let cpd = &mut self.cpd;
+        let acquired = self
+            .domains
+            .acquire(owner, protect, &mut self.policy, |slot| {
+                if let Err(e) = cpd.clear(&mut *sys, slot) {
+                    cpd_error = Some(e);
+                }
+            })?;
+        if let Some(e) = cpd_error {
+            return Err(FassError::Table(e));
+        }
+        match &acquired.evicted {
+            Some(e) => self.after_eviction(sys, e, true),
+            None => self.stats.record(Event::DomainAllocated),
+        }
+        Ok(acquired.domain)
+    }
+
+    /// Gives back the domain of `owner` (if it holds one), clearing its CPD
+    /// slots; flushes if it is dirty.
+    fn release_domain<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        owner: Owner,
+    ) -> Result<(), FassError> {
+        let mut cpd_error = None;
+        let cpd = &mut self.cpd;
+        let ev = self.domains.release(owner, |slot| {
+            if let Err(e) = cpd.clear(&mut *sys, slot) {
+                cpd_error = Some(e);
+            }
+        });
+        if let Some(e) = cpd_error {
+            return Err(FassError::Table(e));
+        }
+        if let Some(e) = ev {
+            self.after_eviction(sys, &e, false);
+        }
+        Ok(())
+    }
+
+    fn check_private(&self, va: VirtAddr, mva: ModifiedVirtAddr) -> Result<(), FassError> {
+        match self.layout.classify(mva) {
+            RegionKind::Kernel | RegionKind::Shared => Err(FassError::NotPrivate(va)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes a changed directory slot through to the CPD if the space owns it there.
+    fn write_through<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        slot: usize,
+    ) -> Result<(), FassError> {
+        let st = self.space(id)?;
+        let Some(d) = st.domain else { return Ok(()) };
+        if self.domains.slot_owner(slot) != Some(d) {
+            return Ok(());
+        }
+        let desc = st.dir.entry(slot);
+        if desc.is_valid() {
+            self.cpd.write(sys, slot, desc.with_domain(d))?;
+        } else {
+            self.cpd.clear(&mut *sys, slot)?;
+            self.domains.release_slot(d, slot);
+        }
+        sys.invalidate_tlb();
+        self.stats.record(Event::TlbOnlyInvalidation);
+        Ok(())
+    }
+
+    /// Maps the 4 KiB page at `va` of space `id` (inside or above its 32 MiB
+    /// window, never in the kernel or shared region) to `pa`.
+    pub fn map_page<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        va: VirtAddr,
+        pa: PhysAddr,
+        ap: AccessPermission,
+        cache: CachePolicy,
+    ) -> Result<(), FassError> {
+        self.map_pages(sys, id, va, pa, PAGE_SIZE, ap, cache)
+    }
+
+    /// Maps `[va, va + len)` of space `id` to `[pa, pa + len)` with 4 KiB
+    /// pages. Every page is checked first (alignment, private region, not
+    /// mapped); if table memory runs out part-way, the pages already mapped
+    /// are unmapped again, so on error nothing has changed.
+    #[allow(clippy::too_many_arguments)]
+    pub fn map_pages<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        va: VirtAddr,
+        pa: PhysAddr,
+        len: u32,
+        ap: AccessPermission,
+        cache: CachePolicy,
+    ) -> Result<(), FassError> {
+        check_range(va, Some(pa), len)?;
+        let pid = self.space(id)?.pid.pid();
+        for off in (0..len).step_by(PAGE_SIZE as usize) {
+            let v = VirtAddr::new(va.as_u32() + off);
+            let mva = v.to_mva(pid);
+            self.check_private(v, mva)?;
+            if self.space(id)?.dir.lookup(&*sys, mva)?.is_some() {
+                return Err(FassError::Space(SpaceError::AlreadyMapped(mva)));
+            }
+        }
+        for off in (0..len).step_by(PAGE_SIZE as usize) {
+            let v = VirtAddr::new(va.as_u32() + off);
+            let p = PhysAddr::new(pa.as_u32() + off);
+            if let Err(e) = self.map_one(sys, id, v.to_mva(pid), p, ap, cache) {
+                for back in (0..off).step_by(PAGE_SIZE as usize) {
+                    let v = VirtAddr::new(va.as_u32() + back);
+                    let _ = self.unmap_one(sys, id, v.to_mva(pid));
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn map_one<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        mva: ModifiedVirtAddr,
+        pa: PhysAddr,
+        ap: AccessPermission,
+        cache: CachePolicy,
+    ) -> Result<(), FassError> {
+        let change = self.space_mut(id)?.dir.map(sys, mva, pa, ap, cache)?;
+        change.flush.flush(sys);
+        if let Some(slot) = change.l1_changed {
+            self.write_through(sys, id, slot)?;
+        }
+        Ok(())
+    }
+
+    fn unmap_one<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        mva: ModifiedVirtAddr,
+    ) -> Result<(), FassError> {
+        purge_page(sys, mva);
+        let change = self.space_mut(id)?.dir.unmap(sys, mva)?;
+        change.flush.flush(sys);
+        if let Some(slot) = change.l1_changed {
+            self.write_through(sys, id, slot)?;
+        }
+        Ok(())
+    }
+
+    /// Unmaps the 4 KiB page at `va` of space `id`.
+    pub fn unmap_page<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        va: VirtAddr,
+    ) -> Result<(), FassError> {
+        self.unmap_pages(sys, id, va, PAGE_SIZE)
+    }
+
+    /// Unmaps `[va, va + len)` of space `id`: every page must be mapped
+    /// (checked first; on error nothing changes). Each page's cache lines
+    /// are cleaned and invalidated by MVA before it goes.
+    pub fn unmap_pages<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        va: VirtAddr,
+        len: u32,
+    ) -> Result<(), FassError> {
+        check_range(va, None, len)?;
+        let pid = self.space(id)?.pid.pid();
+        for off in (0..len).step_by(PAGE_SIZE as usize) {
+            let mva = VirtAddr::new(va.as_u32() + off).to_mva(pid);
+            if self.space(id)?.dir.lookup(&*sys, mva)?.is_none() {
+                return Err(FassError::Space(SpaceError::NotMapped(mva)));
+            }
+        }
+        for off in (0..len).step_by(PAGE_SIZE as usize) {
+            let mva = VirtAddr::new(va.as_u32() + off).to_mva(pid);
+            self.unmap_one(sys, id, mva)?;
+        }
+        Ok(())
+    }
+
+    /// Defines shared segment `id` (mapped nowhere yet).
+    pub fn create_segment(&mut self, id: SegmentId, spec: SegmentSpec) -> Result<(), FassError> {
+        Ok(self.segments.create(&self.layout, id, spec)?)
+    }
+
+    /// Removes the definition of segment `id`, which must be mapped nowhere.
+    pub fn destroy_segment(&mut self, id: SegmentId) -> Result<(), FassError> {
+        self.segments.destroy(id)?;
+        Ok(())
+    }
+
+    /// Maps segment `seg` into space `space` at `at`, which must be the
+    /// segment's own address. The first sharer gets the segment a domain
+    /// (recycling a space's if none is free). If `space` is running, its
+    /// DACR is reloaded at once.
+    pub fn map_segment<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        space: SpaceId,
+        seg: SegmentId,
+        at: VirtAddr,
+        access: SegmentAccess,
+    ) -> Result<(), FassError> {
+        let mapped = self.space(space)?.segs;
+        self.segments.check_map(space, mapped, seg, at)?;
+        if self.segments.add_sharer(seg)? {
+            match self.acquire_domain(sys, Owner::Segment(seg)) {
+                Ok(d) => self.segments.set_domain(seg, Some(d))?,
+                Err(e) => {
+                    let _ = self.segments.remove_sharer(seg);
+                    return Err(e);
+                }
+            }
+        }
+        let st = self.space_mut(space)?;
+        st.segs = st.segs.with(seg);
+        if access == SegmentAccess::Manager {
+            st.seg_managed = st.seg_managed.with(seg);
+        }
+        self.reload_dacr_if_current(sys, space)
+    }
+
+    /// Unmaps segment `seg` from space `space`. The last sharer gives the
+    /// segment's domain back: its CPD slots are cleared and, if it is
+    /// dirty, the caches flushed (its lines must not outlive the mapping).
+    pub fn unmap_segment<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        space: SpaceId,
+        seg: SegmentId,
+    ) -> Result<(), FassError> {
+        let st = self.space(space)?;
+        if !st.segs.contains(seg) {
+            return Err(FassError::Segment(
+                crate::segment::SegmentError::NotMapped {
+                    space,
+                    segment: seg,
+                },
+            ));
+        }
+        let st = self.space_mut(space)?;
+        st.segs = st.segs.without(seg);
+        st.seg_managed = st.seg_managed.without(seg);
+        // No TLB maintenance: the segment's entries carry its domain, which
+        // the new DACR no longer enables.
+        self.reload_dacr_if_current(sys, space)?;
+        if self.segments.remove_sharer(seg)? {
+            self.release_domain(sys, Owner::Segment(seg))?;
+            self.segments.set_domain(seg, None)?;
+        }
+        Ok(())
+    }
+
+    fn reload_dacr_if_current<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        space: SpaceId,
+    ) -> Result<(), FassError> {
+        if self.current != Some(space) {
+            return Ok(());
+        }
+        let st = self.space(space)?;
+        let Some(d) = st.domain else { return Ok(()) };
+        let user = self.user_dacr(st, d);
+        self.domains.mark_dirty(user);
+        // SAFETY: the kernel's domain stays client; only domains `space`
+        // owns or shares are opened, as on a switch to it.
+        unsafe { sys.set_dacr(user.with(self.kernel, DomainAccess::Client)) };
+        Ok(())
+    }
+
+    /// Destroys space `id`: unmaps its segments, takes back its domain
+    /// (flushing if it is dirty, since its lines would otherwise outlive
+    /// it), frees its tables and PID.
+    pub fn destroy_space<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+    ) -> Result<(), FassError> {
+        let segs = self.space(id)?.segs;
+        for s in segs.iter() {
+            self.unmap_segment(sys, id, s)?;
+        }
+        self.release_domain(sys, Owner::Space(id))?;
+        if self.current == Some(id) {
+            self.current = None;
+        }
+        let Some(mut st) = self
+            .spaces
+            .get_mut(usize::from(id.0))
+            .and_then(Option::take)
+        else {
+            return Err(FassError::UnknownSpace(id));
+        };
+        // SAFETY: the CPD slots pointing at this space's tables were cleared
+        // above (every CPD copy of its entries is in its domain's slot set).
+        unsafe { st.dir.release(sys) };
+        self.pids.release(st.pid)?;
+        Ok(())
+    }
+}

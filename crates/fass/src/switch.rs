@@ -1,0 +1,717 @@
+//! Address-space switching strategies behind one interface.
+//!
+//! [`SwitchStrategy`] is what benchmarks and tests drive, so the three
+//! strategies are compared on equal terms: the same calls create, map,
+//! share, switch and resolve faults. This module holds the trait and the
+//! three switch paths:
+//!
+//! | strategy | switch | caches |
+//! |---|---|---|
+//! | [`Fass`] | DACR write + FCSEIDR write (domain recycled first if the space has none) | flushed only when a dirty domain is recycled or a collision takes a dirty owner's slot |
+//! | [`TableSwitch`] with [`TableKind::Fcse`] | TTBR write + TLB invalidate + FCSEIDR write | guaranteed mode: never; best effort: when [`PidAllocator::switch`](crate::pid::PidAllocator::switch) decides |
+//! | [`TableSwitch`] with [`TableKind::Naive`] | D-cache clean+invalidate, I-cache invalidate, TTBR write, TLB invalidate | every switch |
+//!
+//! Switching to the space already running does nothing.
+
+use crate::classic::{TableKind, TableSwitch};
+use crate::domain::Owner;
+use crate::error::FassError;
+use crate::id::{SegmentId, SpaceId};
+use crate::manager::Fass;
+use crate::pid::FlushDecision;
+use crate::platform::Platform;
+use crate::policy::VictimPolicy;
+use crate::resolve::Resolution;
+use crate::segment::{SegmentAccess, SegmentSpec};
+use crate::stats::{Event, Stats};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+use mmu_armv5::regs::{Cp15Ext, Ttbr};
+use mmu_armv5::table::TableError;
+use mmu_armv5::{Fault, ModifiedVirtAddr, PhysAddr, VirtAddr};
+
+/// A way of managing and switching address spaces.
+///
+/// Every method that touches tables or caches takes the [`Platform`] it
+/// runs on.
+pub trait SwitchStrategy {
+    /// Creates an empty address space `id`.
+    fn create_space<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+    ) -> Result<(), FassError>;
+    /// Destroys space `id` and everything it maps.
+    fn destroy_space<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+    ) -> Result<(), FassError>;
+    /// Maps `[va, va + len)` of `id` to `[pa, pa + len)` with 4 KiB pages.
+    #[allow(clippy::too_many_arguments)]
+    fn map_pages<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        va: VirtAddr,
+        pa: PhysAddr,
+        len: u32,
+        ap: AccessPermission,
+        cache: CachePolicy,
+    ) -> Result<(), FassError>;
+    /// Unmaps `[va, va + len)` of `id` (every page must be mapped).
+    fn unmap_pages<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        va: VirtAddr,
+        len: u32,
+    ) -> Result<(), FassError>;
+    /// Defines shared segment `id`.
+    fn create_segment(&mut self, id: SegmentId, spec: SegmentSpec) -> Result<(), FassError>;
+    /// Removes the definition of segment `id` (mapped nowhere).
+    fn destroy_segment(&mut self, id: SegmentId) -> Result<(), FassError>;
+    /// Maps segment `seg` into `space` at `at`, the segment's own address.
+    fn map_segment<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        space: SpaceId,
+        seg: SegmentId,
+        at: VirtAddr,
+        access: SegmentAccess,
+    ) -> Result<(), FassError>;
+    /// Unmaps segment `seg` from `space`.
+    fn unmap_segment<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        space: SpaceId,
+        seg: SegmentId,
+    ) -> Result<(), FassError>;
+    /// Makes `next` the running address space.
+    fn switch_to<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        next: SpaceId,
+    ) -> Result<(), FassError>;
+    /// Resolves an abort (`fsr`, `far`) the strategy may have caused
+    /// (FASS: CPD fills and collisions); other strategies cause none.
+    fn resolve<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        fsr: u32,
+        far: u32,
+    ) -> Result<Resolution, FassError>;
+    /// The modified virtual address `va` of space `id` is known by now.
+    fn mva_of(&self, id: SpaceId, va: VirtAddr) -> Result<ModifiedVirtAddr, FassError>;
+    /// The running space.
+    fn current(&self) -> Option<SpaceId>;
+    /// The counters so far.
+    fn stats(&self) -> &Stats;
+}
+
+impl<P, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize> SwitchStrategy
+    for Fass<P, SPACES, SLOTS, SEGMENTS>
+where
+    P: VictimPolicy,
+{
+    fn create_space<S: Platform + ?Sized>(
+        &mut self,
+        _sys: &mut S,
+        id: SpaceId,
+    ) -> Result<(), FassError> {
+        Fass::create_space(self, id)
+    }
+
+    fn destroy_space<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+    ) -> Result<(), FassError> {
+        Fass::destroy_space(self, sys, id)
+    }
+
+    fn map_pages<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        va: VirtAddr,
+        pa: PhysAddr,
+        len: u32,
+        ap: AccessPermission,
+        cache: CachePolicy,
+    ) -> Result<(), FassError> {
+        Fass::map_pages(self, sys, id, va, pa, len, ap, cache)
+    }
+
+    fn unmap_pages<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        va: VirtAddr,
+        len: u32,
+    ) -> Result<(), FassError> {
+        Fass::unmap_pages(self, sys, id, va, len)
+    }
+
+    fn create_segment(&mut self, id: SegmentId, spec: SegmentSpec) -> Result<(), FassError> {
+        Fass::create_segment(self, id, spec)
+    }
+
+    fn destroy_segment(&mut self, id: SegmentId) -> Result<(), FassError> {
+        Fass::destroy_segment(self, id)
+    }
+
+    fn map_segment<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        space: SpaceId,
+        seg: SegmentId,
+        at: VirtAddr,
+        access: SegmentAccess,
+    ) -> Result<(), FassError> {
+        Fass::map_segment(self, sys, space, seg, at, access)
+    }
+
+    fn unmap_segment<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        space: SpaceId,
+        seg: SegmentId,
+    ) -> Result<(), FassError> {
+        Fass::unmap_segment(self, sys, space, seg)
+    }
+
+    /// In steady state exactly one DACR write and one FCSEIDR write.
+    fn switch_to<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        next: SpaceId,
+    ) -> Result<(), FassError> {
+        let (domain, pid) = {
+            let st = self.space(next)?;
+            (st.domain, st.pid.pid())
+        };
+        if self.current == Some(next) {
+            return Ok(());
+        }
+        self.stats.record(Event::Switch);
+        let d = match domain {
+            Some(d) => d,
+            None => {
+                let d = self.acquire_domain(sys, Owner::Space(next))?;
+                self.space_mut(next)?.domain = Some(d);
+                d
+            }
+        };
+        self.policy.touch(d);
+        let user = self.user_dacr(self.space(next)?, d);
+        // Conservative, as Pistachio: a space that runs may fill the cache
+        // with lines of its own domain and of its segments'.
+        self.domains.mark_dirty(user);
+        let dacr = user.with(self.kernel, mmu_armv5::regs::DomainAccess::Client);
+        // SAFETY: the kernel's domain stays client, so kernel code and data
+        // (above 32 MiB by the layout, unaffected by the PID) stay reachable;
+        // only `next`'s own domain and its segments' are opened; the caches
+        // may hold other spaces' lines at other MVAs only, or in domains
+        // `next` cannot use (collisions are caught as domain faults).
+        unsafe {
+            sys.set_dacr(dacr);
+            sys.set_fcse_pid(pid);
+        }
+        self.current = Some(next);
+        Ok(())
+    }
+
+    fn resolve<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        fsr: u32,
+        far: u32,
+    ) -> Result<Resolution, FassError> {
+        Fass::resolve(self, sys, fsr, far)
+    }
+
+    fn mva_of(&self, id: SpaceId, va: VirtAddr) -> Result<ModifiedVirtAddr, FassError> {
+        Fass::mva_of(self, id, va)
+    }
+
+    fn current(&self) -> Option<SpaceId> {
+        self.current
+    }
+
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+}
+
+impl<const SPACES: usize, const SEGMENTS: usize> SwitchStrategy for TableSwitch<SPACES, SEGMENTS> {
+    fn create_space<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+    ) -> Result<(), FassError> {
+        TableSwitch::create_space(self, sys, id)
+    }
+
+    fn destroy_space<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+    ) -> Result<(), FassError> {
+        TableSwitch::destroy_space(self, sys, id)
+    }
+
+    fn map_pages<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        va: VirtAddr,
+        pa: PhysAddr,
+        len: u32,
+        ap: AccessPermission,
+        cache: CachePolicy,
+    ) -> Result<(), FassError> {
+        TableSwitch::map_pages(self, sys, id, va, pa, len, ap, cache)
+    }
+
+    fn unmap_pages<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        va: VirtAddr,
+        len: u32,
+    ) -> Result<(), FassError> {
+        TableSwitch::unmap_pages(self, sys, id, va, len)
+    }
+
+    fn create_segment(&mut self, id: SegmentId, spec: SegmentSpec) -> Result<(), FassError> {
+        TableSwitch::create_segment(self, id, spec)
+    }
+
+    fn destroy_segment(&mut self, id: SegmentId) -> Result<(), FassError> {
+        TableSwitch::destroy_segment(self, id)
+    }
+
+    fn map_segment<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        space: SpaceId,
+        seg: SegmentId,
+        at: VirtAddr,
+        access: SegmentAccess,
+    ) -> Result<(), FassError> {
+        TableSwitch::map_segment(self, sys, space, seg, at, access)
+    }
+
+    fn unmap_segment<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        space: SpaceId,
+        seg: SegmentId,
+    ) -> Result<(), FassError> {
+        TableSwitch::unmap_segment(self, sys, space, seg)
+    }
+
+    fn switch_to<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        next: SpaceId,
+    ) -> Result<(), FassError> {
+        let root = self.space(next)?.table.root();
+        if self.current == Some(next) {
+            return Ok(());
+        }
+        let ttbr = Ttbr::new(root).map_err(TableError::from)?;
+        self.stats.record(Event::Switch);
+        match self.kind {
+            TableKind::Naive => {
+                self.flush_caches(sys);
+                // SAFETY: every space's table holds the kernel's entries, so
+                // the kernel stays mapped; the caches were just cleaned and
+                // invalidated, so no line of the previous space survives.
+                unsafe { sys.set_ttbr(ttbr) };
+                sys.invalidate_tlb();
+            }
+            TableKind::Fcse(_) => {
+                let prev = self.current;
+                let mut prev_ctx = prev
+                    .and_then(|p| self.spaces.get_mut(usize::from(p.0)))
+                    .and_then(Option::as_mut)
+                    .and_then(|st| st.pid.take());
+                let next_ctx = self
+                    .spaces
+                    .get(usize::from(next.0))
+                    .and_then(Option::as_ref)
+                    .and_then(|st| st.pid.as_ref());
+                let decided = match next_ctx {
+                    Some(n) => self.pids.switch(prev_ctx.as_mut(), n),
+                    None => Ok(crate::pid::PidSwitch {
+                        pid: mmu_armv5::FcsePid::ZERO,
+                        flush: FlushDecision::None,
+                    }),
+                };
+                if let (Some(p), Some(ctx)) = (prev, prev_ctx) {
+                    if let Ok(st) = self.space_mut(p) {
+                        st.pid = Some(ctx);
+                    }
+                }
+                let decided = decided?;
+                if let FlushDecision::Flush { ticket, .. } = decided.flush {
+                    self.flush_caches(sys);
+                    let _ = self.pids.flush_done(ticket);
+                } else {
+                    self.stats.record(Event::TlbOnlyInvalidation);
+                }
+                // SAFETY: every space's table holds the kernel's entries;
+                // the kernel runs above 32 MiB, unaffected by the PID; the
+                // PID allocator decided (and we performed) any flush the
+                // next space's window needs.
+                unsafe { sys.set_ttbr(ttbr) };
+                sys.invalidate_tlb();
+                // SAFETY: as above.
+                unsafe { sys.set_fcse_pid(decided.pid) };
+            }
+        }
+        self.current = Some(next);
+        Ok(())
+    }
+
+    fn resolve<S: Platform + ?Sized>(
+        &mut self,
+        _sys: &mut S,
+        fsr: u32,
+        _far: u32,
+    ) -> Result<Resolution, FassError> {
+        Ok(Resolution::NotFass(Fault::from_fsr(fsr)))
+    }
+
+    fn mva_of(&self, id: SpaceId, va: VirtAddr) -> Result<ModifiedVirtAddr, FassError> {
+        TableSwitch::mva_of(self, id, va)
+    }
+
+    fn current(&self) -> Option<SpaceId> {
+        self.current
+    }
+
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpd::Cpd;
+    use crate::domain::DomainSet;
+    use crate::layout::Layout;
+    use crate::layout::Region;
+    use crate::platform::Split;
+    use crate::policy::DefaultPolicy;
+    use crate::resolve::{Flushed, Resolution};
+    use crate::space::tests::pool;
+    use mmu_armv5::descriptor::L1Encoding;
+    use mmu_armv5::maint::Arm926;
+    use mmu_armv5::regs::{Cp15Event, Cp15Reg, MockCp15};
+    use mmu_armv5::table::TablePool;
+    use mmu_armv5::table::{TableKind, TableRef};
+    use mmu_armv5::Domain;
+    use mmu_armv5::{Fault, FcsePid};
+    use std::vec::Vec;
+
+    type Hw = Arm926<MockCp15>;
+    type F = Fass<DefaultPolicy, 64, 40, 4>;
+    type Sys = Split<Hw, TablePool<'static, 64>>;
+
+    fn d(n: u8) -> Domain {
+        Domain::new(n).unwrap()
+    }
+
+    pub(crate) fn setup(layout: Layout, reserved: DomainSet) -> (F, Sys) {
+        let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool());
+        let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
+        let f = F::new(
+            layout,
+            d(0),
+            reserved,
+            DefaultPolicy::default(),
+            Cpd::new(root.pa, L1Encoding::Arm9).unwrap(),
+        )
+        .unwrap();
+        (f, sys)
+    }
+
+    fn map(f: &mut F, sys: &mut Sys, s: u16, va: u32, pa: u32) {
+        f.map_page(
+            sys,
+            SpaceId(s),
+            VirtAddr::new(va),
+            PhysAddr::new(pa),
+            AccessPermission::ReadWrite,
+            CachePolicy::WriteBack,
+        )
+        .unwrap();
+    }
+
+    fn one_pid_layout() -> Layout {
+        Layout::new(
+            FcsePid::new(1).unwrap(),
+            FcsePid::new(1).unwrap(),
+            Region::new(0x8000_0000, 1 << 30).unwrap(),
+            Region::new(0xC000_0000, 1 << 30).unwrap(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn steady_state_switch_is_exactly_one_dacr_and_one_fcseidr_write() {
+        let (mut f, mut sys) = setup(Layout::DEMO, DomainSet::EMPTY);
+        let n = 15u16; // every free domain
+        for s in 0..n {
+            f.create_space(SpaceId(s)).unwrap();
+            map(
+                &mut f,
+                &mut sys,
+                s,
+                0x8000,
+                0x0010_0000 + u32::from(s) * 0x1000,
+            );
+        }
+        for s in 0..n {
+            f.switch_to(&mut sys, SpaceId(s)).unwrap();
+            let r = f.resolve(&mut sys, 0x005, 0x8000).unwrap();
+            assert!(matches!(
+                r,
+                Resolution::Resolved {
+                    flushed: Flushed::Nothing,
+                    collided_with: None,
+                    ..
+                }
+            ));
+        }
+        let before = *f.stats();
+        for _round in 0..3 {
+            for s in 0..n {
+                sys.hw.cp15_mut().clear();
+                f.switch_to(&mut sys, SpaceId(s)).unwrap();
+                let dom = f.domain_of(SpaceId(s)).unwrap().unwrap();
+                let pid = f.pid_of(SpaceId(s)).unwrap();
+                assert_eq!(
+                    sys.hw.cp15().events(),
+                    [
+                        Cp15Event::Write(Cp15Reg::Dacr, f.dacr_of(SpaceId(s), dom).unwrap().bits()),
+                        Cp15Event::Write(Cp15Reg::Fcseidr, pid.fcseidr_value()),
+                    ]
+                );
+                // No fault: the CPD still holds the space's slot.
+                assert!(matches!(
+                    f.resolve(&mut sys, 0x005, 0x8000).unwrap(),
+                    Resolution::NotFass(_)
+                ));
+            }
+        }
+        let delta = f.stats().since(&before);
+        assert_eq!(delta.switches, 45);
+        assert_eq!(delta.full_flushes, 0);
+        assert_eq!(delta.tlb_only, 0);
+        assert_eq!(delta.collisions, 0);
+    }
+
+    #[test]
+    fn collisions_on_a_shared_pid_move_the_slot_and_flush_a_dirty_owner() {
+        let (mut f, mut sys) = setup(one_pid_layout(), DomainSet::EMPTY);
+        f.create_space(SpaceId(0)).unwrap();
+        f.create_space(SpaceId(1)).unwrap();
+        assert_eq!(f.stats().pid_shares, 1);
+        map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
+        map(&mut f, &mut sys, 1, 0x8000, 0x0020_0000);
+        f.switch_to(&mut sys, SpaceId(0)).unwrap();
+        let da = f.domain_of(SpaceId(0)).unwrap().unwrap();
+        assert_eq!(
+            f.resolve(&mut sys, 0x005, 0x8000).unwrap(),
+            Resolution::Resolved {
+                slot: 0x20,
+                collided_with: None,
+                flushed: Flushed::Nothing
+            }
+        );
+        f.switch_to(&mut sys, SpaceId(1)).unwrap();
+        let db = f.domain_of(SpaceId(1)).unwrap().unwrap();
+        sys.hw.cp15_mut().clear();
+        // Hardware reports the MVA.
+        let fsr = 0x009 | (u32::from(da.get()) << 4);
+        assert_eq!(
+            f.resolve(&mut sys, fsr, 0x0200_8000).unwrap(),
+            Resolution::Resolved {
+                slot: 0x20,
+                collided_with: Some(da),
+                flushed: Flushed::Full
+            }
+        );
+        let ev: Vec<_> = sys.hw.cp15().events().to_vec();
+        assert!(ev.contains(&Cp15Event::Op(mmu_armv5::regs::Cp15Op::InvalidateTlb, 0)));
+        assert!(ev.contains(&Cp15Event::Op(mmu_armv5::regs::Cp15Op::InvalidateICache, 0)));
+        assert_eq!(f.domains().slot_owner(0x20), Some(db));
+        assert!(f.domains().is_dirty(db) && !f.domains().is_dirty(da));
+        // QEMU reports the VA; A's domain is clean now: TLB only.
+        f.switch_to(&mut sys, SpaceId(0)).unwrap();
+        // Switching marked A dirty; B ran since the flush too, so it is dirty.
+        let fsr = 0x009 | (u32::from(db.get()) << 4);
+        assert_eq!(
+            f.resolve(&mut sys, fsr, 0x8000).unwrap(),
+            Resolution::Resolved {
+                slot: 0x20,
+                collided_with: Some(db),
+                flushed: Flushed::Full
+            }
+        );
+        let s = *f.stats();
+        assert_eq!((s.collisions, s.full_flushes, s.cpd_fills), (2, 2, 3));
+    }
+
+    #[test]
+    fn clean_previous_owner_costs_a_tlb_invalidation_only() {
+        use mmu_armv5::regs::Cp15Op;
+        let (mut f, mut sys) = setup(one_pid_layout(), DomainSet::EMPTY);
+        for s in 0..3 {
+            f.create_space(SpaceId(s)).unwrap();
+            map(
+                &mut f,
+                &mut sys,
+                s,
+                0x8000,
+                0x0010_0000 + u32::from(s) * 0x1000,
+            );
+        }
+        map(&mut f, &mut sys, 2, 0x0030_0000, 0x0030_0000);
+        f.switch_to(&mut sys, SpaceId(2)).unwrap();
+        let _ = f.resolve(&mut sys, 0x005, 0x0030_0000).unwrap();
+        f.switch_to(&mut sys, SpaceId(0)).unwrap();
+        let _ = f.resolve(&mut sys, 0x005, 0x8000).unwrap();
+        f.switch_to(&mut sys, SpaceId(1)).unwrap();
+        let d0 = f.domain_of(SpaceId(0)).unwrap();
+        let d2 = f.domain_of(SpaceId(2)).unwrap();
+        let r = f.resolve(&mut sys, 0x009, 0x8000).unwrap();
+        assert_eq!(
+            r,
+            Resolution::Resolved {
+                slot: 0x20,
+                collided_with: d0,
+                flushed: Flushed::Full
+            }
+        );
+        // After that flush only space 1's domain is dirty; 2 is clean and owns 0x23.
+        assert!(!f.domains().is_dirty(d2.unwrap()));
+        map(&mut f, &mut sys, 1, 0x0030_0000, 0x0050_0000);
+        let s0 = *f.stats();
+        sys.hw.cp15_mut().clear();
+        let r = f.resolve(&mut sys, 0x009, 0x0030_0000).unwrap();
+        assert_eq!(
+            r,
+            Resolution::Resolved {
+                slot: 0x23,
+                collided_with: d2,
+                flushed: Flushed::TlbOnly
+            }
+        );
+        let ops: Vec<_> = sys
+            .hw
+            .cp15()
+            .events()
+            .iter()
+            .filter(|e| {
+                !matches!(
+                    e,
+                    Cp15Event::Op(Cp15Op::CleanDCacheLine | Cp15Op::DrainWriteBuffer, _)
+                )
+            })
+            .copied()
+            .collect();
+        assert_eq!(ops, [Cp15Event::Op(Cp15Op::InvalidateTlb, 0)]);
+        let s1 = f.stats().since(&s0);
+        assert_eq!((s1.full_flushes, s1.tlb_only, s1.collisions), (0, 1, 1));
+    }
+
+    #[test]
+    fn running_out_of_domains_recycles_never_the_current_or_kernel() {
+        // Only domains 1 and 2 can be handed out.
+        let reserved = DomainSet::ALL.without(d(1)).without(d(2));
+        let (mut f, mut sys) = setup(Layout::DEMO, reserved);
+        for s in 0..3 {
+            f.create_space(SpaceId(s)).unwrap();
+        }
+        f.switch_to(&mut sys, SpaceId(0)).unwrap();
+        f.switch_to(&mut sys, SpaceId(1)).unwrap();
+        f.switch_to(&mut sys, SpaceId(2)).unwrap();
+        // Space 1 was current: space 0's (dirty) domain was taken.
+        assert_eq!(f.domain_of(SpaceId(0)).unwrap(), None);
+        assert!(f.domain_of(SpaceId(1)).unwrap().is_some());
+        let s = *f.stats();
+        assert_eq!(
+            (s.domain_allocs, s.recycles_dirty, s.full_flushes),
+            (2, 1, 1)
+        );
+        if let Some(dom) = f.domain_of(SpaceId(2)).unwrap() {
+            assert_ne!(dom, d(0));
+        }
+    }
+
+    #[test]
+    fn other_faults_are_not_fass_faults() {
+        let (mut f, mut sys) = setup(Layout::DEMO, DomainSet::EMPTY);
+        f.create_space(SpaceId(0)).unwrap();
+        map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
+        f.switch_to(&mut sys, SpaceId(0)).unwrap();
+        assert_eq!(
+            f.resolve(&mut sys, 0x00f, 0x8000).unwrap(),
+            Resolution::NotFass(Fault::from_fsr(0x00f))
+        );
+        assert_eq!(
+            f.resolve(&mut sys, 0x005, 0x0100_0000).unwrap(),
+            Resolution::NotFass(Fault::from_fsr(0x005))
+        );
+        assert_eq!(
+            f.map_page(
+                &mut sys,
+                SpaceId(0),
+                VirtAddr::new(0xC000_0000),
+                PhysAddr::new(0),
+                AccessPermission::ReadWrite,
+                CachePolicy::WriteBack
+            ),
+            Err(FassError::NotPrivate(VirtAddr::new(0xC000_0000)))
+        );
+        assert_eq!(
+            f.create_space(SpaceId(0)),
+            Err(FassError::SpaceExists(SpaceId(0)))
+        );
+        assert_eq!(
+            f.create_space(SpaceId(64)),
+            Err(FassError::SpaceIdOutOfRange(SpaceId(64)))
+        );
+        assert_eq!(
+            f.switch_to(&mut sys, SpaceId(9)),
+            Err(FassError::UnknownSpace(SpaceId(9)))
+        );
+    }
+
+    #[test]
+    fn unmapping_the_last_page_of_an_owned_slot_clears_the_cpd_copy() {
+        let (mut f, mut sys) = setup(Layout::DEMO, DomainSet::EMPTY);
+        f.create_space(SpaceId(0)).unwrap();
+        map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
+        f.switch_to(&mut sys, SpaceId(0)).unwrap();
+        let _ = f.resolve(&mut sys, 0x005, 0x8000).unwrap();
+        let dom = f.domain_of(SpaceId(0)).unwrap().unwrap();
+        let slot = VirtAddr::new(0x8000)
+            .to_mva(f.pid_of(SpaceId(0)).unwrap())
+            .l1_index();
+        assert_eq!(f.domains().slot_owner(slot), Some(dom));
+        f.unmap_page(&mut sys, SpaceId(0), VirtAddr::new(0x8000))
+            .unwrap();
+        assert_eq!(f.domains().slot_owner(slot), None);
+        assert!(!f.cpd.entry(&sys, slot).unwrap().is_valid());
+        f.destroy_space(&mut sys, SpaceId(0)).unwrap();
+        assert_eq!(
+            f.domain_of(SpaceId(0)),
+            Err(FassError::UnknownSpace(SpaceId(0)))
+        );
+    }
+}
