@@ -2,18 +2,57 @@
 //!
 //! After the TCM design of Daniel Molka's Fiasco thesis (seed 003), with a
 //! far smaller frame description and an exchange that never keeps interrupts
-//! off for a whole page copy:
+//! off for a whole page copy.
 //!
-//! * [`region`]: physical regions with a fixed location (RAM, ITCM, DTCM,
-//!   device) and maximum rights;
-//! * [`frame`]: the frame table, two bytes per 4 KiB frame plus four bytes per
-//!   1 MiB, over caller-provided storage;
-//! * [`tcm`]: ARM926EJ-S TCM discovery (c0,c0,2 and c9,c1,x) and placement,
-//!   or a board-described region when the CPU reports none (QEMU);
-//! * [`ops`]: create, delete and change pages, with the thesis's permission rules;
-//! * [`mappings`], [`irq`], [`phys`]: what the kernel provides (reverse
-//!   mappings, interrupt masking, physical memory access);
-//! * [`exchange`]: the resumable page exchange.
+//! # Module map
+//!
+//! | module | job |
+//! |---|---|
+//! | [`region`] | physical regions with a fixed location (RAM, ITCM, DTCM, device) and maximum rights |
+//! | [`frame`] | the frame table: two bytes per 4 KiB frame plus four bytes per 1 MiB, over caller-provided storage |
+//! | [`tcm`] | TCM discovery and placement through `mmu_armv5`'s typed `TcmStatus`/`TcmRegion` (c9 is never touched for a TCM the status register does not report), or a board-described TCM (QEMU) |
+//! | [`ops`] | create, delete and change pages, with the thesis's permission rules; a resource is zeroed before it becomes a user page |
+//! | [`mappings`] | what the kernel provides: reverse mappings and page-table changes ([`Mappings`]) |
+//! | [`irq`] | what the kernel provides: interrupt masking ([`InterruptControl`]) |
+//! | [`phys`] | what the kernel provides: physical copies and zeroing ([`PhysMemory`]) |
+//! | [`exchange`] | the resumable page exchange with bounded interrupts-off windows |
+//!
+//! Page sizes: 4 KiB, 64 KiB and 1 MiB pages are exchanged; 1 KiB tiny pages
+//! are refused with [`OpError::TinyPage`] and [`ExchangeError::TinyPage`].
+//!
+//! # Example
+//!
+//! A board whose CPU reports no TCM (QEMU's `arm926`) describes one; the
+//! frame table then covers RAM and that TCM, and every TCM frame starts as a
+//! page resource that a task may exchange its pages into.
+//!
+//! ```
+//! use mmu_armv5::{regs::MockCp15, PhysAddr};
+//! use spm::tcm::{self, TcmBank, TcmKind, TcmLayout};
+//! use spm::{FrameDesc, FrameState, FrameTable, InitialUse, Location, Region, SectionSummary};
+//!
+//! let cpu = MockCp15::new(); // TCM status reads 0: no TCM
+//! let board = TcmLayout {
+//!     itcm: None,
+//!     dtcm: Some(TcmBank::board(TcmKind::Data, PhysAddr::new(0x0300_0000), 32 << 10)?),
+//! };
+//! let layout = tcm::discover(&cpu)?.or_board(board);
+//! let dtcm = layout.dtcm.unwrap().region()?;
+//! let ram = Region::new(PhysAddr::new(0), 1 << 20, Location::Ram, InitialUse::Resource)?;
+//! let regions = [ram, dtcm];
+//!
+//! let mut frames = [FrameDesc::default(); 256 + 8];
+//! let mut sections = [SectionSummary::default(); 2];
+//! assert_eq!(FrameTable::<2>::frames_needed(&regions), frames.len());
+//! let table = FrameTable::<2>::new(&regions, &mut frames, &mut sections)?;
+//! assert_eq!(table.desc(PhysAddr::new(0x0300_1000))?.state(), FrameState::Resource);
+//! assert_eq!(table.region_of(PhysAddr::new(0x0300_1000))?.location(), Location::Dtcm);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The exchange itself needs a kernel (page tables, interrupts, physical
+//! memory access); `tests/common/mod.rs` is a complete small one over the
+//! `armv5-sim` model, and `examples/overhead.rs` measures it.
 //!
 //! `no_std`, no allocator.
 #![no_std]

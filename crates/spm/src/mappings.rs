@@ -93,7 +93,9 @@ pub struct Mapping {
 ///   lines the hardware walker reads; `spm` invalidates the TLB entries and
 ///   cache lines of the mappings it is told about, so an implementation
 ///   need not.
-/// * [`Mappings::write_protect`] remembers which mappings were writable;
+/// * [`Mappings::write_protect`] is called for both pages of an exchange
+///   (the old page and the resource) when any of their mappings is
+///   writable; it remembers which mappings were writable;
 ///   [`Mappings::swap`] carries that memory with the mappings, and
 ///   [`Mappings::restore_write`] gives write access back to exactly those.
 pub trait Mappings {
@@ -112,6 +114,13 @@ pub trait Mappings {
 
     /// Exchanges the targets: every mapping of `a` now maps `b` and every
     /// mapping of `b` now maps `a`, each keeping its permissions.
+    ///
+    /// `spm` calls this with interrupts masked (through its
+    /// [`crate::InterruptControl`]), always, also when no mapping of either
+    /// page is writable, and invalidates the TLB entries before unmasking: so
+    /// the implementation need not make the many descriptor writes atomic
+    /// itself, and no interrupt handler ever sees the mappings half swapped.
+    /// It must not unmask interrupts itself.
     fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize);
 
     /// A 4 KiB frame holding second-level tables moved from `old` to `new`:
