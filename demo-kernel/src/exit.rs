@@ -9,6 +9,8 @@ pub const EXIT_TEST_FAILED: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// An exception the kernel does not handle (see [`crate::vectors`]).
 pub const EXIT_EXCEPTION: u8 = 3;
+/// The kernel could not set itself up (e.g. build its page table).
+pub const EXIT_SETUP: u8 = 4;
 /// A Rust panic.
 pub const EXIT_PANIC: u8 = 101;
 

@@ -35,6 +35,8 @@ mod exit;
 #[macro_use]
 mod harness;
 #[cfg(target_os = "none")]
+mod difftest;
+#[cfg(target_os = "none")]
 mod logger;
 #[cfg(target_os = "none")]
 mod mmu;
@@ -57,6 +59,10 @@ pub extern "C" fn kmain() -> ! {
         kmain as *const () as u32
     );
     bootinfo::log();
+    if let Err(e) = mmu::init() {
+        defmt::error!("cannot build the kernel page table: {}", e);
+        exit::exit(exit::EXIT_SETUP);
+    }
     let cmd = match cmdline::read() {
         Ok(cmd) => cmd,
         Err(e) => {

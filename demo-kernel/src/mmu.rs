@@ -1,52 +1,98 @@
-//! The kernel's live first-level translation table, built by `asm/boot.s`.
+//! The kernel's translation tables, built with `mmu_armv5`.
 //!
-//! Tests map and unmap 1 MiB sections here; the harness saves and restores
-//! the whole table around each test. Addresses of linker-script symbols give
-//! the layout (see `kernel.ld`).
+//! `asm/boot.s` switches the MMU on with a minimal table (sections, built in
+//! assembly). [`init`] then builds the kernel's real table with
+//! [`mmu_armv5::table::PageTable`] over a [`TablePool`] of kernel memory:
+//!
+//! | virtual | physical | mapping |
+//! |---|---|---|
+//! | `0xC000_0000` + 128 MiB | RAM from 0 | sections, domain 0, AP=01 (kernel only), write-back |
+//! | [`DEVICE_VIRT`] + 2 MiB | `0x1000_0000` | sections, domain 0, AP=01, uncached (devices) |
+//! | `0xFFFF_0000` | the `.vectors` page | a small page in a coarse table (high vectors) |
+//!
+//! and loads it into the TTBR. The boot-time identity mapping of the start-up
+//! code is gone from then on; everything below 3 GiB is free for tests and
+//! processes. Tests map and unmap here through [`with_tables`] (the
+//! `mmu_armv5` mapper) or raw first-level entries ([`set_entry`]); the harness
+//! saves and restores the first-level table around each test.
 
-use core::cell::UnsafeCell;
+use core::cell::{RefCell, UnsafeCell};
 
-use mmu_armv5::regs::{Cp15, Cp15Ext, Cp15Reg};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor, SectionDesc, Tex};
+use mmu_armv5::maint::Arm926;
+use mmu_armv5::regs::{Cp15, Cp15Ext, Cp15Reg, HwCp15, Ttbr};
+use mmu_armv5::size::{Frame, PageSizeKind};
+use mmu_armv5::table::{MapAttrs, PageTable, PoolBlock, SizePolicy, TableError, TablePool};
+use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr};
 
 use crate::cp15::{self, hw};
 
 extern "C" {
-    static __l1_table: u32;
     static __kernel_virt_offset: u8;
+    static __ram_phys: u8;
+    static __ram_mib: u8;
     static __scratch_phys: u8;
+    static __vectors_start: u8;
 }
 
 /// Entries in a first-level table.
 pub const L1_ENTRIES: usize = 4096;
+/// Where the device MiBs (`0x1000_0000`, `0x1010_0000`) are mapped.
+pub const DEVICE_VIRT: u32 = 0xF000_0000;
+const DEVICE_PHYS: u32 = 0x1000_0000;
+const HIGH_VECTORS: u32 = 0xFFFF_0000;
+/// The kernel's domain.
+pub const KERNEL_DOMAIN: Domain = Domain::from_low_bits(0);
+/// Blocks of table memory (16 KiB each): the L1 table plus up to 240 coarse tables.
+pub const POOL_BLOCKS: usize = 16;
 
-/// Section descriptor: type bits and the ARM926 "should be one" bit 4.
-const SECTION: u32 = 0b10 | (1 << 4);
-
-/// Access permissions of a section (AP field, with SCTLR.S = SCTLR.R = 0).
-#[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
-#[repr(u32)]
-pub enum Ap {
-    /// `01`: privileged read/write, user none.
-    KernelOnly = 1,
-    /// `10`: privileged read/write, user read-only.
-    UserRead = 2,
-    /// `11`: read/write for both.
-    Full = 3,
+/// The kernel's CPU-specific maintenance over its CP15.
+pub fn maint() -> Arm926<HwCp15> {
+    Arm926::new(hw())
 }
 
-/// A section descriptor: `pa` (1 MiB aligned) in `domain` with `ap`, uncached.
-pub const fn section(pa: u32, domain: u8, ap: Ap) -> u32 {
-    (pa & 0xFFF0_0000) | ((ap as u32) << 10) | (((domain & 0xF) as u32) << 5) | SECTION
+/// Access permissions of a test section (AP field, with SCTLR.S = SCTLR.R = 0).
+#[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
+pub enum Ap {
+    /// `01`: privileged read/write, user none.
+    KernelOnly,
+    /// `10`: privileged read/write, user read-only.
+    UserRead,
+    /// `11`: read/write for both.
+    Full,
+}
+
+/// An uncached section descriptor: `pa` (rounded down to 1 MiB) in `domain` with `ap`.
+pub fn section(pa: u32, domain: u8, ap: Ap) -> u32 {
+    L1Descriptor::Section(SectionDesc {
+        frame: Frame::containing(PhysAddr::new(pa)),
+        ap: match ap {
+            Ap::KernelOnly => AccessPermission::PrivRw,
+            Ap::UserRead => AccessPermission::PrivRwUserRo,
+            Ap::Full => AccessPermission::ReadWrite,
+        },
+        cache: CachePolicy::Uncached,
+        domain: Domain::from_low_bits(u32::from(domain)),
+        p: false,
+        tex: Tex::ZERO,
+    })
+    .to_bits()
+}
+
+fn symbol(s: &u8) -> u32 {
+    core::ptr::from_ref(s) as u32
 }
 
 /// Virtual address offset of the kernel's linear map of RAM (0xC000_0000).
 pub fn kernel_virt_offset() -> u32 {
-    core::ptr::addr_of!(__kernel_virt_offset) as u32
+    // SAFETY: a linker-script symbol; only its address is used.
+    symbol(unsafe { &__kernel_virt_offset })
 }
 
-/// First physical MiB that tests may map freely.
+/// First physical MiB that tests may map freely (4 MiB from there).
 pub fn scratch_phys() -> u32 {
-    core::ptr::addr_of!(__scratch_phys) as u32
+    // SAFETY: a linker-script symbol; only its address is used.
+    symbol(unsafe { &__scratch_phys })
 }
 
 /// The kernel's linear-map virtual address of physical address `pa`.
@@ -54,28 +100,128 @@ pub fn phys_to_virt(pa: u32) -> u32 {
     pa.wrapping_add(kernel_virt_offset())
 }
 
-fn table() -> *mut u32 {
-    core::ptr::addr_of!(__l1_table).cast_mut()
+/// The kernel's page table and the pool its tables come from.
+pub struct KernelTables {
+    /// The live table (its root is in the TTBR).
+    pub table: PageTable,
+    /// Table memory.
+    pub pool: TablePool<'static, POOL_BLOCKS>,
+}
+
+struct Global(RefCell<Option<KernelTables>>);
+// SAFETY: one core; the tables are only touched from thread context with
+// interrupts masked (the kernel never takes interrupts while testing).
+unsafe impl Sync for Global {}
+static TABLES: Global = Global(RefCell::new(None));
+
+struct PoolMem(UnsafeCell<[PoolBlock; POOL_BLOCKS]>);
+// SAFETY: handed out once, by `init`, as the pool's exclusive memory.
+unsafe impl Sync for PoolMem {}
+static POOL_MEM: PoolMem = PoolMem(UnsafeCell::new([PoolBlock::ZERO; POOL_BLOCKS]));
+
+/// Runs `f` on the kernel's page table and its pool.
+///
+/// # Panics
+/// If called before [`init`] or re-entered from `f` (both kernel bugs).
+pub fn with_tables<R>(
+    f: impl FnOnce(&mut PageTable, &mut TablePool<'static, POOL_BLOCKS>) -> R,
+) -> R {
+    let mut g = TABLES.0.borrow_mut();
+    let t = g.as_mut().expect("mmu::init has run");
+    f(&mut t.table, &mut t.pool)
+}
+
+/// Builds the kernel's page table with `mmu_armv5` and switches the TTBR to it.
+pub fn init() -> Result<(), TableError> {
+    let offset = kernel_virt_offset();
+    // SAFETY: `init` runs once, before anything else refers to POOL_MEM, and
+    // the pool keeps the only reference for the rest of the kernel's life.
+    let mem = unsafe { &mut *POOL_MEM.0.get() };
+    let va = core::ptr::from_mut(mem) as u32;
+    let mut pool = TablePool::new(mem, PhysAddr::new(va - offset), ModifiedVirtAddr::new(va))?;
+    let mut table = PageTable::new(&mut pool)?;
+    let mut m = maint();
+
+    let kernel = |cache| MapAttrs::new(KERNEL_DOMAIN, AccessPermission::PrivRw, cache);
+    // SAFETY: linker-script symbols; only their addresses are used.
+    let (ram, ram_mib, vectors) = unsafe {
+        (
+            symbol(&__ram_phys),
+            symbol(&__ram_mib),
+            symbol(&__vectors_start),
+        )
+    };
+    let section = SizePolicy::Exactly(PageSizeKind::Section);
+    table
+        .map(
+            &mut pool,
+            ModifiedVirtAddr::new(offset),
+            PhysAddr::new(ram),
+            ram_mib << 20,
+            kernel(CachePolicy::WriteBack),
+            section,
+        )?
+        .flush(&mut m);
+    table
+        .map(
+            &mut pool,
+            ModifiedVirtAddr::new(DEVICE_VIRT),
+            PhysAddr::new(DEVICE_PHYS),
+            2 << 20,
+            kernel(CachePolicy::Uncached),
+            section,
+        )?
+        .flush(&mut m);
+    table
+        .map(
+            &mut pool,
+            ModifiedVirtAddr::new(HIGH_VECTORS),
+            PhysAddr::new(vectors - offset),
+            4096,
+            kernel(CachePolicy::WriteBack),
+            SizePolicy::Exactly(PageSizeKind::Small),
+        )?
+        .flush(&mut m);
+    let ttbr = Ttbr::new(table.root())?;
+    // SAFETY: the new table maps everything the kernel uses (its image and
+    // stacks in the RAM linear map, the devices, the vector page) exactly as
+    // the boot table does, so execution continues unchanged; the TLB is
+    // invalidated right after.
+    unsafe { hw().set_ttbr(ttbr) };
+    cp15::invalidate_tlb();
+    *TABLES.0.borrow_mut() = Some(KernelTables { table, pool });
+    defmt::info!(
+        "kernel page table at PA {=u32:#010x} built with mmu-armv5 ({=usize} KiB of table memory free)",
+        ttbr.base().as_u32(),
+        with_tables(|_, p| p.free_units())
+    );
+    Ok(())
+}
+
+fn l1() -> *mut u32 {
+    let root = with_tables(|t, _| t.root().as_u32());
+    phys_to_virt(root) as *mut u32
 }
 
 /// The first-level entry for the MiB at `va`.
 pub fn entry(va: u32) -> u32 {
-    // SAFETY: `va >> 20` < 4096 indexes inside the 16 KiB table.
-    unsafe { table().add((va >> 20) as usize).read_volatile() }
+    // SAFETY: `va >> 20` < 4096 indexes inside the live 16 KiB table, which
+    // the kernel's linear map covers.
+    unsafe { l1().add((va >> 20) as usize).read_volatile() }
 }
 
 /// Replaces the first-level entry for the MiB at `va` and invalidates the TLB.
 ///
 /// # Safety
 /// Must not unmap or change anything the kernel uses (its linear map at
-/// [`kernel_virt_offset`], the device MiBs, the vector page, the boot MiB).
+/// [`kernel_virt_offset`], the device MiBs, the vector page).
 pub unsafe fn set_entry(va: u32, desc: u32) {
     // SAFETY: in bounds as in `entry`; the caller vouches for the mapping.
-    unsafe { table().add((va >> 20) as usize).write_volatile(desc) };
+    unsafe { l1().add((va >> 20) as usize).write_volatile(desc) };
     cp15::invalidate_tlb();
 }
 
-/// A copy of the whole first-level table plus DACR, FCSEIDR and SCTLR.
+/// DACR, FCSEIDR and SCTLR as saved by [`snapshot`], with the first-level table.
 pub struct Snapshot {
     dacr: u32,
     fcseidr: u32,
@@ -90,7 +236,7 @@ static BACKUP: Backup = Backup(UnsafeCell::new([0; L1_ENTRIES]));
 /// Saves the MMU state that tests may change.
 pub fn snapshot() -> Snapshot {
     // SAFETY: copies 4096 words from the live table into the private backup.
-    unsafe { core::ptr::copy_nonoverlapping(table(), BACKUP.0.get().cast::<u32>(), L1_ENTRIES) };
+    unsafe { core::ptr::copy_nonoverlapping(l1(), BACKUP.0.get().cast::<u32>(), L1_ENTRIES) };
     Snapshot {
         dacr: hw().dacr().bits(),
         fcseidr: hw().fcseidr().bits(),
@@ -100,13 +246,14 @@ pub fn snapshot() -> Snapshot {
 
 /// Puts back the state saved by [`snapshot`] and invalidates the TLB.
 pub fn restore(s: &Snapshot) {
+    let table = l1();
     // SAFETY: the values were the kernel's own working configuration when saved.
     unsafe {
         let mut c = hw();
         c.write(Cp15Reg::Fcseidr, s.fcseidr);
         c.write(Cp15Reg::Dacr, s.dacr);
         c.write(Cp15Reg::Sctlr, s.sctlr);
-        core::ptr::copy_nonoverlapping(BACKUP.0.get().cast::<u32>(), table(), L1_ENTRIES);
+        core::ptr::copy_nonoverlapping(BACKUP.0.get().cast::<u32>(), table, L1_ENTRIES);
     }
     cp15::invalidate_tlb();
 }

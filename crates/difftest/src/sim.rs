@@ -9,7 +9,7 @@ use mmu_armv5::table::{PageTable, TableError, TableFlush};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
 
 /// Where the model keeps the backing memory the test maps (as in the demo kernel).
-pub const BACKING: PhysAddr = PhysAddr::new(0x0700_0000);
+pub const BACKING: PhysAddr = PhysAddr::new(0x0400_0000);
 /// The kernel's domain in the demo kernel, reserved here too.
 pub const KERNEL_DOMAIN: u8 = 0;
 
@@ -21,7 +21,7 @@ pub struct SimTarget {
 }
 
 impl SimTarget {
-    /// An ARM926EJ-S model with 128 MiB of RAM at 0, tables from 64 MiB.
+    /// An ARM926EJ-S model with 128 MiB of RAM at 0, tables from 80 MiB.
     pub fn new() -> Result<SimTarget, TableError> {
         let mut cfg = presets::arm926ejs().config;
         cfg.regions.push(Region {
@@ -32,7 +32,7 @@ impl SimTarget {
         });
         let mut machine = Machine::new(cfg).map_err(|_| TableError::OutOfTableMemory)?;
         machine
-            .set_frame_pool(PhysAddr::new(0x0400_0000), 16 << 20)
+            .set_frame_pool(PhysAddr::new(0x0500_0000), 16 << 20)
             .map_err(|_| TableError::OutOfTableMemory)?;
         let table = PageTable::new(&mut machine)?;
         machine.set_ttbr(table.root().as_u32());

@@ -3,8 +3,9 @@
 @ Builds the first-level translation table (1 MiB sections):
 @   - identity map of the MiB holding this code (needed across the MMU switch-on);
 @   - all RAM again at KERNEL_VIRT_OFFSET (0xC0000000), where the kernel is linked;
-@   - identity maps of the device MiBs 0x10000000 (system registers, timers)
-@     and 0x10100000 (PL011 UART0 at 0x101f1000);
+@   - the device MiBs 0x10000000 (system registers, timers) and 0x10100000
+@     (interrupt controller, PL011 UART0 at 0x101f1000) at DEVICE_VIRT
+@     (0xF0000000), in the kernel's region, out of every FCSE window;
 @   - 0xFFF00000 through a coarse table whose only entry maps the high-vector
 @     page 0xFFFF0000 onto the physical page of `.vectors`.
 @ All in domain 0 (client), AP=01 (privileged read/write, no user access).
@@ -68,11 +69,13 @@ _start:
     cmp     r8, r2
     blo     1b
 
-    @ Devices, identity.
+    @ Devices at DEVICE_VIRT.
+    ldr     r2, =(0xF00 * 4)
     ldr     r1, =(0x10000000 | SECT_DEVICE)
-    str     r1, [r4, #(0x100 * 4)]
+    str     r1, [r4, r2]
+    add     r2, r2, #4
     ldr     r1, =(0x10100000 | SECT_DEVICE)
-    str     r1, [r4, #(0x101 * 4)]
+    str     r1, [r4, r2]
 
     @ High vectors: L1[0xFFF] -> coarse table; coarse[0xF0] -> vector page.
     orr     r1, r5, #COARSE
