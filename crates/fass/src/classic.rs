@@ -304,26 +304,24 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         cache: CachePolicy,
     ) -> Result<(), FassError> {
         check_range(va, Some(pa), len)?;
+        let st = self.space(id)?;
         let end = va.as_u32() + (len - 1);
         let above = end >= FCSE_WINDOW_SIZE;
         if above && self.kind == TableKind::Fcse(PidMode::Guaranteed) {
             return Err(FassError::Pid(crate::pid::PidError::LargeNotSupported));
         }
-        // Check with the PID the pages will have (0 once large: the same
-        // entries as now, moved).
-        let pid = self.space(id)?.pid();
+        let pid = st.pid();
+        // A space about to grow large moves its low entries out of its own
+        // window, so a fixed page there is free even if the window is full.
+        let growing = above && pid != FcsePid::ZERO && self.kind != TableKind::Naive;
         for off in (0..len).step_by(PAGE_SIZE as usize) {
             let v = VirtAddr::new(va.as_u32() + off);
-            self.check_private(
-                v,
-                if above {
-                    ModifiedVirtAddr::new(v.as_u32())
-                } else {
-                    v.to_mva(pid)
-                },
-            )?;
             let mva = v.to_mva(pid);
-            if self.space(id)?.table.lookup(&*sys, mva)?.is_some() {
+            self.check_private(v, mva)?;
+            let vacated = growing
+                && v.as_u32() >= FCSE_WINDOW_SIZE
+                && v.as_u32() >> FCSE_PID_SHIFT == u32::from(pid.get());
+            if !vacated && st.table.lookup(&*sys, mva)?.is_some() {
                 return Err(FassError::Space(SpaceError::AlreadyMapped(mva)));
             }
         }

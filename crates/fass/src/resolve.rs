@@ -1,7 +1,8 @@
 //! FASS fault resolution: lazy CPD fills and collisions.
 //!
-//! A section translation fault or section domain fault on a slot the
-//! current space's own directory maps is a FASS fault: the CPD slot is
+//! A translation or domain fault (section or page level) on a slot the
+//! current space's own directory maps, whose CPD entry is not the space's,
+//! is a FASS fault: the CPD slot is
 //! empty (fill it) or tagged with another domain (a collision: move the
 //! slot, retag it; flush caches and TLB if the previous owner's domain is
 //! dirty, otherwise invalidate the TLB only). Anything else is handed back
@@ -66,9 +67,15 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         far: u32,
     ) -> Result<Resolution, FassError> {
         let fault = Fault::from_fsr(fsr);
+        // Section faults come from an empty or foreign CPD slot; a page
+        // translation fault too, when the slot holds another space's coarse
+        // table lacking that page (the walk reports it before any domain
+        // check). The comparison with the wanted entry below tells them
+        // from genuine faults.
         if !matches!(
             fault.kind,
-            FaultKind::Translation(FaultLevel::Section) | FaultKind::Domain(FaultLevel::Section)
+            FaultKind::Translation(FaultLevel::Section | FaultLevel::Page)
+                | FaultKind::Domain(FaultLevel::Section | FaultLevel::Page)
         ) {
             return Ok(Resolution::NotFass(fault));
         }
