@@ -14,7 +14,7 @@
 
 use crate::addr::ModifiedVirtAddr;
 use crate::maint::CacheMaintenance;
-use crate::regs::{Cp15, Cp15Op, Cp15Reg};
+use crate::regs::{Cp15, Cp15Op};
 
 /// ARM926EJ-S maintenance over a [`Cp15`] backend.
 ///
@@ -164,39 +164,13 @@ impl<C: Cp15> CacheMaintenance for Arm926<C> {
     }
 }
 
-impl<C: Cp15> Cp15 for Arm926<C> {
-    #[inline(always)]
-    fn read(&self, reg: Cp15Reg) -> u32 {
-        self.cp15.read(reg)
-    }
-
-    #[inline(always)]
-    unsafe fn write(&mut self, reg: Cp15Reg, value: u32) {
-        // SAFETY: forwarded; the caller upholds `Cp15::write`'s contract.
-        unsafe { self.cp15.write(reg, value) }
-    }
-
-    #[inline(always)]
-    unsafe fn op(&mut self, op: Cp15Op, value: u32) {
-        // SAFETY: forwarded; the caller upholds `Cp15::op`'s contract.
-        unsafe { self.cp15.op(op, value) }
-    }
-
-    #[inline(always)]
-    fn test_clean_invalidate_dcache(&mut self) -> bool {
-        self.cp15.test_clean_invalidate_dcache()
-    }
-
-    #[inline(always)]
-    fn test_clean_dcache(&mut self) -> bool {
-        self.cp15.test_clean_dcache()
-    }
-}
+delegate_cp15!([C: Cp15] Arm926<C>, cp15);
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::addr::{Domain, FcsePid};
+    use crate::regs::Cp15Reg;
     use crate::regs::{Cp15Event, Cp15Ext, Dacr, DomainAccess, MockCp15, DIRTY_FOREVER};
     use proptest::prelude::*;
     use std::vec::Vec;

@@ -6,6 +6,42 @@
 //! [`CleanRegion`]) and [`Sa1100`] (reading a flush region). The `armv5-sim`
 //! model implements it directly, so the same code runs on the model.
 
+/// Implements [`Cp15`](crate::regs::Cp15) for a maintenance wrapper by
+/// forwarding every call to its backend field, so one value serves as both
+/// the registers and the maintenance of a CPU.
+macro_rules! delegate_cp15 {
+    ([$($gen:tt)*] $ty:ty, $field:ident) => {
+        impl<$($gen)*> $crate::regs::Cp15 for $ty {
+            #[inline(always)]
+            fn read(&self, reg: $crate::regs::Cp15Reg) -> u32 {
+                self.$field.read(reg)
+            }
+
+            #[inline(always)]
+            unsafe fn write(&mut self, reg: $crate::regs::Cp15Reg, value: u32) {
+                // SAFETY: forwarded; the caller upholds `Cp15::write`'s contract.
+                unsafe { self.$field.write(reg, value) }
+            }
+
+            #[inline(always)]
+            unsafe fn op(&mut self, op: $crate::regs::Cp15Op, value: u32) {
+                // SAFETY: forwarded; the caller upholds `Cp15::op`'s contract.
+                unsafe { self.$field.op(op, value) }
+            }
+
+            #[inline(always)]
+            fn test_clean_invalidate_dcache(&mut self) -> bool {
+                self.$field.test_clean_invalidate_dcache()
+            }
+
+            #[inline(always)]
+            fn test_clean_dcache(&mut self) -> bool {
+                self.$field.test_clean_dcache()
+            }
+        }
+    };
+}
+
 mod arm926;
 mod clean_region;
 mod sa1100;

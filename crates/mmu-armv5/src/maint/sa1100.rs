@@ -17,7 +17,7 @@
 use super::clean_region::CleanRegion;
 use crate::addr::ModifiedVirtAddr;
 use crate::maint::CacheMaintenance;
-use crate::regs::{Cp15, Cp15Op, Cp15Reg};
+use crate::regs::{Cp15, Cp15Op};
 
 /// Performs the memory reads that clean an SA-1100 D-cache.
 pub trait FlushRead {
@@ -213,38 +213,12 @@ impl<C: Cp15, R: FlushRead> CacheMaintenance for Sa1100<C, R> {
     }
 }
 
-impl<C: Cp15, R: FlushRead> Cp15 for Sa1100<C, R> {
-    #[inline(always)]
-    fn read(&self, reg: Cp15Reg) -> u32 {
-        self.cp15.read(reg)
-    }
-
-    #[inline(always)]
-    unsafe fn write(&mut self, reg: Cp15Reg, value: u32) {
-        // SAFETY: forwarded; the caller upholds `Cp15::write`'s contract.
-        unsafe { self.cp15.write(reg, value) }
-    }
-
-    #[inline(always)]
-    unsafe fn op(&mut self, op: Cp15Op, value: u32) {
-        // SAFETY: forwarded; the caller upholds `Cp15::op`'s contract.
-        unsafe { self.cp15.op(op, value) }
-    }
-
-    #[inline(always)]
-    fn test_clean_invalidate_dcache(&mut self) -> bool {
-        self.cp15.test_clean_invalidate_dcache()
-    }
-
-    #[inline(always)]
-    fn test_clean_dcache(&mut self) -> bool {
-        self.cp15.test_clean_dcache()
-    }
-}
+delegate_cp15!([C: Cp15, R: FlushRead] Sa1100<C, R>, cp15);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::regs::Cp15Reg;
     use crate::regs::{Cp15Event, MockCp15};
     use std::vec::Vec;
 

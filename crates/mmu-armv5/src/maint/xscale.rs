@@ -20,7 +20,7 @@
 use super::clean_region::CleanRegion;
 use crate::addr::ModifiedVirtAddr;
 use crate::maint::CacheMaintenance;
-use crate::regs::{Cp15, Cp15Op, Cp15Reg};
+use crate::regs::{Cp15, Cp15Op};
 
 /// XScale maintenance over a [`Cp15`] backend and a reserved clean region.
 ///
@@ -156,39 +156,12 @@ impl<C: Cp15> CacheMaintenance for XScale<C> {
     }
 }
 
-impl<C: Cp15> Cp15 for XScale<C> {
-    #[inline(always)]
-    fn read(&self, reg: Cp15Reg) -> u32 {
-        self.cp15.read(reg)
-    }
-
-    #[inline(always)]
-    unsafe fn write(&mut self, reg: Cp15Reg, value: u32) {
-        // SAFETY: forwarded; the caller upholds `Cp15::write`'s contract.
-        unsafe { self.cp15.write(reg, value) }
-    }
-
-    #[inline(always)]
-    unsafe fn op(&mut self, op: Cp15Op, value: u32) {
-        // SAFETY: forwarded; the caller upholds `Cp15::op`'s contract.
-        unsafe { self.cp15.op(op, value) }
-    }
-
-    #[inline(always)]
-    fn test_clean_invalidate_dcache(&mut self) -> bool {
-        self.cp15.test_clean_invalidate_dcache()
-    }
-
-    #[inline(always)]
-    fn test_clean_dcache(&mut self) -> bool {
-        self.cp15.test_clean_dcache()
-    }
-}
+delegate_cp15!([C: Cp15] XScale<C>, cp15);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::regs::{Cp15Event, MockCp15};
+    use crate::regs::{Cp15Event, Cp15Reg, MockCp15};
     use std::vec::Vec;
 
     fn xscale(cache_size: u32) -> XScale<MockCp15> {
