@@ -3,7 +3,7 @@
 //! (CPD) slots each one owns.
 //!
 //! This is mechanism only. Which domain to take back when none is free is a
-//! [`VictimPolicy`](crate::policy::VictimPolicy); what to flush after an
+//! [`VictimPolicy`]; what to flush after an
 //! eviction is decided from the returned [`Eviction`].
 //!
 //! * Ownership: per domain [`DomainOwner::Free`], [`DomainOwner::Reserved`]

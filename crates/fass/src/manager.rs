@@ -14,8 +14,7 @@
 //!   window: the CPD holds one of the two at a time and the other faults
 //!   into [`Fass::resolve`] (a collision). A fixed page inside the space's
 //!   own window aliases its low page at the same offset (the same MVA): the
-//!   directory rejects the second one as
-//!   [`SpaceError::AlreadyMapped`](crate::space::SpaceError::AlreadyMapped).
+//!   directory rejects the second one as [`SpaceError::AlreadyMapped`].
 //! * Shared segments ([`crate::segment`]) get a domain on first map and
 //!   give it back on last unmap; segment domains are never recycled, so
 //!   they count against the 15 a space could use.

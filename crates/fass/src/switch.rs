@@ -714,4 +714,107 @@ mod tests {
             Err(FassError::UnknownSpace(SpaceId(0)))
         );
     }
+
+    fn classic(kind: crate::classic::TableKind) -> (TableSwitch<8, 2>, Sys) {
+        let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool());
+        let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
+        let t = TableSwitch::new(kind, Layout::DEMO, d(1), L1Encoding::Arm9, root.pa).unwrap();
+        (t, sys)
+    }
+
+    #[test]
+    fn fcse_guaranteed_switch_is_ttbr_tlb_pid_and_never_a_flush() {
+        use crate::pid::PidMode;
+        use mmu_armv5::regs::Cp15Op;
+        let (mut t, mut sys) = classic(crate::classic::TableKind::Fcse(PidMode::Guaranteed));
+        for s in 0..3 {
+            t.create_space(&mut sys, SpaceId(s)).unwrap();
+        }
+        for round in 0..3 {
+            for s in 0..3 {
+                sys.hw.cp15_mut().clear();
+                t.switch_to(&mut sys, SpaceId(s)).unwrap();
+                assert_eq!(
+                    sys.hw.cp15().events(),
+                    [
+                        Cp15Event::Write(Cp15Reg::Ttbr, t.root_of(SpaceId(s)).unwrap().as_u32()),
+                        Cp15Event::Op(Cp15Op::InvalidateTlb, 0),
+                        Cp15Event::Write(
+                            Cp15Reg::Fcseidr,
+                            t.pid_of(SpaceId(s)).unwrap().fcseidr_value()
+                        ),
+                    ],
+                    "round {round} space {s}"
+                );
+            }
+        }
+        assert_eq!(t.stats().full_flushes, 0);
+        assert_eq!(t.stats().switches, 9);
+        // Above 32 MiB is refused in guaranteed mode.
+        assert_eq!(
+            t.map_pages(
+                &mut sys,
+                SpaceId(0),
+                VirtAddr::new(0x0200_0000),
+                PhysAddr::new(0x0030_0000),
+                0x1000,
+                AccessPermission::ReadWrite,
+                CachePolicy::WriteBack
+            ),
+            Err(FassError::Pid(crate::pid::PidError::LargeNotSupported))
+        );
+    }
+
+    #[test]
+    fn naive_switch_flushes_caches_then_loads_ttbr_and_invalidates_tlb() {
+        use mmu_armv5::regs::Cp15Op;
+        let (mut t, mut sys) = classic(crate::classic::TableKind::Naive);
+        t.create_space(&mut sys, SpaceId(0)).unwrap();
+        t.create_space(&mut sys, SpaceId(1)).unwrap();
+        t.switch_to(&mut sys, SpaceId(0)).unwrap();
+        sys.hw.cp15_mut().clear();
+        t.switch_to(&mut sys, SpaceId(1)).unwrap();
+        assert_eq!(
+            sys.hw.cp15().events(),
+            [
+                Cp15Event::TestClean {
+                    invalidate: true,
+                    clean: true
+                },
+                Cp15Event::Op(Cp15Op::DrainWriteBuffer, 0),
+                Cp15Event::Op(Cp15Op::InvalidateICache, 0),
+                Cp15Event::Write(Cp15Reg::Ttbr, t.root_of(SpaceId(1)).unwrap().as_u32()),
+                Cp15Event::Op(Cp15Op::InvalidateTlb, 0),
+            ]
+        );
+        // Switching to the running space does nothing.
+        sys.hw.cp15_mut().clear();
+        t.switch_to(&mut sys, SpaceId(1)).unwrap();
+        assert!(sys.hw.cp15().events().is_empty());
+        assert_eq!((t.stats().switches, t.stats().full_flushes), (2, 2));
+        // Manager access needs a per-segment domain: refused here.
+        t.create_segment(
+            crate::id::SegmentId(0),
+            crate::segment::SegmentSpec {
+                base: VirtAddr::new(0x8000_0000),
+                pa: PhysAddr::new(0x0010_0000),
+                size: 1 << 20,
+                ap: AccessPermission::ReadWrite,
+                cache: CachePolicy::WriteBack,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            t.map_segment(
+                &mut sys,
+                SpaceId(1),
+                crate::id::SegmentId(0),
+                VirtAddr::new(0x8000_0000),
+                SegmentAccess::Manager
+            ),
+            Err(FassError::Segment(
+                crate::segment::SegmentError::ManagerUnsupported(crate::id::SegmentId(0))
+            ))
+        );
+    }
 }

@@ -11,7 +11,7 @@
 //!   anything the running space does not map faults and is never served.
 //!   Run for FASS with more spaces than domains, and for the best-effort
 //!   FCSE strategy with more spaces than PIDs. `FASS_PROPTEST_CASES`
-//!   overrides the number of sequences (default 2,000 per strategy for
+//!   overrides the number of sequences (default 2,000 for
 //!   FASS, 500 for best-effort FCSE, 150 each for guaranteed FCSE and naive).
 //! * A ring of spaces switched round-robin: after warm-up, for N up to the
 //!   number of free domains, zero cache flushes and zero TLB invalidations
@@ -392,12 +392,12 @@ impl<T: SwitchStrategy> Harness<T> {
                     },
                     (Some(pa), Err(fsr)) => {
                         let mva = self.mva(self.r.current.unwrap(), va);
-                        let l1a = self.m.ttbr() & !0x3FFF | (mva >> 20) * 4;
+                        let l1a = (self.m.ttbr() & !0x3FFF) | ((mva >> 20) * 4);
                         let l1 = self.m.phys_read(PhysAddr::new(l1a), Width::Word).unwrap();
                         let l2 = self
                             .m
                             .phys_read(
-                                PhysAddr::new((l1 & !0x3FF) | ((mva >> 12) & 0xFF) * 4),
+                                PhysAddr::new((l1 & !0x3FF) | (((mva >> 12) & 0xFF) * 4)),
                                 Width::Word,
                             )
                             .unwrap_or(0xDEAD);
