@@ -567,7 +567,7 @@ fn fcse_best_effort_isolation_more_spaces_than_pids() {
     // 4 PIDs for 12 spaces: PIDs shared, spaces growing large.
     run_isolation(
         "fcse best effort",
-        1000,
+        2000,
         12,
         |m| {
             (
@@ -584,7 +584,7 @@ fn fcse_best_effort_isolation_more_spaces_than_pids() {
 fn fcse_guaranteed_and_naive_isolation() {
     run_isolation(
         "fcse guaranteed",
-        300,
+        500,
         12,
         |m| {
             (
@@ -597,7 +597,7 @@ fn fcse_guaranteed_and_naive_isolation() {
     );
     run_isolation(
         "naive",
-        300,
+        500,
         12,
         |m| {
             (
