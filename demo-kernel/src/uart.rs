@@ -3,7 +3,7 @@
 /// Virtual base address of UART0 (physical 0x101f_1000, mapped at
 /// [`DEVICE_VIRT`](crate::mmu::DEVICE_VIRT) + offset by the boot code and by
 /// the kernel's own page table).
-const UART0_BASE: usize = 0xF01f_1000;
+const UART0_BASE: usize = 0xF01F_1000;
 /// Data register offset.
 const UARTDR: usize = 0x00;
 /// Flag register offset.
