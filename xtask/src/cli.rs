@@ -18,6 +18,8 @@ commands:
           no_std crates (ARMv5TE and StrongARM ARMv4), in-kernel tests under QEMU,
           QEMU integration tests; stops at the first failure
   build   build the demo kernel only (prints the ELF path)
+  bench   benchmarks: model tables and plots (docs/), criterion microbenchmarks
+          (short configuration), QEMU instruction counts; updates docs/benchmarks.md
 
 options (run):
   --timeout SECS    kill QEMU after SECS seconds (default 60)
@@ -26,7 +28,11 @@ options (run):
 options (test):
   --timeout SECS    time limit of each QEMU run (default 60)
   --skip KEY        do not run a stage (repeatable; keys: fmt clippy host-tests docs
-                    arm-v5te arm-v4 kernel integration); skipped stages do not count as passed
+                    model-bench arm-v5te arm-v4 kernel integration); skipped stages do
+                    not count as passed
+options (bench):
+  --full            criterion's default (longer) measurement instead of the short one
+  --timeout SECS    time limit of each QEMU run (default 60)
 ";
 
 /// Options of `cargo xtask run`.
@@ -54,6 +60,13 @@ pub enum Command {
     },
     /// Build the kernel only.
     Build,
+    /// Run the benchmarks.
+    Bench {
+        /// Criterion's default configuration instead of the short one.
+        full: bool,
+        /// QEMU time limit per scenario.
+        timeout: Duration,
+    },
     /// Print usage.
     Help,
 }
@@ -128,6 +141,22 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                 }
             }
             Ok(Command::Test { timeout, skip })
+        }
+        "bench" => {
+            let mut full = false;
+            let mut timeout = DEFAULT_TIMEOUT;
+            while let Some(a) = it.next() {
+                match a {
+                    "--full" => full = true,
+                    "--timeout" => timeout = parse_timeout(value(&mut it, a)?)?,
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "unknown option `{a}` for bench\n\n{USAGE}"
+                        )))
+                    }
+                }
+            }
+            Ok(Command::Bench { full, timeout })
         }
         "build" => match it.next() {
             None => Ok(Command::Build),
@@ -206,6 +235,20 @@ mod tests {
             }
         );
         assert_eq!(parse(["build"]).unwrap(), Command::Build);
+        assert_eq!(
+            parse(["bench"]).unwrap(),
+            Command::Bench {
+                full: false,
+                timeout: DEFAULT_TIMEOUT
+            }
+        );
+        assert_eq!(
+            parse(["bench", "--full", "--timeout", "9"]).unwrap(),
+            Command::Bench {
+                full: true,
+                timeout: Duration::from_secs(9)
+            }
+        );
     }
 
     #[test]
@@ -221,6 +264,7 @@ mod tests {
             &["test", "--skip", "nonsense"],
             &["test", "--skip"],
             &["build", "extra"],
+            &["bench", "--quick"],
         ] {
             assert!(
                 matches!(parse(args.iter().copied()), Err(Error::Usage(_))),

@@ -60,6 +60,10 @@ fn main() -> ExitCode {
                 Err(e) => fail(e),
             }
         }
+        Command::Bench { full, timeout } => match xtask::bench::run(full, timeout) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(e),
+        },
         Command::Test { timeout, skip } => {
             let settings = stages::Settings {
                 qemu_timeout: timeout,

@@ -52,6 +52,11 @@ pub fn all() -> Vec<Stage> {
             run: host_tests,
         },
         Stage {
+            name: "model benchmarks (short form)",
+            key: "model-bench",
+            run: model_bench,
+        },
+        Stage {
             name: "docs",
             key: "docs",
             run: docs,
@@ -97,6 +102,13 @@ fn host_tests(_: &Settings) -> Result<()> {
         "--exclude",
         KERNEL,
     ]))
+}
+
+/// The short form of the model benchmarks: a small grid with its checks
+/// (FASS steady state without flushes, naive flushing every switch), the
+/// tables and the plots, into `<target>/bench-quick`.
+fn model_bench(_: &Settings) -> Result<()> {
+    crate::bench::quick()
 }
 
 fn docs(_: &Settings) -> Result<()> {

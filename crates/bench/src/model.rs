@@ -1,0 +1,666 @@
+//! The model benchmarks: the real `fass` strategies driven on the
+//! `armv5-sim` machine by a synthetic, documented access stream.
+//!
+//! Every figure this module produces is **modelled**: the machine counts
+//! events (accesses, TLB walks, line fills, write-backs, maintenance
+//! operations, CP15 writes, aborts) and a preset's [`CostModel`] turns them
+//! into cycles. Nothing here is a measurement of a CPU.
+//!
+//! # The access stream
+//!
+//! Memory (physical): RAM 0..16 MiB. The kernel is one 1 MiB write-back
+//! section at VA `0xC000_0000` → PA 0, domain 0, privileged read/write, in
+//! the boot first-level table (the CPD under FASS; copied into every
+//! per-space table by the classic strategies). Space `s` owns six 4 KiB
+//! frames at PA `0x0010_0000 + s * 0x6000`: one text page, four data pages,
+//! one stack page, mapped write-back, read/write, with 4 KiB pages:
+//!
+//! | VA | what | first-level slot |
+//! |---|---|---|
+//! | `0x0000_8000` | text | 0 |
+//! | `0x0010_0000`..`0x0010_4000` | private data (16 KiB) | 1 |
+//! | `0x01FF_F000` | stack | 31 |
+//!
+//! One *turn* (the scheduler passes the CPU from `prev` to `next`):
+//!
+//! 1. kernel entry and scheduler: [`KERNEL_ENTRY_INSNS`] privileged
+//!    sequential instruction fetches from `0xC000_1000`, then 16 word stores
+//!    saving `prev`'s registers at `0xC008_0000 + prev * 64`;
+//! 2. the strategy's `switch_to(next)` (its CP15 writes, cache and TLB
+//!    maintenance act on the model; the Rust code itself is not fetched);
+//! 3. kernel exit: [`KERNEL_EXIT_INSNS`] fetches from
+//!    `0xC000_1000 + 4 * KERNEL_ENTRY_INSNS`, then 16 word loads restoring
+//!    `next`'s registers;
+//! 4. the process's pass (user mode): [`USER_INSNS`] sequential fetches
+//!    from its text page; for every 32-byte line of the first `touch` bytes
+//!    of its data, one word load and one word store (read-modify-write of
+//!    word 0 of the line; no write-allocate, so the load brings the line in
+//!    and the store dirties it); 4 word stores and 4 word loads at
+//!    `0x01FF_FF00` (the system-call stub's stack frame).
+//!
+//! An abort in step 4 runs the fault path: [`FAULT_PATH_INSNS`] privileged
+//! fetches from `0xC000_2000`, then the strategy's `resolve` (CPD fill or
+//! collision under FASS), then the access is retried. Any other abort is an
+//! error.
+//!
+//! Patterns: a *ring* runs spaces `0, 1, …, N-1, 0, …` (lmbench `lat_ctx`);
+//! *IPC* runs a server (space 0) and `N` clients as `c1, S, c2, S, …, cN, S`
+//! (one round trip = a client turn plus a server turn, both doing the pass).
+//! Every run first does [`Workload::warmup_rounds`] rounds, then measures
+//! [`Workload::rounds`] rounds.
+//!
+//! The *baseline* of a configuration is the same stream with one space
+//! (`switch_to` of the running space does nothing): the cost of the kernel
+//! path and the pass without an address-space change. *Overhead per switch*
+//! is cycles per switch minus the baseline's cycles per turn, as lmbench
+//! subtracts the cost of touching the data.
+
+use crate::BenchError;
+use armv5_sim::presets::{self, Preset};
+use armv5_sim::{encode, sctlr, Counters, Machine, Privilege, Region, RegionKind, Width};
+use fass::policy::{CleanFirstLru, CleanFirstRandom, CleanFirstRoundRobin, FewestSlots};
+use fass::{
+    Cpd, DomainSet, Fass, Layout, PidMode, Resolution, SpaceId, Stats, SwitchStrategy, TableKind,
+    TableSwitch, VictimPolicy,
+};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
+use mmu_armv5::regs::{Dacr, DomainAccess};
+use mmu_armv5::table::{TableKind as HwTable, TableRef};
+use mmu_armv5::{Domain, PhysAddr, VirtAddr};
+use std::fmt;
+
+/// Kernel entry + scheduler instructions fetched per turn.
+pub const KERNEL_ENTRY_INSNS: u32 = 48;
+/// Kernel exit (restore, return to user) instructions fetched per turn.
+pub const KERNEL_EXIT_INSNS: u32 = 32;
+/// User instructions fetched per pass.
+pub const USER_INSNS: u32 = 64;
+/// Kernel instructions fetched per abort resolved.
+pub const FAULT_PATH_INSNS: u32 = 64;
+/// Largest number of spaces a run may use (ring N or IPC N + 1).
+pub const MAX_SPACES: u16 = 72;
+
+const KERNEL_VA: u32 = 0xC000_0000;
+const KERNEL_TEXT: u32 = 0xC000_1000;
+const FAULT_TEXT: u32 = 0xC000_2000;
+const TCB_BASE: u32 = 0xC008_0000;
+const TEXT_VA: u32 = 0x0000_8000;
+const DATA_VA: u32 = 0x0010_0000;
+const STACK_VA: u32 = 0x01FF_F000;
+const FRAME_BASE: u32 = 0x0010_0000;
+const FRAMES_PER_SPACE: u32 = 6;
+const PAGE: u32 = 4096;
+/// Largest `touch` the stream supports (four data pages).
+pub const MAX_TOUCH: u32 = 4 * PAGE;
+const RAM: u32 = 16 << 20;
+const TABLE_POOL: u32 = 8 << 20;
+
+/// A CPU preset of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Cpu {
+    /// StrongARM SA-1100 ([`presets::sa1100`]).
+    Sa1100,
+    /// ARM926EJ-S ([`presets::arm926ejs`]).
+    Arm926,
+}
+
+impl Cpu {
+    /// Both presets, SA-1100 first.
+    pub const ALL: [Cpu; 2] = [Cpu::Sa1100, Cpu::Arm926];
+
+    /// The preset.
+    #[must_use]
+    pub fn preset(self) -> Preset {
+        match self {
+            Cpu::Sa1100 => presets::sa1100(),
+            Cpu::Arm926 => presets::arm926ejs(),
+        }
+    }
+
+    /// A short name.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Cpu::Sa1100 => "SA-1100",
+            Cpu::Arm926 => "ARM926EJ-S",
+        }
+    }
+}
+
+/// A domain-recycling policy of `fass::policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PolicyKind {
+    /// [`CleanFirstRoundRobin`] (the provisional `DefaultPolicy`).
+    RoundRobin,
+    /// [`CleanFirstRandom`] with its default seed.
+    Random,
+    /// [`FewestSlots`].
+    FewestSlots,
+    /// [`CleanFirstLru`].
+    Lru,
+}
+
+impl PolicyKind {
+    /// Every policy.
+    pub const ALL: [PolicyKind; 4] = [
+        PolicyKind::RoundRobin,
+        PolicyKind::Random,
+        PolicyKind::FewestSlots,
+        PolicyKind::Lru,
+    ];
+
+    /// A short name.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            PolicyKind::RoundRobin => "clean-first round-robin",
+            PolicyKind::Random => "clean-first random",
+            PolicyKind::FewestSlots => "clean-first fewest-slots",
+            PolicyKind::Lru => "clean-first LRU",
+        }
+    }
+
+    /// A one-word key.
+    #[must_use]
+    pub const fn key(self) -> &'static str {
+        match self {
+            PolicyKind::RoundRobin => "rr",
+            PolicyKind::Random => "random",
+            PolicyKind::FewestSlots => "fewest",
+            PolicyKind::Lru => "lru",
+        }
+    }
+}
+
+/// A switching strategy of `fass`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mode {
+    /// [`TableSwitch`] with [`TableKind::Naive`]: full flush every switch.
+    Naive,
+    /// [`TableSwitch`] with FCSE PIDs, best-effort mode (as guaranteed
+    /// while the spaces fit the 63 PIDs of [`Layout::DEMO`]).
+    Fcse,
+    /// [`Fass`] with a victim policy.
+    Fass(PolicyKind),
+}
+
+impl Mode {
+    /// A short key (`naive`, `fcse`, `fass-rr`, …).
+    #[must_use]
+    pub fn key(self) -> String {
+        match self {
+            Mode::Naive => "naive".into(),
+            Mode::Fcse => "fcse".into(),
+            Mode::Fass(p) => format!("fass-{}", p.key()),
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mode::Naive => f.write_str("naive"),
+            Mode::Fcse => f.write_str("FCSE-only"),
+            Mode::Fass(p) => write!(f, "FASS ({})", p.name()),
+        }
+    }
+}
+
+/// Which processes run in which order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Pattern {
+    /// Token ring of N spaces.
+    Ring,
+    /// A server and N clients.
+    Ipc,
+}
+
+impl Pattern {
+    /// A short name.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Pattern::Ring => "ring",
+            Pattern::Ipc => "ipc",
+        }
+    }
+}
+
+/// One benchmark configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Workload {
+    /// The CPU preset.
+    pub cpu: Cpu,
+    /// The strategy.
+    pub mode: Mode,
+    /// The pattern.
+    pub pattern: Pattern,
+    /// Ring size, or number of IPC clients.
+    pub n: u16,
+    /// Bytes of private data touched per pass (multiple of 32, at most [`MAX_TOUCH`]).
+    pub touch: u32,
+    /// Unmeasured rounds first.
+    pub warmup_rounds: u32,
+    /// Measured rounds.
+    pub rounds: u32,
+}
+
+impl Workload {
+    /// Number of spaces the workload creates.
+    #[must_use]
+    pub fn spaces(&self) -> u16 {
+        match self.pattern {
+            Pattern::Ring => self.n,
+            Pattern::Ipc => self.n + 1,
+        }
+    }
+
+    /// The order of one round.
+    fn round(&self) -> Vec<u16> {
+        match self.pattern {
+            Pattern::Ring => (0..self.n).collect(),
+            Pattern::Ipc => (1..=self.n).flat_map(|c| [c, 0]).collect(),
+        }
+    }
+}
+
+/// What a measured run counted.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The configuration.
+    pub workload: Workload,
+    /// Turns run in the measured rounds.
+    pub turns: u64,
+    /// Switches the strategy counted in the measured rounds.
+    pub switches: u64,
+    /// The model's counters over the measured rounds.
+    pub counters: Counters,
+    /// The strategy's statistics over the measured rounds.
+    pub stats: Stats,
+    /// Modelled cycles of the measured rounds.
+    pub cycles: u64,
+}
+
+impl Outcome {
+    fn per_switch(&self, x: u64) -> f64 {
+        if self.switches == 0 {
+            x as f64 / self.turns.max(1) as f64
+        } else {
+            x as f64 / self.switches as f64
+        }
+    }
+
+    /// Modelled cycles per switch (per turn when nothing switched).
+    #[must_use]
+    pub fn cycles_per_switch(&self) -> f64 {
+        self.per_switch(self.cycles)
+    }
+
+    /// TLB misses (table walks) per switch.
+    #[must_use]
+    pub fn tlb_misses_per_switch(&self) -> f64 {
+        self.per_switch(self.counters.tlb_misses())
+    }
+
+    /// I- and D-cache line fills (cache misses that allocate) per switch.
+    #[must_use]
+    pub fn cache_misses_per_switch(&self) -> f64 {
+        self.per_switch(self.counters.line_fills())
+    }
+
+    /// Dirty lines written back per switch.
+    #[must_use]
+    pub fn write_backs_per_switch(&self) -> f64 {
+        self.per_switch(self.counters.write_backs)
+    }
+
+    /// Full flushes (strategy statistics) per 1,000 switches.
+    #[must_use]
+    pub fn flushes_per_thousand(&self) -> f64 {
+        self.per_switch(self.stats.full_flushes) * 1000.0
+    }
+
+    /// Whole-TLB and single-entry TLB invalidations the model saw, per switch.
+    #[must_use]
+    pub fn tlb_invalidations_per_switch(&self) -> f64 {
+        self.per_switch(self.counters.tlb_invalidate_all + self.counters.tlb_invalidate_entry)
+    }
+
+    /// Whole-cache maintenance operations the model saw, per switch.
+    #[must_use]
+    pub fn cache_flush_ops_per_switch(&self) -> f64 {
+        self.per_switch(self.counters.cache_whole_ops)
+    }
+}
+
+fn machine(cpu: Cpu) -> Result<(Machine, PhysAddr), BenchError> {
+    let mut cfg = cpu.preset().config;
+    cfg.regions.push(Region {
+        base: PhysAddr::new(0),
+        size: RAM,
+        kind: RegionKind::Ram,
+        latency: 0,
+    });
+    let mut m = Machine::new(cfg)?;
+    m.set_frame_pool(PhysAddr::new(RAM - TABLE_POOL), TABLE_POOL)?;
+    let root = TableRef::allocate(&mut m, HwTable::L1)?;
+    // The kernel: one write-back section, domain 0, privileged RW (AP=01).
+    m.phys_write(
+        PhysAddr::new(encode::l1_entry_addr(root.pa.as_u32(), KERNEL_VA)),
+        Width::Word,
+        encode::section(0, 1, 0, true, true),
+    )?;
+    m.set_ttbr(root.pa.as_u32());
+    m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
+    Ok((m, root.pa))
+}
+
+fn dom(n: u8) -> Result<Domain, BenchError> {
+    Domain::new(n).map_err(|_| BenchError::Setup("domain number"))
+}
+
+type FassOf<P> = Fass<P, { MAX_SPACES as usize }, 8, 1>;
+type Classic = TableSwitch<{ MAX_SPACES as usize }, 1>;
+
+/// Runs `w` on a fresh machine and returns what the measured rounds counted.
+pub fn run(w: &Workload) -> Result<Outcome, BenchError> {
+    if w.spaces() == 0 || w.spaces() > MAX_SPACES || w.touch > MAX_TOUCH || w.touch % 32 != 0 {
+        return Err(BenchError::Setup("workload out of range"));
+    }
+    let (mut m, root) = machine(w.cpu)?;
+    let kernel = dom(0)?;
+    match w.mode {
+        Mode::Naive | Mode::Fcse => {
+            let kind = if w.mode == Mode::Naive {
+                TableKind::Naive
+            } else {
+                TableKind::Fcse(PidMode::BestEffort)
+            };
+            m.set_dacr(
+                Dacr::only(kernel, DomainAccess::Client).with(dom(1)?, DomainAccess::Client),
+            );
+            let mut t = Classic::new(kind, Layout::DEMO, dom(1)?, L1Encoding::Arm9, root)?;
+            drive(&mut m, &mut t, w)
+        }
+        Mode::Fass(p) => {
+            m.set_dacr(Dacr::only(kernel, DomainAccess::Client));
+            let cpd = Cpd::new(root, L1Encoding::Arm9)?;
+            match p {
+                PolicyKind::RoundRobin => {
+                    let mut f: FassOf<_> = Fass::new(
+                        Layout::DEMO,
+                        kernel,
+                        DomainSet::EMPTY,
+                        CleanFirstRoundRobin::default(),
+                        cpd,
+                    )?;
+                    drive(&mut m, &mut f, w)
+                }
+                PolicyKind::Random => {
+                    let mut f: FassOf<_> = Fass::new(
+                        Layout::DEMO,
+                        kernel,
+                        DomainSet::EMPTY,
+                        CleanFirstRandom::default(),
+                        cpd,
+                    )?;
+                    drive(&mut m, &mut f, w)
+                }
+                PolicyKind::FewestSlots => {
+                    let mut f: FassOf<_> =
+                        Fass::new(Layout::DEMO, kernel, DomainSet::EMPTY, FewestSlots, cpd)?;
+                    drive(&mut m, &mut f, w)
+                }
+                PolicyKind::Lru => {
+                    let mut f: FassOf<_> = Fass::new(
+                        Layout::DEMO,
+                        kernel,
+                        DomainSet::EMPTY,
+                        CleanFirstLru::default(),
+                        cpd,
+                    )?;
+                    drive(&mut m, &mut f, w)
+                }
+            }
+        }
+    }
+}
+
+/// Keeps the generic parameter of [`VictimPolicy`] in the public docs honest:
+/// every policy the benchmarks name implements it.
+#[allow(dead_code)]
+fn _policies_are_victim_policies() {
+    fn is<P: VictimPolicy>() {}
+    is::<CleanFirstRoundRobin>();
+    is::<CleanFirstRandom>();
+    is::<FewestSlots>();
+    is::<CleanFirstLru>();
+}
+
+fn drive<T: SwitchStrategy>(
+    m: &mut Machine,
+    t: &mut T,
+    w: &Workload,
+) -> Result<Outcome, BenchError> {
+    let cost = w.cpu.preset().cost;
+    for s in 0..w.spaces() {
+        let id = SpaceId(s);
+        t.create_space(m, id)?;
+        let base = FRAME_BASE + u32::from(s) * FRAMES_PER_SPACE * PAGE;
+        let maps = [
+            (TEXT_VA, base, PAGE),
+            (DATA_VA, base + PAGE, 4 * PAGE),
+            (STACK_VA, base + 5 * PAGE, PAGE),
+        ];
+        for (va, pa, len) in maps {
+            t.map_pages(
+                m,
+                id,
+                VirtAddr::new(va),
+                PhysAddr::new(pa),
+                len,
+                AccessPermission::ReadWrite,
+                CachePolicy::WriteBack,
+            )?;
+        }
+    }
+    let order = w.round();
+    let mut prev = *order.last().unwrap_or(&0);
+    for _ in 0..w.warmup_rounds {
+        for &s in &order {
+            turn(m, t, prev, s, w.touch)?;
+            prev = s;
+        }
+    }
+    let (c0, s0) = (m.counters().clone(), *t.stats());
+    let mut turns = 0u64;
+    for _ in 0..w.rounds {
+        for &s in &order {
+            turn(m, t, prev, s, w.touch)?;
+            prev = s;
+            turns += 1;
+        }
+    }
+    let counters = m.counters() - &c0;
+    let stats = t.stats().since(&s0);
+    Ok(Outcome {
+        workload: *w,
+        turns,
+        switches: stats.switches,
+        cycles: cost.cycles(&counters),
+        counters,
+        stats,
+    })
+}
+
+fn kernel_fetches(m: &mut Machine, at: u32, insns: u32) -> Result<(), BenchError> {
+    for i in 0..insns {
+        let va = at + 4 * i;
+        m.fetch(VirtAddr::new(va), Privilege::Privileged)
+            .map_err(|_| BenchError::Fault { va, fsr: m.ifsr() })?;
+    }
+    Ok(())
+}
+
+fn tcb(s: u16) -> u32 {
+    TCB_BASE + u32::from(s) * 64
+}
+
+#[derive(Clone, Copy)]
+enum Access {
+    Fetch,
+    Load,
+    Store(u32),
+}
+
+/// One user access, resolving the aborts the strategy caused.
+fn user<T: SwitchStrategy>(
+    m: &mut Machine,
+    t: &mut T,
+    va: u32,
+    a: Access,
+) -> Result<u32, BenchError> {
+    // A pass touches at most 3 slots; more than 8 resolutions for one
+    // access means the strategy is not making progress.
+    for _ in 0..8 {
+        let v = VirtAddr::new(va);
+        let r = match a {
+            Access::Fetch => m.fetch(v, Privilege::User),
+            Access::Load => m.load(v, Width::Word, Privilege::User),
+            Access::Store(x) => m.store(v, Width::Word, x, Privilege::User).map(|()| x),
+        };
+        match r {
+            Ok(x) => return Ok(x),
+            Err(_) => {
+                let fsr = match a {
+                    Access::Fetch => m.ifsr(),
+                    _ => m.dfsr(),
+                };
+                // ARMv5 has no IFAR: the handler knows the faulting PC.
+                let far = match a {
+                    Access::Fetch => va,
+                    _ => m.far(),
+                };
+                kernel_fetches(m, FAULT_TEXT, FAULT_PATH_INSNS)?;
+                match t.resolve(m, fsr, far)? {
+                    Resolution::Resolved { .. } => {}
+                    Resolution::NotFass(_) => return Err(BenchError::Fault { va, fsr }),
+                }
+            }
+        }
+    }
+    Err(BenchError::Fault { va, fsr: m.dfsr() })
+}
+
+/// One turn: kernel path, switch, kernel exit, the process's pass.
+fn turn<T: SwitchStrategy>(
+    m: &mut Machine,
+    t: &mut T,
+    prev: u16,
+    next: u16,
+    touch: u32,
+) -> Result<(), BenchError> {
+    kernel_fetches(m, KERNEL_TEXT, KERNEL_ENTRY_INSNS)?;
+    for i in 0..16 {
+        let va = tcb(prev) + 4 * i;
+        m.store(VirtAddr::new(va), Width::Word, i, Privilege::Privileged)
+            .map_err(|_| BenchError::Fault { va, fsr: m.dfsr() })?;
+    }
+    t.switch_to(m, SpaceId(next))?;
+    kernel_fetches(m, KERNEL_TEXT + 4 * KERNEL_ENTRY_INSNS, KERNEL_EXIT_INSNS)?;
+    for i in 0..16 {
+        let va = tcb(next) + 4 * i;
+        m.load(VirtAddr::new(va), Width::Word, Privilege::Privileged)
+            .map_err(|_| BenchError::Fault { va, fsr: m.dfsr() })?;
+    }
+    for i in 0..USER_INSNS {
+        user(m, t, TEXT_VA + 4 * i, Access::Fetch)?;
+    }
+    for off in (0..touch).step_by(32) {
+        let va = DATA_VA + off;
+        let v = user(m, t, va, Access::Load)?;
+        user(m, t, va, Access::Store(v.wrapping_add(1)))?;
+    }
+    let sp = STACK_VA + 0xF00;
+    for i in 0..4 {
+        user(m, t, sp + 4 * i, Access::Store(i))?;
+    }
+    for i in 0..4 {
+        user(m, t, sp + 4 * i, Access::Load)?;
+    }
+    Ok(())
+}
+
+/// The baseline of `w`: the same stream with a ring of one space.
+#[must_use]
+pub fn baseline_of(w: &Workload) -> Workload {
+    Workload {
+        pattern: Pattern::Ring,
+        n: 1,
+        ..*w
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(mode: Mode, pattern: Pattern, n: u16, touch: u32) -> Workload {
+        Workload {
+            cpu: Cpu::Sa1100,
+            mode,
+            pattern,
+            n,
+            touch,
+            warmup_rounds: 2,
+            rounds: 3,
+        }
+    }
+
+    #[test]
+    fn fass_ring_within_free_domains_never_flushes() {
+        for n in [2u16, 8, 15] {
+            let o = run(&w(
+                Mode::Fass(PolicyKind::RoundRobin),
+                Pattern::Ring,
+                n,
+                1024,
+            ))
+            .unwrap();
+            assert_eq!(o.switches, u64::from(n) * 3);
+            assert_eq!(o.counters.cache_whole_ops, 0, "{}", o.counters);
+            assert_eq!(o.tlb_invalidations_per_switch(), 0.0);
+            assert_eq!(o.stats.full_flushes, 0);
+        }
+    }
+
+    #[test]
+    fn naive_flushes_every_switch_and_costs_more() {
+        let n = run(&w(Mode::Naive, Pattern::Ring, 2, 0)).unwrap();
+        let f = run(&w(Mode::Fass(PolicyKind::RoundRobin), Pattern::Ring, 2, 0)).unwrap();
+        assert_eq!(n.stats.full_flushes, n.switches);
+        assert!(n.cycles_per_switch() > 5.0 * f.cycles_per_switch());
+    }
+
+    #[test]
+    fn ipc_counts_two_switches_per_round_trip() {
+        let o = run(&w(Mode::Fcse, Pattern::Ipc, 4, 0)).unwrap();
+        assert_eq!(o.switches, 4 * 2 * 3);
+        assert_eq!(o.turns, o.switches);
+    }
+
+    #[test]
+    fn baseline_has_no_switch() {
+        let b = run(&baseline_of(&w(Mode::Naive, Pattern::Ipc, 4, 4096))).unwrap();
+        assert_eq!(b.switches, 0);
+        assert_eq!(b.turns, 3);
+        assert_eq!(b.counters.cache_whole_ops, 0);
+    }
+
+    #[test]
+    fn out_of_range_workloads_are_refused() {
+        assert!(run(&w(Mode::Naive, Pattern::Ring, 0, 0)).is_err());
+        assert!(run(&w(Mode::Naive, Pattern::Ring, 2, MAX_TOUCH + 32)).is_err());
+        assert!(run(&w(Mode::Naive, Pattern::Ipc, MAX_SPACES, 0)).is_err());
+    }
+}
