@@ -408,7 +408,27 @@ pub fn model(quick: bool, out: &Path, plots: &Path) -> Result<()> {
 /// checks, tables and plots into `<target>/bench-quick`.
 pub fn quick() -> Result<()> {
     let dir = cargo::target_dir()?.join("bench-quick");
-    model(true, &dir, &dir)
+    model(true, &dir, &dir)?;
+    sim_throughput(true)
+}
+
+/// The `armv5-sim` throughput example: simulated accesses per second on the
+/// SA-1100 preset (the model is optimised in test and dev builds too).
+fn sim_throughput(short: bool) -> Result<()> {
+    let mut cmd = cargo::cargo();
+    cmd.args([
+        "run",
+        "--quiet",
+        "-p",
+        "armv5-sim",
+        "--example",
+        "throughput",
+        "--",
+    ]);
+    if short {
+        cmd.arg("--short");
+    }
+    run_checked(&mut cmd)
 }
 
 /// `cargo xtask bench [--full]`.
@@ -419,6 +439,7 @@ pub fn run(full: bool, timeout: Duration) -> Result<()> {
     let docs = root.join("docs");
     std::fs::create_dir_all(&out).map_err(io(format!("creating {}", out.display())))?;
     model(false, &out, &docs)?;
+    sim_throughput(false)?;
     let model_md =
         std::fs::read_to_string(out.join("model.md")).map_err(io("reading model.md".into()))?;
     let micro_md = micro(full)?;
