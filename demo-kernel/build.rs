@@ -5,6 +5,11 @@ use std::{env, fs, path::PathBuf};
 fn main() {
     println!("cargo:rerun-if-changed=kernel.ld");
     println!("cargo:rerun-if-changed=build.rs");
+    // The user image the kernel embeds (built and named by `cargo xtask`).
+    println!("cargo:rerun-if-env-changed=DEMO_USER_ELF");
+    if let Some(user) = env::var_os("DEMO_USER_ELF") {
+        println!("cargo:rerun-if-changed={}", PathBuf::from(user).display());
+    }
     if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("none") {
         return;
     }

@@ -2,8 +2,10 @@
 //!
 //! `asm/boot.s` is the ELF entry (`_start`, physical, MMU off) and
 //! `_start_high` (virtual, MMU on); `asm/vectors.s` holds the vector page and
-//! the exception entry stubs; `asm/probe.s` the probe instructions.
+//! the exception entry stubs; `asm/probe.s` the probe instructions;
+//! `asm/trap.s` the user-mode trap frames and the way into user mode.
 
 core::arch::global_asm!(include_str!("asm/boot.s"), options(raw));
 core::arch::global_asm!(include_str!("asm/vectors.s"), options(raw));
 core::arch::global_asm!(include_str!("asm/probe.s"), options(raw));
+core::arch::global_asm!(include_str!("asm/trap.s"), options(raw));

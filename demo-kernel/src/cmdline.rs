@@ -2,7 +2,9 @@
 //!
 //! QEMU builds it from `-kernel` and `-append` ("<kernel path> <append>")
 //! when no `-semihosting-config arg=` is given. Words are separated by
-//! spaces; the kernel path and unknown words are ignored.
+//! spaces; the kernel path and unknown words are ignored. `scenario=NAMES`
+//! selects the process scenarios ([`crate::proc::scenario`]), with
+//! `mode=`, `n=`, `touch=`, `passes=`, `rounds=`, `seed=`, `calls=`, `slice=`.
 
 use core::cell::UnsafeCell;
 
@@ -20,6 +22,8 @@ pub enum Mode {
     Demo,
     /// Run the in-kernel tests.
     Test,
+    /// Run user-process scenarios.
+    Scenario,
 }
 
 /// The parsed command line.
@@ -28,6 +32,8 @@ pub struct Cmdline {
     pub mode: Mode,
     /// `only=NAME`: run just this test.
     pub only: Option<&'static str>,
+    /// Scenario parameters.
+    pub params: crate::proc::scenario::Params,
 }
 
 /// Why the command line could not be read.
@@ -67,16 +73,28 @@ fn parse(text: &'static str) -> Cmdline {
     let mut cmd = Cmdline {
         mode: Mode::Demo,
         only: None,
+        params: crate::proc::scenario::Params::DEFAULT,
     };
+    let p = &mut cmd.params;
     for word in text.split(' ') {
-        match word {
-            "test" => cmd.mode = Mode::Test,
-            "demo" => cmd.mode = Mode::Demo,
-            _ => {
-                if let Some(name) = word.strip_prefix("only=") {
-                    cmd.only = Some(name);
-                }
+        let number = |v: &str, old: u32| v.parse::<u32>().unwrap_or(old);
+        match word.split_once('=') {
+            None if word == "test" => cmd.mode = Mode::Test,
+            None if word == "demo" => cmd.mode = Mode::Demo,
+            Some(("only", name)) => cmd.only = Some(name),
+            Some(("scenario", names)) => {
+                cmd.mode = Mode::Scenario;
+                p.scenarios = names;
             }
+            Some(("mode", v)) => p.modes = v,
+            Some(("n", v)) => p.ns = v,
+            Some(("touch", v)) => p.touch = number(v, p.touch),
+            Some(("passes", v)) => p.passes = number(v, p.passes),
+            Some(("rounds", v)) => p.rounds = number(v, p.rounds),
+            Some(("seed", v)) => p.seed = number(v, p.seed),
+            Some(("calls", v)) => p.calls = number(v, p.calls),
+            Some(("slice", v)) => p.slice = number(v, p.slice),
+            _ => {}
         }
     }
     cmd

@@ -9,6 +9,8 @@
 //! * `test`: every in-kernel test ([`harness`]), exit status 0 only if all pass;
 //! * `test only=NAME`: the one test `NAME` (also the harness's own manual
 //!   self-checks, which fail or hang on purpose);
+//! * `scenario=ring,ipc,... mode=naive,fcse,fass n=...`: user processes
+//!   ([`proc`]) running the named scenarios under each switching mode;
 //! * anything else: the demo.
 //!
 //! On the host this crate compiles to an empty program, so workspace-wide host
@@ -17,6 +19,9 @@
 #![cfg_attr(target_os = "none", deny(unsafe_op_in_unsafe_fn))]
 #![cfg_attr(target_os = "none", deny(clippy::undocumented_unsafe_blocks))]
 
+#[cfg(target_os = "none")]
+#[path = "../user/src/abi.rs"]
+mod abi;
 #[cfg(target_os = "none")]
 mod boot;
 #[cfg(target_os = "none")]
@@ -42,6 +47,8 @@ mod logger;
 mod mmu;
 #[cfg(target_os = "none")]
 mod probe;
+#[cfg(target_os = "none")]
+mod proc;
 #[cfg(target_os = "none")]
 mod tests;
 #[cfg(target_os = "none")]
@@ -73,6 +80,15 @@ pub extern "C" fn kmain() -> ! {
     match cmd.mode {
         cmdline::Mode::Test => {
             let ok = harness::run(cmd.only);
+            exit::exit(if ok {
+                exit::EXIT_OK
+            } else {
+                exit::EXIT_TEST_FAILED
+            });
+        }
+        cmdline::Mode::Scenario => {
+            let ok = proc::scenario::run(&cmd.params);
+            defmt::info!("scenarios done");
             exit::exit(if ok {
                 exit::EXIT_OK
             } else {

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `0xC000_0000` + 128 MiB | RAM from 0 | sections, domain 0, AP=01 (kernel only), write-back |
 //! | [`DEVICE_VIRT`] + 2 MiB | `0x1000_0000` | sections, domain 0, AP=01, uncached (devices) |
-//! | `0xFFFF_0000` | the `.vectors` page | a small page in a coarse table (high vectors) |
+//! | `0xFFFF_0000` | the `.vectors` page | a small page in the boot code's coarse table (high vectors) |
 //!
 //! and loads it into the TTBR. The boot-time identity mapping of the start-up
 //! code is gone from then on; everything below 3 GiB is free for tests and
@@ -33,7 +33,11 @@ extern "C" {
     static __ram_mib: u8;
     static __scratch_phys: u8;
     static __vectors_start: u8;
+    static __vectors_l2: u8;
 }
+
+/// A first-level coarse-table link in domain 0 (bit 4 set, type `01`).
+const COARSE_LINK_DOMAIN0: u32 = 0x11;
 
 /// Entries in a first-level table.
 pub const L1_ENTRIES: usize = 4096;
@@ -43,8 +47,12 @@ const DEVICE_PHYS: u32 = 0x1000_0000;
 const HIGH_VECTORS: u32 = 0xFFFF_0000;
 /// The kernel's domain.
 pub const KERNEL_DOMAIN: Domain = Domain::from_low_bits(0);
-/// Blocks of table memory (16 KiB each): the L1 table plus up to 240 coarse tables.
-pub const POOL_BLOCKS: usize = 16;
+/// Blocks of table memory (16 KiB each): the kernel's L1 table, one L1 table
+/// per process under the per-table switching strategies, and coarse tables.
+pub const POOL_BLOCKS: usize = 80;
+/// One past the highest user address a process may map privately (the
+/// shared-segment region starts here, then the kernel's).
+pub const USER_TOP: u32 = 0x8000_0000;
 
 /// The kernel's CPU-specific maintenance over its CP15.
 pub fn maint() -> Arm926<HwCp15> {
@@ -172,16 +180,22 @@ pub fn init() -> Result<(), TableError> {
             section,
         )?
         .flush(&mut m);
-    table
-        .map(
-            &mut pool,
-            ModifiedVirtAddr::new(HIGH_VECTORS),
-            PhysAddr::new(vectors - offset),
-            4096,
-            kernel(CachePolicy::WriteBack),
-            SizePolicy::Exactly(PageSizeKind::Small),
-        )?
-        .flush(&mut m);
+    // The high-vector page: the boot code's coarse table (outside the pool,
+    // already mapping the `.vectors` page) is linked, not a pool table. The
+    // per-table switching strategies copy the kernel's first-level entries
+    // into every address space and free the second-level tables a dying
+    // space links; a table outside the pool cannot be freed or reused.
+    // SAFETY: linker-script symbol; only its address is used.
+    let vectors_l2 = symbol(unsafe { &__vectors_l2 }) - offset;
+    let _ = vectors;
+    let l1 = (table.root().as_u32() + offset) as *mut u32;
+    // SAFETY: `HIGH_VECTORS >> 20` indexes the new 16 KiB table (in the
+    // linear map); the entry is a coarse-table link in domain 0 (bit 4 set,
+    // as boot.s writes it) to the boot table that maps the vector page.
+    unsafe {
+        l1.add((HIGH_VECTORS >> 20) as usize)
+            .write_volatile(vectors_l2 | COARSE_LINK_DOMAIN0)
+    };
     let ttbr = Ttbr::new(table.root())?;
     // SAFETY: the new table maps everything the kernel uses (its image and
     // stacks in the RAM linear map, the devices, the vector page) exactly as

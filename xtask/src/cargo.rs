@@ -16,6 +16,10 @@ pub const STRONGARM_RUSTFLAGS: &str = "-C target-cpu=strongarm -C target-feature
 pub const NO_STD_CRATES: [&str; 3] = ["mmu-armv5", "fass", "spm"];
 /// The kernel package (and binary) name.
 pub const KERNEL: &str = "demo-kernel";
+/// The user program package (and binary) name, built before the kernel.
+pub const USER: &str = "demo-user";
+/// Environment variable naming the user image for the kernel build.
+pub const USER_ELF_ENV: &str = "DEMO_USER_ELF";
 /// defmt log level compiled into the kernel.
 pub const KERNEL_DEFMT_LOG: &str = "info";
 
@@ -105,12 +109,38 @@ pub fn target_dir_from_metadata(json: &[u8]) -> Result<PathBuf> {
         .ok_or_else(|| Error::Check("cargo metadata output has no target_directory".into()))
 }
 
-/// Builds the demo kernel (release, `armv5te-none-eabi`) and returns its ELF path.
-pub fn build_kernel() -> Result<PathBuf> {
+/// Builds the user program (release, `armv5te-none-eabi`) and returns its ELF path.
+pub fn build_user() -> Result<PathBuf> {
     crate::setup::ensure_rust_src()?;
     let mut cmd = arm_cargo("build", ARMV5TE);
+    cmd.args(["--release", "-p", USER]);
+    run_checked(&mut cmd)?;
+    let elf = target_dir()?.join(ARMV5TE).join("release").join(USER);
+    if elf.is_file() {
+        Ok(elf)
+    } else {
+        Err(Error::Missing(format!(
+            "user program build succeeded but {} does not exist",
+            elf.display()
+        )))
+    }
+}
+
+/// A cargo command for the kernel (`build` or `clippy`): builds the user
+/// program first and names its ELF in [`USER_ELF_ENV`] (the kernel embeds it).
+pub fn kernel_cargo(subcommand: &str) -> Result<Command> {
+    let user = build_user()?;
+    let mut cmd = arm_cargo(subcommand, ARMV5TE);
     cmd.args(["--release", "-p", KERNEL])
-        .env("DEFMT_LOG", KERNEL_DEFMT_LOG);
+        .env("DEFMT_LOG", KERNEL_DEFMT_LOG)
+        .env(USER_ELF_ENV, user);
+    Ok(cmd)
+}
+
+/// Builds the demo kernel (release, `armv5te-none-eabi`, with the user
+/// program embedded) and returns its ELF path.
+pub fn build_kernel() -> Result<PathBuf> {
+    let mut cmd = kernel_cargo("build")?;
     run_checked(&mut cmd)?;
     let elf = target_dir()?.join(ARMV5TE).join("release").join(KERNEL);
     if elf.is_file() {

@@ -143,9 +143,8 @@ fn arm_v4(_: &Settings) -> Result<()> {
 
 fn kernel_tests(s: &Settings) -> Result<()> {
     crate::setup::ensure_rust_src()?;
-    let mut lint = arm_cargo("clippy", ARMV5TE);
-    lint.args(["--release", "-p", KERNEL, "--", "-D", "warnings"])
-        .env("DEFMT_LOG", cargo::KERNEL_DEFMT_LOG);
+    let mut lint = cargo::kernel_cargo("clippy")?;
+    lint.args(["-p", cargo::USER, "--", "-D", "warnings"]);
     run_checked(&mut lint)?;
     let elf = cargo::build_kernel()?;
     let out = qemu::boot(&elf, s.qemu_timeout, Some(KERNEL_TEST_CMDLINE), true)?;

@@ -23,8 +23,9 @@ __vectors:
     .word   __exc_irq
     .word   __exc_fiq
 
-@ Handlers. Every exception except a data abort raised by a probe instruction
-@ is fatal: r0 = kind (see `vectors::ExceptionKind`), r1 = SPSR,
+@ Handlers. An exception taken in user mode goes to the trap path
+@ (`asm/trap.s`). In the kernel, every exception except a data abort raised
+@ by a probe instruction is fatal: r0 = kind (see `vectors::ExceptionKind`), r1 = SPSR,
 @ r2 = address of the instruction concerned, then `unexpected_exception`
 @ (Rust, never returns) reports it and exits QEMU with a failure status.
 
@@ -36,24 +37,51 @@ __exc_reset:
     mov     r2, #0
     b       __exc_fatal
 __exc_undef:
+    sub     lr, lr, #4
+    stmfd   sp!, {r0}
+    mrs     r0, spsr
+    and     r0, r0, #0x1F
+    cmp     r0, #0x10
+    ldmfd   sp!, {r0}
+    beq     __user_trap_undef
     mov     r0, #1
-    sub     r2, lr, #4
+    mov     r2, lr
     b       1f
 __exc_svc:
+    stmfd   sp!, {r0}
+    mrs     r0, spsr
+    and     r0, r0, #0x1F
+    cmp     r0, #0x10
+    ldmfd   sp!, {r0}
+    beq     __user_trap_svc
     mov     r0, #2
     sub     r2, lr, #4
     b       1f
 __exc_pabt:
+    sub     lr, lr, #4
+    stmfd   sp!, {r0}
+    mrs     r0, spsr
+    and     r0, r0, #0x1F
+    cmp     r0, #0x10
+    ldmfd   sp!, {r0}
+    beq     __user_trap_pabt
     mov     r0, #3
-    sub     r2, lr, #4
+    mov     r2, lr
     b       1f
 __exc_reserved:
     mov     r0, #5
     mov     r2, #0
     b       1f
 __exc_irq:
+    sub     lr, lr, #4
+    stmfd   sp!, {r0}
+    mrs     r0, spsr
+    and     r0, r0, #0x1F
+    cmp     r0, #0x10
+    ldmfd   sp!, {r0}
+    beq     __user_trap_irq
     mov     r0, #6
-    sub     r2, lr, #4
+    mov     r2, lr
     b       1f
 __exc_fiq:
     mov     r0, #7
@@ -70,6 +98,12 @@ __exc_fatal:
 @ __probe_state layout (see probe.rs): armed, faulted, dfsr, far.
 __exc_dabt:
     sub     lr, lr, #8              @ address of the aborting instruction
+    stmfd   sp!, {r0}
+    mrs     r0, spsr
+    and     r0, r0, #0x1F
+    cmp     r0, #0x10
+    ldmfd   sp!, {r0}
+    beq     __user_trap_dabt        @ from user mode: retried or the process dies
     stmfd   sp!, {r0-r3}
     ldr     r0, =__probe_state
     ldr     r1, [r0]

@@ -1,0 +1,1053 @@
+//! Processes, the scheduler, IPC and traps.
+//!
+//! All kernel state is one [`Kernel`] value in a static, reached only from
+//! thread context before and after a scenario and from [`trap_entry`] while
+//! one runs; the kernel never takes interrupts itself (IRQs are masked in
+//! every privileged mode), so there is no concurrent access.
+//!
+//! A trap copies the frame into the current process's saved context;
+//! handlers work on saved contexts only; the trap returns into whichever
+//! process the scheduler picks, whose context is copied back into the frame.
+
+use core::cell::UnsafeCell;
+
+use fass::{Resolution, SegmentId, SpaceId, SwitchStrategy};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess};
+use mmu_armv5::{FaultKind, FcsePid, PhysAddr, VirtAddr};
+
+use super::frames::Frames;
+use super::platform::{self, with_sys, HwCounts};
+use super::strategy::{dispatch, Strategy, SwitchMode, MAX_PROCS, SEGMENTS};
+use super::{elf, timer};
+use crate::abi::{self, err};
+use crate::cp15::hw;
+use crate::mmu::KERNEL_DOMAIN;
+
+/// The user program image, built by `cargo xtask` before the kernel.
+pub static USER_IMAGE: &[u8] = include_bytes!(env!("DEMO_USER_ELF"));
+
+/// User registers as the trap stubs (`asm/trap.s`) save them.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct TrapFrame {
+    /// r0-r12.
+    pub r: [u32; 13],
+    /// User sp.
+    pub sp: u32,
+    /// User lr.
+    pub lr: u32,
+    /// Where the process resumes.
+    pub pc: u32,
+    /// Its CPSR.
+    pub cpsr: u32,
+}
+
+/// User mode, IRQs enabled, FIQs masked.
+const USER_CPSR: u32 = 0x50;
+/// Kernel-owned pages (image and stack) per process.
+pub const KERNEL_PAGES: usize = 16;
+/// Pages a process may map with `MAP`.
+pub const USER_PAGES: usize = 16;
+
+/// Why an abort or trap ended a process.
+#[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
+pub enum TrapKind {
+    /// Data abort.
+    Data,
+    /// Prefetch abort.
+    Prefetch,
+    /// Undefined instruction.
+    Undefined,
+}
+
+impl TrapKind {
+    /// Report name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrapKind::Data => "data",
+            TrapKind::Prefetch => "prefetch",
+            TrapKind::Undefined => "undefined",
+        }
+    }
+}
+
+/// How a process ended.
+#[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
+pub enum Exit {
+    /// `EXIT` with this code.
+    Code(u32),
+    /// Killed by a fault the strategy did not resolve.
+    Killed {
+        /// Which trap.
+        trap: TrapKind,
+        /// The fault status (DFSR/IFSR; 0 for undefined instructions).
+        fsr: u32,
+        /// The fault address (FAR, or the instruction's address).
+        addr: u32,
+    },
+    /// Blocked forever: no other process could ever wake it.
+    Deadlock,
+    /// Its address space could not be switched to.
+    SwitchFailed,
+}
+
+/// Scheduling state.
+#[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
+pub enum State {
+    /// Slot unused.
+    Free,
+    /// Runnable (or running).
+    Ready,
+    /// Waiting in `RECV`.
+    Recv,
+    /// Waiting in `SEND` until `dest` receives.
+    Send {
+        /// Destination.
+        dest: u16,
+        /// Message.
+        msg: [u32; 3],
+    },
+    /// Waiting in `CALL` until `dest` receives.
+    Call {
+        /// Destination.
+        dest: u16,
+        /// Message.
+        msg: [u32; 3],
+    },
+    /// Waiting for `from`'s reply.
+    Reply {
+        /// Who must reply.
+        from: u16,
+    },
+    /// Ended (see [`Proc::exit`]).
+    Dead,
+}
+
+/// A page a process owns: virtual address and frame.
+#[derive(Clone, Copy)]
+pub struct Page {
+    /// User virtual address.
+    pub va: u32,
+    /// Physical frame.
+    pub pa: u32,
+}
+
+/// One process.
+#[derive(Clone, Copy)]
+pub struct Proc {
+    /// Scheduling state.
+    pub state: State,
+    /// Saved user registers.
+    pub ctx: TrapFrame,
+    /// Its role ([`abi::role`]).
+    pub role: u32,
+    /// Image and stack pages (unmappable by the process).
+    pub kernel_pages: [Option<Page>; KERNEL_PAGES],
+    /// Pages mapped with `MAP`.
+    pub user_pages: [Option<Page>; USER_PAGES],
+    /// Segments mapped (bit per segment id).
+    pub segs: u8,
+    /// How it ended.
+    pub exit: Option<Exit>,
+    /// System calls made.
+    pub syscalls: u32,
+    /// System calls that returned an error.
+    pub errors: u32,
+}
+
+impl Proc {
+    const FREE: Proc = Proc {
+        state: State::Free,
+        ctx: TrapFrame {
+            r: [0; 13],
+            sp: 0,
+            lr: 0,
+            pc: 0,
+            cpsr: 0,
+        },
+        role: 0,
+        kernel_pages: [None; KERNEL_PAGES],
+        user_pages: [None; USER_PAGES],
+        segs: 0,
+        exit: None,
+        syscalls: 0,
+        errors: 0,
+    };
+
+    /// Whether the process exists and has not ended.
+    pub fn alive(&self) -> bool {
+        !matches!(self.state, State::Free | State::Dead)
+    }
+}
+
+/// Kernel event counters of one scenario.
+#[derive(Clone, Copy, Default, defmt::Format)]
+pub struct Counters {
+    /// Context switches (between two different processes).
+    pub switches: u32,
+    /// System calls.
+    pub syscalls: u32,
+    /// Timer interrupts.
+    pub irqs: u32,
+    /// Preemptions that switched.
+    pub preemptions: u32,
+    /// Aborts the strategy resolved on a domain fault.
+    pub domain_faults: u32,
+    /// Aborts the strategy resolved on a translation fault (lazy CPD fill).
+    pub fills: u32,
+    /// Aborts taken inside checked user copies and resolved.
+    pub copy_faults: u32,
+    /// Processes killed.
+    pub kills: u32,
+    /// IPC round trips completed (replies delivered).
+    pub round_trips: u32,
+    /// IPC messages delivered.
+    pub messages: u32,
+}
+
+/// A measurement mark: everything counted, read at one instant.
+#[derive(Clone, Copy, defmt::Format)]
+pub struct Mark {
+    /// The 24 MHz counter.
+    pub ticks: u32,
+    /// CP15 maintenance so far.
+    pub hw: HwCounts,
+    /// The strategy's counters.
+    pub stats: fass::Stats,
+    /// The kernel's counters.
+    pub counters: Counters,
+    /// Domains held by shared segments (FASS; 0 otherwise).
+    pub seg_domains: u32,
+}
+
+/// A shared segment the scenario defined.
+#[derive(Clone, Copy)]
+pub struct SegmentInfo {
+    /// Its address in every sharer.
+    pub va: u32,
+}
+
+/// The kernel while a scenario runs.
+pub struct Kernel {
+    /// Its strategy.
+    pub strategy: Strategy,
+    /// The process table.
+    pub procs: [Proc; MAX_PROCS],
+    /// The running process.
+    pub current: Option<usize>,
+    /// Counters.
+    pub counters: Counters,
+    /// Marks set by `MARK 0` and `MARK 1` (the first of each is kept).
+    pub marks: [Option<Mark>; 2],
+    /// Defined segments.
+    pub segments: [Option<SegmentInfo>; SEGMENTS],
+    /// Callee-saved registers of the thread that entered user mode.
+    kctx: [u32; 10],
+}
+
+struct Global<T>(UnsafeCell<T>);
+// SAFETY: single core; see the module docs (no concurrent access).
+unsafe impl<T> Sync for Global<T> {}
+
+static KERNEL: Global<Option<Kernel>> = Global(UnsafeCell::new(None));
+static FRAMES: Global<Frames> = Global(UnsafeCell::new(Frames::new()));
+
+/// The frame allocator.
+pub fn frames() -> &'static mut Frames {
+    // SAFETY: single core, no re-entry (module docs); callers never hold two
+    // of these references at once.
+    unsafe { &mut *FRAMES.0.get() }
+}
+
+/// The kernel, if a scenario set one up.
+pub fn kernel() -> Option<&'static mut Kernel> {
+    // SAFETY: as in `frames`.
+    unsafe { (*KERNEL.0.get()).as_mut() }
+}
+
+/// Installs `k` (replacing any previous kernel).
+pub fn install(k: Kernel) {
+    // SAFETY: as in `frames`; no reference into the old value is alive.
+    unsafe { *KERNEL.0.get() = Some(k) };
+}
+
+/// Removes and returns the kernel.
+pub fn uninstall() -> Option<Kernel> {
+    // SAFETY: as in `install`.
+    unsafe { (*KERNEL.0.get()).take() }
+}
+
+extern "C" {
+    fn __sched_enter(ctx: *mut [u32; 10]);
+    fn __sched_leave(ctx: *const [u32; 10]) -> !;
+}
+
+/// What the trap does after a system call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum After {
+    /// Return to the caller (or reschedule if it blocked or ended).
+    Continue,
+    /// Give the CPU to the next ready process in round-robin order.
+    Yield,
+    /// Reschedule, preferring this process (a direct hand-off).
+    Reschedule(Option<usize>),
+}
+
+/// Why a process could not be created.
+#[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
+pub enum SpawnError {
+    /// The process table is full.
+    TableFull,
+    /// The image is malformed.
+    Elf(elf::ElfError),
+    /// Out of frames.
+    NoFrames,
+    /// The image needs more pages than a process may own.
+    TooManyPages,
+    /// The strategy refused.
+    Strategy(fass::FassError),
+}
+
+impl From<fass::FassError> for SpawnError {
+    fn from(e: fass::FassError) -> Self {
+        SpawnError::Strategy(e)
+    }
+}
+
+fn ap_of(prot: u32) -> Option<AccessPermission> {
+    match prot {
+        abi::prot::NONE => Some(AccessPermission::PrivRw),
+        abi::prot::READ => Some(AccessPermission::PrivRwUserRo),
+        abi::prot::RW => Some(AccessPermission::ReadWrite),
+        _ => None,
+    }
+}
+
+/// Maps a `FassError` from a user-requested mapping to an error code.
+pub fn map_error(e: fass::FassError) -> i32 {
+    use fass::FassError as E;
+    match e {
+        E::NotPrivate(_) | E::BadLength(_) | E::Segment(_) | E::Pid(_) => err::EINVAL,
+        E::Space(fass::space::SpaceError::AlreadyMapped(_)) => err::EBUSY,
+        E::Space(fass::space::SpaceError::Misaligned(_)) => err::EINVAL,
+        _ => err::ENOMEM,
+    }
+}
+
+impl Kernel {
+    /// A kernel in `mode` over the kernel's page table; no process yet.
+    pub fn new(mode: SwitchMode) -> Result<Kernel, fass::FassError> {
+        let root = crate::mmu::with_tables(|t, _| t.root());
+        Ok(Kernel {
+            strategy: Strategy::new(mode, root)?,
+            procs: [Proc::FREE; MAX_PROCS],
+            current: None,
+            counters: Counters::default(),
+            marks: [None; 2],
+            segments: [None; SEGMENTS],
+            kctx: [0; 10],
+        })
+    }
+
+    /// Defines shared segment `id` at `va` over the 1 MiB of physical memory at `pa` (zeroed).
+    pub fn define_segment(&mut self, id: u16, va: u32, pa: u32) -> Result<(), fass::FassError> {
+        let base = crate::mmu::phys_to_virt(pa) as *mut u32;
+        for i in 0..(1 << 18) {
+            // SAFETY: `pa` is a MiB reserved for segments, in the linear map.
+            unsafe { base.add(i).write_volatile(0) };
+        }
+        let spec = fass::SegmentSpec {
+            base: VirtAddr::new(va),
+            pa: PhysAddr::new(pa),
+            size: 1 << 20,
+            ap: AccessPermission::ReadWrite,
+            cache: CachePolicy::WriteBack,
+        };
+        dispatch!(&mut self.strategy, s => SwitchStrategy::create_segment(s, SegmentId(id), spec))?;
+        if let Some(slot) = self.segments.get_mut(usize::from(id)) {
+            *slot = Some(SegmentInfo { va });
+        }
+        Ok(())
+    }
+
+    /// Creates a process running `role` with arguments `args` (r1-r7).
+    pub fn spawn(&mut self, role: u32, args: [u32; 7]) -> Result<usize, SpawnError> {
+        let idx = self
+            .procs
+            .iter()
+            .position(|p| p.state == State::Free)
+            .ok_or(SpawnError::TableFull)?;
+        let image = elf::parse(USER_IMAGE).map_err(SpawnError::Elf)?;
+        let space = SpaceId(idx as u16);
+        with_sys(
+            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::create_space(s, sys, space)),
+        )?;
+        let mut p = Proc::FREE;
+        p.role = role;
+        let r = self.load(&image, space, &mut p);
+        if let Err(e) = r {
+            self.release_pages(space, &mut p);
+            let _ = with_sys(
+                |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::destroy_space(s, sys, space)),
+            );
+            return Err(e);
+        }
+        p.ctx.r[0] = role;
+        p.ctx.r[1..8].copy_from_slice(&args);
+        p.ctx.sp = abi::STACK_TOP;
+        p.ctx.pc = image.entry;
+        p.ctx.cpsr = USER_CPSR;
+        p.state = State::Ready;
+        self.procs[idx] = p;
+        Ok(idx)
+    }
+
+    /// Maps one kernel-owned page of `p` at `va` with `ap`, filled by `fill`.
+    fn kernel_page(
+        &mut self,
+        space: SpaceId,
+        p: &mut Proc,
+        va: u32,
+        ap: AccessPermission,
+        fill: impl FnOnce(*mut u8),
+    ) -> Result<(), SpawnError> {
+        let slot = p
+            .kernel_pages
+            .iter()
+            .position(Option::is_none)
+            .ok_or(SpawnError::TooManyPages)?;
+        let pa = frames().alloc().ok_or(SpawnError::NoFrames)?;
+        fill(crate::mmu::phys_to_virt(pa) as *mut u8);
+        let r = with_sys(
+            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::map_pages(s, sys, space, VirtAddr::new(va), PhysAddr::new(pa), 4096, ap, CachePolicy::WriteBack)),
+        );
+        if let Err(e) = r {
+            frames().release(pa);
+            return Err(e.into());
+        }
+        p.kernel_pages[slot] = Some(Page { va, pa });
+        Ok(())
+    }
+
+    fn load(
+        &mut self,
+        image: &elf::Image<'_>,
+        space: SpaceId,
+        p: &mut Proc,
+    ) -> Result<(), SpawnError> {
+        for seg in image.segments.iter().flatten() {
+            let first = seg.vaddr & !0xFFF;
+            let end = (seg.vaddr + seg.memsz).div_ceil(4096) * 4096;
+            let ap = if seg.writable {
+                AccessPermission::ReadWrite
+            } else {
+                AccessPermission::PrivRwUserRo
+            };
+            for page in (first..end).step_by(4096) {
+                let bytes = image.bytes;
+                self.kernel_page(space, p, page, ap, |dst| {
+                    // File bytes of the segment that fall into this page.
+                    let lo = page.max(seg.vaddr);
+                    let hi = (page + 4096).min(seg.vaddr + seg.filesz);
+                    if lo < hi {
+                        let off = (seg.offset + (lo - seg.vaddr)) as usize;
+                        let src = &bytes[off..off + (hi - lo) as usize];
+                        // SAFETY: `dst` is a fresh frame of 4096 bytes in
+                        // the linear map; `lo - page + len <= 4096`.
+                        unsafe {
+                            core::ptr::copy_nonoverlapping(
+                                src.as_ptr(),
+                                dst.add((lo - page) as usize),
+                                src.len(),
+                            )
+                        };
+                    }
+                })?;
+            }
+        }
+        for page in (abi::STACK_TOP - abi::STACK_SIZE..abi::STACK_TOP).step_by(4096) {
+            self.kernel_page(space, p, page, AccessPermission::ReadWrite, |_| {})?;
+        }
+        Ok(())
+    }
+
+    /// Unmaps and frees every page of `p` (the space stays).
+    fn release_pages(&mut self, space: SpaceId, p: &mut Proc) {
+        for page in p.kernel_pages.iter_mut().chain(p.user_pages.iter_mut()) {
+            if let Some(pg) = page.take() {
+                let _ = with_sys(
+                    |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::unmap_pages(s, sys, space, VirtAddr::new(pg.va), 4096)),
+                );
+                frames().release(pg.pa);
+            }
+        }
+    }
+
+    /// Maps `len` bytes of fresh zeroed pages at `va` for process `idx` (`MAP`).
+    pub fn map_user(&mut self, idx: usize, va: u32, len: u32, prot: u32) -> i32 {
+        let Some(ap) = ap_of(prot) else {
+            return err::EINVAL;
+        };
+        if !va.is_multiple_of(4096)
+            || len == 0
+            || !len.is_multiple_of(4096)
+            || len > (USER_PAGES as u32) * 4096
+        {
+            return err::EINVAL;
+        }
+        let Some(end) = va.checked_add(len) else {
+            return err::EINVAL;
+        };
+        if va < 0x1000 || end > crate::mmu::USER_TOP {
+            return err::EINVAL;
+        }
+        let pages = (len / 4096) as usize;
+        let free_slots = self.procs[idx]
+            .user_pages
+            .iter()
+            .filter(|p| p.is_none())
+            .count();
+        if free_slots < pages {
+            return err::ENOMEM;
+        }
+        let space = SpaceId(idx as u16);
+        let mut done = 0;
+        let mut result = 0;
+        for k in 0..pages {
+            let pva = va + (k as u32) * 4096;
+            let Some(pa) = frames().alloc() else {
+                result = err::ENOMEM;
+                break;
+            };
+            let r = with_sys(
+                |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::map_pages(s, sys, space, VirtAddr::new(pva), PhysAddr::new(pa), 4096, ap, CachePolicy::WriteBack)),
+            );
+            match r {
+                Ok(()) => {
+                    if let Some(slot) = self.procs[idx].user_pages.iter_mut().find(|p| p.is_none())
+                    {
+                        *slot = Some(Page { va: pva, pa });
+                    }
+                    done += 1;
+                }
+                Err(e) => {
+                    frames().release(pa);
+                    result = map_error(e);
+                    break;
+                }
+            }
+        }
+        if result != 0 {
+            // Undo the pages mapped by this call.
+            for k in 0..done {
+                let _ = self.unmap_page(idx, va + (k as u32) * 4096);
+            }
+        }
+        result
+    }
+
+    fn unmap_page(&mut self, idx: usize, va: u32) -> i32 {
+        let space = SpaceId(idx as u16);
+        let Some(slot) = self.procs[idx]
+            .user_pages
+            .iter()
+            .position(|p| p.is_some_and(|p| p.va == va))
+        else {
+            return err::EINVAL;
+        };
+        let Some(pg) = self.procs[idx].user_pages[slot].take() else {
+            return err::EINVAL;
+        };
+        let r = with_sys(
+            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::unmap_pages(s, sys, space, VirtAddr::new(va), 4096)),
+        );
+        frames().release(pg.pa);
+        match r {
+            Ok(()) => 0,
+            Err(e) => {
+                defmt::warn!(
+                    "unmapping {=u32:#010x} of process {=usize} failed: {}",
+                    va,
+                    idx,
+                    e
+                );
+                map_error(e)
+            }
+        }
+    }
+
+    /// Unmaps `len` bytes at `va` that process `idx` mapped with `MAP` (`UNMAP`).
+    pub fn unmap_user(&mut self, idx: usize, va: u32, len: u32) -> i32 {
+        if !va.is_multiple_of(4096)
+            || len == 0
+            || !len.is_multiple_of(4096)
+            || len > (USER_PAGES as u32) * 4096
+        {
+            return err::EINVAL;
+        }
+        if va.checked_add(len).is_none() {
+            return err::EINVAL;
+        }
+        let p = &self.procs[idx];
+        for k in 0..len / 4096 {
+            let pva = va + k * 4096;
+            if p.kernel_pages.iter().flatten().any(|pg| pg.va == pva) {
+                return err::EPERM;
+            }
+            if !p.user_pages.iter().flatten().any(|pg| pg.va == pva) {
+                return err::EINVAL;
+            }
+        }
+        for k in 0..len / 4096 {
+            let r = self.unmap_page(idx, va + k * 4096);
+            if r != 0 {
+                return r;
+            }
+        }
+        0
+    }
+
+    /// Maps segment `id` into process `idx` (`SEG_MAP`); returns 0 and puts
+    /// its address in the caller's r1.
+    pub fn seg_map(&mut self, idx: usize, id: u32) -> i32 {
+        let Some(Some(info)) = self.segments.get(id as usize).copied() else {
+            return err::EINVAL;
+        };
+        if self.procs[idx].segs & (1 << id) != 0 {
+            return err::EBUSY;
+        }
+        let space = SpaceId(idx as u16);
+        let r = with_sys(
+            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::map_segment(s, sys, space, SegmentId(id as u16), VirtAddr::new(info.va), fass::SegmentAccess::Client)),
+        );
+        match r {
+            Ok(()) => {
+                self.procs[idx].segs |= 1 << id;
+                self.procs[idx].ctx.r[1] = info.va;
+                0
+            }
+            Err(e) => map_error(e),
+        }
+    }
+
+    /// Unmaps segment `id` from process `idx` (`SEG_UNMAP`).
+    pub fn seg_unmap(&mut self, idx: usize, id: u32) -> i32 {
+        if id as usize >= SEGMENTS || self.procs[idx].segs & (1 << id) == 0 {
+            return err::EINVAL;
+        }
+        let space = SpaceId(idx as u16);
+        let r = with_sys(
+            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::unmap_segment(s, sys, space, SegmentId(id as u16))),
+        );
+        self.procs[idx].segs &= !(1 << id);
+        match r {
+            Ok(()) => 0,
+            Err(e) => map_error(e),
+        }
+    }
+
+    /// Reads every counter now.
+    pub fn mark_now(&self) -> Mark {
+        Mark {
+            ticks: timer::now(),
+            hw: platform::counts(),
+            stats: self.strategy.stats(),
+            counters: self.counters,
+            seg_domains: self.strategy.segment_domains(),
+        }
+    }
+
+    /// Ends process `idx` with `exit`: wakes whoever waits on it with
+    /// `ESRCH`, frees its pages and destroys its address space.
+    pub fn end(&mut self, idx: usize, exit: Exit) {
+        if !self.procs[idx].alive() {
+            return;
+        }
+        if matches!(exit, Exit::Killed { .. }) {
+            self.counters.kills += 1;
+        }
+        self.procs[idx].state = State::Dead;
+        self.procs[idx].exit = Some(exit);
+        for (j, q) in self.procs.iter_mut().enumerate() {
+            if j == idx {
+                continue;
+            }
+            let waits = match q.state {
+                State::Send { dest, .. } | State::Call { dest, .. } => usize::from(dest) == idx,
+                State::Reply { from } => usize::from(from) == idx,
+                _ => false,
+            };
+            if waits {
+                q.state = State::Ready;
+                q.ctx.r[0] = err::ESRCH as u32;
+            }
+        }
+        let space = SpaceId(idx as u16);
+        let mut p = self.procs[idx];
+        for id in 0..SEGMENTS as u32 {
+            if p.segs & (1 << id) != 0 {
+                let _ = self.seg_unmap(idx, id);
+            }
+        }
+        self.release_pages(space, &mut p);
+        self.procs[idx].kernel_pages = p.kernel_pages;
+        self.procs[idx].user_pages = p.user_pages;
+        self.procs[idx].segs = 0;
+        if let Err(e) = with_sys(
+            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::destroy_space(s, sys, space)),
+        ) {
+            defmt::error!("destroying space {=usize} failed: {}", idx, e);
+        }
+        if self.current == Some(idx) {
+            self.current = None;
+        }
+    }
+
+    /// Delivers `msg` from `from` into `to`'s saved registers.
+    fn deliver(&mut self, to: usize, from: usize, msg: [u32; 3]) {
+        let c = &mut self.procs[to].ctx;
+        c.r[0] = from as u32;
+        c.r[1..4].copy_from_slice(&msg);
+        self.counters.messages += 1;
+    }
+
+    /// Checks an IPC destination of process `cur`.
+    fn check_dest(&self, cur: usize, dest: u32) -> Result<usize, i32> {
+        let d = dest as usize;
+        if d >= MAX_PROCS || !self.procs[d].alive() {
+            return Err(err::ESRCH);
+        }
+        if d == cur {
+            return Err(err::EDEADLK);
+        }
+        Ok(d)
+    }
+
+    /// `SEND`/`CALL` from `cur`. Returns the process to prefer next.
+    pub fn ipc_send(&mut self, cur: usize, dest: u32, msg: [u32; 3], call: bool) -> Option<usize> {
+        let d = match self.check_dest(cur, dest) {
+            Ok(d) => d,
+            Err(e) => {
+                self.procs[cur].ctx.r[0] = e as u32;
+                return None;
+            }
+        };
+        if self.procs[d].state == State::Recv {
+            self.deliver(d, cur, msg);
+            self.procs[d].state = State::Ready;
+            if call {
+                self.procs[cur].state = State::Reply { from: d as u16 };
+                return Some(d);
+            }
+            self.procs[cur].ctx.r[0] = 0;
+            return None;
+        }
+        self.procs[cur].state = if call {
+            State::Call {
+                dest: d as u16,
+                msg,
+            }
+        } else {
+            State::Send {
+                dest: d as u16,
+                msg,
+            }
+        };
+        None
+    }
+
+    /// `RECV` of `cur`: takes a waiting sender (round robin after `cur`) or blocks.
+    pub fn ipc_recv(&mut self, cur: usize) {
+        for k in 1..MAX_PROCS {
+            let j = (cur + k) % MAX_PROCS;
+            match self.procs[j].state {
+                State::Send { dest, msg } if usize::from(dest) == cur => {
+                    self.deliver(cur, j, msg);
+                    self.procs[j].state = State::Ready;
+                    self.procs[j].ctx.r[0] = 0;
+                    return;
+                }
+                State::Call { dest, msg } if usize::from(dest) == cur => {
+                    self.deliver(cur, j, msg);
+                    self.procs[j].state = State::Reply { from: cur as u16 };
+                    return;
+                }
+                _ => {}
+            }
+        }
+        self.procs[cur].state = State::Recv;
+    }
+
+    /// `REPLY` from `cur` to `dest`.
+    pub fn ipc_reply(&mut self, cur: usize, dest: u32, msg: [u32; 3]) -> i32 {
+        let d = dest as usize;
+        if d >= MAX_PROCS || self.procs[d].state != (State::Reply { from: cur as u16 }) {
+            return err::ESRCH;
+        }
+        let c = &mut self.procs[d].ctx;
+        c.r[0] = 0;
+        c.r[1..4].copy_from_slice(&msg);
+        self.procs[d].state = State::Ready;
+        self.counters.round_trips += 1;
+        self.counters.messages += 1;
+        0
+    }
+
+    /// Resolves an abort of the current process through the strategy;
+    /// `true` if the access can be retried.
+    pub fn resolve(&mut self, fsr: u32, addr: u32) -> bool {
+        let r = with_sys(
+            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::resolve(s, sys, fsr, addr)),
+        );
+        match r {
+            Ok(Resolution::Resolved { .. }) => {
+                if matches!(FaultKind::from_status(fsr), FaultKind::Domain(_)) {
+                    self.counters.domain_faults += 1;
+                } else {
+                    self.counters.fills += 1;
+                }
+                true
+            }
+            Ok(Resolution::NotFass(_)) => false,
+            Err(e) => {
+                defmt::error!("fault resolution failed: {}", e);
+                false
+            }
+        }
+    }
+
+    /// The next process to run: `prefer` if ready, else round robin after the current one.
+    fn pick(&self, prefer: Option<usize>) -> Option<usize> {
+        if let Some(p) = prefer.filter(|p| self.procs[*p].state == State::Ready) {
+            return Some(p);
+        }
+        let start = self.current.map_or(0, |c| c + 1);
+        (0..MAX_PROCS)
+            .map(|k| (start + k) % MAX_PROCS)
+            .find(|j| self.procs[*j].state == State::Ready)
+    }
+
+    /// Makes `next` the running process: switches address space.
+    fn switch_to(&mut self, next: usize) -> bool {
+        let r = with_sys(
+            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::switch_to(s, sys, SpaceId(next as u16))),
+        );
+        match r {
+            Ok(()) => {
+                if self.current != Some(next) {
+                    self.counters.switches += 1;
+                }
+                self.current = Some(next);
+                true
+            }
+            Err(e) => {
+                defmt::error!("switch to process {=usize} failed: {}", next, e);
+                false
+            }
+        }
+    }
+
+    /// Chooses and switches to the next process; returns it, or `None` when
+    /// none can run (every process ended, or the rest are deadlocked, and
+    /// then they are ended).
+    fn schedule(&mut self, prefer: Option<usize>) -> Option<usize> {
+        loop {
+            let Some(next) = self.pick(prefer) else {
+                for i in 0..MAX_PROCS {
+                    if self.procs[i].alive() {
+                        self.end(i, Exit::Deadlock);
+                    }
+                }
+                return None;
+            };
+            if self.switch_to(next) {
+                return Some(next);
+            }
+            self.end(next, Exit::SwitchFailed);
+        }
+    }
+
+    /// Puts the kernel's own address space back: the kernel table in the
+    /// TTBR, PID 0, only the kernel's domain enabled.
+    fn restore_kernel_space(&mut self) {
+        let root = crate::mmu::with_tables(|t, _| t.root());
+        let mut c = hw();
+        // SAFETY: the kernel table maps everything the kernel uses; PID 0
+        // leaves addresses unrelocated; the kernel's domain stays client.
+        unsafe {
+            if let Ok(ttbr) = mmu_armv5::regs::Ttbr::new(root) {
+                c.set_ttbr(ttbr);
+            }
+            c.set_fcse_pid(FcsePid::ZERO);
+            c.set_dacr(Dacr::only(KERNEL_DOMAIN, DomainAccess::Client));
+        }
+        crate::cp15::invalidate_tlb();
+    }
+
+    /// Runs the processes until none can run.
+    pub fn run(slice_ticks: u32) {
+        let Some(k) = kernel() else {
+            return;
+        };
+        if let Strategy::Table(_) = k.strategy {
+            // The per-table strategies map user pages in the user domain
+            // and never write the DACR: enable it (client) beside the kernel's.
+            let dacr = Dacr::only(KERNEL_DOMAIN, DomainAccess::Client)
+                .with(super::strategy::USER_DOMAIN, DomainAccess::Client);
+            // SAFETY: the kernel's domain stays client; the user domain
+            // only holds user mappings, checked by their access permissions.
+            unsafe { hw().set_dacr(dacr) };
+        }
+        timer::start(slice_ticks);
+        let ctx = core::ptr::addr_of_mut!(k.kctx);
+        // SAFETY: `__sched_enter` saves the callee-saved registers in `ctx`
+        // (inside the installed kernel, which outlives the run) and returns
+        // here when `__sched_leave(ctx)` is called.
+        unsafe { __sched_enter(ctx) };
+        timer::stop();
+    }
+
+    /// No process can run: leave user mode for good (back into [`Kernel::run`]).
+    fn leave(&mut self) -> ! {
+        timer::stop();
+        self.restore_kernel_space();
+        let ctx = core::ptr::addr_of!(self.kctx);
+        // SAFETY: `kctx` was filled by `__sched_enter` in `run`, whose frame
+        // is still live below the trap frames being abandoned.
+        unsafe { __sched_leave(ctx) }
+    }
+
+    /// Saves `f` as the current process's context.
+    fn save(&mut self, f: &TrapFrame) {
+        if let Some(c) = self.current {
+            if self.procs[c].alive() {
+                self.procs[c].ctx = *f;
+            }
+        }
+    }
+
+    /// Picks the next process and loads its context into `f`.
+    fn resume(&mut self, f: &mut TrapFrame, prefer: Option<usize>) {
+        let keep = self
+            .current
+            .filter(|c| self.procs[*c].state == State::Ready);
+        let next = match (prefer, keep) {
+            (None, Some(c)) => Some(c),
+            _ => self.schedule(prefer),
+        };
+        match next {
+            Some(n) => {
+                if Some(n) != self.current && !self.switch_to(n) {
+                    self.end(n, Exit::SwitchFailed);
+                    return self.resume(f, None);
+                }
+                *f = self.procs[n].ctx;
+            }
+            None => self.leave(),
+        }
+    }
+
+    /// Handles a trap of kind `kind` (see `asm/trap.s`) with frame `f`.
+    fn trap(&mut self, f: &mut TrapFrame, kind: u32) {
+        self.save(f);
+        let Some(cur) = self.current else {
+            return self.resume(f, None);
+        };
+        match kind {
+            2 => match self.syscall(cur) {
+                After::Continue if self.procs[cur].state == State::Ready => {
+                    *f = self.procs[cur].ctx;
+                }
+                After::Continue => self.resume(f, None),
+                After::Yield => {
+                    let next = self.pick_after(cur);
+                    self.resume_with(f, next);
+                }
+                After::Reschedule(prefer) => self.resume(f, prefer),
+            },
+            6 => {
+                if timer::ack() {
+                    self.counters.irqs += 1;
+                    let next = self.pick_after(cur);
+                    if next != Some(cur) {
+                        self.counters.preemptions += 1;
+                    }
+                    return self.resume_with(f, next);
+                }
+                *f = self.procs[cur].ctx;
+            }
+            3 | 4 => {
+                let c = hw();
+                let (trap, fsr, addr) = if kind == 4 {
+                    (TrapKind::Data, c.dfsr().bits(), c.far().bits())
+                } else {
+                    (TrapKind::Prefetch, c.ifsr().bits(), f.pc)
+                };
+                if self.resolve(fsr, addr) {
+                    *f = self.procs[cur].ctx;
+                    return;
+                }
+                self.end(cur, Exit::Killed { trap, fsr, addr });
+                self.resume(f, None);
+            }
+            _ => {
+                self.end(
+                    cur,
+                    Exit::Killed {
+                        trap: TrapKind::Undefined,
+                        fsr: 0,
+                        addr: f.pc,
+                    },
+                );
+                self.resume(f, None);
+            }
+        }
+    }
+
+    /// The next ready process after `cur` in round-robin order (possibly `cur`).
+    fn pick_after(&self, cur: usize) -> Option<usize> {
+        (1..=MAX_PROCS)
+            .map(|k| (cur + k) % MAX_PROCS)
+            .find(|j| self.procs[*j].state == State::Ready)
+    }
+
+    fn resume_with(&mut self, f: &mut TrapFrame, next: Option<usize>) {
+        match next {
+            Some(n) if Some(n) == self.current => *f = self.procs[n].ctx,
+            Some(n) => {
+                if !self.switch_to(n) {
+                    self.end(n, Exit::SwitchFailed);
+                    return self.resume(f, None);
+                }
+                *f = self.procs[n].ctx;
+            }
+            None => self.resume(f, None),
+        }
+    }
+}
+
+/// Called by `__sched_enter` (`asm/trap.s`): loads the first process into `frame`.
+#[no_mangle]
+pub extern "C" fn sched_first_frame(frame: *mut TrapFrame) {
+    // SAFETY: `frame` points to the trap frame `__sched_enter` reserved.
+    let f = unsafe { &mut *frame };
+    match kernel() {
+        Some(k) => {
+            k.current = None;
+            k.resume(f, None)
+        }
+        None => defmt::panic!("user mode entered without a kernel"),
+    }
+}
+
+/// Called by the trap stubs (`asm/trap.s`) for every exception from user mode.
+#[no_mangle]
+pub extern "C" fn trap_entry(frame: *mut TrapFrame, kind: u32) {
+    // SAFETY: `frame` points to the trap frame the stub built on the SVC stack.
+    let f = unsafe { &mut *frame };
+    match kernel() {
+        Some(k) => k.trap(f, kind),
+        None => defmt::panic!("trap from user mode without a kernel"),
+    }
+}

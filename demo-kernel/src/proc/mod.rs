@@ -1,0 +1,23 @@
+//! User processes: address spaces through one of three switching
+//! strategies, a round-robin scheduler preempted by the SP804 timer,
+//! synchronous IPC, system calls and abort handling.
+//!
+//! * [`elf`]: the user image's loadable segments;
+//! * [`frames`]: physical frames for user memory;
+//! * [`platform`]: the `fass` platform over the real CP15, with counters;
+//! * [`strategy`]: the three switching modes behind `SwitchStrategy`;
+//! * [`timer`]: the preemption timer and the 24 MHz reference counter;
+//! * [`kernel`]: processes, scheduler, IPC, traps;
+//! * [`uaccess`]: checked copies from and to user memory;
+//! * [`syscall`]: the system calls;
+//! * [`scenario`]: the workloads the command line selects, and their reports.
+
+pub mod elf;
+pub mod frames;
+pub mod kernel;
+pub mod platform;
+pub mod scenario;
+pub mod strategy;
+pub mod syscall;
+pub mod timer;
+pub mod uaccess;

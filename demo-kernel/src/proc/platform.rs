@@ -1,0 +1,154 @@
+//! The [`fass::Platform`] the process subsystem runs on: the real CP15
+//! wrapped in a counter of the maintenance it performs ([`CountingCp15`]),
+//! ARM926 maintenance over it, and the kernel's table pool.
+//!
+//! The counters are what the scenarios report as "cache flushes" and "TLB
+//! invalidations": they count what reached the coprocessor, whichever
+//! strategy (or the kernel itself) asked for it.
+
+use core::cell::UnsafeCell;
+use core::ptr::NonNull;
+
+use mmu_armv5::maint::Arm926;
+use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, HwCp15};
+use mmu_armv5::table::{AllocError, TableAlloc, TableKind, TablePool};
+use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
+
+use crate::cp15::hw;
+use crate::mmu::POOL_BLOCKS;
+
+/// What reached CP15 since boot (or the last [`reset`]).
+#[derive(Clone, Copy, Default, PartialEq, Eq, defmt::Format)]
+pub struct HwCounts {
+    /// Whole D-cache clean+invalidate passes completed (test-and-clean loops ending clean).
+    pub dcache_flushes: u32,
+    /// Whole I-cache invalidations.
+    pub icache_flushes: u32,
+    /// Whole-TLB invalidations.
+    pub tlb_flushes: u32,
+    /// Single TLB entry invalidations.
+    pub tlb_entries: u32,
+    /// DACR writes.
+    pub dacr_writes: u32,
+    /// TTBR writes.
+    pub ttbr_writes: u32,
+    /// FCSEIDR writes.
+    pub pid_writes: u32,
+}
+
+impl HwCounts {
+    /// Counter-wise `self - earlier`.
+    pub fn since(&self, e: &HwCounts) -> HwCounts {
+        HwCounts {
+            dcache_flushes: self.dcache_flushes.wrapping_sub(e.dcache_flushes),
+            icache_flushes: self.icache_flushes.wrapping_sub(e.icache_flushes),
+            tlb_flushes: self.tlb_flushes.wrapping_sub(e.tlb_flushes),
+            tlb_entries: self.tlb_entries.wrapping_sub(e.tlb_entries),
+            dacr_writes: self.dacr_writes.wrapping_sub(e.dacr_writes),
+            ttbr_writes: self.ttbr_writes.wrapping_sub(e.ttbr_writes),
+            pid_writes: self.pid_writes.wrapping_sub(e.pid_writes),
+        }
+    }
+}
+
+struct Counts(UnsafeCell<HwCounts>);
+// SAFETY: one core; only thread/trap context with IRQs masked touches it.
+unsafe impl Sync for Counts {}
+static COUNTS: Counts = Counts(UnsafeCell::new(HwCounts {
+    dcache_flushes: 0,
+    icache_flushes: 0,
+    tlb_flushes: 0,
+    tlb_entries: 0,
+    dacr_writes: 0,
+    ttbr_writes: 0,
+    pid_writes: 0,
+}));
+
+fn bump(f: impl FnOnce(&mut HwCounts)) {
+    // SAFETY: single core, never re-entered (IRQs masked in the kernel).
+    f(unsafe { &mut *COUNTS.0.get() });
+}
+
+/// The counters so far.
+pub fn counts() -> HwCounts {
+    // SAFETY: as in `bump`.
+    unsafe { *COUNTS.0.get() }
+}
+
+/// The real CP15, counting maintenance and context registers.
+pub struct CountingCp15(HwCp15);
+
+impl Cp15 for CountingCp15 {
+    fn read(&self, reg: Cp15Reg) -> u32 {
+        self.0.read(reg)
+    }
+
+    unsafe fn write(&mut self, reg: Cp15Reg, value: u32) {
+        bump(|c| match reg {
+            Cp15Reg::Dacr => c.dacr_writes += 1,
+            Cp15Reg::Ttbr => c.ttbr_writes += 1,
+            Cp15Reg::Fcseidr => c.pid_writes += 1,
+            _ => {}
+        });
+        // SAFETY: the caller upholds `Cp15::write`'s contract.
+        unsafe { self.0.write(reg, value) }
+    }
+
+    unsafe fn op(&mut self, op: Cp15Op, value: u32) {
+        bump(|c| match op {
+            Cp15Op::InvalidateTlb => c.tlb_flushes += 1,
+            Cp15Op::InvalidateTlbEntry => c.tlb_entries += 1,
+            Cp15Op::InvalidateICache | Cp15Op::InvalidateIdCache => c.icache_flushes += 1,
+            _ => {}
+        });
+        // SAFETY: as for `write`.
+        unsafe { self.0.op(op, value) }
+    }
+
+    fn test_clean_invalidate_dcache(&mut self) -> bool {
+        let clean = self.0.test_clean_invalidate_dcache();
+        if clean {
+            bump(|c| c.dcache_flushes += 1);
+        }
+        clean
+    }
+
+    fn test_clean_dcache(&mut self) -> bool {
+        self.0.test_clean_dcache()
+    }
+}
+
+/// The kernel's table pool, borrowed.
+pub struct PoolRef<'a>(pub &'a mut TablePool<'static, POOL_BLOCKS>);
+
+// SAFETY: every method forwards to the pool, whose implementation upholds
+// the contract.
+unsafe impl TableAlloc for PoolRef<'_> {
+    fn allocate(&mut self, kind: TableKind) -> Result<PhysAddr, AllocError> {
+        self.0.allocate(kind)
+    }
+
+    unsafe fn deallocate(&mut self, kind: TableKind, pa: PhysAddr) {
+        // SAFETY: the caller upholds the same contract for the same pool.
+        unsafe { self.0.deallocate(kind, pa) }
+    }
+
+    fn table_ptr(&self, kind: TableKind, pa: PhysAddr) -> Option<NonNull<u32>> {
+        self.0.table_ptr(kind, pa)
+    }
+
+    fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
+        self.0.table_mva(pa)
+    }
+}
+
+/// The platform every strategy operation runs on.
+pub type Sys<'a> = fass::Split<Arm926<CountingCp15>, PoolRef<'a>>;
+
+/// Runs `f` on the platform (the kernel's table pool, the counting CP15).
+pub fn with_sys<R>(f: impl FnOnce(&mut Sys<'_>) -> R) -> R {
+    crate::mmu::with_tables(|_, pool| {
+        let mut sys = fass::Split::new(Arm926::new(CountingCp15(hw())), PoolRef(pool));
+        f(&mut sys)
+    })
+}

@@ -1,0 +1,410 @@
+//! The workloads the command line selects (`scenario=`), each run under
+//! every mode in `mode=`, and their machine-readable reports.
+//!
+//! Every scenario boots a fresh [`Kernel`] (a fresh strategy), spawns its
+//! processes, runs them until none can run, then prints (measure first,
+//! print afterwards):
+//! * `PROC id=.. role=.. exit=code code=..` or `exit=killed trap=.. fault=..`;
+//! * `RESULT name=.. mode=.. ...` with every counter of the run;
+//! * `STEADY ...` with the counters between the `MARK 0` and `MARK 1` the
+//!   workload set (ring, ipc), and a `BENCH ...` line;
+//! * `BASELINE ...`: frames, table memory, domains, PIDs and user entries
+//!   of the kernel table, before and after.
+
+use super::kernel::{self, Exit, Kernel, Mark, State};
+use super::strategy::{SwitchMode, MAX_PROCS};
+use super::timer::ticks_to_instructions;
+use crate::abi::{self, role};
+use mmu_armv5::{FaultKind, FaultLevel};
+
+/// Physical MiB backing shared segment 0.
+const SEGMENT_PHYS: u32 = 0x0440_0000;
+
+/// Scenario parameters from the command line.
+#[derive(Clone, Copy)]
+pub struct Params {
+    /// Comma-separated scenario names.
+    pub scenarios: &'static str,
+    /// Comma-separated modes (default: all three).
+    pub modes: &'static str,
+    /// Comma-separated process counts (ring: members, ipc: clients).
+    pub ns: &'static str,
+    /// Bytes each ring member touches per pass.
+    pub touch: u32,
+    /// Ring passes.
+    pub passes: u32,
+    /// Rounds of ipc/collide/share/tcm.
+    pub rounds: u32,
+    /// Fuzzer seed.
+    pub seed: u32,
+    /// Fuzzer calls.
+    pub calls: u32,
+    /// Timer period in 1 MHz ticks.
+    pub slice: u32,
+}
+
+impl Params {
+    /// The defaults.
+    pub const DEFAULT: Params = Params {
+        scenarios: "",
+        modes: "naive,fcse,fass",
+        ns: "4",
+        touch: 0,
+        passes: 20,
+        rounds: 20,
+        seed: 12345,
+        calls: 10_000,
+        slice: 10_000,
+    };
+}
+
+fn fault_name(fsr: u32) -> (&'static str, &'static str) {
+    let level = |l: FaultLevel| match l {
+        FaultLevel::Section => "section",
+        FaultLevel::Page => "page",
+    };
+    match FaultKind::from_status(fsr) {
+        FaultKind::Translation(l) => ("translation", level(l)),
+        FaultKind::Domain(l) => ("domain", level(l)),
+        FaultKind::Permission(l) => ("permission", level(l)),
+        FaultKind::Alignment => ("alignment", "none"),
+        _ => ("other", "none"),
+    }
+}
+
+/// Counts that must come back after a scenario.
+#[derive(Clone, Copy)]
+struct Baseline {
+    frames: usize,
+    pool: usize,
+    user_entries: usize,
+}
+
+fn user_l1_entries() -> usize {
+    (0..0xC00u32)
+        .filter(|i| crate::mmu::entry(i << 20) & 3 != 0)
+        .count()
+}
+
+fn baseline() -> Baseline {
+    Baseline {
+        frames: kernel::frames().free(),
+        pool: crate::mmu::with_tables(|_, p| p.free_units()),
+        user_entries: user_l1_entries(),
+    }
+}
+
+/// What a scenario spawns.
+fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kernel::SpawnError> {
+    match name {
+        "ring" => {
+            for i in 0..n {
+                let next = (i + 1) % n;
+                let prev = (i + n - 1) % n;
+                k.spawn(role::RING, [i, n, p.passes, p.touch, next, prev, 0])?;
+            }
+        }
+        "ipc" => {
+            k.spawn(role::SERVER, [n, p.rounds, 1, 0, 0, 0, 0])?;
+            for i in 0..n {
+                k.spawn(role::CLIENT, [0, p.rounds, i, 0, 0, 0, 0])?;
+            }
+        }
+        "collide" => {
+            k.spawn(role::WORKER, [2000, 0, 0, 0, 0, 0, 0])?;
+            k.spawn(
+                role::COLLIDER,
+                [abi::COLLIDE_VA, 0x1111_0000, p.rounds, 0, 0, 0, 0],
+            )?;
+            k.spawn(
+                role::COLLIDER,
+                [abi::COLLIDE_VA, 0x2222_0000, p.rounds, 0, 0, 0, 0],
+            )?;
+        }
+        "share" => {
+            if let Err(e) = k.define_segment(0, abi::SEGMENT_VA, SEGMENT_PHYS) {
+                defmt::error!("cannot define segment 0: {}", e);
+            }
+            for i in 0..3 {
+                k.spawn(role::SHARER, [i, 3, p.rounds, 0, 0, 0, 0])?;
+            }
+        }
+        "faults" => {
+            k.spawn(role::WORKER, [3000, 0, 0, 0, 0, 0, 0])?;
+            for kind in [
+                abi::fault::KERNEL_READ,
+                abi::fault::OTHER_WINDOW,
+                abi::fault::UNMAPPED,
+                abi::fault::EXEC_DATA,
+                abi::fault::WRITE_TEXT,
+            ] {
+                k.spawn(role::FAULTER, [kind, 0, 0, 0, 0, 0, 0])?;
+            }
+            k.spawn(role::WORKER, [3000, 0, 0, 0, 0, 0, 0])?;
+        }
+        "badcalls" => {
+            if let Err(e) = k.define_segment(0, abi::SEGMENT_VA, SEGMENT_PHYS) {
+                defmt::error!("cannot define segment 0: {}", e);
+            }
+            k.spawn(role::BADCALLS, [0; 7])?;
+            k.spawn(role::WORKER, [1000, 0, 0, 0, 0, 0, 0])?;
+        }
+        "fuzz" => {
+            if let Err(e) = k.define_segment(0, abi::SEGMENT_VA, SEGMENT_PHYS) {
+                defmt::error!("cannot define segment 0: {}", e);
+            }
+            k.spawn(role::FUZZER, [p.seed, p.calls, 0, 0, 0, 0, 0])?;
+            k.spawn(role::WORKER, [5000, 0, 0, 0, 0, 0, 0])?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Whether the scenario takes a process count.
+fn takes_n(name: &str) -> bool {
+    matches!(name, "ring" | "ipc")
+}
+
+const KNOWN: [&str; 7] = [
+    "ring", "ipc", "collide", "share", "faults", "badcalls", "fuzz",
+];
+
+/// Runs every scenario of `p` under every mode; `false` if one could not be set up.
+pub fn run(p: &Params) -> bool {
+    let mut ok = true;
+    for mode_name in p.modes.split(',').filter(|s| !s.is_empty()) {
+        let Some(mode) = SwitchMode::parse(mode_name) else {
+            defmt::error!("unknown mode {=str}", mode_name);
+            ok = false;
+            continue;
+        };
+        for name in p.scenarios.split(',').filter(|s| !s.is_empty()) {
+            if !KNOWN.contains(&name) {
+                defmt::error!("unknown scenario {=str}", name);
+                ok = false;
+                continue;
+            }
+            if takes_n(name) {
+                for n in p.ns.split(',').filter_map(|s| s.parse::<u32>().ok()) {
+                    ok &= run_one(name, mode, n, p);
+                }
+            } else {
+                ok &= run_one(name, mode, 0, p);
+            }
+        }
+    }
+    ok
+}
+
+fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
+    let m = mode.name();
+    let before = baseline();
+    let k = match Kernel::new(mode) {
+        Ok(k) => k,
+        Err(e) => {
+            defmt::error!("cannot set up mode {=str}: {}", m, e);
+            return false;
+        }
+    };
+    kernel::install(k);
+    let Some(k) = kernel::kernel() else {
+        return false;
+    };
+    let domains_before = k.strategy.free_domains();
+    let setup = spawn_all(k, name, n, p);
+    let procs = k.procs.iter().filter(|p| p.alive()).count();
+    if let Err(e) = setup {
+        defmt::error!("scenario {=str} mode {=str}: spawn failed: {}", name, m, e);
+        for i in 0..MAX_PROCS {
+            k.end(i, Exit::Code(0));
+        }
+        teardown();
+        return false;
+    }
+    if (n as usize) > MAX_PROCS {
+        return false;
+    }
+    let start = k.mark_now();
+    Kernel::run(p.slice);
+    let Some(k) = kernel::kernel() else {
+        return false;
+    };
+    let end = k.mark_now();
+    report(k, name, m, n, p, procs, &start, &end);
+    let domains_after = k.strategy.free_domains();
+    let pids_after = k.strategy.pids_in_use();
+    let live = k.procs.iter().filter(|q| q.alive()).count();
+    teardown();
+    let after = baseline();
+    defmt::info!(
+        "BASELINE name={=str} mode={=str} n={=u32} frames_before={=usize} frames_after={=usize} pool_before={=usize} pool_after={=usize} domains_before={=usize} domains_after={=usize} pids_after={=usize} live={=usize} user_l1_before={=usize} user_l1_after={=usize}",
+        name,
+        m,
+        n,
+        before.frames,
+        after.frames,
+        before.pool,
+        after.pool,
+        domains_before.unwrap_or(0),
+        domains_after.unwrap_or(0),
+        pids_after.unwrap_or(0),
+        live,
+        before.user_entries,
+        after.user_entries
+    );
+    true
+}
+
+/// Removes the scenario's segments and the kernel.
+fn teardown() {
+    if let Some(k) = kernel::kernel() {
+        for id in 0..k.segments.len() {
+            if k.segments[id].take().is_some() {
+                let r = super::strategy::dispatch!(&mut k.strategy, s => fass::SwitchStrategy::destroy_segment(s, fass::SegmentId(id as u16)));
+                if let Err(e) = r {
+                    defmt::error!("destroying segment {=usize} failed: {}", id, e);
+                }
+            }
+        }
+    }
+    kernel::uninstall();
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    k: &Kernel,
+    name: &str,
+    m: &str,
+    n: u32,
+    p: &Params,
+    procs: usize,
+    start: &Mark,
+    end: &Mark,
+) {
+    let mut exited_ok = 0u32;
+    let mut failed = 0u32;
+    let mut killed = 0u32;
+    let mut deadlocked = 0u32;
+    for (id, q) in k.procs.iter().enumerate() {
+        if q.state == State::Free {
+            continue;
+        }
+        match q.exit {
+            Some(Exit::Code(code)) => {
+                if code == 0 {
+                    exited_ok += 1;
+                } else {
+                    failed += 1;
+                }
+                defmt::info!(
+                    "PROC id={=usize} role={=u32} exit=code code={=u32} syscalls={=u32} errors={=u32}",
+                    id,
+                    q.role,
+                    code,
+                    q.syscalls,
+                    q.errors
+                );
+            }
+            Some(Exit::Killed { trap, fsr, addr }) => {
+                killed += 1;
+                let (fault, level) = if trap == kernel::TrapKind::Undefined {
+                    ("undefined", "none")
+                } else {
+                    fault_name(fsr)
+                };
+                defmt::info!(
+                    "PROC id={=usize} role={=u32} exit=killed trap={=str} fault={=str} level={=str} fsr={=u32:#05x} addr={=u32:#010x}",
+                    id,
+                    q.role,
+                    trap.name(),
+                    fault,
+                    level,
+                    fsr,
+                    addr
+                );
+            }
+            Some(Exit::Deadlock) | Some(Exit::SwitchFailed) | None => {
+                deadlocked += 1;
+                defmt::info!("PROC id={=usize} role={=u32} exit=stuck", id, q.role);
+            }
+        }
+    }
+    let hw = end.hw.since(&start.hw);
+    let st = end.stats.since(&start.stats);
+    let c = &end.counters;
+    defmt::info!(
+        "RESULT name={=str} mode={=str} n={=u32} touch={=u32} procs={=usize} exited_ok={=u32} failed={=u32} killed={=u32} stuck={=u32} switches={=u32} dflush={=u32} iflush={=u32} tlb={=u32} tlb_entries={=u32} dacr={=u32} ttbr={=u32} pidw={=u32} domain_faults={=u32} fills={=u32} copy_faults={=u32} collisions={=u64} recycles={=u64} full_flushes={=u64} tlb_only={=u64} syscalls={=u32} irqs={=u32} preemptions={=u32} round_trips={=u32} messages={=u32}",
+        name,
+        m,
+        n,
+        p.touch,
+        procs,
+        exited_ok,
+        failed,
+        killed,
+        deadlocked,
+        c.switches,
+        hw.dcache_flushes,
+        hw.icache_flushes,
+        hw.tlb_flushes,
+        hw.tlb_entries,
+        hw.dacr_writes,
+        hw.ttbr_writes,
+        hw.pid_writes,
+        c.domain_faults,
+        c.fills,
+        c.copy_faults,
+        st.collisions,
+        st.recycles_clean + st.recycles_dirty,
+        st.full_flushes,
+        st.tlb_only,
+        c.syscalls,
+        c.irqs,
+        c.preemptions,
+        c.round_trips,
+        c.messages
+    );
+    let measured = matches!(name, "ring" | "ipc" | "share");
+    if let (true, [Some(a), Some(b)]) = (measured, k.marks) {
+        let hw = b.hw.since(&a.hw);
+        let st = b.stats.since(&a.stats);
+        let switches = b.counters.switches - a.counters.switches;
+        let trips = b.counters.round_trips - a.counters.round_trips;
+        let ticks = u64::from(b.ticks.wrapping_sub(a.ticks));
+        let instr = ticks_to_instructions(ticks);
+        defmt::info!(
+            "STEADY name={=str} mode={=str} n={=u32} touch={=u32} switches={=u32} dflush={=u32} tlb={=u32} tlb_entries={=u32} recycles={=u64} domain_faults={=u32} collisions={=u64} round_trips={=u32} seg_domains={=u32} ticks={=u64} instr={=u64}",
+            name,
+            m,
+            n,
+            p.touch,
+            switches,
+            hw.dcache_flushes,
+            hw.tlb_flushes,
+            hw.tlb_entries,
+            st.recycles_clean + st.recycles_dirty,
+            b.counters.domain_faults - a.counters.domain_faults,
+            st.collisions,
+            trips,
+            b.seg_domains,
+            ticks,
+            instr
+        );
+        let (kind, per) = if name == "ipc" {
+            ("ipc", trips)
+        } else {
+            ("switch", switches)
+        };
+        if per > 0 && name != "share" {
+            defmt::info!(
+                "BENCH kind={=str} mode={=str} n={=u32} touch={=u32} value={=u64} unit=instructions",
+                kind,
+                m,
+                n,
+                p.touch,
+                instr / u64::from(per)
+            );
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Checked copies between the kernel and the current process's memory.
+//!
+//! Every word goes through a probe (`LDRT`/`STRT`: user permissions, an
+//! abort is caught, see [`crate::probe`]). An abort the strategy can resolve
+//! (a FASS lazy CPD fill or collision) is resolved and the access retried;
+//! any other is `EFAULT`. So a bad pointer, a kernel pointer or an unmapped
+//! page never faults the kernel.
+
+use super::kernel::Kernel;
+use crate::abi::err;
+use crate::probe::{probe_read, probe_write, Privilege};
+
+/// Attempts per word (one retry after each resolved abort).
+const ATTEMPTS: usize = 4;
+
+impl Kernel {
+    /// Loads the user word at `va` (word aligned).
+    pub fn read_user_word(&mut self, va: u32) -> Result<u32, i32> {
+        for _ in 0..ATTEMPTS {
+            match probe_read(va, Privilege::User) {
+                Ok(v) => return Ok(v),
+                Err(f) => {
+                    if !self.resolve(f.dfsr, f.far) {
+                        return Err(err::EFAULT);
+                    }
+                    self.counters.copy_faults += 1;
+                }
+            }
+        }
+        Err(err::EFAULT)
+    }
+
+    /// Stores `value` at the user word `va` (word aligned).
+    pub fn write_user_word(&mut self, va: u32, value: u32) -> Result<(), i32> {
+        for _ in 0..ATTEMPTS {
+            // SAFETY: a store with user permissions: it can only reach
+            // memory the current process may write, never the kernel's.
+            match unsafe { probe_write(va, value, Privilege::User) } {
+                Ok(()) => return Ok(()),
+                Err(f) => {
+                    if !self.resolve(f.dfsr, f.far) {
+                        return Err(err::EFAULT);
+                    }
+                    self.counters.copy_faults += 1;
+                }
+            }
+        }
+        Err(err::EFAULT)
+    }
+
+    /// Copies `buf.len()` bytes from user address `va` into `buf`.
+    pub fn copy_from_user(&mut self, va: u32, buf: &mut [u8]) -> Result<(), i32> {
+        let len = buf.len() as u32;
+        let end = va.checked_add(len).ok_or(err::EINVAL)?;
+        let mut w = va & !3;
+        while w < end {
+            let word = self.read_user_word(w)?.to_le_bytes();
+            for (k, b) in word.iter().enumerate() {
+                let a = w + k as u32;
+                if a >= va && a < end {
+                    buf[(a - va) as usize] = *b;
+                }
+            }
+            w += 4;
+        }
+        Ok(())
+    }
+
+    /// Copies `words` to the word-aligned user address `va`.
+    pub fn copy_to_user(&mut self, va: u32, words: &[u32]) -> Result<(), i32> {
+        if !va.is_multiple_of(4) {
+            return Err(err::EINVAL);
+        }
+        va.checked_add(words.len() as u32 * 4).ok_or(err::EINVAL)?;
+        for (k, w) in words.iter().enumerate() {
+            self.write_user_word(va + 4 * k as u32, *w)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,429 @@
+//! What a process does, by role (see [`crate::abi::role`]). Each role
+//! returns the number of its checks that failed.
+
+use core::ptr::{read_volatile, write_volatile};
+
+use crate::abi::{err, fault, nr, prot, role, COLLIDE_VA, DATA_VA, PAGE, PRINT_MAX, STATS_WORDS};
+use crate::sys::{self, syscall};
+
+/// Runs `role` with its arguments.
+pub fn run(r: u32, a: [u32; 7]) -> u32 {
+    match r {
+        role::RING => ring(a[0], a[1], a[2], a[3], a[4], a[5]),
+        role::SERVER => server(a[0], a[1], a[2]),
+        role::CLIENT => client(a[0], a[1], a[2]),
+        role::COLLIDER => collider(a[0], a[1], a[2]),
+        role::SHARER => sharer(a[0], a[1], a[2]),
+        role::FAULTER => faulter(a[0]),
+        role::FUZZER => fuzzer(a[0], a[1]),
+        role::BADCALLS => badcalls(),
+        role::WORKER => worker(a[0]),
+        role::TCM => tcm(a[0]),
+        _ => 0xBAD0,
+    }
+}
+
+fn pattern(who: u32, pass: u32, word: u32) -> u32 {
+    (who << 24) ^ (pass << 12) ^ word ^ 0x5A5A_0000
+}
+
+/// Writes this pass's pattern over the first `words` words at `DATA_VA`,
+/// checking the previous pass's first; returns mismatches.
+fn touch(who: u32, pass: u32, words: u32) -> u32 {
+    let buf = DATA_VA as *mut u32;
+    let mut bad = 0;
+    for w in 0..words {
+        // SAFETY: `DATA_VA` maps `words * 4` bytes of our own read/write pages.
+        unsafe {
+            let p = buf.add(w as usize);
+            if pass > 0 && read_volatile(p) != pattern(who, pass - 1, w) {
+                bad += 1;
+            }
+            write_volatile(p, pattern(who, pass, w));
+        }
+    }
+    bad
+}
+
+fn map_data(bytes: u32) -> u32 {
+    if bytes == 0 {
+        return 0;
+    }
+    let len = bytes.div_ceil(PAGE) * PAGE;
+    u32::from(sys::is_err(sys::map(DATA_VA, len, prot::RW)))
+}
+
+/// Token ring member (lmbench `lat_ctx`): every received token must equal
+/// the number of hops so far and come from the previous member.
+fn ring(i: u32, n: u32, passes: u32, touch_bytes: u32, next: u32, prev: u32) -> u32 {
+    let mut bad = map_data(touch_bytes) * 1000;
+    let words = touch_bytes / 4;
+    for k in 0..passes {
+        if i == 0 {
+            if k == 1 {
+                sys::mark(0);
+            }
+            if sys::send(next, [k * n + 1, 0, 0]) != 0 {
+                bad += 1;
+            }
+            let (from, w) = sys::recv();
+            if from != prev || w[0] != (k + 1) * n {
+                bad += 1;
+            }
+            bad += touch(i, k, words);
+        } else {
+            let (from, w) = sys::recv();
+            if from != prev || w[0] != k * n + i {
+                bad += 1;
+            }
+            bad += touch(i, k, words);
+            if sys::send(next, [w[0].wrapping_add(1), 0, 0]) != 0 {
+                bad += 1;
+            }
+        }
+    }
+    // A last lap of the token tells everyone the measurement is over, so no
+    // member exits (and gives back its domain) inside it.
+    const DONE: u32 = u32::MAX;
+    if i == 0 {
+        sys::mark(1);
+        if sys::send(next, [DONE, 0, 0]) != 0 {
+            bad += 1;
+        }
+        let (from, w) = sys::recv();
+        if from != prev || w[0] != DONE {
+            bad += 1;
+        }
+    } else {
+        let (from, w) = sys::recv();
+        if from != prev || w[0] != DONE {
+            bad += 1;
+        }
+        if sys::send(next, [DONE, 0, 0]) != 0 {
+            bad += 1;
+        }
+    }
+    bad
+}
+
+/// IPC server: answers `clients * rounds` calls with `w0 + 1`, `!w1`, then
+/// releases clients `first_client..first_client + clients`.
+fn server(clients: u32, rounds: u32, first_client: u32) -> u32 {
+    let mut bad = 0;
+    let total = clients * rounds;
+    for k in 0..total {
+        let (from, w) = sys::recv();
+        if sys::is_err(from) {
+            bad += 1;
+            continue;
+        }
+        if k == clients {
+            sys::mark(0);
+        }
+        if sys::reply(from, [w[0].wrapping_add(1), !w[1], w[2]]) != 0 {
+            bad += 1;
+        }
+    }
+    sys::mark(1);
+    // Release the clients only now, so none exits inside the measurement.
+    for c in 0..clients {
+        if sys::send(first_client + c, [u32::MAX, 0, 0]) != 0 {
+            bad += 1;
+        }
+    }
+    bad
+}
+
+/// IPC client: `rounds` calls, each reply checked.
+fn client(server: u32, rounds: u32, idx: u32) -> u32 {
+    let mut bad = 0;
+    for k in 0..rounds {
+        let x = k * 1000 + idx;
+        let (st, w) = sys::call(server, [x, x ^ 0x1234, idx]);
+        if st != 0 || w[0] != x + 1 || w[1] != !(x ^ 0x1234) || w[2] != idx {
+            bad += 1;
+        }
+    }
+    let (from, w) = sys::recv();
+    if from != server || w[0] != u32::MAX {
+        bad += 1;
+    }
+    bad
+}
+
+/// Maps a page at the fixed address `va` (the same in every collider),
+/// writes `value + k`, yields, and checks it still reads its own data.
+fn collider(va: u32, value: u32, rounds: u32) -> u32 {
+    if sys::is_err(sys::map(va, PAGE, prot::RW)) {
+        return 1000;
+    }
+    let p = va as *mut u32;
+    let mut bad = 0;
+    for k in 0..rounds {
+        for w in 0..16 {
+            // SAFETY: our own read/write page at `va`.
+            unsafe { write_volatile(p.add(w), value.wrapping_add(k) ^ w as u32) };
+        }
+        sys::yield_now();
+        for w in 0..16 {
+            // SAFETY: as above.
+            if unsafe { read_volatile(p.add(w)) } != value.wrapping_add(k) ^ w as u32 {
+                bad += 1;
+            }
+        }
+    }
+    bad
+}
+
+/// Takes turns with the other sharers on segment 0: word 0 is the turn,
+/// word 1 the value the previous writer left (must equal the turn).
+fn sharer(i: u32, n: u32, rounds: u32) -> u32 {
+    let Some(base) = sys::seg_map(0) else {
+        return 1000;
+    };
+    let turn_p = base as *mut u32;
+    // SAFETY: the segment is mapped read/write at `base` (1 MiB).
+    let val_p = unsafe { turn_p.add(1) };
+    let mut bad = 0;
+    let mut mine = 0;
+    loop {
+        // SAFETY: segment words, shared by design.
+        let turn = unsafe { read_volatile(turn_p) };
+        if turn >= rounds * n {
+            break;
+        }
+        if turn % n == i {
+            // SAFETY: as above.
+            unsafe {
+                if read_volatile(val_p) != turn {
+                    bad += 1;
+                }
+                write_volatile(val_p, turn + 1);
+                write_volatile(turn_p, turn + 1);
+            }
+            mine += 1;
+            // Steady state: from the second lap to the last write (nobody
+            // has unmapped or exited before the last write).
+            if turn + 1 == n + 1 {
+                sys::mark(0);
+            }
+            if turn + 1 == rounds * n {
+                sys::mark(1);
+            }
+        }
+        sys::yield_now();
+    }
+    if mine != rounds {
+        bad += 1;
+    }
+    if sys::seg_unmap(0) != 0 {
+        bad += 1;
+    }
+    bad
+}
+
+/// Commits fault `kind`; the kernel must kill us before the exit.
+fn faulter(kind: u32) -> u32 {
+    // SAFETY (all arms): these accesses are wrong on purpose; the MMU stops
+    // each one and the kernel ends the process.
+    unsafe {
+        match kind {
+            fault::KERNEL_READ => {
+                read_volatile(0xC000_0000 as *const u32);
+            }
+            fault::OTHER_WINDOW => {
+                read_volatile(0x0200_8000 as *const u32);
+            }
+            fault::UNMAPPED => {
+                read_volatile(0x00E0_0000 as *const u32);
+            }
+            fault::EXEC_DATA => {
+                let va = 0x0050_0000;
+                if sys::is_err(sys::map(va, PAGE, prot::NONE)) {
+                    return 1000;
+                }
+                let f: extern "C" fn() = core::mem::transmute(va as usize);
+                f();
+            }
+            fault::WRITE_TEXT => {
+                write_volatile(0x8000 as *mut u32, 0);
+            }
+            _ => return 2000,
+        }
+    }
+    0xF00D
+}
+
+fn xorshift(s: &mut u32) -> u32 {
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    *s
+}
+
+/// `calls` random system calls (never `EXIT` or `RECV`, which would end or
+/// block the fuzzer) with arguments drawn from interesting values.
+fn fuzzer(seed: u32, calls: u32) -> u32 {
+    let mut s = seed | 1;
+    let interesting = [
+        0,
+        1,
+        4,
+        0x1000,
+        0x8000,
+        0x0001_FFFC,
+        DATA_VA,
+        COLLIDE_VA,
+        0x01FF_F000,
+        0x0200_8000,
+        0x8000_0000,
+        0xC000_0000,
+        0xC010_0000,
+        0xF01F_1000,
+        0xFFFF_0000,
+        0xFFFF_FFFC,
+        0xFFFF_FFFF,
+        0x7FFF_FFFF,
+        PRINT_MAX,
+        PRINT_MAX + 1,
+    ];
+    let mut errors = 0u32;
+    for _ in 0..calls {
+        let r = xorshift(&mut s);
+        let mut number = if r & 0xF00 == 0 {
+            r
+        } else {
+            r % (nr::COUNT + 4)
+        };
+        if number == nr::EXIT || number == nr::RECV {
+            number = nr::YIELD;
+        }
+        let mut args = [0u32; 4];
+        for a in &mut args {
+            let r = xorshift(&mut s);
+            *a = match r % 3 {
+                0 => interesting[(r >> 8) as usize % interesting.len()],
+                1 => r >> (r % 32),
+                _ => (r & 0x01FF_F000) | (r >> 30),
+            };
+        }
+        if sys::is_err(syscall(number, args)[0]) {
+            errors += 1;
+        }
+    }
+    let _ = errors;
+    0
+}
+
+/// Invalid calls with the error each must return; returns a bit mask of the
+/// cases that went wrong (0 = all as expected).
+fn badcalls() -> u32 {
+    let me = syscall(nr::GETID, [0; 4])[0];
+    let cases: [(u32, [u32; 4], i32); 20] = [
+        (999, [0; 4], err::ENOSYS),
+        (0xFFFF_FFFF, [1, 2, 3, 4], err::ENOSYS),
+        (nr::PRINT, [0xC000_0000, 16, 0, 0], err::EFAULT),
+        (nr::PRINT, [0x8000, 0x7FFF_FFFF, 0, 0], err::EINVAL),
+        (nr::PRINT, [0xFFFF_FFF0, 64, 0, 0], err::EINVAL),
+        (nr::PRINT, [0x00E0_0000, 8, 0, 0], err::EFAULT),
+        (nr::STATS, [0xC000_1000, 32, 0, 0], err::EFAULT),
+        (nr::STATS, [0x8000, 32, 0, 0], err::EFAULT),
+        (nr::STATS, [DATA_VA + 2, 32, 0, 0], err::EINVAL),
+        (nr::MAP, [0xC000_0000, PAGE, prot::RW, 0], err::EINVAL),
+        (nr::MAP, [0x8000_0000, PAGE, prot::RW, 0], err::EINVAL),
+        (nr::MAP, [DATA_VA + 1, PAGE, prot::RW, 0], err::EINVAL),
+        (nr::MAP, [DATA_VA, 0x1000_0000, prot::RW, 0], err::EINVAL),
+        (nr::MAP, [DATA_VA, PAGE, 7, 0], err::EINVAL),
+        (nr::UNMAP, [0x8000, PAGE, 0, 0], err::EPERM),
+        (nr::UNMAP, [0x0060_0000, PAGE, 0, 0], err::EINVAL),
+        (nr::SEND, [999, 1, 2, 3], err::ESRCH),
+        (nr::SEND, [me, 1, 2, 3], err::EDEADLK),
+        (nr::SEG_MAP, [77, 0, 0, 0], err::EINVAL),
+        (nr::SEG_UNMAP, [0, 0, 0, 0], err::EINVAL),
+    ];
+    // Bit i set: case i returned something else.
+    let mut bad = 0;
+    for (i, (number, args, want)) in cases.into_iter().enumerate() {
+        if syscall(number, args)[0] as i32 != want {
+            bad |= 1 << i;
+        }
+    }
+    // The valid forms work.
+    if sys::map(DATA_VA, PAGE, prot::RW) != 0 {
+        bad |= 1 << 24;
+    }
+    let mut stats = [0u32; STATS_WORDS];
+    if syscall(nr::STATS, [stats.as_mut_ptr() as u32, 32, 0, 0])[0] != 0 || stats[6] != me {
+        bad |= 1 << 25;
+    }
+    if sys::print(b"badcalls: all invalid calls refused") != 0 {
+        bad |= 1 << 26;
+    }
+    if syscall(nr::UNMAP, [DATA_VA, PAGE, 0, 0])[0] != 0 {
+        bad |= 1 << 27;
+    }
+    bad
+}
+
+/// Computes, yields, and checks its own arithmetic and stack.
+fn worker(iters: u32) -> u32 {
+    let mut sum: u32 = 0;
+    for k in 1..=iters {
+        sum = sum.wrapping_add(k);
+        if k % 64 == 0 {
+            sys::yield_now();
+        }
+    }
+    u32::from(sum != iters.wrapping_mul(iters.wrapping_add(1)) / 2)
+}
+
+/// A hot function kept on its own code page, exchanged into ITCM by the kernel.
+#[inline(never)]
+#[link_section = ".hot_text"]
+fn hot(x: u32) -> u32 {
+    x.wrapping_mul(2_654_435_761).rotate_left(7) ^ 0x9E37_79B9
+}
+
+/// TCM user: its hot code page goes into ITCM and its data page into DTCM
+/// while it computes; results must not change. Code into DTCM is refused.
+fn tcm(rounds: u32) -> u32 {
+    let mut bad = map_data(PAGE) * 1000;
+    let code_page = (hot as *const () as u32) & !(PAGE - 1);
+    let mut reference = 0u32;
+    for k in 0..rounds {
+        reference = hot(reference ^ k);
+    }
+    let exchange = |va: u32, kind: u32| syscall(nr::TCM_EXCHANGE, [va, kind, 0, 0])[0];
+    let release = |va: u32| syscall(nr::TCM_RELEASE, [va, 0, 0, 0])[0];
+    if exchange(code_page, 1) as i32 != err::EINVAL {
+        bad += 1;
+    }
+    if exchange(code_page, 0) != 0 || exchange(DATA_VA, 1) != 0 {
+        bad += 100;
+    }
+    let mut acc = 0u32;
+    for k in 0..rounds {
+        acc = hot(acc ^ k);
+        // SAFETY: our own data page (now in DTCM).
+        unsafe { write_volatile((DATA_VA as *mut u32).add((k % 1024) as usize), acc) };
+        if k % 32 == 0 {
+            sys::yield_now();
+        }
+    }
+    // SAFETY: as above.
+    if acc != reference
+        || unsafe { read_volatile((DATA_VA as *const u32).add(((rounds - 1) % 1024) as usize)) }
+            != acc
+    {
+        bad += 1;
+    }
+    if release(code_page) != 0 || release(DATA_VA) != 0 {
+        bad += 10;
+    }
+    // SAFETY: as above (back in ordinary RAM).
+    if unsafe { read_volatile((DATA_VA as *const u32).add(((rounds - 1) % 1024) as usize)) } != acc
+    {
+        bad += 1;
+    }
+    bad
+}
