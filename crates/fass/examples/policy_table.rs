@@ -16,13 +16,24 @@
 //! and FCSE PIDs (best effort; guaranteed mode cannot hold 64 spaces in 63
 //! PIDs) and with a naive full flush per switch.
 //!
+//! Every FASS policy runs under both recycling rules
+//! ([`RecycleRule::Conservative`]: flush whenever a dirty domain is
+//! recycled; [`RecycleRule::ExclusiveWindows`]: no flush for a space whose
+//! mappings all lie in its own FCSE window at a PID of its own). A second
+//! table repeats the workload with every fourth space also mapping one
+//! fixed page above 32 MiB outside its window (in window 1, slot 32 + s/4,
+//! so the fixed pages do not collide with each other unless PID 1 is in
+//! use): those spaces are not window-exclusive and keep the conservative
+//! rule. At N = 64 the 63 PIDs are one short, so two spaces share a PID and
+//! are not exclusive either.
+//!
 //! Run with `cargo run --release -p fass --example policy_table`.
 
 use armv5_sim::{presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
 use fass::policy::{CleanFirstLru, CleanFirstRandom, CleanFirstRoundRobin, FewestSlots};
 use fass::{
-    Cpd, DomainSet, Fass, Layout, PidMode, Resolution, SpaceId, SwitchStrategy, TableKind,
-    TableSwitch, VictimPolicy,
+    Cpd, DomainSet, Fass, Layout, PidMode, RecycleRule, Resolution, SpaceId, SwitchStrategy,
+    TableKind, TableSwitch, VictimPolicy,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
@@ -56,8 +67,13 @@ fn page_pa(s: u16, p: u32) -> PhysAddr {
     PhysAddr::new((u32::from(s) * 4 + p + 1) * 0x1000)
 }
 
+/// The fixed page of space `s` in the mixed workload, if it has one.
+fn fixed_page(mixed: bool, s: u16) -> Option<VirtAddr> {
+    (mixed && s % 4 == 3).then(|| VirtAddr::new(0x0200_0000 + u32::from(s / 4) * (1 << 20)))
+}
+
 /// Runs the workload; returns (switches, full flushes, whole-cache ops) after warm-up.
-fn run<T: SwitchStrategy>(m: &mut Machine, t: &mut T, n: u16) -> (u64, u64, u64) {
+fn run<T: SwitchStrategy>(m: &mut Machine, t: &mut T, n: u16, mixed: bool) -> (u64, u64, u64) {
     for s in 0..n {
         t.create_space(m, SpaceId(s)).expect("create");
         for p in 0..4 {
@@ -72,6 +88,18 @@ fn run<T: SwitchStrategy>(m: &mut Machine, t: &mut T, n: u16) -> (u64, u64, u64)
             )
             .expect("map");
         }
+        if let Some(va) = fixed_page(mixed, s) {
+            t.map_pages(
+                m,
+                SpaceId(s),
+                va,
+                PhysAddr::new(0x0020_0000 + u32::from(s) * 0x1000),
+                0x1000,
+                AccessPermission::ReadWrite,
+                CachePolicy::WriteBack,
+            )
+            .expect("map fixed");
+        }
     }
     let mut rng = 1u32;
     let mut next = |cur: u16| loop {
@@ -85,8 +113,12 @@ fn run<T: SwitchStrategy>(m: &mut Machine, t: &mut T, n: u16) -> (u64, u64, u64)
     };
     let turn = |m: &mut Machine, t: &mut T, s: u16| {
         t.switch_to(m, SpaceId(s)).expect("switch");
-        for p in 0..4 {
-            let va = page_va(p);
+        for p in 0..5 {
+            let va = match (p, fixed_page(mixed, s)) {
+                (4, Some(va)) => va,
+                (4, None) => break,
+                _ => page_va(p),
+            };
             let v = loop {
                 match m.load(va, Width::Word, Privilege::User) {
                     Ok(v) => break v,
@@ -118,8 +150,12 @@ fn run<T: SwitchStrategy>(m: &mut Machine, t: &mut T, n: u16) -> (u64, u64, u64)
     (s.switches, s.full_flushes, c.cache_whole_ops)
 }
 
-fn fass_row<P: VictimPolicy>(name: &str, make: impl Fn() -> P) {
-    print!("| {name:<26} |");
+fn fass_row<P: VictimPolicy>(name: &str, rule: RecycleRule, mixed: bool, make: impl Fn() -> P) {
+    let rule_name = match rule {
+        RecycleRule::Conservative => "conservative",
+        RecycleRule::ExclusiveWindows => "exclusive windows",
+    };
+    print!("| {name:<26} | {rule_name:<17} |");
     for n in NS {
         let mut m = machine();
         let root = TableRef::allocate(&mut m, HwTable::L1).expect("CPD");
@@ -133,8 +169,9 @@ fn fass_row<P: VictimPolicy>(name: &str, make: impl Fn() -> P) {
             make(),
             Cpd::new(root.pa, L1Encoding::Arm9).expect("CPD"),
         )
-        .expect("FASS");
-        let (sw, fl, ops) = run(&mut m, &mut f, n);
+        .expect("FASS")
+        .with_recycle_rule(rule);
+        let (sw, fl, ops) = run(&mut m, &mut f, n, mixed);
         // Each full flush is one D clean+invalidate and one I invalidate.
         assert_eq!(ops, 2 * fl, "model and FASS counters disagree");
         print!(" {:>7.1} |", fl as f64 * 1000.0 / sw as f64);
@@ -142,8 +179,8 @@ fn fass_row<P: VictimPolicy>(name: &str, make: impl Fn() -> P) {
     println!();
 }
 
-fn table_row(name: &str, kind: TableKind) {
-    print!("| {name:<26} |");
+fn table_row(name: &str, kind: TableKind, mixed: bool) {
+    print!("| {name:<26} | {:<17} |", "-");
     for n in NS {
         let mut m = machine();
         let root = TableRef::allocate(&mut m, HwTable::L1).expect("kernel table");
@@ -152,27 +189,58 @@ fn table_row(name: &str, kind: TableKind) {
         m.set_dacr(Dacr::only(k, DomainAccess::Client).with(u, DomainAccess::Client));
         let mut t: TableSwitch<64, 1> =
             TableSwitch::new(kind, Layout::DEMO, u, L1Encoding::Arm9, root.pa).expect("tables");
-        let (sw, fl, _) = run(&mut m, &mut t, n);
+        let (sw, fl, _) = run(&mut m, &mut t, n, mixed);
         print!(" {:>7.1} |", fl as f64 * 1000.0 / sw as f64);
     }
     println!();
 }
 
-fn main() {
+fn table(title: &str, mixed: bool) {
+    println!();
+    println!("{title}");
     println!("Full flushes per 1,000 switches (MODELLED on armv5-sim, SA-1100 preset)");
-    print!("| {:<26} |", "strategy / N spaces");
+    print!(
+        "| {:<26} | {:<17} |",
+        "strategy / N spaces", "recycling rule"
+    );
     for n in NS {
         print!(" {n:>7} |");
     }
     println!();
-    println!("|{}|{}", "-".repeat(28), "---------|".repeat(NS.len()));
-    fass_row("FASS, clean-first RR", CleanFirstRoundRobin::default);
-    fass_row("FASS, clean-first random", || CleanFirstRandom::new(1));
-    fass_row("FASS, fewest slots", FewestSlots::default);
-    fass_row("FASS, clean-first LRU", CleanFirstLru::default);
+    println!(
+        "|{}|{}|{}",
+        "-".repeat(28),
+        "-".repeat(19),
+        "---------|".repeat(NS.len())
+    );
+    for rule in [RecycleRule::Conservative, RecycleRule::ExclusiveWindows] {
+        fass_row(
+            "FASS, clean-first RR",
+            rule,
+            mixed,
+            CleanFirstRoundRobin::default,
+        );
+        fass_row("FASS, clean-first random", rule, mixed, || {
+            CleanFirstRandom::new(1)
+        });
+        fass_row("FASS, fewest slots", rule, mixed, FewestSlots::default);
+        fass_row("FASS, clean-first LRU", rule, mixed, CleanFirstLru::default);
+    }
     table_row(
         "FCSE tables, best effort",
         TableKind::Fcse(PidMode::BestEffort),
+        mixed,
     );
-    table_row("naive", TableKind::Naive);
+    table_row("naive", TableKind::Naive, mixed);
+}
+
+fn main() {
+    table(
+        "Workload A: every space maps only inside its own 32 MiB window",
+        false,
+    );
+    table(
+        "Workload B: every fourth space also maps a fixed page outside its window",
+        true,
+    );
 }

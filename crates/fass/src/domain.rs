@@ -11,7 +11,9 @@
 //!   an [`Owner`].
 //! * Dirty state: a mask in DACR format ([`Dacr`]). A domain is dirty if its
 //!   owner ran (or its segment was used) since the last full cache flush,
-//!   so the VIVT caches may hold its lines. Marking the domains a space runs
+//!   so the VIVT caches may hold its lines. (A domain recycled without a
+//!   flush is marked clean for its new owner: the lines its old owner left
+//!   are tracked per FCSE window by [`crate::window`].) Marking the domains a space runs
 //!   with dirty is one OR of the space's DACR value into the mask.
 //! * CPD slots: per domain a [`SlotSet`] of the first-level slots it owns;
 //!   evicting a domain visits exactly those (O(slots owned)).
@@ -357,6 +359,14 @@ impl DomainTable {
         self.dirty = self.dirty.union(dacr);
     }
 
+    /// Marks `d` clean: call when whatever lines its previous owner left are
+    /// accounted for elsewhere (a domain recycled without a flush under
+    /// [`RecycleRule::ExclusiveWindows`](crate::manager::RecycleRule), whose
+    /// lines [`crate::window::WindowLines`] tracks).
+    pub fn mark_clean(&mut self, d: Domain) {
+        self.dirty = self.dirty.with(d, DomainAccess::NoAccess);
+    }
+
     /// Marks every domain clean: call after a full cache clean+invalidate.
     pub fn mark_all_clean(&mut self) {
         self.dirty = Dacr::NONE;
@@ -385,6 +395,21 @@ impl DomainTable {
         policy: &mut P,
         clear_slot: impl FnMut(usize),
     ) -> Result<Acquired, DomainError> {
+        self.acquire_preferring(owner, protect, DomainSet::EMPTY, policy, clear_slot)
+    }
+
+    /// [`DomainTable::acquire`], telling the policy that the dirty domains
+    /// of `flush_free` can be recycled without a cache flush too (see
+    /// [`VictimView::with_flush_free`]). Whether the eviction flushes is
+    /// still the caller's decision.
+    pub fn acquire_preferring<P: VictimPolicy + ?Sized>(
+        &mut self,
+        owner: Owner,
+        protect: DomainSet,
+        flush_free: DomainSet,
+        policy: &mut P,
+        clear_slot: impl FnMut(usize),
+    ) -> Result<Acquired, DomainError> {
         match self.allocate(owner) {
             Ok(domain) => {
                 policy.touch(domain);
@@ -400,7 +425,7 @@ impl DomainTable {
         if eligible.is_empty() {
             return Err(DomainError::NoVictim);
         }
-        let choice = policy.choose(&VictimView::new(self, eligible));
+        let choice = policy.choose(&VictimView::new(self, eligible).with_flush_free(flush_free));
         let victim = match choice {
             Some(v) if eligible.contains(v) => v,
             Some(v) => return Err(DomainError::IneligibleVictim(v)),

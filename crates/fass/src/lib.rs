@@ -12,6 +12,21 @@
 //!   directory) holds entries of several address spaces, each tagged with
 //!   its owner's domain; a switch reloads the DACR ([`domain`], [`policy`]).
 //!
+//! When the 15 free domains run out, one is recycled from a space that is
+//! not running. The seed systems flush the caches whenever the recycled
+//! domain is dirty (its owner ran since the last flush), which in a ring of
+//! more than 15 spaces means a full flush about every 15 switches. This
+//! crate's default [`RecycleRule::ExclusiveWindows`] skips that flush for a
+//! *window-exclusive* space: one whose mappings all lie inside its own
+//! 32 MiB FCSE window, at a PID no other space holds. Its lines are tagged
+//! with MVAs of that window only, which no other space reaches through its
+//! own (relocated) addresses; the only other ways in (a fixed page of
+//! another space inside that window, a later space given the same PID, the
+//! space's frames being reused after it is destroyed) flush first, guided
+//! by a per-window record of the lines left behind ([`window`]), which any
+//! full flush clears. [`RecycleRule::Conservative`] keeps the seed rule;
+//! the `policy_table` example compares both on the model.
+//!
 //! It also implements the two strategies FASS is measured against (per-space
 //! tables with FCSE PIDs, as the Linux FCSE patch; and a naive full flush),
 //! all behind one trait, [`SwitchStrategy`].
@@ -30,11 +45,14 @@
 //! * [`segment`]: shared segments (definitions, validation, sharers);
 //! * [`cpd`]: the caching page directory the hardware walks;
 //! * [`manager`]: the FASS manager [`Fass`]: spaces, segments, domains,
-//!   PIDs; create, destroy, map, unmap;
+//!   PIDs; create, destroy, map, unmap; the [`RecycleRule`];
 //! * [`classic`]: the per-space-table strategies [`TableSwitch`] (FCSE-only
 //!   and naive);
 //! * [`switch`]: the [`SwitchStrategy`] trait and the three switch paths;
-//! * [`resolve`]: FASS fault resolution (CPD fills, collisions);
+//! * [`resolve`]: FASS fault resolution (CPD fills, collisions, the window
+//!   guard);
+//! * [`window`]: per FCSE window, the lines recycled domains left in the
+//!   caches;
 //! * [`error`]: the error type.
 //!
 //! Everything is `no_std`, allocation-free and generic over the
@@ -107,6 +125,7 @@ pub mod slots;
 pub mod space;
 pub mod stats;
 pub mod switch;
+pub mod window;
 
 pub use classic::{TableKind, TableSwitch};
 pub use cpd::Cpd;
@@ -114,7 +133,7 @@ pub use domain::{DomainError, DomainOwner, DomainSet, DomainTable};
 pub use error::FassError;
 pub use id::{SegmentId, SpaceId};
 pub use layout::{Layout, LayoutError, Region, RegionKind};
-pub use manager::Fass;
+pub use manager::{Fass, RecycleRule};
 pub use pid::{
     FlushDecision, FlushReasons, FlushTicket, PidAllocator, PidContext, PidError, PidMode,
 };
@@ -124,3 +143,4 @@ pub use resolve::{Flushed, Resolution};
 pub use segment::{SegmentAccess, SegmentError, SegmentSpec};
 pub use stats::{Event, Stats};
 pub use switch::SwitchStrategy;
+pub use window::{Leftover, WindowLines};

@@ -18,6 +18,36 @@
 //! * Shared segments ([`crate::segment`]) get a domain on first map and
 //!   give it back on last unmap; segment domains are never recycled, so
 //!   they count against the 15 a space could use.
+//!
+//! # Recycling a domain: the [`RecycleRule`]
+//! Taking a domain back from a space clears the CPD slots it tags and
+//! invalidates the TLB. Whether the caches must be flushed too depends on
+//! who could later hit the lines the space left (the caches are virtually
+//! indexed and tagged by MVA, so a line is hit by whoever next reaches its
+//! MVA through a valid CPD entry, whatever physical page that entry maps):
+//!
+//! * [`RecycleRule::Conservative`] (Pistachio, OKL4, Wiggins): flush
+//!   whenever the domain is dirty (its owner ran since the last full flush).
+//! * [`RecycleRule::ExclusiveWindows`] (the default): no flush, even if
+//!   dirty, when the owner is *window-exclusive* ([`Fass::is_window_exclusive`]):
+//!   every first-level slot of its directory lies inside its own 32 MiB FCSE
+//!   window (no fixed page above 32 MiB outside it, never moved to PID 0)
+//!   and no other space holds its PID. Its lines then sit at MVAs of its
+//!   own window only. No other space's low pages reach that window (their
+//!   PIDs differ) and its own later accesses find lines consistent with
+//!   its own mappings (every unmap cleans and invalidates the page's lines
+//!   by MVA, domain or not). The lines are recorded as left in that window
+//!   ([`crate::window::WindowLines`]) and the domain goes to its new owner
+//!   clean. Other owners (segments, spaces with fixed pages outside their
+//!   window or a shared PID) keep the conservative rule.
+//!
+//! What remains reachable is guarded where the window is next entered: a
+//! CPD fill of a slot inside a window holding lines left by *another* space
+//! (a fixed page of another space there, a space that was later given the
+//! same PID, a shared segment) flushes first ([`crate::resolve`]); a space
+//! destroyed while its left lines may be cached flushes before its frames
+//! and PID are reused. A full flush, whatever triggered it, clears the
+//! record (epoch-guarded like the PID allocator's dirty bits).
 
 use crate::cpd::Cpd;
 use crate::domain::{DomainSet, DomainTable, Eviction, Owner};
@@ -30,6 +60,7 @@ use crate::policy::VictimPolicy;
 use crate::segment::{SegmentAccess, SegmentSet, SegmentSpec, Segments};
 use crate::space::{SpaceDir, SpaceError, PAGE_SIZE};
 use crate::stats::{Event, Stats};
+use crate::window::WindowLines;
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess};
@@ -79,6 +110,21 @@ pub(crate) fn purge_page<S: CacheMaintenance + ?Sized>(sys: &mut S, mva: Modifie
     sys.drain_write_buffer();
 }
 
+/// When recycling a dirty domain costs a cache flush (see the
+/// [module docs](self)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RecycleRule {
+    /// Every dirty domain is flushed out of the caches when it is taken back
+    /// (the rule of the systems FASS comes from).
+    Conservative,
+    /// A dirty domain of a window-exclusive space is taken back without a
+    /// flush; its lines are recorded per FCSE window and a later fill of
+    /// that window by another space flushes first. The default.
+    #[default]
+    ExclusiveWindows,
+}
+
 /// FASS: FCSE PIDs plus domains as address-space tags over one CPD.
 ///
 /// `SPACES` bounds the space identifiers (`0..SPACES`), `SLOTS` the
@@ -95,6 +141,8 @@ pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const 
     pub(crate) spaces: [Option<SpaceState<SLOTS>>; SPACES],
     pub(crate) segments: Segments<SEGMENTS>,
     pub(crate) current: Option<SpaceId>,
+    pub(crate) rule: RecycleRule,
+    pub(crate) windows: WindowLines,
 }
 
 impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize>
@@ -103,7 +151,9 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     /// FASS over the CPD `cpd` (already loaded in the translation table
     /// base, holding the kernel's mappings in domain `kernel`), with
     /// `kernel` and `reserved` domains never handed out. PIDs are shared
-    /// when they run out (collisions are caught by domains).
+    /// when they run out (collisions are caught by domains). Domains are
+    /// recycled under the default [`RecycleRule`]
+    /// ([`RecycleRule::ExclusiveWindows`]); see [`Fass::with_recycle_rule`].
     pub fn new(
         layout: Layout,
         kernel: Domain,
@@ -122,7 +172,55 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             spaces: core::array::from_fn(|_| None),
             segments: Segments::new(),
             current: None,
+            rule: RecycleRule::default(),
+            windows: WindowLines::new(),
         })
+    }
+
+    /// This manager with recycling rule `rule` (for a fresh manager, e.g.
+    /// `Fass::new(..)?.with_recycle_rule(RecycleRule::Conservative)`).
+    #[must_use]
+    pub fn with_recycle_rule(mut self, rule: RecycleRule) -> Self {
+        self.rule = rule;
+        self
+    }
+
+    /// Sets the recycling rule for later evictions. Safe at any time: lines
+    /// already left in windows stay recorded and guarded under either rule.
+    pub fn set_recycle_rule(&mut self, rule: RecycleRule) {
+        self.rule = rule;
+    }
+
+    /// The recycling rule in force.
+    #[must_use]
+    pub fn recycle_rule(&self) -> RecycleRule {
+        self.rule
+    }
+
+    /// Per FCSE window, the lines recycled domains left in the caches.
+    #[must_use]
+    pub fn window_lines(&self) -> &WindowLines {
+        &self.windows
+    }
+
+    /// Whether space `id` is window-exclusive now: it runs at its own PID
+    /// (not moved to PID 0), no other space holds that PID, and every
+    /// first-level slot of its directory lies inside that PID's 32 MiB
+    /// window. Under [`RecycleRule::ExclusiveWindows`] its domain is
+    /// recycled without a cache flush.
+    pub fn is_window_exclusive(&self, id: SpaceId) -> Result<bool, FassError> {
+        Ok(self.exclusive(self.space(id)?))
+    }
+
+    pub(crate) fn exclusive(&self, st: &SpaceState<SLOTS>) -> bool {
+        let pid = st.pid.pid();
+        if st.pid.is_large() || self.pids.users(pid) != 1 {
+            return false;
+        }
+        let w = usize::from(pid.get());
+        st.dir
+            .slots()
+            .all(|s| s / crate::layout::SLOTS_PER_WINDOW == w)
     }
 
     /// The counters so far.
@@ -245,9 +343,14 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         Ok(())
     }
 
-    /// After a full flush: every domain clean but those the running space uses.
+    /// After a full flush: every domain clean but those the running space
+    /// uses, no window holding left lines.
     pub(crate) fn full_flush<S: CacheMaintenance + ?Sized>(&mut self, sys: &mut S) {
+        let ticket = self.windows.flush_ticket();
         sys.flush_all();
+        // Nothing can be left in between here (the flush is not
+        // preemptible), but the ticket keeps the rule of `crate::pid`.
+        let _ = self.windows.flush_done(ticket);
         self.domains.mark_all_clean();
         self.stats.record(Event::FullFlush);
         if let Some(st) = self.current.and_then(|c| self.space(c).ok()) {
@@ -265,6 +368,16 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         e: &Eviction,
         recycled: bool,
     ) {
+        // Decided before the owner lets go of the domain (exclusivity does
+        // not depend on it, but keep the order obvious).
+        let left_in_window = match e.owner {
+            Owner::Space(s) if recycled && e.was_dirty => self
+                .space(s)
+                .ok()
+                .filter(|st| self.rule == RecycleRule::ExclusiveWindows && self.exclusive(st))
+                .map(|st| (s, st.pid.pid())),
+            _ => None,
+        };
         match e.owner {
             Owner::Space(s) => {
                 if let Ok(st) = self.space_mut(s) {
@@ -274,6 +387,18 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             Owner::Segment(g) => {
                 let _ = self.segments.set_domain(g, None);
             }
+        }
+        if let Some((s, pid)) = left_in_window {
+            // Its lines stay, at MVAs of its own window only: record them
+            // there; the domain starts clean for its new owner.
+            self.windows.note_left(pid, s);
+            self.domains.mark_clean(e.domain);
+            self.stats.record(Event::DomainRecycledExclusive);
+            if e.slots > 0 {
+                sys.invalidate_tlb();
+                self.stats.record(Event::TlbOnlyInvalidation);
+            }
+            return;
         }
         if recycled {
             self.stats.record(if e.was_dirty {
@@ -303,6 +428,24 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         p
     }
 
+    /// The owned domains the recycling rule would take back without a flush
+    /// even if dirty: under [`RecycleRule::ExclusiveWindows`], those of
+    /// window-exclusive spaces.
+    fn flush_free_domains(&self) -> DomainSet {
+        let mut set = DomainSet::EMPTY;
+        if self.rule != RecycleRule::ExclusiveWindows {
+            return set;
+        }
+        for d in self.domains.owned().iter() {
+            if let crate::domain::DomainOwner::Owned(Owner::Space(s)) = self.domains.owner(d) {
+                if self.space(s).is_ok_and(|st| self.exclusive(st)) {
+                    set = set.with(d);
+                }
+            }
+        }
+        set
+    }
+
     /// Takes a domain for `owner`, recycling one if none is free.
     pub(crate) fn acquire_domain<S: Platform + ?Sized>(
         &mut self,
@@ -310,15 +453,20 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         owner: Owner,
     ) -> Result<Domain, FassError> {
         let protect = self.protected();
+        let flush_free = self.flush_free_domains();
         let mut cpd_error = None;
         let cpd = &mut self.cpd;
-        let acquired = self
-            .domains
-            .acquire(owner, protect, &mut self.policy, |slot| {
+        let acquired = self.domains.acquire_preferring(
+            owner,
+            protect,
+            flush_free,
+            &mut self.policy,
+            |slot| {
                 if let Err(e) = cpd.clear(&mut *sys, slot) {
                     cpd_error = Some(e);
                 }
-            })?;
+            },
+        )?;
         if let Some(e) = cpd_error {
             return Err(FassError::Table(e));
         }
@@ -596,7 +744,9 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
 
     /// Destroys space `id`: unmaps its segments, takes back its domain
     /// (flushing if it is dirty, since its lines would otherwise outlive
-    /// it), frees its tables and PID.
+    /// it), flushes if lines it left when its domain was recycled may still
+    /// be cached (its frames and PID are about to be reused), frees its
+    /// tables and PID.
     pub fn destroy_space<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
@@ -607,6 +757,10 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             self.unmap_segment(sys, id, s)?;
         }
         self.release_domain(sys, Owner::Space(id))?;
+        let pid = self.space(id)?.pid.pid();
+        if self.windows.may_hold_lines_of(pid, id) {
+            self.full_flush(sys);
+        }
         if self.current == Some(id) {
             self.current = None;
         }

@@ -157,6 +157,12 @@ pub struct FlushTicket {
 }
 
 impl FlushTicket {
+    /// A ticket for a flush decided at `epoch` (for other epoch-counted
+    /// trackers of this crate, such as [`crate::window::WindowLines`]).
+    pub(crate) const fn at(epoch: u32) -> FlushTicket {
+        FlushTicket { epoch }
+    }
+
     /// The epoch the flush was decided in.
     #[must_use]
     pub const fn epoch(&self) -> u32 {

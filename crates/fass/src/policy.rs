@@ -1,8 +1,15 @@
 //! Victim choice: which owned domain to take back when none is free.
 //!
-//! Every policy here is "clean first": a clean domain can be recycled with
-//! its CPD slots cleared and a TLB invalidation, a dirty one needs a full
-//! cache clean+invalidate. Among the preferred candidates they differ:
+//! Every policy here is "flush-free first": a domain that can be recycled
+//! with its CPD slots cleared and a TLB invalidation only is preferred over
+//! one that needs a full cache clean+invalidate. A clean domain is always
+//! flush-free; under
+//! [`RecycleRule::ExclusiveWindows`](crate::manager::RecycleRule) so is a
+//! dirty domain of a window-exclusive space (the mechanism decides which,
+//! and passes the set in the [`VictimView`]). Under
+//! [`RecycleRule::Conservative`](crate::manager::RecycleRule) flush-free
+//! means clean, as in the systems the policies come from ("clean first").
+//! Among the preferred candidates they differ:
 //!
 //! | policy | among the candidates | from |
 //! |---|---|---|
@@ -23,13 +30,27 @@ use mmu_armv5::Domain;
 pub struct VictimView<'a> {
     table: &'a DomainTable,
     eligible: DomainSet,
+    flush_free: DomainSet,
 }
 
 impl<'a> VictimView<'a> {
     /// A view of `table` offering `eligible` as candidates.
     #[must_use]
     pub fn new(table: &'a DomainTable, eligible: DomainSet) -> VictimView<'a> {
-        VictimView { table, eligible }
+        VictimView {
+            table,
+            eligible,
+            flush_free: DomainSet::EMPTY,
+        }
+    }
+
+    /// This view with the dirty domains of `dirty_but_free` counted as
+    /// recyclable without a flush too (the recycling rule's decision, e.g.
+    /// window-exclusive spaces' domains).
+    #[must_use]
+    pub fn with_flush_free(mut self, dirty_but_free: DomainSet) -> VictimView<'a> {
+        self.flush_free = dirty_but_free;
+        self
     }
 
     /// Every domain that may be chosen.
@@ -42,6 +63,28 @@ impl<'a> VictimView<'a> {
     #[must_use]
     pub fn clean(&self) -> DomainSet {
         self.eligible.difference(self.table.dirty())
+    }
+
+    /// The eligible domains that can be recycled without a cache flush:
+    /// the clean ones and those given to [`VictimView::with_flush_free`].
+    #[must_use]
+    pub fn flush_free(&self) -> DomainSet {
+        self.eligible
+            .intersection(self.flush_free)
+            .union(self.clean())
+    }
+
+    /// The flush-free eligible domains if there are any, else all eligible
+    /// ones. Equal to [`VictimView::clean_first`] when no dirty domain was
+    /// declared flush-free.
+    #[must_use]
+    pub fn flush_free_first(&self) -> DomainSet {
+        let c = self.flush_free();
+        if c.is_empty() {
+            self.eligible
+        } else {
+            c
+        }
     }
 
     /// The clean eligible domains if there are any, else all eligible ones.
@@ -94,7 +137,7 @@ fn first_from(set: DomainSet, start: u8) -> Option<Domain> {
     Some(Domain::from_low_bits(start + off))
 }
 
-/// Clean first, then round-robin (Pistachio).
+/// Flush-free (clean) first, then round-robin (Pistachio).
 #[derive(Clone, Debug, Default)]
 pub struct CleanFirstRoundRobin {
     next: u8,
@@ -102,13 +145,13 @@ pub struct CleanFirstRoundRobin {
 
 impl VictimPolicy for CleanFirstRoundRobin {
     fn choose(&mut self, view: &VictimView<'_>) -> Option<Domain> {
-        let d = first_from(view.clean_first(), self.next)?;
+        let d = first_from(view.flush_free_first(), self.next)?;
         self.next = (d.get() + 1) & 15;
         Some(d)
     }
 }
 
-/// Clean first, then pseudo-random (OKL4): a seeded xorshift32, so runs are
+/// Flush-free (clean) first, then pseudo-random (OKL4): a seeded xorshift32, so runs are
 /// repeatable.
 #[derive(Clone, Debug)]
 pub struct CleanFirstRandom {
@@ -142,7 +185,7 @@ impl Default for CleanFirstRandom {
 
 impl VictimPolicy for CleanFirstRandom {
     fn choose(&mut self, view: &VictimView<'_>) -> Option<Domain> {
-        let set = view.clean_first();
+        let set = view.flush_free_first();
         let n = set.len() as u32;
         if n == 0 {
             return None;
@@ -152,19 +195,19 @@ impl VictimPolicy for CleanFirstRandom {
     }
 }
 
-/// Clean first, then the domain owning the fewest CPD slots (lowest number on a tie).
+/// Flush-free (clean) first, then the domain owning the fewest CPD slots (lowest number on a tie).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FewestSlots;
 
 impl VictimPolicy for FewestSlots {
     fn choose(&mut self, view: &VictimView<'_>) -> Option<Domain> {
-        view.clean_first()
+        view.flush_free_first()
             .iter()
             .min_by_key(|d| view.slot_count(*d))
     }
 }
 
-/// Clean first, then least recently used (by [`VictimPolicy::touch`]).
+/// Flush-free (clean) first, then least recently used (by [`VictimPolicy::touch`]).
 #[derive(Clone, Debug, Default)]
 pub struct CleanFirstLru {
     clock: u32,
@@ -173,7 +216,7 @@ pub struct CleanFirstLru {
 
 impl VictimPolicy for CleanFirstLru {
     fn choose(&mut self, view: &VictimView<'_>) -> Option<Domain> {
-        view.clean_first()
+        view.flush_free_first()
             .iter()
             .min_by_key(|d| self.last_use.get(d.get() as usize).copied().unwrap_or(0))
     }
@@ -281,6 +324,27 @@ mod tests {
         assert_eq!(lru.choose(&v), Some(d(15)));
         lru.touch(d(15));
         assert_eq!(lru.choose(&v), Some(d(14)));
+    }
+
+    #[test]
+    fn flush_free_dirty_domains_count_as_clean_for_every_policy() {
+        // Only 9 is clean; 4 and 12 are dirty but declared flush-free.
+        let dirty: Vec<u8> = (1..16).filter(|x| *x != 9).collect();
+        let t = table(&dirty);
+        let free = DomainSet::of(d(4)).with(d(12));
+        let v = VictimView::new(&t, t.owned()).with_flush_free(free);
+        assert_eq!(v.flush_free(), free.with(d(9)));
+        assert_eq!(v.clean(), DomainSet::of(d(9)));
+        for (name, mut p) in all_policies() {
+            for _ in 0..10 {
+                let c = p.choose(&v).unwrap();
+                assert!([4, 9, 12].contains(&c.get()), "{name} chose {c:?}");
+            }
+        }
+        // A flush-free domain that is not eligible is not offered.
+        let v = VictimView::new(&t, DomainSet::of(d(1)).with(d(2))).with_flush_free(free);
+        assert_eq!(v.flush_free(), DomainSet::EMPTY);
+        assert_eq!(v.flush_free_first(), DomainSet::of(d(1)).with(d(2)));
     }
 
     #[test]

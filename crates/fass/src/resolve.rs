@@ -12,15 +12,28 @@
 //! with the segment's section entry in the segment's domain: every sharer
 //! then uses that one entry (and the TLB entries walked from it).
 //!
+//! The window guard: a domain recycled without a flush
+//! ([`RecycleRule::ExclusiveWindows`](crate::manager::RecycleRule)) leaves
+//! its owner's lines at MVAs of the owner's FCSE window, recorded in
+//! [`WindowLines`](crate::window::WindowLines). Before a fill makes a slot
+//! of that window reachable for any other space (a fixed page of another
+//! space, a space given the same PID later), the caches are flushed
+//! ([`Flushed::Full`], counted as a collision and a
+//! [`Event::WindowFlush`]). The space that left the lines may refill its
+//! own window without a flush: they are its own, still consistent with its
+//! mappings.
+//!
 //! The fault address may be the MVA (hardware) or the VA (QEMU, under
 //! FCSE): an address below 32 MiB is taken as a VA of the current PID.
 
 use crate::error::FassError;
+use crate::id::SpaceId;
 use crate::layout::RegionKind;
 use crate::manager::Fass;
 use crate::platform::Platform;
 use crate::policy::VictimPolicy;
 use crate::stats::Event;
+use crate::window::window_of_slot;
 use mmu_armv5::addr::FCSE_WINDOW_SIZE;
 use mmu_armv5::descriptor::L1Descriptor;
 use mmu_armv5::regs::{Dacr, DomainAccess};
@@ -89,7 +102,8 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             ModifiedVirtAddr::new(far)
         };
         let slot = mva.l1_index();
-        let wanted = if self.layout.classify(mva) == RegionKind::Shared {
+        let shared = self.layout.classify(mva) == RegionKind::Shared;
+        let wanted = if shared {
             self.segments
                 .at_slot(slot)
                 .filter(|(id, _)| st.segs.contains(*id))
@@ -107,36 +121,48 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         if self.cpd.entry(&*sys, slot)? == want {
             return Ok(Resolution::NotFass(fault));
         }
-        self.fill(sys, slot, d, want)
+        let filler = if shared { None } else { Some(cur) };
+        self.fill(sys, slot, d, want, filler)
     }
 
-    /// Writes `want` (tagged `d`) into CPD slot `slot`, evicting the slot's
-    /// previous owner with the flush its dirty state requires.
+    /// Writes `want` (tagged `d`, on behalf of space `filler`, or of a
+    /// segment if `None`) into CPD slot `slot`, evicting the slot's previous
+    /// owner with the flush its dirty state requires, and flushing anyway if
+    /// the slot's FCSE window may hold lines another space's recycled
+    /// domain left there.
     fn fill<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         slot: usize,
         d: Domain,
         want: L1Descriptor,
+        filler: Option<SpaceId>,
     ) -> Result<Resolution, FassError> {
         let prev = self.domains.slot_owner(slot).filter(|o| *o != d);
+        let left_lines =
+            window_of_slot(slot).is_some_and(|w| self.windows.may_hold_other_than(w, filler));
         // Write the new entry before flushing, so no walk can refetch the
         // old one after the TLB invalidation.
         self.cpd.write(sys, slot, want)?;
-        let flushed = match prev {
-            None => Flushed::Nothing,
-            Some(o) => {
-                self.stats.record(Event::Collision);
-                self.domains.release_slot(o, slot);
-                if self.domains.is_dirty(o) {
-                    self.full_flush(sys);
-                    Flushed::Full
-                } else {
-                    sys.invalidate_tlb();
-                    self.stats.record(Event::TlbOnlyInvalidation);
-                    Flushed::TlbOnly
-                }
+        if let Some(o) = prev {
+            self.domains.release_slot(o, slot);
+        }
+        let prev_dirty = prev.is_some_and(|o| self.domains.is_dirty(o));
+        if prev.is_some() || left_lines {
+            self.stats.record(Event::Collision);
+        }
+        let flushed = if prev_dirty || left_lines {
+            if !prev_dirty {
+                self.stats.record(Event::WindowFlush);
             }
+            self.full_flush(sys);
+            Flushed::Full
+        } else if prev.is_some() {
+            sys.invalidate_tlb();
+            self.stats.record(Event::TlbOnlyInvalidation);
+            Flushed::TlbOnly
+        } else {
+            Flushed::Nothing
         };
         self.domains.claim_slot(d, slot)?;
         self.domains.mark_dirty(Dacr::only(d, DomainAccess::Client));

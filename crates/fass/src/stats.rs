@@ -23,6 +23,14 @@ pub enum Event {
     PidShared,
     /// A CPD slot was filled from a space's own directory on a fault.
     CpdFill,
+    /// A dirty domain of a window-exclusive space was taken from its owner
+    /// without a cache flush (CPD slots cleared, TLB invalidated), under
+    /// [`RecycleRule::ExclusiveWindows`](crate::manager::RecycleRule).
+    DomainRecycledExclusive,
+    /// A CPD fill flushed the caches because the slot's FCSE window may hold
+    /// lines another space's recycled domain left there (the slot itself
+    /// was empty or held by a clean domain). Also counted as a collision.
+    WindowFlush,
 }
 
 /// Counters of every [`Event`].
@@ -47,6 +55,11 @@ pub struct Stats {
     pub pid_shares: u64,
     /// CPD fills.
     pub cpd_fills: u64,
+    /// Dirty domains of window-exclusive spaces recycled without a flush.
+    pub recycles_exclusive: u64,
+    /// Full flushes a CPD fill needed because of lines left in its window
+    /// ([`Event::WindowFlush`]).
+    pub window_flushes: u64,
 }
 
 impl Stats {
@@ -61,6 +74,8 @@ impl Stats {
         collisions: 0,
         pid_shares: 0,
         cpd_fills: 0,
+        recycles_exclusive: 0,
+        window_flushes: 0,
     };
 
     /// Counts one `event` (saturating).
@@ -75,6 +90,8 @@ impl Stats {
             Event::Collision => &mut self.collisions,
             Event::PidShared => &mut self.pid_shares,
             Event::CpdFill => &mut self.cpd_fills,
+            Event::DomainRecycledExclusive => &mut self.recycles_exclusive,
+            Event::WindowFlush => &mut self.window_flushes,
         };
         *c = c.saturating_add(1);
     }
@@ -92,6 +109,8 @@ impl Stats {
             Event::Collision => self.collisions,
             Event::PidShared => self.pid_shares,
             Event::CpdFill => self.cpd_fills,
+            Event::DomainRecycledExclusive => self.recycles_exclusive,
+            Event::WindowFlush => self.window_flushes,
         }
     }
 
@@ -109,6 +128,10 @@ impl Stats {
             collisions: self.collisions.saturating_sub(earlier.collisions),
             pid_shares: self.pid_shares.saturating_sub(earlier.pid_shares),
             cpd_fills: self.cpd_fills.saturating_sub(earlier.cpd_fills),
+            recycles_exclusive: self
+                .recycles_exclusive
+                .saturating_sub(earlier.recycles_exclusive),
+            window_flushes: self.window_flushes.saturating_sub(earlier.window_flushes),
         }
     }
 
@@ -127,7 +150,7 @@ impl Stats {
 mod tests {
     use super::*;
 
-    const ALL: [Event; 9] = [
+    const ALL: [Event; 11] = [
         Event::Switch,
         Event::DomainAllocated,
         Event::DomainRecycledClean,
@@ -137,6 +160,8 @@ mod tests {
         Event::Collision,
         Event::PidShared,
         Event::CpdFill,
+        Event::DomainRecycledExclusive,
+        Event::WindowFlush,
     ];
 
     #[test]

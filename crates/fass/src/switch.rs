@@ -7,7 +7,7 @@
 //!
 //! | strategy | switch | caches |
 //! |---|---|---|
-//! | [`Fass`] | DACR write + FCSEIDR write (domain recycled first if the space has none) | flushed only when a dirty domain is recycled or a collision takes a dirty owner's slot |
+//! | [`Fass`] | DACR write + FCSEIDR write (domain recycled first if the space has none) | flushed only when a dirty domain is recycled (under [`RecycleRule::ExclusiveWindows`](crate::manager::RecycleRule) not even then if its space is window-exclusive), a collision takes a dirty owner's slot, or a fill enters a window holding another space's left lines |
 //! | [`TableSwitch`] with [`TableKind::Fcse`] | TTBR write + TLB invalidate + FCSEIDR write | guaranteed mode: never; best effort: when [`PidAllocator::switch`](crate::pid::PidAllocator::switch) decides |
 //! | [`TableSwitch`] with [`TableKind::Naive`] | D-cache clean+invalidate, I-cache invalidate, TTBR write, TLB invalidate | every switch |
 //!
@@ -403,6 +403,7 @@ mod tests {
     use crate::domain::DomainSet;
     use crate::layout::Layout;
     use crate::layout::Region;
+    use crate::manager::RecycleRule;
     use crate::platform::Split;
     use crate::policy::DefaultPolicy;
     use crate::resolve::{Flushed, Resolution};
@@ -633,7 +634,8 @@ mod tests {
     fn running_out_of_domains_recycles_never_the_current_or_kernel() {
         // Only domains 1 and 2 can be handed out.
         let reserved = DomainSet::ALL.without(d(1)).without(d(2));
-        let (mut f, mut sys) = setup(Layout::DEMO, reserved);
+        let (f, mut sys) = setup(Layout::DEMO, reserved);
+        let mut f = f.with_recycle_rule(RecycleRule::Conservative);
         for s in 0..3 {
             f.create_space(SpaceId(s)).unwrap();
         }
@@ -651,6 +653,248 @@ mod tests {
         if let Some(dom) = f.domain_of(SpaceId(2)).unwrap() {
             assert_ne!(dom, d(0));
         }
+    }
+
+    fn only_ops(sys: &Sys) -> Vec<Cp15Event> {
+        use mmu_armv5::regs::Cp15Op;
+        // CPD writes clean their table line and drain: not what is judged here.
+        sys.hw
+            .cp15()
+            .events()
+            .iter()
+            .filter(|e| {
+                !matches!(
+                    e,
+                    Cp15Event::Op(Cp15Op::CleanDCacheLine | Cp15Op::DrainWriteBuffer, _)
+                )
+            })
+            .copied()
+            .collect()
+    }
+
+    /// A full flush as [`only_ops`] shows it (its drain filtered out).
+    fn full_flush_events() -> [Cp15Event; 3] {
+        use mmu_armv5::regs::Cp15Op;
+        [
+            Cp15Event::TestClean {
+                invalidate: true,
+                clean: true,
+            },
+            Cp15Event::Op(Cp15Op::InvalidateICache, 0),
+            Cp15Event::Op(Cp15Op::InvalidateTlb, 0),
+        ]
+    }
+
+    /// Two usable domains; spaces 0, 1, 2 (PIDs 63, 62, 61) each map a low
+    /// page at 0x8000 (plus `extra` for space 0); 0 and 1 run and fill
+    /// their slot; then the switch to 2 must recycle space 0's dirty domain.
+    /// Returns the CP15 events of that switch (without CPD line cleaning).
+    fn recycle_space_0(rule: RecycleRule, extra: Option<u32>) -> (F, Sys, Vec<Cp15Event>) {
+        let reserved = DomainSet::ALL.without(d(1)).without(d(2));
+        let (f, mut sys) = setup(Layout::DEMO, reserved);
+        let mut f = f.with_recycle_rule(rule);
+        for s in 0..3 {
+            f.create_space(SpaceId(s)).unwrap();
+            map(
+                &mut f,
+                &mut sys,
+                s,
+                0x8000,
+                0x0010_0000 + u32::from(s) * 0x1000,
+            );
+        }
+        if let Some(va) = extra {
+            map(&mut f, &mut sys, 0, va, 0x0020_0000);
+        }
+        for s in 0..2 {
+            f.switch_to(&mut sys, SpaceId(s)).unwrap();
+            assert!(matches!(
+                f.resolve(&mut sys, 0x005, 0x8000).unwrap(),
+                Resolution::Resolved {
+                    flushed: Flushed::Nothing,
+                    ..
+                }
+            ));
+        }
+        let d0 = f.domain_of(SpaceId(0)).unwrap().unwrap();
+        assert!(f.domains().is_dirty(d0));
+        sys.hw.cp15_mut().clear();
+        f.switch_to(&mut sys, SpaceId(2)).unwrap();
+        assert_eq!(f.domain_of(SpaceId(0)).unwrap(), None);
+        assert_eq!(f.domain_of(SpaceId(2)).unwrap(), Some(d0));
+        let ev = only_ops(&sys);
+        (f, sys, ev)
+    }
+
+    fn switch_events(f: &F, s: u16) -> [Cp15Event; 2] {
+        let dom = f.domain_of(SpaceId(s)).unwrap().unwrap();
+        [
+            Cp15Event::Write(Cp15Reg::Dacr, f.dacr_of(SpaceId(s), dom).unwrap().bits()),
+            Cp15Event::Write(
+                Cp15Reg::Fcseidr,
+                f.pid_of(SpaceId(s)).unwrap().fcseidr_value(),
+            ),
+        ]
+    }
+
+    const SLOT_63: usize = 63 * 32; // space 0's slot of 0x8000 (PID 63)
+
+    #[test]
+    fn evicting_a_window_exclusive_dirty_domain_clears_its_slots_and_the_tlb_only() {
+        use mmu_armv5::regs::Cp15Op;
+        let (f, sys, ev) = recycle_space_0(RecycleRule::ExclusiveWindows, None);
+        let mut want = std::vec![Cp15Event::Op(Cp15Op::InvalidateTlb, 0)];
+        want.extend(switch_events(&f, 2));
+        assert_eq!(ev, want);
+        assert!(!f.cpd.entry(&sys, SLOT_63).unwrap().is_valid());
+        assert_eq!(f.domains().slot_owner(SLOT_63), None);
+        let s = *f.stats();
+        assert_eq!(
+            (
+                s.recycles_exclusive,
+                s.recycles_dirty,
+                s.full_flushes,
+                s.tlb_only
+            ),
+            (1, 0, 0, 1)
+        );
+        let p63 = FcsePid::new(63).unwrap();
+        assert_eq!(
+            f.window_lines().leftover(p63),
+            crate::window::Leftover::One(SpaceId(0))
+        );
+        // The space that left the lines refills its own window without a flush.
+        let (mut f, mut sys) = (f, sys);
+        f.switch_to(&mut sys, SpaceId(0)).unwrap();
+        assert!(matches!(
+            f.resolve(&mut sys, 0x005, 0x8000).unwrap(),
+            Resolution::Resolved {
+                slot: SLOT_63,
+                collided_with: None,
+                flushed: Flushed::Nothing
+            }
+        ));
+        assert_eq!(f.stats().full_flushes, 0);
+    }
+
+    #[test]
+    fn evicting_a_dirty_domain_flushes_unless_the_space_is_window_exclusive() {
+        use mmu_armv5::regs::Cp15Op;
+        // A fixed page above 32 MiB outside its window (in window 1).
+        let (f, _sys, ev) = recycle_space_0(RecycleRule::ExclusiveWindows, Some(0x0200_8000));
+        assert!(!f.is_window_exclusive(SpaceId(0)).unwrap());
+        assert!(f.is_window_exclusive(SpaceId(1)).unwrap());
+        let mut want = full_flush_events().to_vec();
+        want.extend(switch_events(&f, 2));
+        assert_eq!(ev, want);
+        let s = *f.stats();
+        assert_eq!(
+            (s.recycles_exclusive, s.recycles_dirty, s.full_flushes),
+            (0, 1, 1)
+        );
+        assert!(!f.window_lines().any());
+        // The conservative rule flushes an exclusive space's dirty domain.
+        let (f, _sys, ev) = recycle_space_0(RecycleRule::Conservative, None);
+        assert!(f.is_window_exclusive(SpaceId(0)).unwrap());
+        let mut want = full_flush_events().to_vec();
+        want.extend(switch_events(&f, 2));
+        assert_eq!(ev, want);
+        assert_eq!(
+            (f.stats().recycles_dirty, f.stats().recycles_exclusive),
+            (1, 0)
+        );
+        // A fixed page inside its own window keeps a space exclusive: it
+        // is the window's own MVA space (it may not alias a mapped low page).
+        let (f, _sys, ev) =
+            recycle_space_0(RecycleRule::ExclusiveWindows, Some(63 << 25 | 0x0030_0000));
+        assert!(f.is_window_exclusive(SpaceId(0)).unwrap());
+        assert_eq!(ev[0], Cp15Event::Op(Cp15Op::InvalidateTlb, 0));
+        assert_eq!(f.stats().full_flushes, 0);
+        // A shared PID is never exclusive.
+        let (mut f, _) = setup(one_pid_layout(), DomainSet::EMPTY);
+        f.create_space(SpaceId(0)).unwrap();
+        assert!(f.is_window_exclusive(SpaceId(0)).unwrap());
+        f.create_space(SpaceId(1)).unwrap();
+        assert!(!f.is_window_exclusive(SpaceId(0)).unwrap());
+        assert!(!f.is_window_exclusive(SpaceId(1)).unwrap());
+    }
+
+    #[test]
+    fn filling_a_slot_in_a_window_holding_another_spaces_lines_flushes_first() {
+        let (mut f, mut sys, _) = recycle_space_0(RecycleRule::ExclusiveWindows, None);
+        // Space 2 (running) maps a fixed page at space 0's MVA.
+        map(&mut f, &mut sys, 2, 63 << 25 | 0x8000, 0x0030_0000);
+        sys.hw.cp15_mut().clear();
+        let before = *f.stats();
+        assert_eq!(
+            f.resolve(&mut sys, 0x005, 63 << 25 | 0x8000).unwrap(),
+            Resolution::Resolved {
+                slot: SLOT_63,
+                collided_with: None,
+                flushed: Flushed::Full
+            }
+        );
+        assert_eq!(only_ops(&sys), full_flush_events());
+        let s = f.stats().since(&before);
+        assert_eq!(
+            (s.full_flushes, s.window_flushes, s.collisions, s.cpd_fills),
+            (1, 1, 1, 1)
+        );
+        assert!(!f.window_lines().any());
+        // Space 0 coming back collides with space 2's (dirty) slot: the
+        // ordinary rule, not the window guard.
+        f.switch_to(&mut sys, SpaceId(0)).unwrap();
+        let before = *f.stats();
+        let r = f.resolve(&mut sys, 0x005, 0x8000).unwrap();
+        assert!(matches!(
+            r,
+            Resolution::Resolved {
+                slot: SLOT_63,
+                collided_with: Some(_),
+                flushed: Flushed::Full
+            }
+        ));
+        let s = f.stats().since(&before);
+        assert_eq!((s.full_flushes, s.window_flushes), (1, 0));
+    }
+
+    #[test]
+    fn after_a_full_flush_the_same_fill_needs_no_flush() {
+        let (mut f, mut sys, _) = recycle_space_0(RecycleRule::ExclusiveWindows, None);
+        map(&mut f, &mut sys, 2, 63 << 25 | 0x8000, 0x0030_0000);
+        f.full_flush(&mut sys);
+        assert!(!f.window_lines().any());
+        sys.hw.cp15_mut().clear();
+        let before = *f.stats();
+        assert_eq!(
+            f.resolve(&mut sys, 0x005, 63 << 25 | 0x8000).unwrap(),
+            Resolution::Resolved {
+                slot: SLOT_63,
+                collided_with: None,
+                flushed: Flushed::Nothing
+            }
+        );
+        assert_eq!(only_ops(&sys), []);
+        let s = f.stats().since(&before);
+        assert_eq!((s.full_flushes, s.window_flushes, s.collisions), (0, 0, 0));
+    }
+
+    #[test]
+    fn destroying_a_space_flushes_only_if_its_left_lines_may_be_cached() {
+        let (mut f, mut sys, _) = recycle_space_0(RecycleRule::ExclusiveWindows, None);
+        // Space 1 has lines in its dirty domain: destroyed with a flush.
+        // Space 0 left lines in window 63: destroyed with a flush too,
+        // unless a flush came first.
+        sys.hw.cp15_mut().clear();
+        f.destroy_space(&mut sys, SpaceId(0)).unwrap();
+        assert_eq!(only_ops(&sys), full_flush_events());
+        assert_eq!(f.stats().full_flushes, 1);
+        // A space that never ran and holds no domain: nothing to flush.
+        f.create_space(SpaceId(5)).unwrap();
+        sys.hw.cp15_mut().clear();
+        f.destroy_space(&mut sys, SpaceId(5)).unwrap();
+        assert_eq!(only_ops(&sys), []);
+        assert_eq!(f.stats().full_flushes, 1);
     }
 
     #[test]

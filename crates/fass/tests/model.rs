@@ -19,9 +19,9 @@
 
 use armv5_sim::{presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
 use fass::{
-    Cpd, DefaultPolicy, DomainSet, Fass, FassError, Layout, PidError, PidMode, Resolution,
-    SegmentAccess, SegmentError, SegmentId, SegmentSpec, SpaceId, SwitchStrategy, TableKind,
-    TableSwitch,
+    Cpd, DefaultPolicy, DomainSet, Fass, FassError, Layout, PidError, PidMode, RecycleRule,
+    Resolution, SegmentAccess, SegmentError, SegmentId, SegmentSpec, SpaceId, SwitchStrategy,
+    TableKind, TableSwitch,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
@@ -74,6 +74,10 @@ type FassModel = Fass<DefaultPolicy, 64, 16, 4>;
 type Classic = TableSwitch<64, 4>;
 
 fn fass_on(m: &mut Machine, layout: Layout) -> FassModel {
+    fass_with(m, layout, RecycleRule::default())
+}
+
+fn fass_with(m: &mut Machine, layout: Layout, rule: RecycleRule) -> FassModel {
     let root = TableRef::allocate(m, HwTable::L1).unwrap();
     m.set_ttbr(root.pa.as_u32());
     m.set_dacr(Dacr::only(d(0), DomainAccess::Client));
@@ -86,6 +90,7 @@ fn fass_on(m: &mut Machine, layout: Layout) -> FassModel {
         Cpd::new(root.pa, L1Encoding::Arm9).unwrap(),
     )
     .unwrap()
+    .with_recycle_rule(rule)
 }
 
 fn classic_on(m: &mut Machine, kind: TableKind, layout: Layout) -> Classic {
@@ -116,6 +121,9 @@ enum Op {
     MapSeg(u16, u8, bool),
     UnmapSeg(u16, u8),
     Switch(u16),
+    /// Switch to the n-th live space (mod their number), so that with many
+    /// space ids most switches still run something and domains recycle.
+    SwitchLive(u8),
     Load(u8, u16),
     Store(u8, u16, u32),
 }
@@ -130,7 +138,8 @@ fn op(spaces: u16) -> impl Strategy<Value = Op> {
         3 => (s.clone(), any::<u8>()).prop_map(|(s, i)| Op::Unmap(s, i)),
         1 => (s.clone(), 0..2u8, any::<bool>()).prop_map(|(s, g, w)| Op::MapSeg(s, g, w)),
         1 => (s.clone(), 0..2u8).prop_map(|(s, g)| Op::UnmapSeg(s, g)),
-        6 => s.prop_map(Op::Switch),
+        2 => s.prop_map(Op::Switch),
+        6 => any::<u8>().prop_map(Op::SwitchLive),
         10 => (0..32u8, any::<u16>()).prop_map(|(a, o)| Op::Load(a, o)),
         10 => (0..32u8, any::<u16>(), any::<u32>()).prop_map(|(a, o, v)| Op::Store(a, o, v)),
     ]
@@ -257,7 +266,11 @@ impl<T: SwitchStrategy> Harness<T> {
                 match self.r.spaces.remove(&s) {
                     Some((pages, _)) => {
                         check(r.is_ok(), "destroy", &r)?;
-                        self.r.free.extend(pages.values().copied());
+                        // Reused first: lines a destroyed space may have
+                        // left must be gone before its frames are.
+                        for pa in pages.values() {
+                            self.r.free.push_front(*pa);
+                        }
                         if self.r.current == Some(s) {
                             self.r.current = None;
                         }
@@ -349,6 +362,15 @@ impl<T: SwitchStrategy> Harness<T> {
                     )?,
                 }
             }
+            Op::SwitchLive(n) => {
+                if self.r.spaces.is_empty() {
+                    return Ok(());
+                }
+                let mut live: Vec<u16> = self.r.spaces.keys().copied().collect();
+                live.sort_unstable();
+                let s = live[usize::from(n) % live.len()];
+                return self.step(&Op::Switch(s));
+            }
             Op::Switch(s) => {
                 let r = self.t.switch_to(&mut self.m, SpaceId(s));
                 if self.r.spaces.contains_key(&s) {
@@ -421,6 +443,25 @@ impl<T: SwitchStrategy> Harness<T> {
         Ok(())
     }
 
+    /// Gives every word the accesses can reach (the first 24 words of each
+    /// private frame and of each segment page used) a value of its own, so
+    /// that a hit on another frame's line (a homonym) reads a wrong value
+    /// even where neither frame was stored to.
+    fn seed_memory(&mut self) {
+        let pattern = |pa: u32| pa.wrapping_mul(0x9E37_79B1) ^ 0x5A5A_0001;
+        let segs = (20..26u32).map(|a| SEG_PA[(a % 2) as usize] + (a - 20) * 0x2_0000);
+        let frames = (1..FRAMES_END / PAGE).map(|f| f * PAGE);
+        for base in frames.chain(segs) {
+            for w in 0..24 {
+                let pa = base + w * 4;
+                self.m
+                    .phys_write(PhysAddr::new(pa), Width::Word, pattern(pa))
+                    .unwrap();
+                self.r.mem.insert(pa, pattern(pa));
+            }
+        }
+    }
+
     fn map(&mut self, s: u16, va: u32) -> Result<(), String> {
         let Some(pa) = self.r.free.pop_front() else {
             return Ok(());
@@ -486,7 +527,7 @@ fn run_isolation<T: SwitchStrategy>(
     spaces: u16,
     make: impl Fn(&mut Machine) -> (T, [u32; 3], bool),
     describe: fn(&T, &Machine, u16, u32) -> String,
-) {
+) -> [u64; 6] {
     let mut runner = TestRunner::new(PtConfig {
         cases: cases(default_cases),
         failure_persistence: None,
@@ -495,7 +536,7 @@ fn run_isolation<T: SwitchStrategy>(
         rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
         ..PtConfig::default()
     });
-    let totals = std::cell::Cell::new([0u64; 4]);
+    let totals = std::cell::Cell::new([0u64; 6]);
     let result = runner.run(&proptest::collection::vec(op(spaces), 500), |ops| {
         let mut m = machine();
         let (mut t, windows, guaranteed) = make(&mut m);
@@ -513,6 +554,7 @@ fn run_isolation<T: SwitchStrategy>(
             windows,
             guaranteed,
         };
+        h.seed_memory();
         for (i, o) in ops.iter().enumerate() {
             h.step(o)
                 .map_err(|e| TestCaseError::fail(format!("op {i} {o:?}: {e}")))?;
@@ -523,6 +565,8 @@ fn run_isolation<T: SwitchStrategy>(
         t[1] += s.full_flushes;
         t[2] += s.collisions + s.pid_shares;
         t[3] += h.m.counters().write_backs;
+        t[4] += s.recycles_exclusive;
+        t[5] += s.window_flushes;
         totals.set(t);
         Ok(())
     });
@@ -533,33 +577,65 @@ fn run_isolation<T: SwitchStrategy>(
     // The runs must exercise what they claim to.
     assert!(totals[0] > 0 && totals[3] > 0, "{name}: {totals:?}");
     eprintln!(
-        "{name}: switches {} full flushes {} collisions+pid shares {} write-backs {}",
-        totals[0], totals[1], totals[2], totals[3]
+        "{name}: switches {} full flushes {} collisions+pid shares {} write-backs {} \
+         unflushed exclusive recycles {} window-guard flushes {}",
+        totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]
     );
+    totals
+}
+
+fn describe_fass(f: &FassModel, m: &Machine, s: u16, mva: u32) -> String {
+    let slot = (mva >> 20) as usize;
+    format!(
+        "domain {:?} pid {:?} slot owner {:?} cpd {:?} dacr {:?} window {:?}",
+        f.domain_of(SpaceId(s)),
+        f.pid_of(SpaceId(s)),
+        f.domains().slot_owner(slot),
+        f.cpd().entry(m, slot),
+        m.dacr(),
+        fass::window::window_of_slot(slot).map(|w| f.window_lines().leftover(w)),
+    )
 }
 
 #[test]
 fn fass_isolation_more_spaces_than_domains() {
     // 64 space ids, 15 free domains (two segments pin two while mapped);
     // 63 PIDs top-down, fixed pages in windows 63..61 collide with the
-    // first spaces' low pages.
-    run_isolation(
-        "fass",
+    // first spaces' low pages. Default rule: window-exclusive spaces' dirty
+    // domains are recycled without a flush, and the fixed pages in their
+    // windows must be caught by the window guard.
+    assert_eq!(
+        fass_on(&mut machine(), Layout::DEMO).recycle_rule(),
+        RecycleRule::ExclusiveWindows
+    );
+    let t = run_isolation(
+        "fass, exclusive windows",
         2000,
         64,
         |m| (fass_on(m, Layout::DEMO), [63, 62, 61], false),
-        |f, m, s, mva| {
-            let slot = (mva >> 20) as usize;
-            format!(
-                "domain {:?} pid {:?} slot owner {:?} cpd {:?} dacr {:?}",
-                f.domain_of(SpaceId(s)),
-                f.pid_of(SpaceId(s)),
-                f.domains().slot_owner(slot),
-                f.cpd().entry(m, slot),
-                m.dacr()
+        describe_fass,
+    );
+    // The runs reach both the unflushed recycling and its guard.
+    assert!(t[4] > 0 && t[5] > 0, "{t:?}");
+}
+
+#[test]
+fn fass_isolation_conservative_rule() {
+    let t = run_isolation(
+        "fass, conservative",
+        500,
+        64,
+        |m| {
+            (
+                fass_with(m, Layout::DEMO, RecycleRule::Conservative),
+                [63, 62, 61],
+                false,
             )
         },
+        describe_fass,
     );
+    // Nothing is ever left in a window, so the guard never fires.
+    assert_eq!((t[4], t[5]), (0, 0), "{t:?}");
 }
 
 #[test]
@@ -611,9 +687,9 @@ fn fcse_guaranteed_and_naive_isolation() {
 }
 
 /// A ring of `n` spaces, each touching two pages per turn.
-fn ring(n: u16, rounds: u32) -> (armv5_sim::Counters, fass::Stats, u32) {
+fn ring(n: u16, rounds: u32, rule: RecycleRule) -> (armv5_sim::Counters, fass::Stats, u32) {
     let mut m = machine();
-    let mut f = fass_on(&mut m, Layout::DEMO);
+    let mut f = fass_with(&mut m, Layout::DEMO, rule);
     for s in 0..n {
         f.create_space(SpaceId(s)).unwrap();
         for p in 0..2u32 {
@@ -671,8 +747,11 @@ fn ring(n: u16, rounds: u32) -> (armv5_sim::Counters, fass::Stats, u32) {
 
 #[test]
 fn ring_within_free_domains_switches_without_flush_or_tlb_invalidation() {
-    for n in [2u16, 8, 15] {
-        let (c, s, switches) = ring(n, 5);
+    for (n, rule) in [2u16, 8, 15]
+        .into_iter()
+        .flat_map(|n| [RecycleRule::Conservative, RecycleRule::ExclusiveWindows].map(|r| (n, r)))
+    {
+        let (c, s, switches) = ring(n, 5, rule);
         assert_eq!(s.switches, u64::from(switches));
         assert_eq!(switches, u32::from(n) * 5);
         assert_eq!(c.cache_whole_ops, 0, "n={n}: {c}");
@@ -688,7 +767,7 @@ fn ring_within_free_domains_switches_without_flush_or_tlb_invalidation() {
             (
                 s.full_flushes,
                 s.tlb_only,
-                s.recycles_clean + s.recycles_dirty
+                s.recycles_clean + s.recycles_dirty + s.recycles_exclusive
             ),
             (0, 0, 0)
         );
@@ -697,13 +776,180 @@ fn ring_within_free_domains_switches_without_flush_or_tlb_invalidation() {
 
 #[test]
 fn ring_beyond_free_domains_recycles_and_counts_it() {
-    let (c, s, switches) = ring(20, 5);
+    let (c, s, switches) = ring(20, 5, RecycleRule::Conservative);
     assert_eq!(switches, 100);
     // Every switch to a space without a domain recycles one (dirty: every
     // space ran since the last flush, so round-robin recycling flushes).
     assert!(s.recycles_dirty + s.recycles_clean >= 5 * 5, "{s:?}");
     assert_eq!(s.full_flushes, s.recycles_dirty, "{s:?}");
+    assert_eq!(s.recycles_exclusive, 0, "{s:?}");
     // Each flush is one whole D clean+invalidate and one I invalidate on the model.
     assert_eq!(c.cache_whole_ops, 2 * s.full_flushes, "{c}");
     assert!(c.tlb_invalidate_all >= s.full_flushes);
+}
+
+#[test]
+fn ring_beyond_free_domains_of_exclusive_spaces_recycles_without_flushing() {
+    // Every space maps only inside its own window at a PID of its own:
+    // each recycling clears the slots and invalidates the TLB, nothing
+    // else, and every value a space stored on its previous turn is still
+    // read back (from the lines it left, or from memory).
+    let (c, s, switches) = ring(20, 5, RecycleRule::ExclusiveWindows);
+    assert_eq!(switches, 100);
+    assert!(s.recycles_exclusive >= 5 * 5, "{s:?}");
+    assert_eq!(
+        (
+            s.full_flushes,
+            s.recycles_dirty,
+            s.window_flushes,
+            s.collisions
+        ),
+        (0, 0, 0, 0),
+        "{s:?}"
+    );
+    assert_eq!(c.cache_whole_ops, 0, "{c}");
+    // One TLB invalidation per recycling (each victim owned two slots).
+    assert_eq!(s.tlb_only, s.recycles_exclusive + s.recycles_clean, "{s:?}");
+    assert_eq!(c.tlb_invalidate_all, s.tlb_only, "{c}");
+}
+
+/// Builds `n` spaces on the model, each with one low page at 0x8000
+/// (PIDs 63, 62, ... top-down), under `rule`.
+fn spaces_with_low_page(n: u16, rule: RecycleRule) -> (Machine, FassModel) {
+    let mut m = machine();
+    let mut f = fass_with(&mut m, Layout::DEMO, rule);
+    for s in 0..n {
+        f.create_space(SpaceId(s)).unwrap();
+        f.map_page(
+            &mut m,
+            SpaceId(s),
+            VirtAddr::new(0x8000),
+            PhysAddr::new((u32::from(s) + 1) * PAGE),
+            AccessPermission::ReadWrite,
+            CachePolicy::WriteBack,
+        )
+        .unwrap();
+    }
+    (m, f)
+}
+
+/// Runs an access of the current space, resolving FASS faults.
+fn access(m: &mut Machine, f: &mut FassModel, va: u32, store: Option<u32>) -> u32 {
+    for _ in 0..4 {
+        let r = match store {
+            Some(v) => m
+                .store(VirtAddr::new(va), Width::Word, v, Privilege::User)
+                .map(|()| v),
+            None => m.load(VirtAddr::new(va), Width::Word, Privilege::User),
+        };
+        match r {
+            Ok(v) => return v,
+            Err(_) => {
+                let (fsr, far) = (m.dfsr(), m.far());
+                assert!(matches!(
+                    f.resolve(m, fsr, far).unwrap(),
+                    Resolution::Resolved { .. }
+                ));
+            }
+        }
+    }
+    panic!("access {va:#x} kept faulting");
+}
+
+#[test]
+fn a_fixed_page_in_a_recycled_exclusive_window_never_sees_the_lines_left_there() {
+    // Space 0 (PID 63) stores at its low page, so a dirty line sits at MVA
+    // 0x7E00_8000. Space 16 maps a fixed page at that very MVA. Spaces 1..=15
+    // run, so space 0's dirty domain is recycled without a flush; then space
+    // 16 reads its page: it must see its own frame (zero), not space 0's line.
+    let (mut m, mut f) = spaces_with_low_page(17, RecycleRule::ExclusiveWindows);
+    let mva = 63 << 25 | 0x8000;
+    f.map_page(
+        &mut m,
+        SpaceId(16),
+        VirtAddr::new(mva),
+        PhysAddr::new(0x0004_0000),
+        AccessPermission::ReadWrite,
+        CachePolicy::WriteBack,
+    )
+    .unwrap();
+    assert!(!f.is_window_exclusive(SpaceId(16)).unwrap());
+    f.switch_to(&mut m, SpaceId(0)).unwrap();
+    assert_eq!(access(&mut m, &mut f, 0x8000, None), 0);
+    access(&mut m, &mut f, 0x8000, Some(0xA0A0_A0A0));
+    for s in 1..=15 {
+        f.switch_to(&mut m, SpaceId(s)).unwrap();
+    }
+    assert_eq!(f.domain_of(SpaceId(0)).unwrap(), None);
+    assert_eq!(f.stats().recycles_exclusive, 1);
+    assert_eq!(f.stats().full_flushes, 0);
+    assert!(f.window_lines().may_hold(FcsePid::new(63).unwrap()));
+    f.switch_to(&mut m, SpaceId(16)).unwrap();
+    let before = *f.stats();
+    assert_eq!(
+        access(&mut m, &mut f, mva, None),
+        0,
+        "stale line of space 0"
+    );
+    let d = f.stats().since(&before);
+    assert_eq!(
+        (d.full_flushes, d.window_flushes, d.collisions),
+        (1, 1, 1),
+        "{d:?}"
+    );
+    // Space 0 reads its own value back (written back by the flush).
+    f.switch_to(&mut m, SpaceId(0)).unwrap();
+    assert_eq!(access(&mut m, &mut f, 0x8000, None), 0xA0A0_A0A0);
+}
+
+#[test]
+fn destroying_a_space_whose_recycled_lines_may_be_cached_flushes_before_its_frame_is_reused() {
+    // Space 0 (PID 63) stores at its low page (frame 0x1000); its dirty
+    // domain is recycled without a flush, so the line stays. When space 0 is
+    // destroyed, its frame goes to space 16 at another MVA: space 16 must
+    // read the value space 0 stored (written back by the destroy's flush),
+    // and no later write-back may overwrite what space 16 stores.
+    let (mut m, mut f) = spaces_with_low_page(17, RecycleRule::ExclusiveWindows);
+    f.switch_to(&mut m, SpaceId(0)).unwrap();
+    assert_eq!(access(&mut m, &mut f, 0x8000, None), 0);
+    access(&mut m, &mut f, 0x8000, Some(0x0BAD_CAFE));
+    for s in 1..=15 {
+        f.switch_to(&mut m, SpaceId(s)).unwrap();
+    }
+    assert_eq!(f.domain_of(SpaceId(0)).unwrap(), None);
+    let pid = f.pid_of(SpaceId(0)).unwrap();
+    assert_eq!(
+        f.window_lines().leftover(pid),
+        fass::Leftover::One(SpaceId(0))
+    );
+    let before = *f.stats();
+    f.destroy_space(&mut m, SpaceId(0)).unwrap();
+    let destroy = f.stats().since(&before);
+    f.map_page(
+        &mut m,
+        SpaceId(16),
+        VirtAddr::new(0x0010_0000),
+        PhysAddr::new(PAGE),
+        AccessPermission::ReadWrite,
+        CachePolicy::WriteBack,
+    )
+    .unwrap();
+    f.switch_to(&mut m, SpaceId(16)).unwrap();
+    assert_eq!(access(&mut m, &mut f, 0x0010_0000, None), 0x0BAD_CAFE);
+    assert_eq!(destroy.full_flushes, 1, "{destroy:?}");
+    assert!(!f.window_lines().any());
+    // A space given the dead space's PID finds nothing of it either.
+    f.create_space(SpaceId(0)).unwrap();
+    assert_eq!(f.pid_of(SpaceId(0)).unwrap(), pid);
+    f.map_page(
+        &mut m,
+        SpaceId(0),
+        VirtAddr::new(0x8000),
+        PhysAddr::new(0x0004_0000),
+        AccessPermission::ReadWrite,
+        CachePolicy::WriteBack,
+    )
+    .unwrap();
+    f.switch_to(&mut m, SpaceId(0)).unwrap();
+    assert_eq!(access(&mut m, &mut f, 0x8000, None), 0);
 }
