@@ -219,7 +219,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
                 }
                 Err(e) => {
                     // SAFETY: the table was never loaded nor linked anywhere.
-                    let _ = unsafe { table.release(sys) };
+                    let _ = unsafe { self.release_table(sys, table) };
                     return Err(e.into());
                 }
             },
@@ -231,6 +231,36 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
                 segs: SegmentSet::EMPTY,
             });
         }
+        Ok(())
+    }
+
+    /// Frees `table` (a space's first-level table) and the second-level
+    /// tables the space allocated, but not the kernel's: the kernel-region
+    /// entries were copied from the boot table by
+    /// [`TableSwitch::create_space`] and link the kernel's own second-level
+    /// tables, which every other table still uses. Those entries are
+    /// cleared first, so [`PageTable::release`] never sees them. A space
+    /// never owns anything in the kernel region (private pages there are
+    /// refused), so clearing the whole region loses nothing of its own.
+    ///
+    /// # Safety
+    /// As [`PageTable::release`]: no translation table base points at
+    /// `table` and the TLB holds no entry walked through it except the
+    /// kernel's (which every table maps identically).
+    unsafe fn release_table<S: Platform + ?Sized>(
+        &self,
+        sys: &mut S,
+        table: PageTable,
+    ) -> Result<(), FassError> {
+        let root = table.root_table();
+        for slot in self.layout.kernel().slots() {
+            // No maintenance: the walker never reads this table again, and
+            // the kernel's translations it held are the boot table's own.
+            root.write(&*sys, slot, 0)?;
+        }
+        // SAFETY: the caller's promise; only the space's own second-level
+        // tables are linked from `table` now.
+        unsafe { table.release(sys)? };
         Ok(())
     }
 
@@ -466,7 +496,8 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
 
     /// Destroys space `id`: unmaps its segments, flushes the caches if its
     /// lines may be cached, loads the kernel's table if it was running, and
-    /// frees its tables and PID.
+    /// frees its first-level table, the second-level tables it allocated
+    /// (never the kernel's, whose entries it only copied) and its PID.
     pub fn destroy_space<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
@@ -502,8 +533,9 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
             return Err(FassError::UnknownSpace(id));
         };
         // SAFETY: the TTBR does not point at this table (loaded elsewhere
-        // above if it was running) and no other table links its tables.
-        unsafe { st.table.release(sys)? };
+        // above if it was running), no other table links the tables it
+        // allocated, and the TLB was invalidated when it stopped running.
+        unsafe { self.release_table(sys, st.table)? };
         if let Some(ctx) = st.pid {
             self.pids.release(ctx)?;
         }
