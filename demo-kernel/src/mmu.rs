@@ -49,7 +49,7 @@ const HIGH_VECTORS: u32 = 0xFFFF_0000;
 pub const KERNEL_DOMAIN: Domain = Domain::from_low_bits(0);
 /// Blocks of table memory (16 KiB each): the kernel's L1 table, one L1 table
 /// per process under the per-table switching strategies, and coarse tables.
-pub const POOL_BLOCKS: usize = 80;
+pub const POOL_BLOCKS: usize = 96;
 /// One past the highest user address a process may map privately (the
 /// shared-segment region starts here, then the kernel's).
 pub const USER_TOP: u32 = 0x8000_0000;
@@ -126,6 +126,15 @@ struct PoolMem(UnsafeCell<[PoolBlock; POOL_BLOCKS]>);
 // SAFETY: handed out once, by `init`, as the pool's exclusive memory.
 unsafe impl Sync for PoolMem {}
 static POOL_MEM: PoolMem = PoolMem(UnsafeCell::new([PoolBlock::ZERO; POOL_BLOCKS]));
+
+/// Physical address and length of the table pool's memory.
+pub fn pool_range() -> (u32, u32) {
+    let va = POOL_MEM.0.get() as u32;
+    (
+        va - kernel_virt_offset(),
+        (POOL_BLOCKS * core::mem::size_of::<PoolBlock>()) as u32,
+    )
+}
 
 /// Runs `f` on the kernel's page table and its pool.
 ///

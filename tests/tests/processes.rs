@@ -61,6 +61,19 @@ fn run(append: &str) -> QemuOutcome {
     out
 }
 
+/// As [`run`], under `-icount shift=10,sleep=off` (instruction counts).
+fn run_icount(append: &str) -> QemuOutcome {
+    let qemu = xtask::setup::ensure_qemu().expect("qemu");
+    let mut r = xtask::qemu::QemuRun::new(qemu, tests::kernel(), LIMIT);
+    r.append = Some(append.to_string());
+    r.icount = Some(10);
+    let out = r.run().expect("QEMU run");
+    assert_eq!(out.ending, Ending::Exited(0), "{}", show(&out));
+    assert!(out.has_line("scenarios done"), "{}", show(&out));
+    assert_eq!(out.malformed, 0, "{}", show(&out));
+    out
+}
+
 /// Frames, table memory, domains, PIDs and user entries of the kernel
 /// table are back to their counts from before the scenario.
 fn check_baseline(out: &QemuOutcome, name: &str, mode: &str, n: &str) {
@@ -305,4 +318,123 @@ fn shared_segment_under_fass() {
     assert_eq!(num(&s, "tlb"), 0, "{s:?}");
     assert_eq!(num(&s, "seg_domains"), 1, "{s:?}");
     check_baseline(&out, "share", "fass", "0");
+}
+
+#[test]
+fn tcm_exchanges_user_and_kernel_pages_while_processes_run() {
+    let out = run_icount("scenario=tcm mode=naive,fcse,fass rounds=10");
+    let results = records(&out, "RESULT");
+    let tcm = records(&out, "TCM");
+    for mode in ["naive", "fcse", "fass"] {
+        // The TCM process (its hot code page into ITCM, its data page into
+        // DTCM and back, code into DTCM refused), the IPC server, two
+        // clients and a worker all finish with their own results intact.
+        let r = find(&results, &[("name", "tcm"), ("mode", mode)]).unwrap();
+        assert_eq!(num(r, "exited_ok"), 5, "{r:?}");
+        assert_eq!(
+            num(r, "failed") + num(r, "killed") + num(r, "stuck"),
+            0,
+            "{r:?}"
+        );
+        assert_eq!(num(r, "round_trips"), 80, "{r:?}");
+        let procs = proc_lines(&out, "BASELINE", &format!("RESULT name=tcm mode={mode} "));
+        let user = procs.iter().find(|p| p["role"] == "10").unwrap();
+        assert_eq!(user["code"], "0", "{mode}: {user:?}");
+        // The refused code-into-DTCM exchange is its one error.
+        assert_eq!(user["errors"], "1", "{mode}: {user:?}");
+
+        let t = find(&tcm, &[("mode", mode)]).unwrap();
+        assert_eq!(t["source"], "board", "{t:?}");
+        assert_eq!(num(t, "user_exchanges"), 4, "{t:?}");
+        // The switch/IPC page went into ITCM and back while processes ran.
+        assert_eq!(num(t, "kernel_out"), 1, "{t:?}");
+        assert_eq!(num(t, "kernel_back"), 1, "{t:?}");
+        assert_eq!(t["kernel_seen_in_itcm"], "true", "{t:?}");
+        assert!(num(t, "kernel_switches_in_itcm") > 0, "{t:?}");
+        assert_eq!(t["kernel_error"], "false", "{t:?}");
+        assert_eq!(t["kernel_page_home"], "true", "{t:?}");
+        assert_eq!(num(t, "tcm_frames_in_use"), 0, "{t:?}");
+        check_baseline(&out, "tcm", mode, "0");
+    }
+    // Every exchange: 35 bounded steps; the timer preempted them in between.
+    let xs = records(&out, "TCMX");
+    assert_eq!(xs.len(), 12, "{}", show(&out));
+    for x in &xs {
+        assert_eq!(num(x, "steps"), 35, "{x:?}");
+        assert!(num(x, "windows") >= 1, "{x:?}");
+        assert!(
+            num(x, "longest_window_instr") < num(x, "instr") / 4,
+            "{x:?}"
+        );
+    }
+    assert!(xs.iter().map(|x| num(x, "preempted")).sum::<u64>() > 0);
+    let bench = records(&out, "BENCH");
+    for kind in ["tcm", "tcm_window"] {
+        assert_eq!(
+            bench.iter().filter(|b| b["kind"] == kind).count(),
+            3,
+            "{kind}"
+        );
+    }
+}
+
+#[test]
+fn large_rings_and_the_fcse_pid_limit() {
+    let out = run("scenario=ring mode=naive,fcse,fass n=48,64 passes=4");
+    let results = records(&out, "RESULT");
+    let limits = records(&out, "LIMIT");
+    for mode in ["naive", "fcse", "fass"] {
+        for n in ["48", "64"] {
+            if mode == "fcse" && n == "64" {
+                // 63 PIDs: the 64th space cannot be created (guaranteed PIDs).
+                let l = find(&limits, &[("mode", "fcse"), ("n", "64")]).unwrap();
+                assert_eq!(num(l, "spawned"), 63, "{l:?}");
+                continue;
+            }
+            let r = find(&results, &[("name", "ring"), ("mode", mode), ("n", n)]).unwrap();
+            assert_eq!(num(r, "exited_ok").to_string(), n, "{r:?}");
+            check_baseline(&out, "ring", mode, n);
+        }
+    }
+}
+
+#[test]
+fn fass_switch_path_uses_the_precomputed_registers() {
+    let out = run_icount("scenario=ring mode=fcse,fass n=4 passes=4");
+    let paths = records(&out, "SWITCHPATH");
+    let fass = find(&paths, &[("mode", "fass")]).unwrap();
+    let fcse = find(&paths, &[("mode", "fcse")]).unwrap();
+    // Every measured FASS switch between the marks took the lean path.
+    assert!(num(fass, "measured") >= 12, "{fass:?}");
+    assert_eq!(num(fass, "lean"), num(fass, "measured"), "{fass:?}");
+    assert_eq!(num(fcse, "lean"), 0, "{fcse:?}");
+    // Decision-to-user is part of the round, and FASS's is the shorter path.
+    assert!(
+        num(fass, "mean") < num(fass, "round_per_switch"),
+        "{fass:?}"
+    );
+    assert!(num(fass, "mean") < num(fcse, "mean"), "{fass:?} {fcse:?}");
+    let bench = records(&out, "BENCH");
+    let b = find(&bench, &[("kind", "switch"), ("mode", "fass")]).unwrap();
+    assert_eq!(num(b, "value"), num(fass, "mean"), "{b:?}");
+}
+
+#[test]
+fn fass_collision_resolution_is_timed() {
+    let out = run_icount("scenario=fault mode=fass rounds=10");
+    let (faults, results, bench) = (
+        records(&out, "FAULT"),
+        records(&out, "RESULT"),
+        records(&out, "BENCH"),
+    );
+    let f = find(&faults, &[("mode", "fass")]).unwrap();
+    let r = find(&results, &[("name", "fault")]).unwrap();
+    assert_eq!(num(r, "exited_ok"), 2, "{r:?}");
+    assert_eq!(num(f, "resolved"), num(r, "domain_faults"), "{f:?} {r:?}");
+    assert!(num(f, "resolved") >= 10, "{f:?}");
+    let b = find(&bench, &[("kind", "fault")]).unwrap();
+    assert!(
+        num(b, "value") > 0 && num(b, "value") <= num(f, "max_instr"),
+        "{b:?}"
+    );
 }

@@ -13,7 +13,9 @@ usage: cargo xtask <command> [options]
 
 commands:
   run     build the demo kernel and boot it in qemu-system-arm (versatilepb, ARM926EJ-S);
-          exits with the kernel's status
+          without --append/--icount: a short demonstration (ring and IPC under naive,
+          FCSE-only and FASS, counted with -icount) printed as a table; with them:
+          boots with that command line and exits with the kernel's status
   test    every check in order: fmt, clippy, host tests, docs, ARM builds of the
           no_std crates (ARMv5TE and StrongARM ARMv4), in-kernel tests under QEMU,
           QEMU integration tests; stops at the first failure
@@ -23,7 +25,8 @@ commands:
 
 options (run):
   --timeout SECS    kill QEMU after SECS seconds (default 60)
-  --append TEXT     kernel command line (e.g. \"test\", \"test only=NAME\")
+  --append TEXT     kernel command line (e.g. \"test\", \"test only=NAME\", \"demo\",
+                    \"scenario=tcm mode=fass\")
   --icount SHIFT    deterministic instruction counting (-icount shift=SHIFT,sleep=off)
 options (test):
   --timeout SECS    time limit of each QEMU run (default 60)

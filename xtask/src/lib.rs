@@ -13,6 +13,7 @@ pub mod bench;
 pub mod cargo;
 pub mod cli;
 pub mod defmt_log;
+pub mod demo;
 pub mod qemu;
 pub mod setup;
 pub mod stages;

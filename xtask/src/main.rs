@@ -27,6 +27,15 @@ fn main() -> ExitCode {
             }
             Err(e) => fail(e),
         },
+        Command::Run(opts) if opts.append.is_none() && opts.icount.is_none() => {
+            // The demonstration: every mode, one table.
+            match cargo::build_kernel()
+                .and_then(|elf| xtask::demo::run(&setup::ensure_qemu()?, &elf, opts.timeout))
+            {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => fail(e),
+            }
+        }
         Command::Run(opts) => {
             let result = cargo::build_kernel().and_then(|elf| {
                 let mut run = qemu::QemuRun::new(setup::ensure_qemu()?, elf, opts.timeout);

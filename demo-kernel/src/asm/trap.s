@@ -3,12 +3,14 @@
 @ Every exception taken in user mode (SVC, IRQ, prefetch/data abort,
 @ undefined instruction) builds one trap frame on the SVC stack:
 @   [0..52)  r0-r12   [52] sp_usr   [56] lr_usr   [60] pc to resume   [64] CPSR
-@ (68 bytes, `trap::TrapFrame`), calls `trap_entry(frame, kind)` in SVC
+@ (68 bytes, `trap::TrapFrame`, padded to FRAME_SIZE = 72 so that sp stays
+@ 8-byte aligned as the AAPCS requires: with 68 the compiler's aligned
+@ stack-slot arithmetic read values 4 bytes off), calls `trap_entry(frame, kind)` in SVC
 @ mode with IRQ/FIQ masked, and returns to user mode from the frame, which
 @ Rust may have replaced by another process's context (a switch).
 @ Kinds: 1 undefined, 2 SVC, 3 prefetch abort, 4 data abort, 6 IRQ.
 
-    .equ FRAME_SIZE, 68
+    .equ FRAME_SIZE, 72
 
 @ Entered in IRQ/ABT/UND mode from user mode, lr = the pc to resume (already
 @ adjusted), spsr = user CPSR. Moves to SVC mode and builds the frame there.
@@ -33,7 +35,8 @@
     b       __return_to_user
 .endm
 
-    .section .text.trap, "ax"
+    @ On the kernel page the TCM scenario moves into ITCM (`.text.kswitch`).
+    .section .text.kswitch.trap, "ax"
     .arm
 
     .global __user_trap_undef
@@ -74,6 +77,12 @@ __return_to_user:
     add     r0, sp, #52
     ldmia   r0, {r13, r14}^
     nop
+    @ Time stamp of the return (24 MHz counter), three instructions before
+    @ user mode: the end of the measured switch path (`kernel::SwitchClock`).
+    ldr     r0, =0xF000005C
+    ldr     r0, [r0]
+    ldr     r1, =__ret_stamp
+    str     r0, [r1]
     ldmia   sp, {r0-r12}
     add     sp, sp, #FRAME_SIZE
     movs    pc, lr
@@ -94,3 +103,10 @@ __sched_enter:
 __sched_leave:
     ldmia   r0, {r4-r11, r13, r14}
     bx      lr
+    .ltorg
+
+    .section .data.ret_stamp, "aw"
+    .align  2
+    .global __ret_stamp
+__ret_stamp:
+    .word   0

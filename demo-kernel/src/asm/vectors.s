@@ -80,7 +80,20 @@ __exc_irq:
     cmp     r0, #0x10
     ldmfd   sp!, {r0}
     beq     __user_trap_irq
-    mov     r0, #6
+    stmfd   sp!, {r0}
+    mrs     r0, spsr
+    and     r0, r0, #0x1F
+    cmp     r0, #0x13
+    ldmfd   sp!, {r0}
+    bne     4f
+    @ From SVC mode: the kernel opened an interrupt window (a TCM exchange
+    @ between two bounded steps). `kernel_irq` acknowledges the tick and
+    @ flags it; the interrupted code decides whether to yield.
+    stmfd   sp!, {r0-r3, r12, lr}
+    bl      kernel_irq
+    ldmfd   sp!, {r0-r3, r12, lr}
+    movs    pc, lr
+4:  mov     r0, #6
     mov     r2, lr
     b       1f
 __exc_fiq:

@@ -3,8 +3,10 @@
 
 /// First physical address handed out.
 pub const FRAMES_PHYS: u32 = 0x0460_0000;
-/// Frames in the range (58 MiB, up to the end of the 128 MiB of RAM).
-pub const FRAME_COUNT: usize = (0x0800_0000 - FRAMES_PHYS as usize) / 4096;
+/// One past the last frame: the emulated TCM follows ([`super::tcm`]).
+pub const FRAMES_END: u32 = 0x07F0_0000;
+/// Frames in the range (57 MiB, up to the emulated TCM near the end of the 128 MiB of RAM).
+pub const FRAME_COUNT: usize = ((FRAMES_END - FRAMES_PHYS) / 4096) as usize;
 const WORDS: usize = FRAME_COUNT.div_ceil(32);
 
 /// The frame bitmap (1 = in use).

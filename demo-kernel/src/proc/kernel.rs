@@ -19,6 +19,7 @@ use mmu_armv5::{FaultKind, FcsePid, PhysAddr, VirtAddr};
 use super::frames::Frames;
 use super::platform::{self, with_sys, HwCounts};
 use super::strategy::{dispatch, Strategy, SwitchMode, MAX_PROCS, SEGMENTS};
+use super::tcm::{self, RES_SLOTS};
 use super::{elf, timer};
 use crate::abi::{self, err};
 use crate::cp15::hw;
@@ -131,6 +132,8 @@ pub struct Page {
     pub va: u32,
     /// Physical frame.
     pub pa: u32,
+    /// Holds code (from the image's non-writable segment).
+    pub exec: bool,
 }
 
 /// One process.
@@ -146,6 +149,11 @@ pub struct Proc {
     pub kernel_pages: [Option<Page>; KERNEL_PAGES],
     /// Pages mapped with `MAP`.
     pub user_pages: [Option<Page>; USER_PAGES],
+    /// TCM resource pages, slot `i` at `tcm::USER_RES_VA + i * 4096`
+    /// (kernel-only access): the frame a page exchanged into TCM left.
+    pub res_pages: [Option<Page>; RES_SLOTS],
+    /// For each resource slot, the page that was exchanged into TCM.
+    pub tcm_targets: [Option<u32>; RES_SLOTS],
     /// Segments mapped (bit per segment id).
     pub segs: u8,
     /// How it ended.
@@ -154,6 +162,8 @@ pub struct Proc {
     pub syscalls: u32,
     /// System calls that returned an error.
     pub errors: u32,
+    /// FASS: the precomputed switch registers.
+    pub fast: Option<Fast>,
 }
 
 impl Proc {
@@ -169,10 +179,13 @@ impl Proc {
         role: 0,
         kernel_pages: [None; KERNEL_PAGES],
         user_pages: [None; USER_PAGES],
+        res_pages: [None; RES_SLOTS],
+        tcm_targets: [None; RES_SLOTS],
         segs: 0,
         exit: None,
         syscalls: 0,
         errors: 0,
+        fast: None,
     };
 
     /// Whether the process exists and has not ended.
@@ -244,6 +257,91 @@ pub struct Kernel {
     pub segments: [Option<SegmentInfo>; SEGMENTS],
     /// Callee-saved registers of the thread that entered user mode.
     kctx: [u32; 10],
+    /// Bumped by every kernel change that can alter a FASS process's DACR
+    /// (segments, spawn, exit); part of [`Fast::gen`].
+    epoch: u64,
+    /// A lean switch left `fass`'s idea of the current space behind.
+    fass_behind: bool,
+    /// Switch-path timing.
+    pub clock: SwitchClock,
+    /// Domain-fault resolution timing.
+    pub fault_clock: FaultClock,
+    /// TCM: an exchange preempted between steps.
+    pub pending: Option<Pending>,
+    /// TCM: timing of each completed user exchange (in order).
+    pub xtimes: [Option<(u32, tcm::XTiming)>; 8],
+}
+
+/// The precomputed DACR and FCSEIDR of a FASS process, valid while
+/// `gen` equals the current generation ([`Kernel::fast_gen`]).
+#[derive(Clone, Copy)]
+pub struct Fast {
+    /// The domain it held.
+    pub domain: mmu_armv5::Domain,
+    /// Generation they were computed in.
+    pub gen: u64,
+    /// DACR value.
+    pub dacr: u32,
+    /// FCSEIDR value (`pid << 25`).
+    pub fcseidr: u32,
+}
+
+/// Times the switch path: from the scheduler's decision (a different
+/// process chosen) to the return to user mode (`__ret_stamp`, written by
+/// `asm/trap.s` three instructions before `movs pc, lr`).
+#[derive(Clone, Copy, Default)]
+pub struct SwitchClock {
+    /// Counter at the last decision, if its return is not measured yet.
+    pub t0: Option<u32>,
+    /// Whether to accumulate (between `MARK 0` and `MARK 1`).
+    pub on: bool,
+    /// Measured switches.
+    pub n: u32,
+    /// Their ticks.
+    pub ticks: u64,
+    /// Of which lean (FASS precomputed) switches.
+    pub lean: u32,
+    /// Shortest, longest (ticks).
+    pub min: u32,
+    /// Longest (ticks).
+    pub max: u32,
+}
+
+/// Times [`Kernel::resolve`] on the domain faults it resolves.
+#[derive(Clone, Copy, Default)]
+pub struct FaultClock {
+    /// Measured resolutions.
+    pub n: u32,
+    /// Of which flushed the D-cache.
+    pub flushed: u32,
+    /// Their ticks.
+    pub ticks: u64,
+    /// Longest (ticks).
+    pub max: u32,
+}
+
+/// A TCM exchange of process `proc` interrupted between two steps.
+pub struct Pending {
+    /// Whose.
+    pub proc: usize,
+    /// The system call (`TCM_EXCHANGE` or `TCM_RELEASE`) and its arguments.
+    pub call: [u32; 3],
+    /// The resource slot.
+    pub slot: usize,
+    /// The exchange.
+    pub x: spm::Exchange,
+    /// Its timing so far.
+    pub t: tcm::XTiming,
+}
+
+extern "C" {
+    static __ret_stamp: u32;
+}
+
+/// The counter value `__return_to_user` stored last.
+fn ret_stamp() -> u32 {
+    // SAFETY: a word written only by `asm/trap.s` before returning to user mode.
+    unsafe { core::ptr::addr_of!(__ret_stamp).read_volatile() }
 }
 
 struct Global<T>(UnsafeCell<T>);
@@ -258,6 +356,26 @@ pub fn frames() -> &'static mut Frames {
     // SAFETY: single core, no re-entry (module docs); callers never hold two
     // of these references at once.
     unsafe { &mut *FRAMES.0.get() }
+}
+
+/// Records `pa`'s owner in the TCM frame table (if set up).
+pub fn set_owner(pa: u32, owner: Option<usize>) {
+    if let Some(t) = tcm::tcm() {
+        t.set_owner(pa, owner);
+    }
+}
+
+/// Gives a process's frame back: a TCM frame to its bank, RAM to the allocator.
+pub fn free_frame(pa: u32) {
+    match tcm::tcm() {
+        Some(t) if t.kind_of(pa).is_some() => t.free(pa),
+        t => {
+            if let Some(t) = t {
+                t.set_owner(pa, None);
+            }
+            frames().release(pa);
+        }
+    }
 }
 
 /// The kernel, if a scenario set one up.
@@ -336,6 +454,48 @@ pub fn map_error(e: fass::FassError) -> i32 {
 }
 
 impl Kernel {
+    /// Runs `f` on the strategy and the platform, after bringing `fass`'s
+    /// idea of the current space up to date (lean switches skip it).
+    pub fn sys<R>(&mut self, f: impl FnOnce(&mut Strategy, &mut platform::Sys<'_>) -> R) -> R {
+        self.sync();
+        with_sys(|sys| f(&mut self.strategy, sys))
+    }
+
+    /// After lean switches: a full `fass` switch to the running process
+    /// (same register values; `fass` records it as current again).
+    fn sync(&mut self) {
+        if !self.fass_behind {
+            return;
+        }
+        self.fass_behind = false;
+        if let Some(c) = self.current {
+            let r = with_sys(
+                |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::switch_to(s, sys, SpaceId(c as u16))),
+            );
+            if let Err(e) = r {
+                defmt::error!("re-synchronising fass on process {=usize} failed: {}", c, e);
+            }
+        }
+    }
+
+    /// The generation precomputed switch registers must carry: every
+    /// recycle, full flush (domains become clean and must be marked dirty
+    /// again by a full switch) and kernel change of segments or spaces
+    /// makes all of them stale.
+    fn fast_gen(&self) -> u64 {
+        match &self.strategy {
+            Strategy::Fass(f) => {
+                let st = f.stats();
+                st.recycles_clean
+                    + st.recycles_dirty
+                    + st.recycles_exclusive
+                    + st.full_flushes
+                    + self.epoch
+            }
+            Strategy::Table(_) => u64::MAX,
+        }
+    }
+
     /// A kernel in `mode` over the kernel's page table; no process yet.
     pub fn new(mode: SwitchMode) -> Result<Kernel, fass::FassError> {
         let root = crate::mmu::with_tables(|t, _| t.root());
@@ -347,6 +507,12 @@ impl Kernel {
             marks: [None; 2],
             segments: [None; SEGMENTS],
             kctx: [0; 10],
+            epoch: 0,
+            fass_behind: false,
+            clock: SwitchClock::default(),
+            fault_clock: FaultClock::default(),
+            pending: None,
+            xtimes: [None; 8],
         })
     }
 
@@ -373,6 +539,7 @@ impl Kernel {
 
     /// Creates a process running `role` with arguments `args` (r1-r7).
     pub fn spawn(&mut self, role: u32, args: [u32; 7]) -> Result<usize, SpawnError> {
+        self.epoch += 1;
         let idx = self
             .procs
             .iter()
@@ -380,17 +547,14 @@ impl Kernel {
             .ok_or(SpawnError::TableFull)?;
         let image = elf::parse(USER_IMAGE).map_err(SpawnError::Elf)?;
         let space = SpaceId(idx as u16);
-        with_sys(
-            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::create_space(s, sys, space)),
-        )?;
+        self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::create_space(s, sys, space)))?;
         let mut p = Proc::FREE;
         p.role = role;
         let r = self.load(&image, space, &mut p);
         if let Err(e) = r {
             self.release_pages(space, &mut p);
-            let _ = with_sys(
-                |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::destroy_space(s, sys, space)),
-            );
+            let _ = self
+                .sys(|st, sys| dispatch!(st, s => SwitchStrategy::destroy_space(s, sys, space)));
             return Err(e);
         }
         p.ctx.r[0] = role;
@@ -410,6 +574,7 @@ impl Kernel {
         p: &mut Proc,
         va: u32,
         ap: AccessPermission,
+        exec: bool,
         fill: impl FnOnce(*mut u8),
     ) -> Result<(), SpawnError> {
         let slot = p
@@ -419,14 +584,14 @@ impl Kernel {
             .ok_or(SpawnError::TooManyPages)?;
         let pa = frames().alloc().ok_or(SpawnError::NoFrames)?;
         fill(crate::mmu::phys_to_virt(pa) as *mut u8);
-        let r = with_sys(
-            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::map_pages(s, sys, space, VirtAddr::new(va), PhysAddr::new(pa), 4096, ap, CachePolicy::WriteBack)),
+        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, space, VirtAddr::new(va), PhysAddr::new(pa), 4096, ap, CachePolicy::WriteBack)),
         );
         if let Err(e) = r {
             frames().release(pa);
             return Err(e.into());
         }
-        p.kernel_pages[slot] = Some(Page { va, pa });
+        set_owner(pa, Some(space.0 as usize));
+        p.kernel_pages[slot] = Some(Page { va, pa, exec });
         Ok(())
     }
 
@@ -446,7 +611,7 @@ impl Kernel {
             };
             for page in (first..end).step_by(4096) {
                 let bytes = image.bytes;
-                self.kernel_page(space, p, page, ap, |dst| {
+                self.kernel_page(space, p, page, ap, !seg.writable, |dst| {
                     // File bytes of the segment that fall into this page.
                     let lo = page.max(seg.vaddr);
                     let hi = (page + 4096).min(seg.vaddr + seg.filesz);
@@ -467,19 +632,24 @@ impl Kernel {
             }
         }
         for page in (abi::STACK_TOP - abi::STACK_SIZE..abi::STACK_TOP).step_by(4096) {
-            self.kernel_page(space, p, page, AccessPermission::ReadWrite, |_| {})?;
+            self.kernel_page(space, p, page, AccessPermission::ReadWrite, false, |_| {})?;
         }
         Ok(())
     }
 
     /// Unmaps and frees every page of `p` (the space stays).
     fn release_pages(&mut self, space: SpaceId, p: &mut Proc) {
-        for page in p.kernel_pages.iter_mut().chain(p.user_pages.iter_mut()) {
+        p.tcm_targets = [None; RES_SLOTS];
+        for page in p
+            .kernel_pages
+            .iter_mut()
+            .chain(p.user_pages.iter_mut())
+            .chain(p.res_pages.iter_mut())
+        {
             if let Some(pg) = page.take() {
-                let _ = with_sys(
-                    |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::unmap_pages(s, sys, space, VirtAddr::new(pg.va), 4096)),
+                let _ = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, space, VirtAddr::new(pg.va), 4096)),
                 );
-                frames().release(pg.pa);
+                free_frame(pg.pa);
             }
         }
     }
@@ -520,14 +690,18 @@ impl Kernel {
                 result = err::ENOMEM;
                 break;
             };
-            let r = with_sys(
-                |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::map_pages(s, sys, space, VirtAddr::new(pva), PhysAddr::new(pa), 4096, ap, CachePolicy::WriteBack)),
+            let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, space, VirtAddr::new(pva), PhysAddr::new(pa), 4096, ap, CachePolicy::WriteBack)),
             );
             match r {
                 Ok(()) => {
                     if let Some(slot) = self.procs[idx].user_pages.iter_mut().find(|p| p.is_none())
                     {
-                        *slot = Some(Page { va: pva, pa });
+                        *slot = Some(Page {
+                            va: pva,
+                            pa,
+                            exec: false,
+                        });
+                        set_owner(pa, Some(idx));
                     }
                     done += 1;
                 }
@@ -559,10 +733,9 @@ impl Kernel {
         let Some(pg) = self.procs[idx].user_pages[slot].take() else {
             return err::EINVAL;
         };
-        let r = with_sys(
-            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::unmap_pages(s, sys, space, VirtAddr::new(va), 4096)),
+        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, space, VirtAddr::new(va), 4096)),
         );
-        frames().release(pg.pa);
+        free_frame(pg.pa);
         match r {
             Ok(()) => 0,
             Err(e) => {
@@ -611,6 +784,7 @@ impl Kernel {
     /// Maps segment `id` into process `idx` (`SEG_MAP`); returns 0 and puts
     /// its address in the caller's r1.
     pub fn seg_map(&mut self, idx: usize, id: u32) -> i32 {
+        self.epoch += 1;
         let Some(Some(info)) = self.segments.get(id as usize).copied() else {
             return err::EINVAL;
         };
@@ -618,8 +792,7 @@ impl Kernel {
             return err::EBUSY;
         }
         let space = SpaceId(idx as u16);
-        let r = with_sys(
-            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::map_segment(s, sys, space, SegmentId(id as u16), VirtAddr::new(info.va), fass::SegmentAccess::Client)),
+        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_segment(s, sys, space, SegmentId(id as u16), VirtAddr::new(info.va), fass::SegmentAccess::Client)),
         );
         match r {
             Ok(()) => {
@@ -633,12 +806,12 @@ impl Kernel {
 
     /// Unmaps segment `id` from process `idx` (`SEG_UNMAP`).
     pub fn seg_unmap(&mut self, idx: usize, id: u32) -> i32 {
+        self.epoch += 1;
         if id as usize >= SEGMENTS || self.procs[idx].segs & (1 << id) == 0 {
             return err::EINVAL;
         }
         let space = SpaceId(idx as u16);
-        let r = with_sys(
-            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::unmap_segment(s, sys, space, SegmentId(id as u16))),
+        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::unmap_segment(s, sys, space, SegmentId(id as u16))),
         );
         self.procs[idx].segs &= !(1 << id);
         match r {
@@ -664,6 +837,9 @@ impl Kernel {
         if !self.procs[idx].alive() {
             return;
         }
+        self.epoch += 1;
+        self.procs[idx].fast = None;
+        self.finish_pending(idx);
         if matches!(exit, Exit::Killed { .. }) {
             self.counters.kills += 1;
         }
@@ -694,9 +870,9 @@ impl Kernel {
         self.procs[idx].kernel_pages = p.kernel_pages;
         self.procs[idx].user_pages = p.user_pages;
         self.procs[idx].segs = 0;
-        if let Err(e) = with_sys(
-            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::destroy_space(s, sys, space)),
-        ) {
+        if let Err(e) =
+            self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::destroy_space(s, sys, space)))
+        {
             defmt::error!("destroying space {=usize} failed: {}", idx, e);
         }
         if self.current == Some(idx) {
@@ -705,6 +881,7 @@ impl Kernel {
     }
 
     /// Delivers `msg` from `from` into `to`'s saved registers.
+    #[link_section = ".text.kswitch"]
     fn deliver(&mut self, to: usize, from: usize, msg: [u32; 3]) {
         let c = &mut self.procs[to].ctx;
         c.r[0] = from as u32;
@@ -725,6 +902,7 @@ impl Kernel {
     }
 
     /// `SEND`/`CALL` from `cur`. Returns the process to prefer next.
+    #[link_section = ".text.kswitch"]
     pub fn ipc_send(&mut self, cur: usize, dest: u32, msg: [u32; 3], call: bool) -> Option<usize> {
         let d = match self.check_dest(cur, dest) {
             Ok(d) => d,
@@ -758,6 +936,7 @@ impl Kernel {
     }
 
     /// `RECV` of `cur`: takes a waiting sender (round robin after `cur`) or blocks.
+    #[link_section = ".text.kswitch"]
     pub fn ipc_recv(&mut self, cur: usize) {
         for k in 1..MAX_PROCS {
             let j = (cur + k) % MAX_PROCS;
@@ -780,6 +959,7 @@ impl Kernel {
     }
 
     /// `REPLY` from `cur` to `dest`.
+    #[link_section = ".text.kswitch"]
     pub fn ipc_reply(&mut self, cur: usize, dest: u32, msg: [u32; 3]) -> i32 {
         let d = dest as usize;
         if d >= MAX_PROCS || self.procs[d].state != (State::Reply { from: cur as u16 }) {
@@ -797,9 +977,7 @@ impl Kernel {
     /// Resolves an abort of the current process through the strategy;
     /// `true` if the access can be retried.
     pub fn resolve(&mut self, fsr: u32, addr: u32) -> bool {
-        let r = with_sys(
-            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::resolve(s, sys, fsr, addr)),
-        );
+        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::resolve(s, sys, fsr, addr)));
         match r {
             Ok(Resolution::Resolved { .. }) => {
                 if matches!(FaultKind::from_status(fsr), FaultKind::Domain(_)) {
@@ -829,9 +1007,44 @@ impl Kernel {
     }
 
     /// Makes `next` the running process: switches address space.
+    ///
+    /// The measured switch path starts here (the scheduler has decided on
+    /// a different process) and ends at the return to user mode. Under
+    /// FASS a process that keeps its domain is switched to with its
+    /// precomputed DACR and FCSEIDR values only ([`Fast`]).
+    #[link_section = ".text.kswitch"]
     fn switch_to(&mut self, next: usize) -> bool {
-        let r = with_sys(
-            |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::switch_to(s, sys, SpaceId(next as u16))),
+        if self.current == Some(next) {
+            return true;
+        }
+        let t0 = timer::now();
+        if let (Some(f), Strategy::Fass(fs)) = (self.procs[next].fast, &self.strategy) {
+            // Still its domain (a recycle took none from it) and nothing
+            // else changed: the two register values are all it needs.
+            let holds = fs.domain_of(SpaceId(next as u16)) == Ok(Some(f.domain));
+            if holds && f.gen == self.fast_gen() {
+                // SAFETY: the values `fass` wrote on `next`'s last full
+                // switch, with no recycle, flush or space/segment change
+                // since (the generation); see `write_dacr_fcseidr`.
+                unsafe { platform::write_dacr_fcseidr(f.dacr, f.fcseidr) };
+                platform::count_lean_switch();
+                self.fass_behind = true;
+                self.counters.switches += 1;
+                self.current = Some(next);
+                if self.clock.on {
+                    self.clock.t0 = Some(t0);
+                    self.clock.lean += 1;
+                }
+                return true;
+            }
+        }
+        self.switch_full(next, t0)
+    }
+
+    #[inline(never)]
+    fn switch_full(&mut self, next: usize, t0: u32) -> bool {
+        let r = self.sys(
+            |st, sys| dispatch!(st, s => SwitchStrategy::switch_to(s, sys, SpaceId(next as u16))),
         );
         match r {
             Ok(()) => {
@@ -839,12 +1052,38 @@ impl Kernel {
                     self.counters.switches += 1;
                 }
                 self.current = Some(next);
+                if let Strategy::Fass(fs) = &self.strategy {
+                    let c = hw();
+                    let domain = fs.domain_of(SpaceId(next as u16)).ok().flatten();
+                    self.procs[next].fast = domain.map(|domain| Fast {
+                        domain,
+                        gen: self.fast_gen(),
+                        dacr: c.dacr().bits(),
+                        fcseidr: c.fcseidr().bits(),
+                    });
+                }
+                if self.clock.on {
+                    self.clock.t0 = Some(t0);
+                }
                 true
             }
             Err(e) => {
                 defmt::error!("switch to process {=usize} failed: {}", next, e);
                 false
             }
+        }
+    }
+
+    /// Closes the measurement of the last switch path (at the next trap).
+    fn clock_in(&mut self) {
+        if let Some(t0) = self.clock.t0.take() {
+            // Three instructions follow the stamp in `__return_to_user`.
+            let dt = ret_stamp().wrapping_sub(t0) + 3 * 24_576 / 1000;
+            let c = &mut self.clock;
+            c.n += 1;
+            c.ticks += u64::from(dt);
+            c.min = if c.n == 1 { dt } else { c.min.min(dt) };
+            c.max = c.max.max(dt);
         }
     }
 
@@ -919,6 +1158,7 @@ impl Kernel {
     }
 
     /// Saves `f` as the current process's context.
+    #[link_section = ".text.kswitch"]
     fn save(&mut self, f: &TrapFrame) {
         if let Some(c) = self.current {
             if self.procs[c].alive() {
@@ -950,6 +1190,7 @@ impl Kernel {
 
     /// Handles a trap of kind `kind` (see `asm/trap.s`) with frame `f`.
     fn trap(&mut self, f: &mut TrapFrame, kind: u32) {
+        self.clock_in();
         self.save(f);
         let Some(cur) = self.current else {
             return self.resume(f, None);
@@ -969,6 +1210,7 @@ impl Kernel {
             6 => {
                 if timer::ack() {
                     self.counters.irqs += 1;
+                    self.kernel_job_tick();
                     let next = self.pick_after(cur);
                     if next != Some(cur) {
                         self.counters.preemptions += 1;
@@ -984,7 +1226,19 @@ impl Kernel {
                 } else {
                     (TrapKind::Prefetch, c.ifsr().bits(), f.pc)
                 };
+                let (t0, flushes) = (timer::now(), platform::counts().dcache_flushes);
                 if self.resolve(fsr, addr) {
+                    let dt = timer::now().wrapping_sub(t0);
+                    let domain = matches!(FaultKind::from_status(fsr), FaultKind::Domain(_));
+                    if domain {
+                        let c = &mut self.fault_clock;
+                        c.n += 1;
+                        c.ticks += u64::from(dt);
+                        c.max = c.max.max(dt);
+                        if platform::counts().dcache_flushes != flushes {
+                            c.flushed += 1;
+                        }
+                    }
                     *f = self.procs[cur].ctx;
                     return;
                 }
@@ -1006,12 +1260,14 @@ impl Kernel {
     }
 
     /// The next ready process after `cur` in round-robin order (possibly `cur`).
+    #[link_section = ".text.kswitch"]
     fn pick_after(&self, cur: usize) -> Option<usize> {
         (1..=MAX_PROCS)
             .map(|k| (cur + k) % MAX_PROCS)
             .find(|j| self.procs[*j].state == State::Ready)
     }
 
+    #[link_section = ".text.kswitch"]
     fn resume_with(&mut self, f: &mut TrapFrame, next: Option<usize>) {
         match next {
             Some(n) if Some(n) == self.current => *f = self.procs[n].ctx,

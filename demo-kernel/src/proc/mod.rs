@@ -10,6 +10,7 @@
 //! * [`kernel`]: processes, scheduler, IPC, traps;
 //! * [`uaccess`]: checked copies from and to user memory;
 //! * [`syscall`]: the system calls;
+//! * [`tcm`]: TCM with `spm` (frame table, emulated banks, reverse mappings);
 //! * [`scenario`]: the workloads the command line selects, and their reports.
 
 pub mod elf;
@@ -19,5 +20,7 @@ pub mod platform;
 pub mod scenario;
 pub mod strategy;
 pub mod syscall;
+pub mod tcm;
+pub mod tcm_sys;
 pub mod timer;
 pub mod uaccess;

@@ -118,6 +118,11 @@ impl Cp15 for CountingCp15 {
     }
 }
 
+/// ARM926 maintenance over the counting CP15 (for `spm`).
+pub fn counting() -> Arm926<CountingCp15> {
+    Arm926::new(CountingCp15(hw()))
+}
+
 /// The kernel's table pool, borrowed.
 pub struct PoolRef<'a>(pub &'a mut TablePool<'static, POOL_BLOCKS>);
 
@@ -151,4 +156,35 @@ pub fn with_sys<R>(f: impl FnOnce(&mut Sys<'_>) -> R) -> R {
         let mut sys = fass::Split::new(Arm926::new(CountingCp15(hw())), PoolRef(pool));
         f(&mut sys)
     })
+}
+
+/// Counts one DACR and one FCSEIDR write made by the kernel's lean FASS
+/// switch ([`super::kernel::Kernel`]), which writes them without the platform.
+pub fn count_lean_switch() {
+    bump(|c| {
+        c.dacr_writes += 1;
+        c.pid_writes += 1;
+    });
+}
+
+/// Writes the DACR and the FCSEIDR with precomputed values: the whole
+/// address-space switch of a FASS process that keeps its domain.
+///
+/// # Safety
+/// `dacr` must keep the kernel's domain client and `fcseidr` must be a PID
+/// value (`pid << 25`) whose window the caches may serve to the next
+/// process: exactly the values `fass` wrote for it on its last full switch,
+/// with no recycle, flush or segment change since.
+#[inline(always)]
+pub unsafe fn write_dacr_fcseidr(dacr: u32, fcseidr: u32) {
+    // SAFETY: the caller vouches for the values (see above); two MCRs.
+    unsafe {
+        core::arch::asm!(
+            "mcr p15, 0, {d}, c3, c0, 0",
+            "mcr p15, 0, {p}, c13, c0, 0",
+            d = in(reg) dacr,
+            p = in(reg) fcseidr,
+            options(nostack, preserves_flags)
+        )
+    };
 }

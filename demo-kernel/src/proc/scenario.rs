@@ -149,6 +149,26 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
             k.spawn(role::BADCALLS, [0; 7])?;
             k.spawn(role::WORKER, [1000, 0, 0, 0, 0, 0, 0])?;
         }
+        "fault" => {
+            k.spawn(
+                role::COLLIDER,
+                [abi::COLLIDE_VA, 0x1111_0000, p.rounds, 0, 0, 0, 0],
+            )?;
+            k.spawn(
+                role::COLLIDER,
+                [abi::COLLIDE_VA, 0x2222_0000, p.rounds, 0, 0, 0, 0],
+            )?;
+        }
+        "tcm" => {
+            k.spawn(role::TCM, [p.rounds.max(64) * 8, 0, 0, 0, 0, 0, 0])?;
+            // IPC traffic through the switch/IPC page while it moves.
+            k.spawn(role::SERVER, [2, p.rounds * 4, 2, 0, 0, 0, 0])?;
+            for i in 0..2 {
+                k.spawn(role::CLIENT, [1, p.rounds * 4, i, 0, 0, 0, 0])?;
+            }
+            k.spawn(role::WORKER, [40_000, 0, 0, 0, 0, 0, 0])?;
+            k.start_kernel_job();
+        }
         "fuzz" => {
             if let Err(e) = k.define_segment(0, abi::SEGMENT_VA, SEGMENT_PHYS) {
                 defmt::error!("cannot define segment 0: {}", e);
@@ -166,13 +186,17 @@ fn takes_n(name: &str) -> bool {
     matches!(name, "ring" | "ipc")
 }
 
-const KNOWN: [&str; 7] = [
-    "ring", "ipc", "collide", "share", "faults", "badcalls", "fuzz",
+const KNOWN: [&str; 9] = [
+    "ring", "ipc", "collide", "share", "faults", "badcalls", "fuzz", "fault", "tcm",
 ];
 
 /// Runs every scenario of `p` under every mode; `false` if one could not be set up.
 pub fn run(p: &Params) -> bool {
     let mut ok = true;
+    if let Err(e) = super::tcm::init() {
+        defmt::error!("cannot set up TCM: {}", e);
+        return false;
+    }
     for mode_name in p.modes.split(',').filter(|s| !s.is_empty()) {
         let Some(mode) = SwitchMode::parse(mode_name) else {
             defmt::error!("unknown mode {=str}", mode_name);
@@ -215,23 +239,70 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
     let setup = spawn_all(k, name, n, p);
     let procs = k.procs.iter().filter(|p| p.alive()).count();
     if let Err(e) = setup {
-        defmt::error!("scenario {=str} mode {=str}: spawn failed: {}", name, m, e);
+        // A ring larger than the mode can hold (FCSE-only guaranteed: 63
+        // PIDs) is a limit of the mode, reported as such; anything else fails.
+        let limit = matches!(
+            e,
+            kernel::SpawnError::Strategy(fass::FassError::Pid(_)) | kernel::SpawnError::TableFull
+        );
+        if limit {
+            defmt::info!(
+                "LIMIT name={=str} mode={=str} n={=u32} spawned={=usize} error={}",
+                name,
+                m,
+                n,
+                procs,
+                e
+            );
+        } else {
+            defmt::error!("scenario {=str} mode {=str}: spawn failed: {}", name, m, e);
+        }
         for i in 0..MAX_PROCS {
             k.end(i, Exit::Code(0));
         }
         teardown();
-        return false;
+        return limit;
     }
     if (n as usize) > MAX_PROCS {
         return false;
     }
     let start = k.mark_now();
-    Kernel::run(p.slice);
+    // The TCM scenario's kernel job advances on timer ticks: a short slice
+    // keeps it well inside the processes' run time.
+    Kernel::run(if name == "tcm" {
+        p.slice.min(1000)
+    } else {
+        p.slice
+    });
     let Some(k) = kernel::kernel() else {
         return false;
     };
     let end = k.mark_now();
+    if name == "tcm" {
+        k.finish_kernel_job();
+    }
     report(k, name, m, n, p, procs, &start, &end);
+    if name == "tcm" {
+        report_tcm(k, m);
+    }
+    if name == "fault" {
+        let c = k.fault_clock;
+        defmt::info!(
+            "FAULT mode={=str} resolved={=u32} flushed={=u32} ticks={=u64} max_instr={=u64}",
+            m,
+            c.n,
+            c.flushed,
+            c.ticks,
+            ticks_to_instructions(u64::from(c.max))
+        );
+        if c.n > 0 {
+            defmt::info!(
+                "BENCH kind=fault mode={=str} n=2 touch=0 value={=u64} unit=instructions",
+                m,
+                ticks_to_instructions(c.ticks) / u64::from(c.n)
+            );
+        }
+    }
     let domains_after = k.strategy.free_domains();
     let pids_after = k.strategy.pids_in_use();
     let live = k.procs.iter().filter(|q| q.alive()).count();
@@ -254,6 +325,69 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
         after.user_entries
     );
     true
+}
+
+/// The TCM scenario's report: the user exchanges and the kernel page's trip.
+fn report_tcm(k: &Kernel, m: &str) {
+    let Some(t) = super::tcm::tcm() else {
+        return;
+    };
+    let j = t.job_stats;
+    let mut ticks = 0u64;
+    let mut longest = 0u32;
+    for (call, x) in k.xtimes.iter().flatten() {
+        defmt::info!(
+            "TCMX mode={=str} call={=u32} instr={=u64} steps={=u32} windows={=u32} longest_window_instr={=u64} preempted={=u32}",
+            m,
+            *call,
+            ticks_to_instructions(u64::from(x.ticks)),
+            x.steps,
+            x.windows,
+            ticks_to_instructions(u64::from(x.longest)),
+            x.preempted
+        );
+        longest = longest.max(x.longest);
+    }
+    let exchanges = k.xtimes.iter().flatten().count();
+    if let Some((_, first)) = k.xtimes.iter().flatten().next() {
+        ticks = u64::from(first.ticks);
+    }
+    let (itcm, dtcm) = (t.layout.itcm, t.layout.dtcm);
+    defmt::info!(
+        "TCM mode={=str} source={=str} itcm={=u32:#010x} itcm_size={=u32} dtcm={=u32:#010x} dtcm_size={=u32} user_exchanges={=usize} kernel_out={=u32} kernel_back={=u32} kernel_seen_in_itcm={=bool} kernel_ticks_in_itcm={=u32} kernel_switches_in_itcm={=u32} kernel_late={=bool} kernel_error={=bool} kernel_page_home={=bool} kernel_window_instr={=u64} tcm_frames_in_use={=u32}",
+        m,
+        if t.from_cpu { "cpu" } else { "board" },
+        itcm.map_or(0, |b| b.base().as_u32()),
+        itcm.map_or(0, |b| b.size()),
+        dtcm.map_or(0, |b| b.base().as_u32()),
+        dtcm.map_or(0, |b| b.size()),
+        exchanges,
+        j.out,
+        j.back,
+        j.seen_in_itcm,
+        j.ticks_in_itcm,
+        j.switches_in_itcm,
+        j.finished_late,
+        t.job_error.is_some(),
+        t.kswitch_frame() == super::tcm::kswitch_va() - crate::mmu::kernel_virt_offset(),
+        ticks_to_instructions(u64::from(j.longest_window)),
+        t.in_use()
+    );
+    if let Some(e) = t.job_error {
+        defmt::error!("kernel page exchange failed: {}", e);
+    }
+    if exchanges > 0 {
+        defmt::info!(
+            "BENCH kind=tcm mode={=str} n=1 touch=4096 value={=u64} unit=instructions",
+            m,
+            ticks_to_instructions(ticks)
+        );
+        defmt::info!(
+            "BENCH kind=tcm_window mode={=str} n=1 touch=4096 value={=u64} unit=instructions",
+            m,
+            ticks_to_instructions(u64::from(longest))
+        );
+    }
 }
 
 /// Removes the scenario's segments and the kernel.
@@ -356,7 +490,7 @@ fn report(
         c.fills,
         c.copy_faults,
         st.collisions,
-        st.recycles_clean + st.recycles_dirty,
+        st.recycles_clean + st.recycles_dirty + st.recycles_exclusive,
         st.full_flushes,
         st.tlb_only,
         c.syscalls,
@@ -383,7 +517,7 @@ fn report(
             hw.dcache_flushes,
             hw.tlb_flushes,
             hw.tlb_entries,
-            st.recycles_clean + st.recycles_dirty,
+            st.recycles_clean + st.recycles_dirty + st.recycles_exclusive,
             b.counters.domain_faults - a.counters.domain_faults,
             st.collisions,
             trips,
@@ -391,19 +525,37 @@ fn report(
             ticks,
             instr
         );
-        let (kind, per) = if name == "ipc" {
-            ("ipc", trips)
-        } else {
-            ("switch", switches)
-        };
-        if per > 0 && name != "share" {
+        let c = k.clock;
+        let path = |t: u64| ticks_to_instructions(t);
+        defmt::info!(
+            "SWITCHPATH name={=str} mode={=str} n={=u32} touch={=u32} measured={=u32} lean={=u32} mean={=u64} min={=u64} max={=u64} round_per_switch={=u64}",
+            name,
+            m,
+            n,
+            p.touch,
+            c.n,
+            c.lean,
+            if c.n > 0 { path(c.ticks) / u64::from(c.n) } else { 0 },
+            path(u64::from(c.min)),
+            path(u64::from(c.max)),
+            if switches > 0 { instr / u64::from(switches) } else { 0 }
+        );
+        if name == "ipc" && trips > 0 {
             defmt::info!(
-                "BENCH kind={=str} mode={=str} n={=u32} touch={=u32} value={=u64} unit=instructions",
-                kind,
+                "BENCH kind=ipc mode={=str} n={=u32} touch={=u32} value={=u64} unit=instructions",
                 m,
                 n,
                 p.touch,
-                instr / u64::from(per)
+                instr / u64::from(trips)
+            );
+        } else if name == "ring" && c.n > 0 {
+            // From the scheduler's decision to the return to user mode.
+            defmt::info!(
+                "BENCH kind=switch mode={=str} n={=u32} touch={=u32} value={=u64} unit=instructions",
+                m,
+                n,
+                p.touch,
+                path(c.ticks) / u64::from(c.n)
             );
         }
     }

@@ -12,7 +12,7 @@ use mmu_armv5::{Domain, PhysAddr};
 use crate::mmu::KERNEL_DOMAIN;
 
 /// Most processes (and address spaces) at once.
-pub const MAX_PROCS: usize = 40;
+pub const MAX_PROCS: usize = 64;
 /// First-level slots a FASS space's directory holds.
 pub const SPACE_SLOTS: usize = 8;
 /// Shared segments.

@@ -43,6 +43,11 @@ impl Kernel {
             nr::PRINT => Some(self.sys_print(cur, a[0], a[1])),
             nr::MARK => Some(self.sys_mark(a[0])),
             nr::GETID => Some(cur as i32),
+            nr::TCM_EXCHANGE | nr::TCM_RELEASE | nr::TCM_STATE => {
+                let (r, a) = self.sys_tcm(cur, ctx.r[7], a[0], a[1]);
+                after = a;
+                r
+            }
             _ => Some(err::ENOSYS),
         };
         if let Some(r) = ret {
@@ -100,6 +105,9 @@ impl Kernel {
         let slot = &mut self.marks[k as usize];
         if slot.is_none() {
             *slot = Some(now);
+            // The switch-path clock runs between the marks.
+            self.clock.on = k == 0;
+            self.clock.t0 = None;
         }
         0
     }

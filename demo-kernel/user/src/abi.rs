@@ -41,8 +41,12 @@ pub mod nr {
     pub const TCM_EXCHANGE: u32 = 14;
     /// TCM: move the caller's page at r0 back out of TCM.
     pub const TCM_RELEASE: u32 = 15;
+    /// TCM: the state of the frame behind the caller's page at r0 (`spm`'s
+    /// query): state (0 undefined, 1 resource, 2 user page, 3 kernel page)
+    /// | location << 4 (0 RAM, 1 ITCM, 2 DTCM, 3 device).
+    pub const TCM_STATE: u32 = 16;
     /// One past the highest number.
-    pub const COUNT: u32 = 16;
+    pub const COUNT: u32 = 17;
 }
 
 /// Error codes (returned in r0 as negative numbers).

@@ -398,8 +398,17 @@ fn tcm(rounds: u32) -> u32 {
     if exchange(code_page, 1) as i32 != err::EINVAL {
         bad += 1;
     }
+    let state = |va: u32| syscall(nr::TCM_STATE, [va, 0, 0, 0])[0];
+    // Own user pages in RAM (state 2, location 0) before.
+    if state(code_page) != 2 || state(DATA_VA) != 2 {
+        bad += 1000;
+    }
     if exchange(code_page, 0) != 0 || exchange(DATA_VA, 1) != 0 {
         bad += 100;
+    }
+    // Now in ITCM (location 1) and DTCM (location 2), still our user pages.
+    if state(code_page) != 2 | (1 << 4) || state(DATA_VA) != 2 | (2 << 4) {
+        bad += 10_000;
     }
     let mut acc = 0u32;
     for k in 0..rounds {
@@ -419,6 +428,9 @@ fn tcm(rounds: u32) -> u32 {
     }
     if release(code_page) != 0 || release(DATA_VA) != 0 {
         bad += 10;
+    }
+    if state(code_page) != 2 || state(DATA_VA) != 2 {
+        bad += 100_000;
     }
     // SAFETY: as above (back in ordinary RAM).
     if unsafe { read_volatile((DATA_VA as *const u32).add(((rounds - 1) % 1024) as usize)) } != acc

@@ -1,0 +1,1046 @@
+//! Tightly-coupled memory with `spm`: the frame table, TCM discovery (or
+//! the board's emulated TCM), the kernel side of `spm`'s traits, and the
+//! kernel's own page exchange.
+//!
+//! * **Where TCM is.** [`init`] asks the CPU (`spm::tcm::discover`, which
+//!   reads the TCM status register and touches c9 only for a TCM it
+//!   reports). QEMU's `arm926` reports none, so the board's description is
+//!   used: 32 KiB "ITCM" at [`ITCM_PHYS`] and 32 KiB "DTCM" at
+//!   [`DTCM_PHYS`], ordinary RAM the user frame allocator never hands out.
+//!   A TCM the CPU reports replaces the board's bank of that kind.
+//! * **Kernel mappings** (built once, before any address space exists, so
+//!   the per-table strategies copy them into every space): SCTLR.S is set
+//!   (AP=00 becomes privileged read-only); the MiB holding the switch/IPC
+//!   page `.text.kswitch` is remapped with small pages (that page read-only);
+//!   every TCM frame is mapped read-only at [`KTCM_VA`] (where the kernel
+//!   page goes when it leaves ITCM) and read/write at [`KTCM_RW_VA`]
+//!   (for copies); all RAM is mapped uncached at [`PHYS_WINDOW`] for
+//!   copies. The two second-level tables are statics outside the table pool,
+//!   so no strategy ever frees them.
+//! * **Reverse mappings** ([`Maps`]): every user mapping of a frame is one
+//!   of the kernel's page records (image, stack, `MAP` pages, TCM resource
+//!   pages), in exactly one space (user pages are private; shared segments
+//!   are 1 MiB sections and never exchanged); kernel mappings are the
+//!   records in [`Tcm::kmaps`]. Descriptors are found kernel-side:
+//!   per-table strategies through `TableSwitch::root_of`; FASS through the
+//!   CPD entry of the page's MVA (`mva_of`), accepted only if it carries the
+//!   space's domain (`domain_of`): FASS exposes no per-space directory, so
+//!   the kernel first makes the caller's slots present in the CPD by
+//!   touching them (a resolved fault, [`super::kernel::Kernel::touch`]).
+//!   The CPD copy and the space's own directory share the second-level
+//!   table, so one descriptor write changes both. The linear map and the
+//!   physical window are physical views, not mappings in this sense.
+//! * **Bounded windows**: [`Irq`] masks IRQs around `spm`'s masked steps
+//!   and times each window with the 24 MHz counter; between steps the
+//!   system call opens an interrupt window (`kernel_irq` takes the tick).
+
+use core::cell::UnsafeCell;
+
+use mmu_armv5::maint::{Arm926, CacheMaintenance};
+use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg};
+use mmu_armv5::table::{MapAttrs, SizePolicy};
+use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
+use spm::tcm::{self, TcmBank, TcmKind, TcmLayout};
+use spm::{
+    AddressSpace, Exchange, ExchangeRequest, FrameDesc, FrameState, FrameTable, InitialUse,
+    InterruptControl, KernelUse, Location, Mapping, Mappings, PageSize, PhysMemory, Region, Rights,
+    SectionSummary, Translation,
+};
+
+use super::frames::{FRAMES_END, FRAMES_PHYS};
+use super::kernel::Proc;
+use super::platform::{counting, CountingCp15};
+use super::strategy::{dispatch, Strategy, MAX_PROCS};
+use super::timer;
+use crate::mmu::{kernel_virt_offset, phys_to_virt, KERNEL_DOMAIN};
+
+/// The board's emulated ITCM (32 KiB of RAM).
+pub const ITCM_PHYS: u32 = FRAMES_END;
+/// The board's emulated DTCM (32 KiB of RAM).
+pub const DTCM_PHYS: u32 = FRAMES_END + BANK_SIZE;
+/// Size of each emulated bank.
+pub const BANK_SIZE: u32 = 32 << 10;
+/// Frames per bank.
+pub const BANK_FRAMES: usize = (BANK_SIZE / 4096) as usize;
+/// Kernel view of the TCM frames, read-only: ITCM at +0, DTCM at +32 KiB.
+pub const KTCM_VA: u32 = 0xFF00_0000;
+/// Kernel view of the TCM frames, read/write (copies and zeroing).
+pub const KTCM_RW_VA: u32 = 0xFF08_0000;
+/// All RAM, uncached, for `spm`'s physical copies.
+pub const PHYS_WINDOW: u32 = 0xD000_0000;
+/// RAM the physical window covers.
+const RAM_SIZE: u32 = 128 << 20;
+/// Where a process's TCM resource pages are mapped (kernel-only access).
+pub const USER_RES_VA: u32 = 0x01F0_0000;
+/// TCM resource pages per process.
+pub const RES_SLOTS: usize = 4;
+/// Chunk of one exchange step (bytes copied or flushed per step).
+pub const CHUNK: u32 = 256;
+/// Kernel mapping records: the switch page and every TCM frame's read-only view.
+pub const KMAPS: usize = 1 + 2 * BANK_FRAMES;
+
+const FRAMES_NEEDED: usize = ((DTCM_PHYS + BANK_SIZE) / 4096) as usize;
+const SECTIONS_MAX: usize = 130;
+
+extern "C" {
+    static __kswitch_start: u8;
+}
+
+/// The switch/IPC page's kernel virtual address.
+pub fn kswitch_va() -> u32 {
+    // SAFETY: a linker-script symbol; only its address is used.
+    core::ptr::from_ref(unsafe { &__kswitch_start }) as u32
+}
+
+#[repr(C, align(1024))]
+struct L2Table([u32; 256]);
+
+struct Global<T>(UnsafeCell<T>);
+// SAFETY: one core; reached from thread or trap context with IRQs masked
+// (the SVC-mode IRQ handler touches only `KIRQ`).
+unsafe impl<T> Sync for Global<T> {}
+
+static KTEXT_L2: Global<L2Table> = Global(UnsafeCell::new(L2Table([0; 256])));
+static KTCM_L2: Global<L2Table> = Global(UnsafeCell::new(L2Table([0; 256])));
+static DESCS: Global<[FrameDesc; FRAMES_NEEDED]> =
+    Global(UnsafeCell::new([FrameDesc::UNDEFINED; FRAMES_NEEDED]));
+/// Storage of the per-MiB summaries (`SectionSummary` is a transparent `u32`, 0 by default).
+static SECTIONS: Global<[u32; SECTIONS_MAX]> = Global(UnsafeCell::new([0; SECTIONS_MAX]));
+static TCM: Global<Option<Tcm>> = Global(UnsafeCell::new(None));
+/// Reverse index: which process maps each user or TCM frame (index + 1; 0 = none).
+static MAPPER: Global<[u8; MAPPER_FRAMES]> = Global(UnsafeCell::new([0; MAPPER_FRAMES]));
+const MAPPER_FRAMES: usize = ((DTCM_PHYS + BANK_SIZE - FRAMES_PHYS) / 4096) as usize;
+
+fn mapper_slot(pa: u32) -> Option<&'static mut u8> {
+    let i = (pa.wrapping_sub(FRAMES_PHYS) / 4096) as usize;
+    // SAFETY: single core, IRQs masked or `kernel_irq` (which never touches
+    // it) only; no two references are held at once.
+    unsafe { (*MAPPER.0.get()).get_mut(i) }
+}
+
+/// Records that process `proc` maps frame `pa` (user pages are private:
+/// one mapper per frame), or that nobody does.
+pub fn note_mapper(pa: u32, proc: Option<usize>) {
+    if let Some(m) = mapper_slot(pa) {
+        *m = proc.map_or(0, |p| p as u8 + 1);
+    }
+}
+
+/// The process that maps `pa`, if any.
+pub fn mapper(pa: u32) -> Option<usize> {
+    mapper_slot(pa)
+        .and_then(|m| (*m).checked_sub(1))
+        .map(usize::from)
+}
+
+/// Ticks taken by `kernel_irq` since the last [`take_kernel_irqs`].
+static KIRQ: Global<u32> = Global(UnsafeCell::new(0));
+
+/// A kernel mapping of a frame `spm` may move.
+#[derive(Clone, Copy)]
+pub struct KMap {
+    /// Kernel virtual address.
+    pub va: u32,
+    /// The frame it maps now.
+    pub pa: u32,
+    entry: *mut u32,
+}
+
+/// The kernel's own exchange (the switch page into ITCM and back), driven
+/// one step per timer tick while processes run.
+pub enum KernelJob {
+    /// Not started.
+    Idle,
+    /// Moving the page into ITCM frame `frame` (mapped at `res` before).
+    Out {
+        /// The exchange.
+        x: Exchange,
+        /// The ITCM frame.
+        frame: u32,
+        /// The kernel view the ITCM frame had (the old frame's afterwards).
+        res: u32,
+    },
+    /// The page runs from ITCM.
+    In {
+        /// The ITCM frame.
+        frame: u32,
+        /// The kernel view of the old frame.
+        res: u32,
+        /// Ticks spent in ITCM so far.
+        ticks: u32,
+        /// Process switches when it arrived.
+        switches0: u32,
+    },
+    /// Moving it back.
+    Back {
+        /// The exchange.
+        x: Exchange,
+        /// The ITCM frame.
+        frame: u32,
+    },
+    /// Done (or failed, see [`Tcm::job_error`]).
+    Done,
+}
+
+/// Counters of the kernel job.
+#[derive(Clone, Copy, Default)]
+pub struct JobStats {
+    /// Exchanges completed into ITCM.
+    pub out: u32,
+    /// Exchanges completed back to RAM.
+    pub back: u32,
+    /// The switch page's descriptor was seen mapping the ITCM frame.
+    pub seen_in_itcm: bool,
+    /// Process switches while the page was in ITCM.
+    pub switches_in_itcm: u32,
+    /// Steps taken.
+    pub steps: u32,
+    /// Longest masked window, in counter ticks.
+    pub longest_window: u32,
+    /// Ticks the page spent in ITCM while processes ran.
+    pub ticks_in_itcm: u32,
+    /// Finished after the processes ended (they were too quick).
+    pub finished_late: bool,
+}
+
+/// Timing of one user exchange.
+#[derive(Clone, Copy, Default)]
+pub struct XTiming {
+    /// Counter ticks inside the exchange's steps.
+    pub ticks: u32,
+    /// Longest masked window, in counter ticks.
+    pub longest: u32,
+    /// Steps.
+    pub steps: u32,
+    /// Masked windows.
+    pub windows: u32,
+    /// Times the exchange was preempted between steps.
+    pub preempted: u32,
+}
+
+/// The TCM state of this boot.
+pub struct Tcm {
+    /// The frame table (all RAM and both TCM banks).
+    pub table: FrameTable<'static, 4>,
+    /// The banks in use.
+    pub layout: TcmLayout,
+    /// Whether the CPU reported TCM (else the board's emulated banks).
+    pub from_cpu: bool,
+    used: [u8; 2],
+    /// Kernel mapping records.
+    pub kmaps: [KMap; KMAPS],
+    wp: [Option<(*mut u32, u32)>; 8],
+    root: *mut u32,
+    /// The kernel job.
+    pub job: KernelJob,
+    /// Its counters.
+    pub job_stats: JobStats,
+    /// Its error, if it failed.
+    pub job_error: Option<spm::ExchangeError>,
+}
+
+/// The TCM state, once [`init`] ran.
+pub fn tcm() -> Option<&'static mut Tcm> {
+    // SAFETY: single core, no re-entry (module docs); callers never hold two
+    // of these references at once.
+    unsafe { (*TCM.0.get()).as_mut() }
+}
+
+/// Why TCM could not be set up.
+#[derive(Clone, Copy, defmt::Format)]
+pub enum InitError {
+    /// Discovery or the board's banks.
+    Tcm(tcm::TcmError),
+    /// A region.
+    Region(spm::RegionError),
+    /// The frame table.
+    Frame(spm::FrameError),
+    /// A kernel mapping.
+    Table(mmu_armv5::table::TableError),
+}
+
+const AP_SHIFT: u32 = 4;
+const AP_MASK: u32 = 0xFF << AP_SHIFT;
+const SMALL: u32 = 0b10;
+const CB_WRITE_BACK: u32 = 0b11 << 2;
+
+fn small(pa: u32, ap: u32, cb: u32) -> u32 {
+    (pa & !0xFFF) | ((ap * 0x55) << AP_SHIFT) | cb | SMALL
+}
+
+fn ap_of(desc: u32) -> u32 {
+    (desc >> AP_SHIFT) & 3
+}
+
+fn with_ap(desc: u32, ap: u32) -> u32 {
+    (desc & !AP_MASK) | ((ap * 0x55) << AP_SHIFT)
+}
+
+fn table_pa<T>(t: &Global<T>) -> u32 {
+    (t.0.get() as u32).wrapping_sub(kernel_virt_offset())
+}
+
+fn clean_entry(entry: *mut u32) {
+    let mut m = crate::mmu::maint();
+    m.clean_dcache_line(ModifiedVirtAddr::new(entry as u32));
+    m.drain_write_buffer();
+}
+
+/// Sets up TCM once per boot (before the first process exists).
+pub fn init() -> Result<(), InitError> {
+    if tcm().is_some() {
+        return Ok(());
+    }
+    let found = tcm::discover(&crate::cp15::hw()).map_err(InitError::Tcm)?;
+    let board = TcmLayout {
+        itcm: Some(
+            TcmBank::board(TcmKind::Instruction, PhysAddr::new(ITCM_PHYS), BANK_SIZE)
+                .map_err(InitError::Tcm)?,
+        ),
+        dtcm: Some(
+            TcmBank::board(TcmKind::Data, PhysAddr::new(DTCM_PHYS), BANK_SIZE)
+                .map_err(InitError::Tcm)?,
+        ),
+    };
+    let from_cpu = found.banks().any(|b| !b.emulated());
+    let layout = found.or_board(board);
+    let (Some(itcm), Some(dtcm)) = (layout.itcm, layout.dtcm) else {
+        return Err(InitError::Tcm(tcm::TcmError::Absent(TcmKind::Instruction)));
+    };
+    if from_cpu {
+        // A real TCM lies outside the RAM this kernel's windows and frame
+        // table are laid out for; the demo only drives the board's banks.
+        defmt::warn!("the CPU reports TCM: the demo kernel uses the board's emulated banks only");
+    }
+    let (itcm, dtcm) = if from_cpu {
+        (board.itcm.unwrap_or(itcm), board.dtcm.unwrap_or(dtcm))
+    } else {
+        (itcm, dtcm)
+    };
+    let regions = [
+        Region::new(
+            PhysAddr::new(0),
+            FRAMES_PHYS,
+            Location::Ram,
+            InitialUse::Kernel,
+        )
+        .map_err(InitError::Region)?,
+        Region::new(
+            PhysAddr::new(FRAMES_PHYS),
+            FRAMES_END - FRAMES_PHYS,
+            Location::Ram,
+            InitialUse::Undefined,
+        )
+        .map_err(InitError::Region)?,
+        itcm.region().map_err(InitError::Region)?,
+        dtcm.region().map_err(InitError::Region)?,
+    ];
+    // SAFETY: `init` runs once (checked above); the table keeps the only
+    // references to this storage for the rest of the boot.
+    // `SectionSummary` is `repr(transparent)` over `u32`: same layout.
+    let (descs, sections) = unsafe {
+        (
+            &mut *DESCS.0.get(),
+            &mut *SECTIONS.0.get().cast::<[SectionSummary; SECTIONS_MAX]>(),
+        )
+    };
+    let mut table = FrameTable::<4>::new(&regions, descs, sections).map_err(InitError::Frame)?;
+    // Page tables never move: the pool and the two static tables are pinned.
+    let (pool_pa, pool_len) = crate::mmu::pool_range();
+    table
+        .init_range(
+            PhysAddr::new(pool_pa),
+            pool_len,
+            FrameState::Kernel(KernelUse::PageTable),
+            false,
+        )
+        .map_err(InitError::Frame)?;
+    for t in [&KTEXT_L2, &KTCM_L2] {
+        let pa = table_pa(t) & !0xFFF;
+        table
+            .init_range(
+                PhysAddr::new(pa),
+                4096,
+                FrameState::Kernel(KernelUse::PageTable),
+                false,
+            )
+            .map_err(InitError::Frame)?;
+    }
+
+    // SCTLR.S: AP=00 becomes privileged read-only (no AP=00 mapping exists yet).
+    let mut c = crate::cp15::hw();
+    let sctlr = c.read(Cp15Reg::Sctlr);
+    // SAFETY: only the meaning of AP=00 changes, and nothing is mapped with it.
+    unsafe { c.write(Cp15Reg::Sctlr, sctlr | (1 << 8)) };
+
+    let off = kernel_virt_offset();
+    let ks = kswitch_va();
+    let mib_va = ks & !0xF_FFFF;
+    let mib_pa = mib_va - off;
+    // SAFETY: the statics are only written here, before anything links them.
+    let (text, tcmt) = unsafe { (&mut (*KTEXT_L2.0.get()).0, &mut (*KTCM_L2.0.get()).0) };
+    for (i, e) in text.iter_mut().enumerate() {
+        let va = mib_va + (i as u32) * 4096;
+        let ap = if va == ks { 0 } else { 1 };
+        *e = small(mib_pa + (i as u32) * 4096, ap, CB_WRITE_BACK);
+    }
+    for i in 0..BANK_FRAMES as u32 {
+        for (k, bank) in [itcm, dtcm].iter().enumerate() {
+            let pa = bank.base().as_u32() + i * 4096;
+            let slot = (k as u32 * BANK_FRAMES as u32 + i) as usize;
+            tcmt[slot] = small(pa, 0, 0);
+            tcmt[((KTCM_RW_VA - KTCM_VA) >> 12) as usize + slot] = small(pa, 1, 0);
+        }
+    }
+    let mut m = crate::mmu::maint();
+    for t in [&text[..], &tcmt[..]] {
+        m.clean_dcache_range(ModifiedVirtAddr::new(t.as_ptr() as u32), 1024);
+    }
+    let link = |pa: u32| pa | (u32::from(KERNEL_DOMAIN.get()) << 5) | 0x10 | 0b01;
+    // SAFETY: the text table maps its MiB exactly as the section did (one
+    // page read-only, nothing writes code); the TCM MiB was unmapped.
+    unsafe {
+        crate::mmu::set_entry(mib_va, link(table_pa(&KTEXT_L2)));
+        crate::mmu::set_entry(KTCM_VA, link(table_pa(&KTCM_L2)));
+    }
+    crate::mmu::with_tables(|t, pool| {
+        t.map(
+            pool,
+            ModifiedVirtAddr::new(PHYS_WINDOW),
+            PhysAddr::new(0),
+            RAM_SIZE,
+            MapAttrs::new(
+                KERNEL_DOMAIN,
+                mmu_armv5::descriptor::AccessPermission::PrivRw,
+                mmu_armv5::descriptor::CachePolicy::Uncached,
+            ),
+            SizePolicy::Exactly(mmu_armv5::size::PageSizeKind::Section),
+        )
+        .map(|f| f.flush(&mut crate::mmu::maint()))
+    })
+    .map_err(InitError::Table)?;
+    crate::cp15::invalidate_tlb();
+
+    let mut kmaps = [KMap {
+        va: ks,
+        pa: ks - off,
+        entry: core::ptr::addr_of_mut!(text[((ks - mib_va) >> 12) as usize]),
+    }; KMAPS];
+    for i in 0..2 * BANK_FRAMES {
+        let base = if i < BANK_FRAMES { itcm } else { dtcm }.base().as_u32();
+        kmaps[1 + i] = KMap {
+            va: KTCM_VA + (i as u32) * 4096,
+            pa: base + ((i % BANK_FRAMES) as u32) * 4096,
+            entry: core::ptr::addr_of_mut!(tcmt[i]),
+        };
+    }
+    let root = phys_to_virt(crate::mmu::with_tables(|t, _| t.root().as_u32())) as *mut u32;
+    // SAFETY: as in `tcm`.
+    unsafe {
+        *TCM.0.get() = Some(Tcm {
+            table,
+            layout: TcmLayout {
+                itcm: Some(itcm),
+                dtcm: Some(dtcm),
+            },
+            from_cpu,
+            used: [0; 2],
+            kmaps,
+            wp: [None; 8],
+            root,
+            job: KernelJob::Idle,
+            job_stats: JobStats::default(),
+            job_error: None,
+        })
+    };
+    Ok(())
+}
+
+impl Tcm {
+    fn bank(&self, kind: TcmKind) -> Option<TcmBank> {
+        match kind {
+            TcmKind::Instruction => self.layout.itcm,
+            TcmKind::Data => self.layout.dtcm,
+        }
+    }
+
+    /// Takes a free frame of `kind`.
+    pub fn alloc(&mut self, kind: TcmKind) -> Option<u32> {
+        let k = kind_index(kind);
+        let bank = self.bank(kind)?;
+        let free = (!self.used[k]).trailing_zeros() as usize;
+        if free >= BANK_FRAMES {
+            return None;
+        }
+        self.used[k] |= 1 << free;
+        Some(bank.base().as_u32() + (free as u32) * 4096)
+    }
+
+    /// Which bank `pa` lies in.
+    pub fn kind_of(&self, pa: u32) -> Option<TcmKind> {
+        self.layout
+            .banks()
+            .find(|b| pa.wrapping_sub(b.base().as_u32()) < b.size())
+            .map(|b| b.kind())
+    }
+
+    /// Gives TCM frame `pa` back (a page resource again).
+    pub fn free(&mut self, pa: u32) {
+        if let Some(kind) = self.kind_of(pa) {
+            note_mapper(pa, None);
+            if let Some(b) = self.bank(kind) {
+                let i = (pa - b.base().as_u32()) / 4096;
+                self.used[kind_index(kind)] &= !(1 << i);
+            }
+            let _ = self
+                .table
+                .init_range(PhysAddr::new(pa), 4096, FrameState::Resource, true);
+        }
+    }
+
+    /// Frames of both banks in use.
+    pub fn in_use(&self) -> u32 {
+        self.used[0].count_ones() + self.used[1].count_ones()
+    }
+
+    /// The kernel's read-only view of TCM frame `pa`.
+    pub fn kernel_view(&self, pa: u32) -> Option<u32> {
+        self.kmaps[1..]
+            .iter()
+            .position(|m| m.pa == pa)
+            .map(|i| KTCM_VA + (i as u32) * 4096)
+    }
+
+    /// The kernel's first-level table (the CPD under FASS), in the linear map.
+    pub fn root(&self) -> *mut u32 {
+        self.root
+    }
+
+    /// The frame the switch page's descriptor maps now.
+    pub fn kswitch_frame(&self) -> u32 {
+        // SAFETY: the record's entry points into the static text table.
+        unsafe { self.kmaps[0].entry.read_volatile() & !0xFFF }
+    }
+
+    /// Records a user RAM frame's owner (or frees it: `None`).
+    pub fn set_owner(&mut self, pa: u32, owner: Option<usize>) {
+        note_mapper(pa, owner);
+        let state = match owner.and_then(|o| spm::SpaceId::new(o as u16).ok()) {
+            Some(s) => FrameState::User(s),
+            None if self.kind_of(pa).is_some() => FrameState::Resource,
+            None => FrameState::Undefined,
+        };
+        let _ = self.table.init_range(PhysAddr::new(pa), 4096, state, true);
+    }
+}
+
+/// The platform `spm` drives: the counting CP15, ARM926 maintenance, and
+/// physical copies through the uncached windows.
+pub struct Hw(Arm926<CountingCp15>);
+
+impl Hw {
+    /// The hardware.
+    pub fn new() -> Hw {
+        Hw(counting())
+    }
+}
+
+fn window(pa: u32) -> *mut u32 {
+    let off = pa.wrapping_sub(ITCM_PHYS);
+    if off < 2 * BANK_SIZE {
+        (KTCM_RW_VA + off) as *mut u32
+    } else {
+        (PHYS_WINDOW + pa) as *mut u32
+    }
+}
+
+impl PhysMemory for Hw {
+    fn copy(&mut self, dst: PhysAddr, src: PhysAddr, len: u32) {
+        let (d, s) = (window(dst.as_u32()), window(src.as_u32()));
+        for i in 0..(len / 4) as usize {
+            // SAFETY: `spm` passes frame-internal ranges of described RAM
+            // or TCM; both windows are uncached kernel read/write mappings.
+            unsafe { d.add(i).write_volatile(s.add(i).read_volatile()) };
+        }
+    }
+
+    fn zero(&mut self, dst: PhysAddr, len: u32) {
+        let d = window(dst.as_u32());
+        for i in 0..(len / 4) as usize {
+            // SAFETY: as in `copy`.
+            unsafe { d.add(i).write_volatile(0) };
+        }
+    }
+}
+
+impl CacheMaintenance for Hw {
+    const DCACHE_LINE: u32 = <Arm926<CountingCp15> as CacheMaintenance>::DCACHE_LINE;
+    fn clean_invalidate_dcache(&mut self) {
+        self.0.clean_invalidate_dcache()
+    }
+    fn invalidate_icache(&mut self) {
+        self.0.invalidate_icache()
+    }
+    fn clean_dcache_line(&mut self, mva: ModifiedVirtAddr) {
+        self.0.clean_dcache_line(mva)
+    }
+    fn clean_invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr) {
+        self.0.clean_invalidate_dcache_line(mva)
+    }
+    unsafe fn invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr) {
+        // SAFETY: forwarded; the caller upholds the contract.
+        unsafe { self.0.invalidate_dcache_line(mva) }
+    }
+    fn invalidate_icache_line(&mut self, mva: ModifiedVirtAddr) {
+        self.0.invalidate_icache_line(mva)
+    }
+    fn drain_write_buffer(&mut self) {
+        self.0.drain_write_buffer()
+    }
+    fn invalidate_tlb(&mut self) {
+        self.0.invalidate_tlb()
+    }
+    fn invalidate_tlb_entry(&mut self, mva: ModifiedVirtAddr) {
+        self.0.invalidate_tlb_entry(mva)
+    }
+}
+
+impl Cp15 for Hw {
+    fn read(&self, reg: Cp15Reg) -> u32 {
+        self.0.read(reg)
+    }
+    unsafe fn write(&mut self, reg: Cp15Reg, value: u32) {
+        // SAFETY: forwarded; the caller upholds the contract.
+        unsafe { self.0.write(reg, value) }
+    }
+    unsafe fn op(&mut self, op: Cp15Op, value: u32) {
+        // SAFETY: forwarded; the caller upholds the contract.
+        unsafe { self.0.op(op, value) }
+    }
+    fn test_clean_invalidate_dcache(&mut self) -> bool {
+        self.0.test_clean_invalidate_dcache()
+    }
+    fn test_clean_dcache(&mut self) -> bool {
+        self.0.test_clean_dcache()
+    }
+}
+
+fn cpsr() -> u32 {
+    let v: u32;
+    // SAFETY: reads the CPSR.
+    unsafe { core::arch::asm!("mrs {}, cpsr", out(reg) v, options(nomem, nostack)) };
+    v
+}
+
+fn set_irq_masked(masked: bool) {
+    let v = if masked {
+        cpsr() | 0x80
+    } else {
+        cpsr() & !0x80
+    };
+    // SAFETY: changes only the I bit of the current (privileged) mode; the
+    // kernel's IRQ handler for SVC mode (`kernel_irq`) only acknowledges
+    // the timer and counts.
+    unsafe { core::arch::asm!("msr cpsr_c, {}", in(reg) v, options(nomem, nostack)) };
+}
+
+/// Enables (or masks again) IRQs in SVC mode around an exchange step: a
+/// tick is then taken by `kernel_irq` whenever `spm` has not masked it.
+pub fn set_irqs_enabled(on: bool) {
+    set_irq_masked(!on);
+}
+
+/// Ticks `kernel_irq` took since the last call.
+pub fn take_kernel_irqs() -> u32 {
+    // SAFETY: single core; called with IRQs masked.
+    unsafe { core::mem::replace(&mut *KIRQ.0.get(), 0) }
+}
+
+/// IRQ taken in SVC mode (`asm/vectors.s`): inside a kernel interrupt
+/// window. Acknowledges the timer and counts the tick.
+#[no_mangle]
+pub extern "C" fn kernel_irq() {
+    if timer::ack() {
+        // SAFETY: IRQ mode, IRQs masked; the interrupted code reads the
+        // counter only with IRQs masked.
+        unsafe { *KIRQ.0.get() += 1 };
+    }
+}
+
+/// `spm`'s interrupt control: masks IRQs and times every masked window.
+#[derive(Default)]
+pub struct Irq {
+    t0: u32,
+    /// Longest window so far, in counter ticks.
+    pub longest: u32,
+    /// Windows opened.
+    pub windows: u32,
+}
+
+impl InterruptControl for Irq {
+    fn disable(&mut self) -> bool {
+        let was = cpsr() & 0x80 == 0;
+        set_irq_masked(true);
+        self.windows += 1;
+        self.t0 = timer::now();
+        was
+    }
+
+    fn restore(&mut self, was_enabled: bool) {
+        let dt = timer::now().wrapping_sub(self.t0);
+        self.longest = self.longest.max(dt);
+        if was_enabled {
+            set_irq_masked(false);
+        }
+    }
+}
+
+/// The kernel side of `spm`'s [`Mappings`] over the process table and the strategy.
+pub struct Maps<'a> {
+    /// Processes (their page records).
+    pub procs: &'a mut [Proc; MAX_PROCS],
+    /// The strategy (MVAs, tables, domains).
+    pub strategy: &'a Strategy,
+    /// Kernel mapping records.
+    pub kmaps: &'a mut [KMap; KMAPS],
+    wp: &'a mut [Option<(*mut u32, u32)>; 8],
+    root: *mut u32,
+}
+
+impl<'a> Maps<'a> {
+    /// Reverse mappings over `procs` and `strategy`, with `t`'s kernel records.
+    pub fn new(procs: &'a mut [Proc; MAX_PROCS], strategy: &'a Strategy, t: &'a mut Tcm) -> Self {
+        Maps {
+            procs,
+            strategy,
+            kmaps: &mut t.kmaps,
+            wp: &mut t.wp,
+            root: t.root,
+        }
+    }
+}
+
+/// Split borrows of a TCM state for an exchange step.
+pub fn split(t: &mut Tcm) -> (&mut FrameTable<'static, 4>, &mut Tcm) {
+    let p: *mut Tcm = t;
+    // SAFETY: `Maps::new` uses only `kmaps`, `wp` and `root`, never `table`:
+    // the two borrows are disjoint.
+    unsafe { (&mut (*p).table, &mut *p) }
+}
+
+/// The second-level descriptor of `va` in user space `space`, and its MVA.
+pub fn user_entry(
+    strategy: &Strategy,
+    root: *mut u32,
+    space: usize,
+    va: u32,
+) -> Option<(*mut u32, u32)> {
+    let id = fass::SpaceId(space as u16);
+    let mva = dispatch!(strategy, s => fass::SwitchStrategy::mva_of(s, id, VirtAddr::new(va)))
+        .ok()?
+        .as_u32();
+    let slot = (mva >> 20) as usize;
+    let l1 = match strategy {
+        Strategy::Fass(f) => {
+            // SAFETY: `root` is the kernel's (the CPD's) 16 KiB table in the linear map.
+            let e = unsafe { root.add(slot).read_volatile() };
+            let dom = f.domain_of(id).ok()??;
+            if (e >> 5) & 0xF != u32::from(dom.get()) {
+                return None;
+            }
+            e
+        }
+        Strategy::Table(t) => {
+            let r = t.root_of(id).ok()?.as_u32();
+            // SAFETY: the space's first-level table, pool memory in the linear map.
+            unsafe { (phys_to_virt(r) as *const u32).add(slot).read_volatile() }
+        }
+    };
+    if l1 & 3 != 1 {
+        return None;
+    }
+    let l2 = phys_to_virt(l1 & !0x3FF) as *mut u32;
+    // SAFETY: a coarse table has 256 entries; the index is below 256.
+    let e = unsafe { l2.add(((mva >> 12) & 0xFF) as usize) };
+    Some((e, mva))
+}
+
+fn user_space(i: usize) -> AddressSpace {
+    // Process indices are below `MAX_PROCS` (64), far inside spm's 12 bits.
+    AddressSpace::User(spm::SpaceId::new(i as u16).unwrap_or(SPACE0))
+}
+
+const SPACE0: spm::SpaceId = match spm::SpaceId::new(0) {
+    Ok(s) => s,
+    Err(_) => panic!("space 0"),
+};
+
+fn kind_index(kind: TcmKind) -> usize {
+    match kind {
+        TcmKind::Instruction => 0,
+        TcmKind::Data => 1,
+    }
+}
+
+fn records(p: &mut Proc) -> impl Iterator<Item = &mut super::kernel::Page> {
+    p.kernel_pages
+        .iter_mut()
+        .chain(p.user_pages.iter_mut())
+        .chain(p.res_pages.iter_mut())
+        .flatten()
+}
+
+impl Maps<'_> {
+    /// Every mapping of frame `pa`: (space, va, descriptor, mva).
+    fn each(&mut self, pa: u32, mut f: impl FnMut(AddressSpace, u32, *mut u32, u32)) {
+        let (strategy, root) = (self.strategy, self.root);
+        if let Some(i) = mapper(pa) {
+            let Some(p) = self.procs.get_mut(i).filter(|p| p.alive()) else {
+                return self.each_kernel(pa, f);
+            };
+            for pg in records(p) {
+                if pg.pa == pa {
+                    match user_entry(strategy, root, i, pg.va) {
+                        Some((e, mva)) => f(user_space(i), pg.va, e, mva),
+                        None => defmt::error!(
+                            "no descriptor for {=u32:#x} of process {=usize}",
+                            pg.va,
+                            i
+                        ),
+                    }
+                }
+            }
+        }
+        self.each_kernel(pa, f);
+    }
+
+    fn each_kernel(&mut self, pa: u32, mut f: impl FnMut(AddressSpace, u32, *mut u32, u32)) {
+        for k in self.kmaps.iter() {
+            if k.pa == pa {
+                f(AddressSpace::Kernel, k.va, k.entry, k.va);
+            }
+        }
+    }
+}
+
+fn writable(space: AddressSpace, desc: u32) -> bool {
+    match space {
+        AddressSpace::Kernel => ap_of(desc) != 0,
+        AddressSpace::User(_) => ap_of(desc) == 3,
+    }
+}
+
+impl Mappings for Maps<'_> {
+    fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
+        let page = va.as_u32() & !0xFFF;
+        let (pa, entry) = match space {
+            AddressSpace::Kernel => {
+                let k = self.kmaps.iter().find(|k| k.va == page)?;
+                (k.pa, k.entry)
+            }
+            AddressSpace::User(s) => {
+                let i = usize::from(s.get());
+                let p = self.procs.get(i).filter(|p| p.alive())?;
+                let pa = p
+                    .kernel_pages
+                    .iter()
+                    .chain(p.user_pages.iter())
+                    .chain(p.res_pages.iter())
+                    .flatten()
+                    .find(|pg| pg.va == page)?
+                    .pa;
+                (pa, user_entry(self.strategy, self.root, i, page)?.0)
+            }
+        };
+        // SAFETY: `entry` is a live second-level descriptor.
+        let d = unsafe { entry.read_volatile() };
+        if d & 3 != SMALL || d & !0xFFF != pa {
+            return None;
+        }
+        Some(Translation {
+            page: PhysAddr::new(pa),
+            size: PageSize::Small,
+            writable: writable(space, d),
+        })
+    }
+
+    fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping)) {
+        if size != PageSize::Small {
+            return;
+        }
+        let pa = page.as_u32();
+        if let Some((i, p)) = mapper(pa).and_then(|i| Some((i, self.procs.get(i)?))) {
+            for pg in p
+                .kernel_pages
+                .iter()
+                .chain(p.user_pages.iter())
+                .chain(p.res_pages.iter())
+                .flatten()
+                .filter(|pg| pg.pa == pa)
+            {
+                let space = user_space(i);
+                // Unknown descriptor: reported writable, so it is never
+                // skipped by the protection (and the error is logged there).
+                let (w, mva) = match user_entry(self.strategy, self.root, i, pg.va) {
+                    // SAFETY: a live descriptor.
+                    Some((e, mva)) => (writable(space, unsafe { e.read_volatile() }), mva),
+                    None => (true, pg.va),
+                };
+                f(&Mapping {
+                    space,
+                    mva: ModifiedVirtAddr::new(mva),
+                    writable: w,
+                });
+            }
+        }
+        for k in self.kmaps.iter().filter(|k| k.pa == pa) {
+            f(&Mapping {
+                space: AddressSpace::Kernel,
+                mva: ModifiedVirtAddr::new(k.va),
+                // SAFETY: a live descriptor in a static table.
+                writable: writable(AddressSpace::Kernel, unsafe { k.entry.read_volatile() }),
+            });
+        }
+    }
+
+    fn write_protect(&mut self, page: PhysAddr, size: PageSize) {
+        if size != PageSize::Small {
+            return;
+        }
+        let mut found = [None; 8];
+        let mut n = 0;
+        self.each(page.as_u32(), |space, _, e, _| {
+            // SAFETY: a live descriptor.
+            let d = unsafe { e.read_volatile() };
+            if writable(space, d) && n < found.len() {
+                // Users keep read access; the kernel view becomes read-only (SCTLR.S).
+                let ro = if space == AddressSpace::Kernel { 0 } else { 2 };
+                // SAFETY: as above; `spm` invalidates the TLB entry.
+                unsafe { e.write_volatile(with_ap(d, ro)) };
+                clean_entry(e);
+                found[n] = Some((e, ap_of(d)));
+                n += 1;
+            }
+        });
+        for r in found.into_iter().flatten() {
+            match self.wp.iter_mut().find(|s| s.is_none()) {
+                Some(slot) => *slot = Some(r),
+                None => defmt::error!("write-protect records full"),
+            }
+        }
+    }
+
+    fn restore_write(&mut self, page: PhysAddr, size: PageSize) {
+        if size != PageSize::Small {
+            return;
+        }
+        for slot in self.wp.iter_mut() {
+            if let Some((e, ap)) = *slot {
+                // SAFETY: a live descriptor recorded by `write_protect`.
+                let d = unsafe { e.read_volatile() };
+                if d & !0xFFF == page.as_u32() {
+                    // SAFETY: as above; `spm` invalidates the TLB entry.
+                    unsafe { e.write_volatile(with_ap(d, ap)) };
+                    clean_entry(e);
+                    *slot = None;
+                }
+            }
+        }
+    }
+
+    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
+        if size != PageSize::Small {
+            return;
+        }
+        let (a, b) = (a.as_u32(), b.as_u32());
+        let retarget = |e: *mut u32, to: u32| {
+            // SAFETY: a live descriptor; interrupts are masked (spm's contract).
+            unsafe { e.write_volatile((e.read_volatile() & 0xFFF) | to) };
+            clean_entry(e);
+        };
+        // Descriptors first (both directions), then the records.
+        let mut ea = [core::ptr::null_mut(); 4];
+        let mut eb = [core::ptr::null_mut(); 4];
+        let (mut na, mut nb) = (0, 0);
+        self.each(a, |_, _, e, _| {
+            if na < 4 {
+                ea[na] = e;
+                na += 1;
+            }
+        });
+        self.each(b, |_, _, e, _| {
+            if nb < 4 {
+                eb[nb] = e;
+                nb += 1;
+            }
+        });
+        ea[..na].iter().for_each(|e| retarget(*e, b));
+        eb[..nb].iter().for_each(|e| retarget(*e, a));
+        let (ma, mb) = (mapper(a), mapper(b));
+        let second = if mb == ma { None } else { mb };
+        for i in [ma, second].into_iter().flatten() {
+            if let Some(p) = self.procs.get_mut(i) {
+                for pg in records(p) {
+                    if pg.pa == a {
+                        pg.pa = b;
+                    } else if pg.pa == b {
+                        pg.pa = a;
+                    }
+                }
+            }
+        }
+        note_mapper(a, mb);
+        note_mapper(b, ma);
+        for k in self.kmaps.iter_mut() {
+            if k.pa == a {
+                k.pa = b;
+            } else if k.pa == b {
+                k.pa = a;
+            }
+        }
+    }
+
+    fn move_second_level(&mut self, _old: PhysAddr, _new: PhysAddr) {
+        // Page tables are pinned in the frame table: never called.
+        defmt::error!("spm moved a page table; the demo kernel pins them");
+    }
+
+    fn move_first_level(&mut self, _old: PhysAddr, _new: PhysAddr) {
+        defmt::error!("spm moved a page directory; the demo kernel pins them");
+    }
+}
+
+/// The request moving kernel page `target` into (or back from) the kernel view `resource`.
+pub fn kernel_request(target: u32, resource: u32) -> ExchangeRequest {
+    ExchangeRequest {
+        caller: AddressSpace::Kernel,
+        target_space: AddressSpace::Kernel,
+        target: VirtAddr::new(target),
+        resource_space: AddressSpace::Kernel,
+        resource: VirtAddr::new(resource),
+        size: PageSize::Small,
+        count: 1,
+        rights: Rights::RX,
+    }
+}
+
+/// The spm state code of `state` (syscall `TCM_STATE`): 0 undefined,
+/// 1 resource, 2 user page, 3 kernel page.
+pub fn state_code(state: FrameState) -> u32 {
+    match state {
+        FrameState::Undefined => 0,
+        FrameState::Resource => 1,
+        FrameState::User(_) => 2,
+        FrameState::Kernel(_) => 3,
+    }
+}
+
+/// The location code: 0 RAM, 1 ITCM, 2 DTCM, 3 device.
+pub fn location_code(l: Location) -> u32 {
+    match l {
+        Location::Ram => 0,
+        Location::Itcm => 1,
+        Location::Dtcm => 2,
+        Location::Device => 3,
+    }
+}

@@ -1,0 +1,505 @@
+//! The TCM system calls and the kernel's own page exchange, over `spm`
+//! and the reverse mappings of [`super::tcm`].
+//!
+//! * `TCM_EXCHANGE(va, kind)`: the kernel takes a free frame of the bank
+//!   (`kind` 0 = ITCM, 1 = DTCM), maps it as a page resource at the
+//!   caller's resource slot (kernel-only access) and exchanges the
+//!   caller's page at `va` into it with [`spm::Exchange`]: afterwards `va`
+//!   is backed by TCM with the same content, the old frame sits at the
+//!   resource slot. Code (a page of the image's text) needs `X`, which
+//!   DTCM never grants: refused with `EINVAL`.
+//! * `TCM_RELEASE(va)`: the reverse exchange, then the TCM frame is
+//!   unmapped and free again.
+//! * `TCM_STATE(va)`: `spm`'s state query (`spm::ops::change_state` with
+//!   `Query`): state code | location code << 4 ([`super::tcm::state_code`]).
+//!
+//! An exchange runs step by step with IRQs enabled (only `spm`'s own
+//! windows mask them); after a step that let the timer tick in, the
+//! caller is preempted: its `SVC` is re-issued when it runs again and the
+//! kernel continues the same exchange ([`Pending`]).
+
+use fass::{SpaceId, SwitchStrategy};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+use mmu_armv5::{PhysAddr, VirtAddr};
+use spm::tcm::TcmKind;
+use spm::{AddressSpace, ExchangeError, ExchangeRequest, PageSize, Progress, Rights};
+
+use super::kernel::{free_frame, After, Kernel, Page, Pending};
+use super::strategy::{dispatch, Strategy};
+use super::tcm::{self, Hw, Irq, KernelJob, Maps, XTiming, CHUNK, USER_RES_VA};
+use super::timer;
+use crate::abi::{err, nr};
+use crate::probe::{probe_read, Privilege};
+
+/// Exchange steps of the kernel job per timer tick.
+const JOB_STEPS_PER_TICK: u32 = 12;
+
+/// Ticks the kernel page stays in ITCM before it is moved back.
+const KERNEL_TICKS_IN_ITCM: u32 = 6;
+
+fn xerr(e: ExchangeError) -> i32 {
+    match e {
+        ExchangeError::RightsExceeded { .. } => err::EINVAL,
+        ExchangeError::NotPermitted
+        | ExchangeError::NotOwner(_)
+        | ExchangeError::KernelOnly(_)
+        | ExchangeError::NotMovable(_) => err::EPERM,
+        ExchangeError::Busy(_) => err::EBUSY,
+        ExchangeError::NotMapped(_) => err::EFAULT,
+        _ => err::EINVAL,
+    }
+}
+
+fn space(cur: usize) -> AddressSpace {
+    match spm::SpaceId::new(cur as u16) {
+        Ok(s) => AddressSpace::User(s),
+        Err(_) => AddressSpace::Kernel,
+    }
+}
+
+impl Kernel {
+    /// Under FASS, makes the CPD hold the current process's slot of `va`
+    /// (a kernel probe, its fault resolved), so its descriptor can be found.
+    fn touch(&mut self, cur: usize, va: u32) {
+        if !matches!(self.strategy, Strategy::Fass(_)) || va >= crate::mmu::USER_TOP {
+            return;
+        }
+        let Some(t) = tcm::tcm() else { return };
+        for _ in 0..4 {
+            let found = tcm::user_entry(&self.strategy, t_root(t), cur, va).is_some();
+            if found {
+                return;
+            }
+            match probe_read(va, Privilege::Kernel) {
+                Ok(_) => return,
+                Err(f) => {
+                    if !self.resolve(f.dfsr, f.far) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// `TCM_EXCHANGE`, `TCM_RELEASE` and `TCM_STATE` of process `cur`.
+    /// `None`: preempted between steps (the call is re-issued).
+    pub fn sys_tcm(&mut self, cur: usize, call: u32, va: u32, kind: u32) -> (Option<i32>, After) {
+        if tcm::tcm().is_none() {
+            return (Some(err::ENOSYS), After::Continue);
+        }
+        if call == nr::TCM_STATE {
+            return (Some(self.tcm_state(cur, va)), After::Continue);
+        }
+        let args = [call, va, kind];
+        match &self.pending {
+            Some(p) if p.proc != cur || p.call != args => {
+                return (Some(err::EBUSY), After::Continue)
+            }
+            Some(_) => {}
+            None => match self.tcm_begin(cur, args) {
+                Ok(p) => self.pending = Some(p),
+                Err(e) => return (Some(e), After::Continue),
+            },
+        }
+        self.tcm_run(cur)
+    }
+
+    fn tcm_state(&mut self, cur: usize, va: u32) -> i32 {
+        if va >= crate::mmu::USER_TOP {
+            return err::EFAULT;
+        }
+        self.touch(cur, va & !0xFFF);
+        let Some(t) = tcm::tcm() else {
+            return err::ENOSYS;
+        };
+        let (table, tt) = tcm::split(t);
+        let maps = Maps::new(&mut self.procs, &self.strategy, tt);
+        let r = spm::ops::change_state(
+            table,
+            &maps,
+            &mut Hw::new(),
+            space(cur),
+            VirtAddr::new(va),
+            spm::StateRequest::Query,
+        );
+        let frame = spm::Mappings::translate(&maps, space(cur), VirtAddr::new(va));
+        match (r, frame) {
+            (Ok(state), Some(tr)) => {
+                let loc = table
+                    .region_of(tr.page)
+                    .map(|r| tcm::location_code(r.location()))
+                    .unwrap_or(3);
+                (tcm::state_code(state) | (loc << 4)) as i32
+            }
+            _ => err::EFAULT,
+        }
+    }
+
+    fn request(&self, cur: usize, va: u32, slot: usize, exec: bool) -> ExchangeRequest {
+        let me = space(cur);
+        ExchangeRequest {
+            caller: me,
+            target_space: me,
+            target: VirtAddr::new(va),
+            resource_space: me,
+            resource: VirtAddr::new(USER_RES_VA + (slot as u32) * 4096),
+            size: PageSize::Small,
+            count: 1,
+            rights: if exec { Rights::RX } else { Rights::RW },
+        }
+    }
+
+    fn record(&self, cur: usize, va: u32) -> Option<Page> {
+        let p = &self.procs[cur];
+        p.kernel_pages
+            .iter()
+            .chain(p.user_pages.iter())
+            .flatten()
+            .find(|pg| pg.va == va)
+            .copied()
+    }
+
+    fn tcm_begin(&mut self, cur: usize, args: [u32; 3]) -> Result<Pending, i32> {
+        let [call, va, kind] = args;
+        if va & 0xFFF != 0 {
+            return Err(err::EINVAL);
+        }
+        let exec = self.record(cur, va).ok_or(err::EINVAL)?.exec;
+        let t = tcm::tcm().ok_or(err::ENOSYS)?;
+        let slot = if call == nr::TCM_EXCHANGE {
+            let kind = match kind {
+                0 => TcmKind::Instruction,
+                1 => TcmKind::Data,
+                _ => return Err(err::EINVAL),
+            };
+            if self.procs[cur].tcm_targets.contains(&Some(va)) {
+                return Err(err::EBUSY);
+            }
+            let slot = self.procs[cur]
+                .res_pages
+                .iter()
+                .position(Option::is_none)
+                .ok_or(err::ENOMEM)?;
+            let frame = t.alloc(kind).ok_or(err::ENOMEM)?;
+            let rva = USER_RES_VA + (slot as u32) * 4096;
+            let sp = SpaceId(cur as u16);
+            let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, sp, VirtAddr::new(rva), PhysAddr::new(frame), 4096, AccessPermission::PrivRw, CachePolicy::Uncached)));
+            if let Err(e) = r {
+                t.free(frame);
+                return Err(super::kernel::map_error(e));
+            }
+            self.procs[cur].res_pages[slot] = Some(Page {
+                va: rva,
+                pa: frame,
+                exec: false,
+            });
+            tcm::note_mapper(frame, Some(cur));
+            slot
+        } else {
+            let slot = self.procs[cur]
+                .tcm_targets
+                .iter()
+                .position(|t| *t == Some(va))
+                .ok_or(err::EINVAL)?;
+            // The frame the page left is still the caller's user page
+            // (thesis 4.4.2.3): it becomes a page resource again with
+            // `spm`'s delete, so the page can be exchanged back into it.
+            let rva = USER_RES_VA + (slot as u32) * 4096;
+            self.touch(cur, rva);
+            let sid = spm::SpaceId::new(cur as u16).map_err(|_| err::EINVAL)?;
+            let (table, tt) = tcm::split(t);
+            let maps = Maps::new(&mut self.procs, &self.strategy, tt);
+            if let Err(e) = spm::ops::delete_user_page(table, &maps, sid, VirtAddr::new(rva)) {
+                defmt::info!("TCM release of process {=usize}: {}", cur, e);
+                return Err(err::EBUSY);
+            }
+            slot
+        };
+        let req = self.request(cur, va, slot, exec);
+        self.touch(cur, va);
+        self.touch(cur, req.resource.as_u32());
+        let t = tcm::tcm().ok_or(err::ENOSYS)?;
+        let (table, tt) = tcm::split(t);
+        let maps = Maps::new(&mut self.procs, &self.strategy, tt);
+        match spm::Exchange::begin(table, &maps, req, CHUNK) {
+            Ok(x) => Ok(Pending {
+                proc: cur,
+                call: args,
+                slot,
+                x,
+                t: XTiming::default(),
+            }),
+            Err(e) => {
+                defmt::info!(
+                    "TCM call {=u32} of process {=usize} refused: {}",
+                    call,
+                    cur,
+                    e
+                );
+                if call == nr::TCM_EXCHANGE {
+                    self.drop_resource(cur, slot);
+                }
+                Err(xerr(e))
+            }
+        }
+    }
+
+    /// Unmaps resource slot `slot` of `cur` and frees its frame.
+    fn drop_resource(&mut self, cur: usize, slot: usize) {
+        let Some(pg) = self.procs[cur].res_pages[slot].take() else {
+            return;
+        };
+        self.procs[cur].tcm_targets[slot] = None;
+        let sp = SpaceId(cur as u16);
+        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, sp, VirtAddr::new(pg.va), 4096)));
+        if let Err(e) = r {
+            // The per-table strategies may fail to unmap (see the report):
+            // clear the descriptor kernel-side.
+            defmt::warn!(
+                "unmapping TCM resource {=u32:#x} failed ({}); cleared directly",
+                pg.va,
+                e
+            );
+            if let Some(t) = tcm::tcm() {
+                if let Some((entry, mva)) = tcm::user_entry(&self.strategy, t_root(t), cur, pg.va) {
+                    // SAFETY: the resource slot's own descriptor; the TLB
+                    // entry of its MVA is invalidated right after.
+                    unsafe { entry.write_volatile(0) };
+                    let mut m = crate::mmu::maint();
+                    mmu_armv5::maint::CacheMaintenance::clean_dcache_line(
+                        &mut m,
+                        mmu_armv5::ModifiedVirtAddr::new(entry as u32),
+                    );
+                    mmu_armv5::maint::CacheMaintenance::invalidate_tlb_entry(
+                        &mut m,
+                        mmu_armv5::ModifiedVirtAddr::new(mva),
+                    );
+                }
+            }
+        }
+        free_frame(pg.pa);
+    }
+
+    fn tcm_run(&mut self, cur: usize) -> (Option<i32>, After) {
+        let Some(mut p) = self.pending.take() else {
+            return (Some(err::EINVAL), After::Continue);
+        };
+        let req = *p.x.request();
+        self.touch(cur, req.target.as_u32());
+        self.touch(cur, req.resource.as_u32());
+        let Some(t) = tcm::tcm() else {
+            return (Some(err::ENOSYS), After::Continue);
+        };
+        let mut irq = Irq::default();
+        let mut hw = Hw::new();
+        let result = loop {
+            let t0 = timer::now();
+            tcm::set_irqs_enabled(true);
+            let r = {
+                let (table, tt) = tcm::split(t);
+                let mut maps = Maps::new(&mut self.procs, &self.strategy, tt);
+                p.x.step(table, &mut maps, &mut hw, &mut irq)
+            };
+            tcm::set_irqs_enabled(false);
+            p.t.ticks += timer::now().wrapping_sub(t0);
+            p.t.steps += 1;
+            p.t.longest = p.t.longest.max(irq.longest);
+            p.t.windows += core::mem::take(&mut irq.windows);
+            match r {
+                Err(e) => {
+                    defmt::error!("TCM exchange of process {=usize} failed: {}", cur, e);
+                    break Err(xerr(e));
+                }
+                Ok(Progress::Done) => break Ok(()),
+                Ok(Progress::Pending) => {}
+            }
+            let taken = tcm::take_kernel_irqs();
+            if taken > 0 {
+                // The tick came in between two steps: preempt the caller.
+                self.counters.irqs += taken;
+                self.counters.preemptions += 1;
+                p.t.preempted += 1;
+                self.procs[cur].ctx.pc = self.procs[cur].ctx.pc.wrapping_sub(4);
+                self.pending = Some(p);
+                return (None, After::Yield);
+            }
+        };
+        let taken = tcm::take_kernel_irqs();
+        self.counters.irqs += taken;
+        self.complete(cur, &p, result.is_ok());
+        if let Some(slot) = self.xtimes.iter_mut().find(|s| s.is_none()) {
+            *slot = Some((p.call[0], p.t));
+        }
+        (Some(result.err().unwrap_or(0)), After::Continue)
+    }
+
+    fn complete(&mut self, cur: usize, p: &Pending, ok: bool) {
+        match (p.call[0], ok) {
+            (nr::TCM_EXCHANGE, true) => self.procs[cur].tcm_targets[p.slot] = Some(p.call[1]),
+            (nr::TCM_EXCHANGE, false) => self.drop_resource(cur, p.slot),
+            (_, true) => self.drop_resource(cur, p.slot),
+            _ => {}
+        }
+    }
+
+    /// Finishes a pending exchange of process `idx` (it is ending).
+    pub fn finish_pending(&mut self, idx: usize) {
+        if self.pending.as_ref().is_none_or(|p| p.proc != idx) {
+            return;
+        }
+        let Some(mut p) = self.pending.take() else {
+            return;
+        };
+        let Some(t) = tcm::tcm() else { return };
+        let mut irq = Irq::default();
+        let mut hw = Hw::new();
+        let ok = loop {
+            let (table, tt) = tcm::split(t);
+            let mut maps = Maps::new(&mut self.procs, &self.strategy, tt);
+            match p.x.step(table, &mut maps, &mut hw, &mut irq) {
+                Ok(Progress::Pending) => {}
+                Ok(Progress::Done) => break true,
+                Err(_) => break false,
+            }
+        };
+        self.complete(idx, &p, ok);
+    }
+
+    /// Starts moving the switch/IPC page into ITCM (advanced on timer ticks).
+    pub fn start_kernel_job(&mut self) {
+        let Some(t) = tcm::tcm() else { return };
+        if !matches!(t.job, KernelJob::Idle | KernelJob::Done) {
+            return;
+        }
+        t.job_stats = tcm::JobStats::default();
+        t.job_error = None;
+        let Some(frame) = t.alloc(TcmKind::Instruction) else {
+            t.job = KernelJob::Done;
+            return;
+        };
+        let Some(res) = t.kernel_view(frame) else {
+            t.job = KernelJob::Done;
+            return;
+        };
+        let req = tcm::kernel_request(tcm::kswitch_va(), res);
+        let (table, tt) = tcm::split(t);
+        let maps = Maps::new(&mut self.procs, &self.strategy, tt);
+        match spm::Exchange::begin(table, &maps, req, CHUNK) {
+            Ok(x) => t.job = KernelJob::Out { x, frame, res },
+            Err(e) => {
+                t.free(frame);
+                t.job_error = Some(e);
+                t.job = KernelJob::Done;
+            }
+        }
+    }
+
+    /// Advances the kernel job on a timer tick: up to [`JOB_STEPS_PER_TICK`]
+    /// bounded steps (each its own masked window at most).
+    pub fn kernel_job_tick(&mut self) {
+        for _ in 0..JOB_STEPS_PER_TICK {
+            let moving = tcm::tcm()
+                .is_some_and(|t| matches!(t.job, KernelJob::Out { .. } | KernelJob::Back { .. }));
+            self.kernel_job_step();
+            if !moving {
+                break;
+            }
+        }
+    }
+
+    /// One step of the kernel job.
+    fn kernel_job_step(&mut self) {
+        let Some(t) = tcm::tcm() else { return };
+        let job = core::mem::replace(&mut t.job, KernelJob::Done);
+        let mut irq = Irq::default();
+        let mut hw = Hw::new();
+        let mut step = |x: &mut spm::Exchange, procs, strategy, t: &mut tcm::Tcm| {
+            let (table, tt) = tcm::split(t);
+            let mut maps = Maps::new(procs, strategy, tt);
+            x.step(table, &mut maps, &mut hw, &mut irq)
+        };
+        t.job = match job {
+            KernelJob::Out { mut x, frame, res } => {
+                t.job_stats.steps += 1;
+                match step(&mut x, &mut self.procs, &self.strategy, t) {
+                    Ok(Progress::Pending) => KernelJob::Out { x, frame, res },
+                    Ok(Progress::Done) => {
+                        t.job_stats.out += 1;
+                        t.job_stats.seen_in_itcm = t.kswitch_frame() == frame;
+                        KernelJob::In {
+                            frame,
+                            res,
+                            ticks: 0,
+                            switches0: self.counters.switches,
+                        }
+                    }
+                    Err(e) => {
+                        t.job_error = Some(e);
+                        KernelJob::Done
+                    }
+                }
+            }
+            KernelJob::In {
+                frame,
+                res,
+                ticks,
+                switches0,
+            } => {
+                if ticks + 1 < KERNEL_TICKS_IN_ITCM {
+                    KernelJob::In {
+                        frame,
+                        res,
+                        ticks: ticks + 1,
+                        switches0,
+                    }
+                } else {
+                    t.job_stats.ticks_in_itcm = ticks + 1;
+                    t.job_stats.switches_in_itcm = self.counters.switches - switches0;
+                    let req = tcm::kernel_request(tcm::kswitch_va(), res);
+                    let (table, tt) = tcm::split(t);
+                    let maps = Maps::new(&mut self.procs, &self.strategy, tt);
+                    match spm::Exchange::begin(table, &maps, req, CHUNK) {
+                        Ok(x) => KernelJob::Back { x, frame },
+                        Err(e) => {
+                            t.job_error = Some(e);
+                            KernelJob::Done
+                        }
+                    }
+                }
+            }
+            KernelJob::Back { mut x, frame } => {
+                t.job_stats.steps += 1;
+                match step(&mut x, &mut self.procs, &self.strategy, t) {
+                    Ok(Progress::Pending) => KernelJob::Back { x, frame },
+                    Ok(Progress::Done) => {
+                        t.job_stats.back += 1;
+                        t.free(frame);
+                        KernelJob::Done
+                    }
+                    Err(e) => {
+                        t.job_error = Some(e);
+                        KernelJob::Done
+                    }
+                }
+            }
+            other => other,
+        };
+        t.job_stats.longest_window = t.job_stats.longest_window.max(irq.longest);
+    }
+
+    /// After the processes ended: runs the kernel job to its end.
+    pub fn finish_kernel_job(&mut self) {
+        let Some(t) = tcm::tcm() else { return };
+        for _ in 0..10_000 {
+            if matches!(t.job, KernelJob::Done | KernelJob::Idle) {
+                return;
+            }
+            t.job_stats.finished_late = true;
+            self.kernel_job_step();
+        }
+    }
+}
+
+fn t_root(t: &tcm::Tcm) -> *mut u32 {
+    t.root()
+}
