@@ -30,8 +30,9 @@ pub type TableS = TableSwitch<MAX_PROCS, SEGMENTS>;
 pub enum SwitchMode {
     /// Per-process tables, full cache and TLB flush on every switch.
     Naive,
-    /// Per-process tables with FCSE PIDs (guaranteed: one PID per space, no
-    /// mapping above 32 MiB): TLB flush per switch, no cache flush.
+    /// Per-process tables with FCSE PIDs (best effort: a space that maps
+    /// above 32 MiB, or one beyond the 63 PIDs, runs with PID 0 and is
+    /// flushed for): TLB flush per switch, no cache flush otherwise.
     Fcse,
     /// One CPD, domains as address-space tags, FCSE PIDs.
     Fass,
@@ -98,11 +99,10 @@ impl Strategy {
                 let kind = if mode == SwitchMode::Naive {
                     TableKind::Naive
                 } else {
-                    // Guaranteed: one PID per space, never a flush; a fixed
-                    // mapping above 32 MiB is refused (best effort would
-                    // move the space to PID 0; that path crashes this
-                    // kernel, see the report, so it is not used yet).
-                    TableKind::Fcse(PidMode::Guaranteed)
+                    // Best effort: one PID per space while they last; a
+                    // space mapping above 32 MiB (or a 64th space) moves to
+                    // PID 0 and pays flushes instead of being refused.
+                    TableKind::Fcse(PidMode::BestEffort)
                 };
                 Strategy::Table(TableSwitch::new(
                     kind,
