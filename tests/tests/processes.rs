@@ -373,6 +373,86 @@ fn tcm_exchanges_user_and_kernel_pages_while_processes_run() {
     }
 }
 
+/// `key=value` records of `kind` between the previous `BASELINE` (or the
+/// start) and the line starting `to`.
+fn records_before(out: &QemuOutcome, kind: &str, to: &str) -> Vec<HashMap<String, String>> {
+    let texts: Vec<&str> = out.lines.iter().map(|l| l.text.as_str()).collect();
+    let end = texts
+        .iter()
+        .position(|t| t.starts_with(to))
+        .unwrap_or_else(|| panic!("no line starting {to}"));
+    let start = texts[..end]
+        .iter()
+        .rposition(|t| t.starts_with("BASELINE"))
+        .map_or(0, |i| i + 1);
+    texts[start..end]
+        .iter()
+        .filter_map(|t| t.strip_prefix(&format!("{kind} ")))
+        .map(|rest| {
+            rest.split(' ')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn tcm_page_operations_follow_spm_rules() {
+    let out = run("scenario=tcmops mode=naive,fcse,fass");
+    let results = records(&out, "RESULT");
+    let ops = records(&out, "TCMOPS");
+    for mode in ["naive", "fcse", "fass"] {
+        let r = find(&results, &[("name", "tcmops"), ("mode", mode)]).unwrap();
+        assert_eq!(num(r, "exited_ok"), 1, "{r:?}");
+        let to = format!("RESULT name=tcmops mode={mode} ");
+        let procs = proc_lines(&out, "BASELINE", &to);
+        let user = procs.iter().find(|p| p["role"] == "11").unwrap();
+        // Every check passed: the created DTCM page read as zero over the
+        // old pattern, deleting a page that is no longer ours gave EPERM,
+        // undefined gave ESTATE and kernel page EPERM, ...
+        assert_eq!(user["code"], "0", "{mode}: {user:?}");
+        // ... and the eleven refusals it provokes are its only errors.
+        assert_eq!(user["errors"], "11", "{mode}: {user:?}");
+
+        let t = find(&ops, &[("mode", mode)]).unwrap();
+        assert_eq!(num(t, "tcm_frames_in_use"), 0, "{t:?}");
+        let lines = records_before(&out, "TCMOP", &to);
+        let (creates, deletes): (Vec<_>, Vec<_>) = lines.iter().partition(|l| l["call"] == "17");
+        assert_eq!(creates.len(), 3, "{lines:?}");
+        assert_eq!(deletes.len(), 3, "{lines:?}");
+        assert!(deletes.iter().all(|l| l["call"] == "18"), "{lines:?}");
+        // The DTCM page came from the frame the exchanged page had left
+        // its pattern in (the bank's first), yet read as zero.
+        assert_eq!(creates[0]["pa"], t["dtcm"], "{lines:?}");
+        // Each create takes one frame, each delete gives it back: after the
+        // deletes, RAM and TCM are at their counts from before the creates.
+        let (first, last) = (creates[0], deletes[2]);
+        assert_eq!(num(first, "tcm_in_use_before"), 0, "{lines:?}");
+        assert_eq!(num(last, "tcm_in_use"), 0, "{lines:?}");
+        assert_eq!(
+            num(first, "ram_free_before"),
+            num(last, "ram_free"),
+            "{lines:?}"
+        );
+        for c in &creates {
+            assert_eq!(
+                num(c, "ram_free_before") + num(c, "tcm_in_use"),
+                num(c, "ram_free") + num(c, "tcm_in_use_before") + 1,
+                "{c:?}"
+            );
+        }
+        for d in &deletes {
+            assert_eq!(
+                num(d, "ram_free") + num(d, "tcm_in_use_before"),
+                num(d, "ram_free_before") + num(d, "tcm_in_use") + 1,
+                "{d:?}"
+            );
+        }
+        check_baseline(&out, "tcmops", mode, "0");
+    }
+}
+
 #[test]
 fn large_rings_beyond_the_pids_and_domains() {
     let out = run("scenario=ring mode=naive,fcse,fass n=48,64 passes=4");

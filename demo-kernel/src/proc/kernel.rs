@@ -721,7 +721,7 @@ impl Kernel {
         result
     }
 
-    fn unmap_page(&mut self, idx: usize, va: u32) -> i32 {
+    pub(super) fn unmap_page(&mut self, idx: usize, va: u32) -> i32 {
         let space = SpaceId(idx as u16);
         let Some(slot) = self.procs[idx]
             .user_pages

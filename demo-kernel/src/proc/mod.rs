@@ -11,6 +11,7 @@
 //! * [`uaccess`]: checked copies from and to user memory;
 //! * [`syscall`]: the system calls;
 //! * [`tcm`]: TCM with `spm` (frame table, emulated banks, reverse mappings);
+//! * [`tcm_sys`], [`tcm_ops`]: the TCM system calls (exchanges; page operations);
 //! * [`scenario`]: the workloads the command line selects, and their reports.
 
 pub mod elf;
@@ -21,6 +22,7 @@ pub mod scenario;
 pub mod strategy;
 pub mod syscall;
 pub mod tcm;
+pub mod tcm_ops;
 pub mod tcm_sys;
 pub mod timer;
 pub mod uaccess;

@@ -169,6 +169,9 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
             k.spawn(role::WORKER, [40_000, 0, 0, 0, 0, 0, 0])?;
             k.start_kernel_job();
         }
+        "tcmops" => {
+            k.spawn(role::TCMOPS, [0; 7])?;
+        }
         "fuzz" => {
             if let Err(e) = k.define_segment(0, abi::SEGMENT_VA, SEGMENT_PHYS) {
                 defmt::error!("cannot define segment 0: {}", e);
@@ -186,8 +189,8 @@ fn takes_n(name: &str) -> bool {
     matches!(name, "ring" | "ipc")
 }
 
-const KNOWN: [&str; 9] = [
-    "ring", "ipc", "collide", "share", "faults", "badcalls", "fuzz", "fault", "tcm",
+const KNOWN: [&str; 10] = [
+    "ring", "ipc", "collide", "share", "faults", "badcalls", "fuzz", "fault", "tcm", "tcmops",
 ];
 
 /// Runs every scenario of `p` under every mode; `false` if one could not be set up.
@@ -284,6 +287,17 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
     report(k, name, m, n, p, procs, &start, &end);
     if name == "tcm" {
         report_tcm(k, m);
+    }
+    if name == "tcmops" {
+        if let Some(t) = super::tcm::tcm() {
+            defmt::info!(
+                "TCMOPS mode={=str} itcm={=u32:#010x} dtcm={=u32:#010x} tcm_frames_in_use={=u32}",
+                m,
+                t.layout.itcm.map_or(0, |b| b.base().as_u32()),
+                t.layout.dtcm.map_or(0, |b| b.base().as_u32()),
+                t.in_use()
+            );
+        }
     }
     if name == "fault" {
         let c = k.fault_clock;

@@ -48,6 +48,9 @@ impl Kernel {
                 after = a;
                 r
             }
+            nr::TCM_CREATE | nr::TCM_DELETE | nr::TCM_SET_STATE => {
+                Some(self.sys_tcm_op(cur, ctx.r[7], a[0], a[1]))
+            }
             _ => Some(err::ENOSYS),
         };
         if let Some(r) = ret {

@@ -60,7 +60,7 @@ fn space(cur: usize) -> AddressSpace {
 impl Kernel {
     /// Under FASS, makes the CPD hold the current process's slot of `va`
     /// (a kernel probe, its fault resolved), so its descriptor can be found.
-    fn touch(&mut self, cur: usize, va: u32) {
+    pub(super) fn touch(&mut self, cur: usize, va: u32) {
         if !matches!(self.strategy, Strategy::Fass(_)) || va >= crate::mmu::USER_TOP {
             return;
         }

@@ -45,8 +45,18 @@ pub mod nr {
     /// query): state (0 undefined, 1 resource, 2 user page, 3 kernel page)
     /// | location << 4 (0 RAM, 1 ITCM, 2 DTCM, 3 device).
     pub const TCM_STATE: u32 = 16;
+    /// TCM: create a zeroed user page of location r1 (0 RAM, 1 ITCM, 2 DTCM)
+    /// from a page resource and map it read/write at r0 (`spm`'s create).
+    pub const TCM_CREATE: u32 = 17;
+    /// TCM: delete the caller's user page at r0 (owner only): unmapped, its
+    /// frame a page resource again (`spm`'s delete).
+    pub const TCM_DELETE: u32 = 18;
+    /// TCM: set the state of the frame behind the caller's page at r0 to r1
+    /// (state codes as in `TCM_STATE`; `spm`'s checked transitions).
+    /// Returns the new state code.
+    pub const TCM_SET_STATE: u32 = 19;
     /// One past the highest number.
-    pub const COUNT: u32 = 17;
+    pub const COUNT: u32 = 20;
 }
 
 /// Error codes (returned in r0 as negative numbers).
@@ -67,6 +77,8 @@ pub mod err {
     pub const EPERM: i32 = -7;
     /// Already mapped / busy.
     pub const EBUSY: i32 = -8;
+    /// A page-state transition `spm`'s rules allow no one.
+    pub const ESTATE: i32 = -9;
 }
 
 /// Roles (r0 at start) and their arguments (r1-r7).
@@ -91,6 +103,8 @@ pub mod role {
     pub const WORKER: u32 = 9;
     /// TCM user: r1 rounds.
     pub const TCM: u32 = 10;
+    /// TCM page operations (create, delete, state changes); no arguments.
+    pub const TCMOPS: u32 = 11;
 }
 
 /// Faults a [`role::FAULTER`] commits.

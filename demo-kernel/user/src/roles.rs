@@ -19,6 +19,7 @@ pub fn run(r: u32, a: [u32; 7]) -> u32 {
         role::BADCALLS => badcalls(),
         role::WORKER => worker(a[0]),
         role::TCM => tcm(a[0]),
+        role::TCMOPS => tcm_ops(),
         _ => 0xBAD0,
     }
 }
@@ -436,6 +437,88 @@ fn tcm(rounds: u32) -> u32 {
     if unsafe { read_volatile((DATA_VA as *const u32).add(((rounds - 1) % 1024) as usize)) } != acc
     {
         bad += 1;
+    }
+    bad
+}
+
+/// Where [`tcm_ops`] creates its pages.
+const OPS_VA: u32 = 0x0040_0000;
+
+/// `spm`'s page operations (11 error returns on purpose): a created DTCM page reads as zero though its
+/// frame held our old data; a page that is no longer ours cannot be
+/// deleted; illegal state changes are refused; deletes give every frame back.
+fn tcm_ops() -> u32 {
+    let create = |va: u32, kind: u32| syscall(nr::TCM_CREATE, [va, kind, 0, 0])[0] as i32;
+    let delete = |va: u32| syscall(nr::TCM_DELETE, [va, 0, 0, 0])[0] as i32;
+    let set = |va: u32, s: u32| syscall(nr::TCM_SET_STATE, [va, s, 0, 0])[0] as i32;
+    let state = |va: u32| syscall(nr::TCM_STATE, [va, 0, 0, 0])[0];
+    let words = |va: u32| va as *mut u32;
+    let (a, b, c) = (OPS_VA, OPS_VA + PAGE, OPS_VA + 2 * PAGE);
+    let mut bad = map_data(PAGE) * 1000;
+    // Old data in a DTCM frame: our data page goes into DTCM, is written
+    // there and comes back; the DTCM frame is a free page resource again,
+    // the pattern still in it.
+    if syscall(nr::TCM_EXCHANGE, [DATA_VA, 1, 0, 0])[0] != 0 {
+        bad += 1;
+    }
+    for w in 0..1024 {
+        // SAFETY: our own read/write data page (in DTCM now).
+        unsafe { write_volatile(words(DATA_VA).add(w), 0xA5A5_0000 | w as u32) };
+    }
+    if syscall(nr::TCM_RELEASE, [DATA_VA, 0, 0, 0])[0] != 0 {
+        bad += 1 << 1;
+    }
+    // A DTCM page from that resource (the bank's lowest free frame): zero.
+    if create(a, 2) != 0 || state(a) != 2 | (2 << 4) {
+        bad += 1 << 2;
+    }
+    // SAFETY: the page just created at `a`, read/write.
+    if (0..1024).any(|w| unsafe { read_volatile(words(a).add(w)) } != 0) {
+        bad += 1 << 3;
+    }
+    // SAFETY: as above.
+    unsafe { write_volatile(words(a), 0x1234_5678) };
+    // RAM and ITCM pages.
+    if create(b, 0) != 0 || state(b) != 2 || create(c, 1) != 0 || state(c) != 2 | (1 << 4) {
+        bad += 1 << 4;
+    }
+    // Checked like MAP: mapped already, misaligned, kernel space, bad kind.
+    if create(a, 2) != err::EBUSY
+        || create(a + 4, 2) != err::EINVAL
+        || create(0xC000_0000, 2) != err::EINVAL
+        || create(OPS_VA + 3 * PAGE, 7) != err::EINVAL
+    {
+        bad += 1 << 5;
+    }
+    // Illegal state changes: to undefined (no one), to a kernel page (the
+    // kernel only), our image (the kernel's record).
+    let code_page = (tcm_ops as *const () as u32) & !(PAGE - 1);
+    if set(a, 0) != err::ESTATE || set(a, 3) != err::EPERM || set(code_page, 1) != err::EPERM {
+        bad += 1 << 6;
+    }
+    // Unchanged by the refusals; our own page again is allowed.
+    // SAFETY: as above.
+    if set(a, 2) != 2 || unsafe { read_volatile(words(a)) } != 0x1234_5678 {
+        bad += 1 << 7;
+    }
+    // Given up as a resource (still mapped here), the page is nobody's user
+    // page: deleting it is refused. Taking it back zeroes it.
+    if set(a, 1) != 1 || state(a) != 1 | (2 << 4) || delete(a) != err::EPERM {
+        bad += 1 << 8;
+    }
+    // SAFETY: as above.
+    if set(a, 2) != 2 || unsafe { read_volatile(words(a)) } != 0 {
+        bad += 1 << 9;
+    }
+    // Not mapped; the image.
+    if delete(OPS_VA + 3 * PAGE) != err::EFAULT || delete(code_page) != err::EPERM {
+        bad += 1 << 10;
+    }
+    if delete(a) != 0 || delete(b) != 0 || delete(c) != 0 {
+        bad += 1 << 11;
+    }
+    if state(a) != err::EFAULT as u32 {
+        bad += 1 << 12;
     }
     bad
 }
