@@ -18,10 +18,11 @@
 //!   per switch on the model's own counters; beyond, recycling is counted.
 
 use armv5_sim::{presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
+use fass::policy::CleanFirstRoundRobin;
 use fass::{
-    Cpd, DefaultPolicy, DomainSet, Fass, FassError, Layout, PidError, PidMode, RecycleRule,
-    Resolution, SegmentAccess, SegmentError, SegmentId, SegmentSpec, SpaceId, SwitchStrategy,
-    TableKind, TableSwitch,
+    Cpd, DomainSet, Fass, FassError, Layout, PidError, PidMode, RecycleRule, Resolution,
+    SegmentAccess, SegmentError, SegmentId, SegmentSpec, SpaceId, SwitchStrategy, TableKind,
+    TableSwitch,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
@@ -70,7 +71,9 @@ fn small_layout(last_pid: u8) -> Layout {
     .unwrap()
 }
 
-type FassModel = Fass<DefaultPolicy, 64, 16, 4>;
+/// Round-robin victims: the deterministic scenarios below name the domain
+/// that gets recycled, which depends on the policy.
+type FassModel = Fass<CleanFirstRoundRobin, 64, 16, 4>;
 type Classic = TableSwitch<64, 4>;
 
 fn fass_on(m: &mut Machine, layout: Layout) -> FassModel {
@@ -86,7 +89,7 @@ fn fass_with(m: &mut Machine, layout: Layout, rule: RecycleRule) -> FassModel {
         layout,
         d(0),
         DomainSet::EMPTY,
-        DefaultPolicy::default(),
+        CleanFirstRoundRobin::default(),
         Cpd::new(root.pa, L1Encoding::Arm9).unwrap(),
     )
     .unwrap()
