@@ -3,16 +3,20 @@
 //! (`--quick --check`).
 //!
 //! ```text
-//! bench-model [--quick] [--check] --out DIR [--plots DIR]
+//! bench-model [--quick] [--check] --out DIR [--plots DIR] [--host-ns FILE]
 //! ```
 //!
 //! Writes `DIR/model.md` (Markdown tables, every figure modelled),
 //! `DIR/model.csv` (one line per run) and the PNGs
 //! `switch_cost.png` and `policies.png` into `--plots` (default `DIR`).
+//! `--host-ns` names a file of `benchmark<TAB>ns` lines from this run's
+//! criterion microbenchmarks (`cargo xtask bench` writes it): the last
+//! tie-breaker of the recommended default.
 
 use bench::{memory, plot, report, suite, BenchError};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 struct Args {
@@ -20,6 +24,7 @@ struct Args {
     check: bool,
     out: PathBuf,
     plots: Option<PathBuf>,
+    host_ns: Option<PathBuf>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -28,6 +33,7 @@ fn parse() -> Result<Args, String> {
         check: false,
         out: PathBuf::new(),
         plots: None,
+        host_ns: None,
     };
     let mut out = None;
     let mut it = std::env::args().skip(1);
@@ -39,10 +45,14 @@ fn parse() -> Result<Args, String> {
             "--plots" => {
                 a.plots = Some(PathBuf::from(it.next().ok_or("--plots needs a directory")?));
             }
+            "--host-ns" => {
+                a.host_ns = Some(PathBuf::from(it.next().ok_or("--host-ns needs a file")?));
+            }
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
-    a.out = out.ok_or("usage: bench-model [--quick] [--check] --out DIR [--plots DIR]")?;
+    a.out = out
+        .ok_or("usage: bench-model [--quick] [--check] --out DIR [--plots DIR] [--host-ns FILE]")?;
     Ok(a)
 }
 
@@ -52,16 +62,35 @@ fn run(a: &Args) -> Result<(), BenchError> {
     let plots = a.plots.clone().unwrap_or_else(|| a.out.clone());
     std::fs::create_dir_all(&plots)?;
     let grid = suite::Grid { quick: a.quick };
-    let mut count = 0;
-    let r = suite::run(grid, |_| count += 1)?;
+    let count = AtomicUsize::new(0);
+    let r = suite::run(grid, |_| {
+        count.fetch_add(1, Ordering::Relaxed);
+    })?;
+    let count = count.into_inner();
+    let host = match &a.host_ns {
+        Some(p) => report::parse_host_ns(&std::fs::read_to_string(p)?),
+        None => report::HostNs::new(),
+    };
     println!(
         "model grid: {count} runs ({}) in {:.1} s",
         if a.quick { "short form" } else { "full" },
         start.elapsed().as_secs_f64()
     );
     if a.check {
-        suite::check(&r)?;
-        println!("check: FASS steady state (spaces <= 15 free domains) has 0 cache flushes and 0 TLB invalidations per switch; naive flushes on every switch");
+        let c = suite::check(&r)?;
+        println!(
+            "check ({} runs): {} FASS runs within the {} free domains (both rules): 0 whole-cache operations, 0 TLB invalidations, 0 full flushes; \
+             {} exclusive-windows runs with {} < spaces <= {} (own PIDs): 0 full flushes, flush-free recycles seen; \
+             {} conservative runs beyond the free domains: full flushes seen; {} naive runs: one full flush per switch",
+            c.runs,
+            c.steady,
+            suite::FREE_DOMAINS,
+            c.exclusive,
+            suite::FREE_DOMAINS,
+            suite::FREE_PIDS,
+            c.conservative,
+            c.naive
+        );
     }
     let mem = memory::measure()?;
     let mut md = String::new();
@@ -76,7 +105,7 @@ fn run(a: &Args) -> Result<(), BenchError> {
         md.push_str(&report::detail_table(&r, cpu));
     }
     md.push_str("### Domain-recycling policies (modelled)\n\n");
-    md.push_str(&report::policy_tables(&r));
+    md.push_str(&report::policy_tables(&r, &host));
     let md_path = a.out.join("model.md");
     std::fs::write(&md_path, &md)?;
     std::fs::write(a.out.join("model.csv"), report::csv(&r))?;

@@ -3,8 +3,9 @@
 //!
 //! Every figure this module produces is **modelled**: the machine counts
 //! events (accesses, TLB walks, line fills, write-backs, maintenance
-//! operations, CP15 writes, aborts) and a preset's [`CostModel`] turns them
-//! into cycles. Nothing here is a measurement of a CPU.
+//! operations, CP15 writes, aborts) and a preset's
+//! [`CostModel`](armv5_sim::cost::CostModel) turns them into cycles.
+//! Nothing here is a measurement of a CPU.
 //!
 //! # The access stream
 //!
@@ -60,13 +61,14 @@ use armv5_sim::presets::{self, Preset};
 use armv5_sim::{encode, sctlr, Counters, Machine, Privilege, Region, RegionKind, Width};
 use fass::policy::{CleanFirstLru, CleanFirstRandom, CleanFirstRoundRobin, FewestSlots};
 use fass::{
-    Cpd, DomainSet, Fass, Layout, PidMode, Resolution, SpaceId, Stats, SwitchStrategy, TableKind,
-    TableSwitch, VictimPolicy,
+    Cpd, DomainSet, Fass, Layout, PidMode, RecycleRule, Resolution, SpaceId, Stats, SwitchStrategy,
+    TableKind, TableSwitch, VictimPolicy,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
 use mmu_armv5::table::{TableKind as HwTable, TableRef};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
+use std::any::TypeId;
 use std::fmt;
 
 /// Kernel entry + scheduler instructions fetched per turn.
@@ -130,7 +132,8 @@ impl Cpu {
 /// A domain-recycling policy of `fass::policy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PolicyKind {
-    /// [`CleanFirstRoundRobin`] (the provisional `DefaultPolicy`).
+    /// [`CleanFirstRoundRobin`] (Pistachio's victim choice; the baseline of
+    /// the policy comparison under [`Rule::Conservative`]).
     RoundRobin,
     /// [`CleanFirstRandom`] with its default seed.
     Random,
@@ -148,6 +151,24 @@ impl PolicyKind {
         PolicyKind::FewestSlots,
         PolicyKind::Lru,
     ];
+
+    /// The policy `fass::DefaultPolicy` names (found by type, so the
+    /// benchmarks follow the library when its default changes); `None` if
+    /// it is none of [`PolicyKind::ALL`].
+    #[must_use]
+    pub fn default_of_fass() -> Option<PolicyKind> {
+        let d = TypeId::of::<fass::DefaultPolicy>();
+        PolicyKind::ALL.into_iter().find(|p| p.type_id() == d)
+    }
+
+    fn type_id(self) -> TypeId {
+        match self {
+            PolicyKind::RoundRobin => TypeId::of::<CleanFirstRoundRobin>(),
+            PolicyKind::Random => TypeId::of::<CleanFirstRandom>(),
+            PolicyKind::FewestSlots => TypeId::of::<FewestSlots>(),
+            PolicyKind::Lru => TypeId::of::<CleanFirstLru>(),
+        }
+    }
 
     /// A short name.
     #[must_use]
@@ -172,6 +193,65 @@ impl PolicyKind {
     }
 }
 
+/// A domain-recycling rule of `fass` ([`RecycleRule`]), ordered so that it
+/// can be part of a result key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rule {
+    /// [`RecycleRule::ExclusiveWindows`] (the default of `Fass::new`): the
+    /// dirty domain of a window-exclusive space is recycled without a flush.
+    Exclusive,
+    /// [`RecycleRule::Conservative`] (Pistachio, seed 000): recycling any
+    /// dirty domain costs a full flush.
+    Conservative,
+}
+
+impl Rule {
+    /// Both rules, the default (exclusive windows) first.
+    pub const ALL: [Rule; 2] = [Rule::Exclusive, Rule::Conservative];
+
+    /// The rule `Fass::new` uses (`RecycleRule::default()`).
+    #[must_use]
+    pub fn default_of_fass() -> Rule {
+        Rule::of(RecycleRule::default())
+    }
+
+    /// The bench name of a `fass` rule.
+    #[must_use]
+    pub const fn of(r: RecycleRule) -> Rule {
+        match r {
+            RecycleRule::ExclusiveWindows => Rule::Exclusive,
+            RecycleRule::Conservative => Rule::Conservative,
+        }
+    }
+
+    /// The `fass` rule.
+    #[must_use]
+    pub const fn recycle_rule(self) -> RecycleRule {
+        match self {
+            Rule::Exclusive => RecycleRule::ExclusiveWindows,
+            Rule::Conservative => RecycleRule::Conservative,
+        }
+    }
+
+    /// A short name.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Rule::Exclusive => "exclusive windows",
+            Rule::Conservative => "conservative",
+        }
+    }
+
+    /// A one-word key.
+    #[must_use]
+    pub const fn key(self) -> &'static str {
+        match self {
+            Rule::Exclusive => "excl",
+            Rule::Conservative => "cons",
+        }
+    }
+}
+
 /// A switching strategy of `fass`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mode {
@@ -180,18 +260,27 @@ pub enum Mode {
     /// [`TableSwitch`] with FCSE PIDs, best-effort mode (as guaranteed
     /// while the spaces fit the 63 PIDs of [`Layout::DEMO`]).
     Fcse,
-    /// [`Fass`] with a victim policy.
-    Fass(PolicyKind),
+    /// [`Fass`] with a victim policy and a recycling rule.
+    Fass(PolicyKind, Rule),
 }
 
 impl Mode {
-    /// A short key (`naive`, `fcse`, `fass-rr`, …).
+    /// A short key (`naive`, `fcse`, `fass-rr-excl`, `fass-rr-cons`, …).
     #[must_use]
     pub fn key(self) -> String {
         match self {
             Mode::Naive => "naive".into(),
             Mode::Fcse => "fcse".into(),
-            Mode::Fass(p) => format!("fass-{}", p.key()),
+            Mode::Fass(p, r) => format!("fass-{}-{}", p.key(), r.key()),
+        }
+    }
+
+    /// The recycling rule, for FASS modes.
+    #[must_use]
+    pub fn rule(self) -> Option<Rule> {
+        match self {
+            Mode::Fass(_, r) => Some(r),
+            _ => None,
         }
     }
 }
@@ -201,7 +290,7 @@ impl fmt::Display for Mode {
         match self {
             Mode::Naive => f.write_str("naive"),
             Mode::Fcse => f.write_str("FCSE-only"),
-            Mode::Fass(p) => write!(f, "FASS ({})", p.name()),
+            Mode::Fass(p, r) => write!(f, "FASS ({}, {})", p.name(), r.name()),
         }
     }
 }
@@ -382,48 +471,39 @@ pub fn run(w: &Workload) -> Result<Outcome, BenchError> {
             let mut t = Classic::new(kind, Layout::DEMO, dom(1)?, L1Encoding::Arm9, root)?;
             drive(&mut m, &mut t, w)
         }
-        Mode::Fass(p) => {
+        Mode::Fass(p, rule) => {
             m.set_dacr(Dacr::only(kernel, DomainAccess::Client));
             let cpd = Cpd::new(root, L1Encoding::Arm9)?;
             match p {
-                PolicyKind::RoundRobin => {
-                    let mut f: FassOf<_> = Fass::new(
-                        Layout::DEMO,
-                        kernel,
-                        DomainSet::EMPTY,
-                        CleanFirstRoundRobin::default(),
-                        cpd,
-                    )?;
-                    drive(&mut m, &mut f, w)
-                }
+                PolicyKind::RoundRobin => run_fass(
+                    &mut m,
+                    CleanFirstRoundRobin::default(),
+                    rule,
+                    kernel,
+                    cpd,
+                    w,
+                ),
                 PolicyKind::Random => {
-                    let mut f: FassOf<_> = Fass::new(
-                        Layout::DEMO,
-                        kernel,
-                        DomainSet::EMPTY,
-                        CleanFirstRandom::default(),
-                        cpd,
-                    )?;
-                    drive(&mut m, &mut f, w)
+                    run_fass(&mut m, CleanFirstRandom::default(), rule, kernel, cpd, w)
                 }
-                PolicyKind::FewestSlots => {
-                    let mut f: FassOf<_> =
-                        Fass::new(Layout::DEMO, kernel, DomainSet::EMPTY, FewestSlots, cpd)?;
-                    drive(&mut m, &mut f, w)
-                }
-                PolicyKind::Lru => {
-                    let mut f: FassOf<_> = Fass::new(
-                        Layout::DEMO,
-                        kernel,
-                        DomainSet::EMPTY,
-                        CleanFirstLru::default(),
-                        cpd,
-                    )?;
-                    drive(&mut m, &mut f, w)
-                }
+                PolicyKind::FewestSlots => run_fass(&mut m, FewestSlots, rule, kernel, cpd, w),
+                PolicyKind::Lru => run_fass(&mut m, CleanFirstLru::default(), rule, kernel, cpd, w),
             }
         }
     }
+}
+
+fn run_fass<P: VictimPolicy>(
+    m: &mut Machine,
+    policy: P,
+    rule: Rule,
+    kernel: Domain,
+    cpd: Cpd,
+    w: &Workload,
+) -> Result<Outcome, BenchError> {
+    let mut f: FassOf<P> = Fass::new(Layout::DEMO, kernel, DomainSet::EMPTY, policy, cpd)?
+        .with_recycle_rule(rule.recycle_rule());
+    drive(m, &mut f, w)
 }
 
 /// Keeps the generic parameter of [`VictimPolicy`] in the public docs honest:
@@ -620,24 +700,50 @@ mod tests {
     #[test]
     fn fass_ring_within_free_domains_never_flushes() {
         for n in [2u16, 8, 15] {
-            let o = run(&w(
-                Mode::Fass(PolicyKind::RoundRobin),
+            for rule in Rule::ALL {
+                let o = run(&w(
+                    Mode::Fass(PolicyKind::RoundRobin, rule),
+                    Pattern::Ring,
+                    n,
+                    1024,
+                ))
+                .unwrap();
+                assert_eq!(o.switches, u64::from(n) * 3);
+                assert_eq!(o.counters.cache_whole_ops, 0, "{}", o.counters);
+                assert_eq!(o.tlb_invalidations_per_switch(), 0.0);
+                assert_eq!(o.stats.full_flushes, 0);
+            }
+        }
+    }
+
+    #[test]
+    fn rules_differ_beyond_the_free_domains() {
+        let o = |rule| {
+            run(&w(
+                Mode::Fass(PolicyKind::RoundRobin, rule),
                 Pattern::Ring,
-                n,
+                20,
                 1024,
             ))
-            .unwrap();
-            assert_eq!(o.switches, u64::from(n) * 3);
-            assert_eq!(o.counters.cache_whole_ops, 0, "{}", o.counters);
-            assert_eq!(o.tlb_invalidations_per_switch(), 0.0);
-            assert_eq!(o.stats.full_flushes, 0);
-        }
+            .unwrap()
+        };
+        let (e, c) = (o(Rule::Exclusive), o(Rule::Conservative));
+        assert_eq!(e.stats.full_flushes, 0);
+        assert!(e.stats.recycles_exclusive > 0);
+        assert!(c.stats.full_flushes > 0);
+        assert_eq!(c.stats.recycles_exclusive, 0);
     }
 
     #[test]
     fn naive_flushes_every_switch_and_costs_more() {
         let n = run(&w(Mode::Naive, Pattern::Ring, 2, 0)).unwrap();
-        let f = run(&w(Mode::Fass(PolicyKind::RoundRobin), Pattern::Ring, 2, 0)).unwrap();
+        let f = run(&w(
+            Mode::Fass(PolicyKind::RoundRobin, Rule::Exclusive),
+            Pattern::Ring,
+            2,
+            0,
+        ))
+        .unwrap();
         assert_eq!(n.stats.full_flushes, n.switches);
         assert!(n.cycles_per_switch() > 5.0 * f.cycles_per_switch());
     }

@@ -2,9 +2,9 @@
 //! Hack font embedded by the `epaint_default_fonts` crate through plotters'
 //! `ab_glyph` feature, so no system font or fontconfig is needed.
 
-use crate::model::{Cpu, Mode, Pattern, PolicyKind};
+use crate::model::{Cpu, Mode, Pattern, PolicyKind, Rule};
 use crate::report::{main_modes, policy_touch};
-use crate::suite::Results;
+use crate::suite::{policy_modes, Results, POLICY_CPU};
 use crate::BenchError;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
@@ -27,14 +27,26 @@ fn err<E: std::fmt::Debug>(e: E) -> BenchError {
     BenchError::Plot(format!("{e:?}"))
 }
 
-fn mode_color(m: Mode) -> RGBColor {
+/// A mode's colour; `in_main`: in the switch-cost plot, where the
+/// conservative-rule FASS line gets a colour of its own.
+fn mode_color(m: Mode, in_main: bool) -> RGBColor {
     match m {
         Mode::Naive => RGBColor(200, 30, 30),
         Mode::Fcse => RGBColor(30, 90, 200),
-        Mode::Fass(PolicyKind::RoundRobin) => RGBColor(20, 140, 40),
-        Mode::Fass(PolicyKind::Random) => RGBColor(150, 60, 170),
-        Mode::Fass(PolicyKind::FewestSlots) => RGBColor(230, 130, 0),
-        Mode::Fass(PolicyKind::Lru) => RGBColor(0, 150, 160),
+        Mode::Fass(_, Rule::Conservative) if in_main => RGBColor(120, 70, 20),
+        Mode::Fass(PolicyKind::RoundRobin, _) => RGBColor(20, 140, 40),
+        Mode::Fass(PolicyKind::Random, _) => RGBColor(150, 60, 170),
+        Mode::Fass(PolicyKind::FewestSlots, _) => RGBColor(230, 130, 0),
+        Mode::Fass(PolicyKind::Lru, _) => RGBColor(0, 150, 160),
+    }
+}
+
+/// The legend name of a mode in the switch-cost plot.
+fn short_name(m: Mode) -> String {
+    match m {
+        Mode::Fass(p, Rule::Exclusive) => format!("FASS {}, excl. windows", p.key()),
+        Mode::Fass(p, Rule::Conservative) => format!("FASS {}, conservative", p.key()),
+        m => m.to_string(),
     }
 }
 
@@ -51,10 +63,13 @@ fn shade(c: RGBColor, i: usize, of: usize) -> RGBColor {
 
 /// Modelled cycles per switch against N, ring pattern, SA-1100 and
 /// ARM926EJ-S side by side: one line per mode and touch size (log scale),
-/// like seed 000's context-switch figure.
+/// like seed 000's context-switch figure. The modes are those of the main
+/// tables ([`main_modes`]): naive, FCSE-only, FASS under the default
+/// (exclusive-windows) rule and FASS round-robin under the conservative
+/// rule (dashed).
 pub fn switch_cost(r: &Results, path: &Path) -> Result<(), BenchError> {
     fonts()?;
-    let root = BitMapBackend::new(path, (1400, 620)).into_drawing_area();
+    let root = BitMapBackend::new(path, (1500, 760)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let panels = root.split_evenly((1, 2));
     let ns = r.grid.ns();
@@ -94,7 +109,7 @@ pub fn switch_cost(r: &Results, path: &Path) -> Result<(), BenchError> {
         let touches = r.grid.touches();
         for mode in main_modes() {
             for (i, &t) in touches.iter().enumerate() {
-                let color = shade(mode_color(mode), i, touches.len());
+                let color = shade(mode_color(mode, true), i, touches.len());
                 let pts: Vec<(f64, f64)> = ns
                     .iter()
                     .filter_map(|&n| {
@@ -104,23 +119,17 @@ pub fn switch_cost(r: &Results, path: &Path) -> Result<(), BenchError> {
                     .collect();
                 let label = format!(
                     "{}, {}",
-                    match mode {
-                        Mode::Fass(_) => "FASS".to_string(),
-                        m => m.to_string(),
-                    },
+                    short_name(mode),
                     if t == 0 {
                         "0 KiB".to_string()
                     } else {
                         format!("{} KiB", t / 1024)
                     }
                 );
-                chart
-                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                    .map_err(err)?
+                let dashed = mode.rule() == Some(Rule::Conservative);
+                line(&mut chart, pts.clone(), color, dashed)?
                     .label(label)
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
-                    });
+                    .legend(move |(x, y)| legend_mark(x, y, color, dashed));
                 chart
                     .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
                     .map_err(err)?;
@@ -129,7 +138,7 @@ pub fn switch_cost(r: &Results, path: &Path) -> Result<(), BenchError> {
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::LowerRight)
-            .label_font((FONT, 12))
+            .label_font((FONT, 11))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()
@@ -139,11 +148,45 @@ pub fn switch_cost(r: &Results, path: &Path) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// Full flushes per 1,000 switches against N for every policy, ring and
-/// IPC side by side (SA-1100 model).
+/// A line, solid or dashed; returns the series for its legend entry.
+fn line<'a, 'b, DB, CT>(
+    chart: &'b mut ChartContext<'a, DB, CT>,
+    pts: Vec<(f64, f64)>,
+    color: RGBColor,
+    dashed: bool,
+) -> Result<&'b mut plotters::chart::SeriesAnno<'a, DB>, BenchError>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    let style = color.stroke_width(2);
+    if dashed {
+        chart
+            .draw_series(DashedLineSeries::new(pts, 8, 5, style))
+            .map_err(err)
+    } else {
+        chart.draw_series(LineSeries::new(pts, style)).map_err(err)
+    }
+}
+
+/// The legend entry of a line: a long stroke (solid) or a short one (dashed).
+fn legend_mark(x: i32, y: i32, color: RGBColor, dashed: bool) -> PathElement<(i32, i32)> {
+    if dashed {
+        // A short stroke marks the dashed lines in the legend.
+        PathElement::new(vec![(x, y), (x + 7, y)], color.stroke_width(3))
+    } else {
+        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
+    }
+}
+
+/// Full flushes per 1,000 switches against N for every policy under both
+/// recycling rules (solid: exclusive windows; dashed: conservative), ring
+/// and IPC side by side ([`POLICY_CPU`] model). Policies that give the same
+/// figures overlap; their markers shrink in table order so every one stays
+/// visible.
 pub fn policies(r: &Results, path: &Path) -> Result<(), BenchError> {
     fonts()?;
-    let root = BitMapBackend::new(path, (1400, 560)).into_drawing_area();
+    let root = BitMapBackend::new(path, (1500, 620)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let panels = root.split_evenly((1, 2));
     let ns = r.grid.ns();
@@ -151,9 +194,9 @@ pub fn policies(r: &Results, path: &Path) -> Result<(), BenchError> {
     let xmax = f64::from(*ns.last().unwrap_or(&64)) + 2.0;
     for (pattern, area) in [Pattern::Ring, Pattern::Ipc].iter().zip(panels.iter()) {
         let mut ymax = 10.0f64;
-        for p in PolicyKind::ALL {
+        for mode in policy_modes() {
             for &n in ns {
-                if let Some(o) = r.get(Cpu::Sa1100, *pattern, Mode::Fass(p), touch, n) {
+                if let Some(o) = r.get(POLICY_CPU, *pattern, mode, touch, n) {
                     ymax = ymax.max(o.flushes_per_thousand());
                 }
             }
@@ -161,7 +204,8 @@ pub fn policies(r: &Results, path: &Path) -> Result<(), BenchError> {
         let mut chart = ChartBuilder::on(area)
             .caption(
                 format!(
-                    "SA-1100 {}, {} KiB: full flushes / 1,000 switches (MODELLED run)",
+                    "{} {}, {} KiB: full flushes / 1,000 switches (MODELLED)",
+                    POLICY_CPU.name(),
                     pattern.name(),
                     touch / 1024
                 ),
@@ -170,7 +214,7 @@ pub fn policies(r: &Results, path: &Path) -> Result<(), BenchError> {
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax * 1.1)
+            .build_cartesian_2d(0f64..xmax, -ymax * 0.03..ymax * 1.45)
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -183,30 +227,41 @@ pub fn policies(r: &Results, path: &Path) -> Result<(), BenchError> {
             .axis_desc_style((FONT, 15))
             .draw()
             .map_err(err)?;
-        for p in PolicyKind::ALL {
-            let color = mode_color(Mode::Fass(p));
+        for (i, mode) in policy_modes().into_iter().enumerate() {
+            let Mode::Fass(p, rule) = mode else { continue };
+            let color = mode_color(mode, false);
+            let dashed = rule == Rule::Conservative;
             let pts: Vec<(f64, f64)> = ns
                 .iter()
                 .filter_map(|&n| {
-                    r.get(Cpu::Sa1100, *pattern, Mode::Fass(p), touch, n)
+                    r.get(POLICY_CPU, *pattern, mode, touch, n)
                         .map(|o| (f64::from(n), o.flushes_per_thousand()))
                 })
                 .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(err)?
-                .label(p.name())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
-                });
-            chart
-                .draw_series(pts.into_iter().map(|q| Circle::new(q, 3, color.filled())))
-                .map_err(err)?;
+            line(&mut chart, pts.clone(), color, dashed)?
+                .label(format!("{}, {}", p.name(), rule.name()))
+                .legend(move |(x, y)| legend_mark(x, y, color, dashed));
+            let size = 8 - 2 * (i % PolicyKind::ALL.len()) as i32;
+            if dashed {
+                chart
+                    .draw_series(
+                        pts.into_iter()
+                            .map(|q| Circle::new(q, size, color.stroke_width(2))),
+                    )
+                    .map_err(err)?;
+            } else {
+                chart
+                    .draw_series(
+                        pts.into_iter()
+                            .map(|q| Circle::new(q, size, color.filled())),
+                    )
+                    .map_err(err)?;
+            }
         }
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FONT, 13))
+            .label_font((FONT, 12))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()
