@@ -3,7 +3,7 @@
 //!
 //! * [`cli`]: the `cargo xtask` command line;
 //! * [`setup`]: installs what a fresh machine lacks (`rust-src`, QEMU);
-//! * [`bench`]: `cargo xtask bench` (model, microbenchmarks, QEMU instruction counts);
+//! * [`bench`](mod@bench): `cargo xtask bench` (model, microbenchmarks, QEMU instruction counts);
 //! * [`cargo`]: host and ARM cargo invocations, artifact paths;
 //! * [`defmt_log`]: decoding the kernel's defmt stream;
 //! * [`qemu`]: booting the kernel with a timeout and collecting its log;
