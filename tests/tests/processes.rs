@@ -191,7 +191,8 @@ fn collisions_faults_bad_calls_fuzzing_and_ipc() {
     );
     let results = records(out_ref(&out), "RESULT");
     for mode in ["naive", "fcse", "fass"] {
-        // Collision: two processes map different data at 0x04000000.
+        // Collision: two processes map different data at 0x04000000 and
+        // 0x04100000.
         let r = find(&results, &[("name", "collide"), ("mode", mode)]).unwrap();
         let procs = proc_lines(
             &out,
@@ -209,6 +210,15 @@ fn collisions_faults_bad_calls_fuzzing_and_ipc() {
         if mode == "fass" {
             assert!(num(r, "collisions") >= 10, "{r:?}");
             assert!(num(r, "domain_faults") >= 10, "{r:?}");
+            // The second page's collision of each turn finds the other
+            // collider's domain clean (flushed by the first): no flush.
+            assert!(num(r, "flush_free_collisions") >= 10, "{r:?}");
+            assert!(
+                num(r, "flush_free_collisions") < num(r, "domain_faults"),
+                "{r:?}"
+            );
+        } else {
+            assert_eq!(num(r, "flush_free_collisions"), 0, "{r:?}");
         }
         check_baseline(&out, "collide", mode, "0");
 
@@ -510,10 +520,23 @@ fn fass_collision_resolution_is_timed() {
     let r = find(&results, &[("name", "fault")]).unwrap();
     assert_eq!(num(r, "exited_ok"), 2, "{r:?}");
     assert_eq!(num(f, "resolved"), num(r, "domain_faults"), "{f:?} {r:?}");
-    assert!(num(f, "resolved") >= 10, "{f:?}");
+    assert!(num(f, "resolved") >= 20, "{f:?}");
+    // Both kinds occur: with a full flush and without (TLB only).
+    assert!(num(f, "flushed") >= 10, "{f:?}");
+    assert!(num(f, "flush_free") >= 10, "{f:?}");
+    assert_eq!(
+        num(f, "flush_free"),
+        num(r, "flush_free_collisions"),
+        "{f:?} {r:?}"
+    );
     let b = find(&bench, &[("kind", "fault")]).unwrap();
     assert!(
         num(b, "value") > 0 && num(b, "value") <= num(f, "max_instr"),
+        "{b:?}"
+    );
+    let b = find(&bench, &[("kind", "fault_flush")]).unwrap();
+    assert!(
+        num(b, "value") > 0 && num(b, "value") <= num(f, "flushed_max_instr"),
         "{b:?}"
     );
 }

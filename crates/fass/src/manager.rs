@@ -143,6 +143,7 @@ pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const 
     pub(crate) current: Option<SpaceId>,
     pub(crate) rule: RecycleRule,
     pub(crate) windows: WindowLines,
+    pub(crate) generation: u32,
 }
 
 impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize>
@@ -174,6 +175,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             current: None,
             rule: RecycleRule::default(),
             windows: WindowLines::new(),
+            generation: 0,
         })
     }
 
@@ -221,6 +223,44 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         st.dir
             .slots()
             .all(|s| s / crate::layout::SLOTS_PER_WINDOW == w)
+    }
+
+    /// A counter that changes (wrapping) whenever the DACR and FCSEIDR
+    /// values a [`switch_to`](crate::SwitchStrategy::switch_to) wrote for a
+    /// space may stop being what a switch to it would write, or a domain
+    /// stops being marked dirty: a domain taken back or released, a full
+    /// flush, a segment mapped or unmapped. While it is unchanged, a kernel
+    /// may switch back to a space by writing those two values itself and
+    /// then tell [`Fass::note_switched`].
+    #[must_use]
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    fn bump_generation(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+    }
+
+    /// Records `id` as the running space without touching the hardware,
+    /// for a kernel that switched to `id` itself by writing the DACR and
+    /// FCSEIDR values [`switch_to`](crate::SwitchStrategy::switch_to) last
+    /// wrote for it, with [`Fass::generation`] unchanged since. That is all
+    /// `switch_to` would have done (the domains it marks dirty still are:
+    /// only the events that change the generation clean them); the switch
+    /// is counted and the policy told.
+    ///
+    /// Errors: unknown space, or a space without a domain (it was never
+    /// switched to, or lost its domain, which changed the generation).
+    pub fn note_switched(&mut self, id: SpaceId) -> Result<(), FassError> {
+        let Some(d) = self.space(id)?.domain else {
+            return Err(FassError::UnknownSpace(id));
+        };
+        if self.current != Some(id) {
+            self.stats.record(Event::Switch);
+            self.policy.touch(d);
+            self.current = Some(id);
+        }
+        Ok(())
     }
 
     /// The counters so far.
@@ -351,6 +391,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         // Nothing can be left in between here (the flush is not
         // preemptible), but the ticket keeps the rule of `crate::pid`.
         let _ = self.windows.flush_done(ticket);
+        self.bump_generation();
         self.domains.mark_all_clean();
         self.stats.record(Event::FullFlush);
         if let Some(st) = self.current.and_then(|c| self.space(c).ok()) {
@@ -368,6 +409,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         e: &Eviction,
         recycled: bool,
     ) {
+        self.bump_generation();
         // Decided before the owner lets go of the domain (exclusivity does
         // not depend on it, but keep the order obvious).
         let left_in_window = match e.owner {
@@ -685,6 +727,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
                 }
             }
         }
+        self.bump_generation();
         let st = self.space_mut(space)?;
         st.segs = st.segs.with(seg);
         if access == SegmentAccess::Manager {
@@ -711,6 +754,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
                 },
             ));
         }
+        self.bump_generation();
         let st = self.space_mut(space)?;
         st.segs = st.segs.without(seg);
         st.seg_managed = st.seg_managed.without(seg);

@@ -1,36 +1,41 @@
 @ Traps from user mode and the way into and out of user mode.
 @
-@ Every exception taken in user mode (SVC, IRQ, prefetch/data abort,
-@ undefined instruction) builds one trap frame on the SVC stack:
+@ Every process's user registers live in its own trap frame, inside its
+@ process record (`kernel::TrapFrame`, `Proc::ctx`):
 @   [0..52)  r0-r12   [52] sp_usr   [56] lr_usr   [60] pc to resume   [64] CPSR
-@ (68 bytes, `trap::TrapFrame`, padded to FRAME_SIZE = 72 so that sp stays
-@ 8-byte aligned as the AAPCS requires: with 68 the compiler's aligned
-@ stack-slot arithmetic read values 4 bytes off), calls `trap_entry(frame, kind)` in SVC
-@ mode with IRQ/FIQ masked, and returns to user mode from the frame, which
-@ Rust may have replaced by another process's context (a switch).
+@ `__cur_frame` points at the running process's frame. Every exception taken
+@ in user mode (SVC, IRQ, prefetch/data abort, undefined instruction) saves
+@ the user registers straight into `*__cur_frame`, then calls
+@ `trap_entry(kind)` in SVC mode with IRQ/FIQ masked, on the SVC stack as it
+@ was when user mode was entered (nothing is pushed on it, so it keeps the
+@ 8-byte alignment `__sched_enter` checked). `trap_entry` returns the frame
+@ of the process to resume; `__return_to_user` makes it current and
+@ returns to user mode from it. A context switch is therefore a different
+@ pointer: no registers are copied between frames.
 @ Kinds: 1 undefined, 2 SVC, 3 prefetch abort, 4 data abort, 6 IRQ.
 
-    .equ FRAME_SIZE, 72
+@ Saves the user registers into *__cur_frame; on exit r0 = the frame,
+@ r1 = \kind, lr = the pc to resume (the mode's own lr), SPSR = user CPSR.
+@ Entered in the trap's mode with the user's r0 still live.
+.macro SAVE_USER kind
+    str     r0, [sp, #-4]           @ below this mode's stack (IRQs masked)
+    ldr     r0, =__cur_frame
+    ldr     r0, [r0]
+    stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
+    mov     r1, #\kind              @ (no banked register right after STM^)
+    ldr     r2, [sp, #-4]
+    str     r2, [r0]
+    str     lr, [r0, #60]
+    mrs     r2, spsr
+    str     r2, [r0, #64]
+.endm
 
 @ Entered in IRQ/ABT/UND mode from user mode, lr = the pc to resume (already
-@ adjusted), spsr = user CPSR. Moves to SVC mode and builds the frame there.
+@ adjusted), spsr = user CPSR.
 .macro USER_TRAP kind
-    stmfd   sp!, {r0-r2}
-    mov     r0, lr
-    mrs     r1, spsr
-    mov     r2, sp
-    add     sp, sp, #12             @ the words stay readable below sp (IRQs masked)
+    SAVE_USER \kind
     msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
-    sub     sp, sp, #FRAME_SIZE
-    str     r0, [sp, #60]
-    str     r1, [sp, #64]
-    ldmia   r2, {r0-r2}
-    stmia   sp, {r0-r12}
-    add     r0, sp, #52
-    stmia   r0, {r13, r14}^
-    nop
-    mov     r0, sp
-    mov     r1, #\kind
+    mov     r0, r1
     bl      trap_entry
     b       __return_to_user
 .endm
@@ -45,59 +50,67 @@ __user_trap_undef:
     .global __user_trap_pabt
 __user_trap_pabt:
     USER_TRAP 3
-    .global __user_trap_dabt
-__user_trap_dabt:
-    USER_TRAP 4
     .global __user_trap_irq
 __user_trap_irq:
     USER_TRAP 6
 
-@ SVC from user mode: already in SVC mode, lr = next instruction.
-    .global __user_trap_svc
-__user_trap_svc:
-    sub     sp, sp, #FRAME_SIZE
-    stmia   sp, {r0-r12}
-    add     r0, sp, #52
-    stmia   r0, {r13, r14}^
-    nop
-    str     lr, [sp, #60]
-    mrs     r1, spsr
-    str     r1, [sp, #64]
-    mov     r0, sp
-    mov     r1, #2
+@ Data abort from user mode: also stamps the 24 MHz counter into
+@ `__abt_stamp` (the start of the measured fault path, `kernel::FaultClock`).
+    .global __user_trap_dabt
+__user_trap_dabt:
+    SAVE_USER 4
+    mov     r2, #0xF0000000
+    ldr     r3, =__abt_stamp
+    ldr     r2, [r2, #0x5C]
+    str     r2, [r3]
+    msr     cpsr_c, #0xD3
+    mov     r0, r1
     bl      trap_entry
     b       __return_to_user
 
-@ SVC mode, sp = a trap frame: resume user mode from it.
+@ SVC from user mode: already in SVC mode, lr = next instruction.
+    .global __user_trap_svc
+__user_trap_svc:
+    SAVE_USER 2
+    mov     r0, r1
+    bl      trap_entry
+    @ fall through
+
+@ SVC mode, r0 = the trap frame of the process to run: make it current and
+@ resume user mode from it.
     .global __return_to_user
 __return_to_user:
-    ldr     r0, [sp, #64]
-    msr     spsr_cxsf, r0
-    ldr     lr, [sp, #60]
-    add     r0, sp, #52
-    ldmia   r0, {r13, r14}^
-    nop
-    @ Time stamp of the return (24 MHz counter), three instructions before
-    @ user mode: the end of the measured switch path (`kernel::SwitchClock`).
-    ldr     r0, =0xF000005C
-    ldr     r0, [r0]
-    ldr     r1, =__ret_stamp
+    ldr     r1, =__cur_frame        @ __ret_stamp follows it
     str     r0, [r1]
-    ldmia   sp, {r0-r12}
-    add     sp, sp, #FRAME_SIZE
+    ldr     r2, [r0, #64]
+    msr     spsr_cxsf, r2
+    ldr     lr, [r0, #60]
+    add     r2, r0, #52
+    ldmia   r2, {r13, r14}^         @ sp_usr, lr_usr
+    mov     r2, #0xF0000000         @ (no banked register right after LDM^)
+    @ Time stamp of the return (24 MHz counter at 0xF000005C), three
+    @ instructions before user mode: the end of the measured switch and
+    @ fault paths (`kernel::SwitchClock`, `kernel::FaultClock`).
+    ldr     r2, [r2, #0x5C]
+    str     r2, [r1, #4]
+    ldmia   r0, {r0-r12}
     movs    pc, lr
 
 @ __sched_enter(ctx): saves the kernel's callee-saved registers, sp and lr
-@ in ctx (10 words), lets `sched_first_frame(frame)` fill a trap frame with
-@ the first process's context, and enters user mode. It "returns" when
+@ in ctx (10 words), lets `sched_first_frame()` pick the first process and
+@ return its frame, and enters user mode. It "returns" when
 @ `__sched_leave(ctx)` is called (from a trap, when no process is left).
+@ The SVC sp it leaves is the one every trap from user mode runs on: it
+@ must be 8-byte aligned (AAPCS), which is checked here once.
     .global __sched_enter
 __sched_enter:
     stmia   r0, {r4-r11, r13, r14}
-    sub     sp, sp, #FRAME_SIZE
-    mov     r0, sp
+    tst     sp, #7
+    bne     1f
     bl      sched_first_frame
     b       __return_to_user
+1:  mov     r0, sp
+    bl      misaligned_svc_stack
 
     .global __sched_leave
 __sched_leave:
@@ -107,6 +120,12 @@ __sched_leave:
 
     .section .data.ret_stamp, "aw"
     .align  2
+    .global __cur_frame
+__cur_frame:
+    .word   0
     .global __ret_stamp
 __ret_stamp:
+    .word   0
+    .global __abt_stamp
+__abt_stamp:
     .word   0

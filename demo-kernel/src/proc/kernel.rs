@@ -5,9 +5,14 @@
 //! one runs; the kernel never takes interrupts itself (IRQs are masked in
 //! every privileged mode), so there is no concurrent access.
 //!
-//! A trap copies the frame into the current process's saved context;
-//! handlers work on saved contexts only; the trap returns into whichever
-//! process the scheduler picks, whose context is copied back into the frame.
+//! Each process's user registers live in its own [`TrapFrame`]
+//! ([`Proc::ctx`]): the trap stubs (`asm/trap.s`) save them straight into
+//! the running process's frame and return to user mode from whichever frame
+//! [`trap_entry`] hands back, so a context switch copies no registers.
+//! [`trap_entry`] first lets [`Kernel::trap`] handle the event (system call,
+//! tick, abort) and say what to run next ([`Wish`]), then decides on the
+//! process and switches to it, as the last thing before the return to user
+//! mode ([`Kernel::finish`]).
 
 use core::cell::UnsafeCell;
 
@@ -137,12 +142,18 @@ pub struct Page {
 }
 
 /// One process.
+///
+/// `repr(C)`: the frame first (a process's frame pointer is its record's
+/// address), its precomputed switch registers right after.
+#[repr(C)]
 #[derive(Clone, Copy)]
 pub struct Proc {
+    /// Saved user registers: the trap stubs save and restore them here.
+    pub ctx: TrapFrame,
+    /// FASS: the precomputed switch registers.
+    pub fast: Fast,
     /// Scheduling state.
     pub state: State,
-    /// Saved user registers.
-    pub ctx: TrapFrame,
     /// Its role ([`abi::role`]).
     pub role: u32,
     /// Image and stack pages (unmappable by the process).
@@ -162,8 +173,6 @@ pub struct Proc {
     pub syscalls: u32,
     /// System calls that returned an error.
     pub errors: u32,
-    /// FASS: the precomputed switch registers.
-    pub fast: Option<Fast>,
 }
 
 impl Proc {
@@ -185,7 +194,7 @@ impl Proc {
         exit: None,
         syscalls: 0,
         errors: 0,
-        fast: None,
+        fast: Fast::NONE,
     };
 
     /// Whether the process exists and has not ended.
@@ -199,6 +208,10 @@ impl Proc {
 pub struct Counters {
     /// Context switches (between two different processes).
     pub switches: u32,
+    /// Of which lean FASS switches (precomputed DACR and FCSEIDR written by
+    /// the kernel itself, not through the counting platform: see
+    /// [`Kernel::mark_now`]).
+    pub lean_switches: u32,
     /// System calls.
     pub syscalls: u32,
     /// Timer interrupts.
@@ -207,6 +220,9 @@ pub struct Counters {
     pub preemptions: u32,
     /// Aborts the strategy resolved on a domain fault.
     pub domain_faults: u32,
+    /// Of which collisions resolved with a TLB invalidation only (the
+    /// slot's previous owner was clean: no cache flush).
+    pub flush_free_collisions: u32,
     /// Aborts the strategy resolved on a translation fault (lazy CPD fill).
     pub fills: u32,
     /// Aborts taken inside checked user copies and resolved.
@@ -242,15 +258,27 @@ pub struct SegmentInfo {
 }
 
 /// The kernel while a scenario runs.
+///
+/// `repr(C)` with the fields of the lean switch path ([`Kernel::finish`])
+/// first, so that they are reached with immediate offsets.
+#[repr(C)]
 pub struct Kernel {
-    /// Its strategy.
-    pub strategy: Strategy,
-    /// The process table.
-    pub procs: [Proc; MAX_PROCS],
     /// The running process.
     pub current: Option<usize>,
+    /// The generation precomputed switch registers must carry
+    /// ([`Fast::gen`]): odd, from `fass`'s
+    /// [`generation`](fass::Fass::generation) and [`Kernel::epoch`],
+    /// refreshed after every strategy call (0, never a generation, marks a
+    /// process without precomputed registers).
+    gen: u32,
+    /// Switch-path timing.
+    pub clock: SwitchClock,
     /// Counters.
     pub counters: Counters,
+    /// The process table.
+    pub procs: [Proc; MAX_PROCS],
+    /// Its strategy.
+    pub strategy: Strategy,
     /// Marks set by `MARK 0` and `MARK 1` (the first of each is kept).
     pub marks: [Option<Mark>; 2],
     /// Defined segments.
@@ -258,12 +286,8 @@ pub struct Kernel {
     /// Callee-saved registers of the thread that entered user mode.
     kctx: [u32; 10],
     /// Bumped by every kernel change that can alter a FASS process's DACR
-    /// (segments, spawn, exit); part of [`Fast::gen`].
-    epoch: u64,
-    /// A lean switch left `fass`'s idea of the current space behind.
-    fass_behind: bool,
-    /// Switch-path timing.
-    pub clock: SwitchClock,
+    /// (segments, spawn, exit); part of [`Kernel::gen`].
+    epoch: u32,
     /// Domain-fault resolution timing.
     pub fault_clock: FaultClock,
     /// TCM: an exchange preempted between steps.
@@ -273,25 +297,39 @@ pub struct Kernel {
 }
 
 /// The precomputed DACR and FCSEIDR of a FASS process, valid while
-/// `gen` equals the current generation ([`Kernel::fast_gen`]).
+/// `gen` equals the kernel's current generation ([`Kernel::gen`]): no
+/// domain was taken back or released, no full flush, no segment or space
+/// change since `fass` wrote them on the process's last full switch.
+#[repr(C)]
 #[derive(Clone, Copy)]
 pub struct Fast {
-    /// The domain it held.
-    pub domain: mmu_armv5::Domain,
-    /// Generation they were computed in.
-    pub gen: u64,
+    /// Generation they were computed in (0: none, never valid).
+    pub gen: u32,
     /// DACR value.
     pub dacr: u32,
     /// FCSEIDR value (`pid << 25`).
     pub fcseidr: u32,
 }
 
+impl Fast {
+    /// No precomputed registers.
+    pub const NONE: Fast = Fast {
+        gen: 0,
+        dacr: 0,
+        fcseidr: 0,
+    };
+}
+
 /// Times the switch path: from the scheduler's decision (a different
-/// process chosen) to the return to user mode (`__ret_stamp`, written by
-/// `asm/trap.s` three instructions before `movs pc, lr`).
+/// process chosen, [`Kernel::finish`]) to the return to user mode
+/// (`__ret_stamp`, written by `asm/trap.s` three instructions before
+/// `movs pc, lr`). Everything in between is measured: the switch itself,
+/// the return from `trap_entry` and the restore of the next process's
+/// registers from its frame.
 #[derive(Clone, Copy, Default)]
 pub struct SwitchClock {
-    /// Counter at the last decision, if its return is not measured yet.
+    /// Counter at the last decision, if its return is not measured yet
+    /// (set on every switch, accumulated only while `on`).
     pub t0: Option<u32>,
     /// Whether to accumulate (between `MARK 0` and `MARK 1`).
     pub on: bool,
@@ -299,26 +337,44 @@ pub struct SwitchClock {
     pub n: u32,
     /// Their ticks.
     pub ticks: u64,
-    /// Of which lean (FASS precomputed) switches.
-    pub lean: u32,
-    /// Shortest, longest (ticks).
+    /// Shortest (ticks).
     pub min: u32,
     /// Longest (ticks).
     pub max: u32,
 }
 
-/// Times [`Kernel::resolve`] on the domain faults it resolves.
+/// Times the domain faults (collisions) the strategy resolves, on the whole
+/// abort path: from the data-abort exception vector (the counter is read
+/// in `__user_trap_dabt`, [`FAULT_ENTRY_INSTRUCTIONS`] instructions after
+/// the vector) to the return to user mode that retries the access
+/// (`__ret_stamp`, three instructions before `movs pc, lr`). Kept apart by
+/// what the resolution flushed: [`fass::Flushed::Full`] (`flushed`) or not.
 #[derive(Clone, Copy, Default)]
 pub struct FaultClock {
-    /// Measured resolutions.
+    /// The abort stamp of a resolved collision whose return is not measured yet,
+    /// and whether it flushed.
+    pub pending: Option<(u32, bool)>,
+    /// Measured resolutions without a full flush.
     pub n: u32,
-    /// Of which flushed the D-cache.
-    pub flushed: u32,
     /// Their ticks.
     pub ticks: u64,
     /// Longest (ticks).
     pub max: u32,
+    /// Measured resolutions with a full flush.
+    pub flushed: u32,
+    /// Their ticks.
+    pub flushed_ticks: u64,
+    /// Longest (ticks).
+    pub flushed_max: u32,
 }
+
+/// Instructions from the data-abort vector up to and including the counter
+/// read in `__user_trap_dabt` (vector 1, `__exc_dabt` 7, `SAVE_USER` 10,
+/// two literal loads, the read): added to every [`FaultClock`] measurement.
+pub const FAULT_ENTRY_INSTRUCTIONS: u64 = 21;
+/// Instructions after the counter read in `__return_to_user` (`str`,
+/// `ldmia`, `movs pc, lr`).
+pub const RETURN_TAIL_INSTRUCTIONS: u32 = 3;
 
 /// A TCM exchange of process `proc` interrupted between two steps.
 pub struct Pending {
@@ -336,12 +392,19 @@ pub struct Pending {
 
 extern "C" {
     static __ret_stamp: u32;
+    static __abt_stamp: u32;
 }
 
 /// The counter value `__return_to_user` stored last.
 fn ret_stamp() -> u32 {
     // SAFETY: a word written only by `asm/trap.s` before returning to user mode.
     unsafe { core::ptr::addr_of!(__ret_stamp).read_volatile() }
+}
+
+/// The counter value `__user_trap_dabt` stored last.
+fn abt_stamp() -> u32 {
+    // SAFETY: a word written only by `asm/trap.s` on a data abort from user mode.
+    unsafe { core::ptr::addr_of!(__abt_stamp).read_volatile() }
 }
 
 struct Global<T>(UnsafeCell<T>);
@@ -455,45 +518,46 @@ pub fn map_error(e: fass::FassError) -> i32 {
 
 impl Kernel {
     /// Runs `f` on the strategy and the platform, after bringing `fass`'s
-    /// idea of the current space up to date (lean switches skip it).
+    /// idea of the current space up to date (lean switches skip it), and
+    /// refreshes the generation afterwards.
     pub fn sys<R>(&mut self, f: impl FnOnce(&mut Strategy, &mut platform::Sys<'_>) -> R) -> R {
         self.sync();
-        with_sys(|sys| f(&mut self.strategy, sys))
+        let r = with_sys(|sys| f(&mut self.strategy, sys));
+        self.refresh_gen();
+        r
     }
 
-    /// After lean switches: a full `fass` switch to the running process
-    /// (same register values; `fass` records it as current again).
+    /// After lean switches `fass` still thinks the process it last switched
+    /// to runs: tell it which one does ([`fass::Fass::note_switched`]; the
+    /// lean switch wrote exactly the registers its last full switch did,
+    /// in the same generation).
+    #[inline]
     fn sync(&mut self) {
-        if !self.fass_behind {
-            return;
-        }
-        self.fass_behind = false;
-        if let Some(c) = self.current {
-            let r = with_sys(
-                |sys| dispatch!(&mut self.strategy, s => SwitchStrategy::switch_to(s, sys, SpaceId(c as u16))),
-            );
-            if let Err(e) = r {
-                defmt::error!("re-synchronising fass on process {=usize} failed: {}", c, e);
+        if let (Strategy::Fass(fs), Some(c)) = (&mut self.strategy, self.current) {
+            let id = SpaceId(c as u16);
+            if fs.current() != Some(id) {
+                if let Err(e) = fs.note_switched(id) {
+                    defmt::error!("re-synchronising fass on process {=usize} failed: {}", c, e);
+                }
             }
         }
     }
 
-    /// The generation precomputed switch registers must carry: every
-    /// recycle, full flush (domains become clean and must be marked dirty
-    /// again by a full switch) and kernel change of segments or spaces
-    /// makes all of them stale.
-    fn fast_gen(&self) -> u64 {
-        match &self.strategy {
-            Strategy::Fass(f) => {
-                let st = f.stats();
-                st.recycles_clean
-                    + st.recycles_dirty
-                    + st.recycles_exclusive
-                    + st.full_flushes
-                    + self.epoch
-            }
-            Strategy::Table(_) => u64::MAX,
+    /// Recomputes [`Kernel::gen`]: every recycle, release, full flush
+    /// (domains become clean and must be marked dirty again by a full
+    /// switch) and change of segments or spaces makes all precomputed
+    /// switch registers stale.
+    #[inline]
+    fn refresh_gen(&mut self) {
+        if let Strategy::Fass(f) = &self.strategy {
+            self.gen = f.generation().wrapping_add(self.epoch).wrapping_shl(1) | 1;
         }
+    }
+
+    /// A kernel change that can alter a process's DACR (spawn, exit, segments).
+    fn bump_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        self.refresh_gen();
     }
 
     /// A kernel in `mode` over the kernel's page table; no process yet.
@@ -508,7 +572,7 @@ impl Kernel {
             segments: [None; SEGMENTS],
             kctx: [0; 10],
             epoch: 0,
-            fass_behind: false,
+            gen: 1,
             clock: SwitchClock::default(),
             fault_clock: FaultClock::default(),
             pending: None,
@@ -539,7 +603,7 @@ impl Kernel {
 
     /// Creates a process running `role` with arguments `args` (r1-r7).
     pub fn spawn(&mut self, role: u32, args: [u32; 7]) -> Result<usize, SpawnError> {
-        self.epoch += 1;
+        self.bump_epoch();
         let idx = self
             .procs
             .iter()
@@ -784,7 +848,7 @@ impl Kernel {
     /// Maps segment `id` into process `idx` (`SEG_MAP`); returns 0 and puts
     /// its address in the caller's r1.
     pub fn seg_map(&mut self, idx: usize, id: u32) -> i32 {
-        self.epoch += 1;
+        self.bump_epoch();
         let Some(Some(info)) = self.segments.get(id as usize).copied() else {
             return err::EINVAL;
         };
@@ -806,7 +870,7 @@ impl Kernel {
 
     /// Unmaps segment `id` from process `idx` (`SEG_UNMAP`).
     pub fn seg_unmap(&mut self, idx: usize, id: u32) -> i32 {
-        self.epoch += 1;
+        self.bump_epoch();
         if id as usize >= SEGMENTS || self.procs[idx].segs & (1 << id) == 0 {
             return err::EINVAL;
         }
@@ -820,11 +884,15 @@ impl Kernel {
         }
     }
 
-    /// Reads every counter now.
+    /// Reads every counter now. The CP15 counts include the DACR and
+    /// FCSEIDR writes of lean switches.
     pub fn mark_now(&self) -> Mark {
+        let mut hw = platform::counts();
+        hw.dacr_writes += self.counters.lean_switches;
+        hw.pid_writes += self.counters.lean_switches;
         Mark {
             ticks: timer::now(),
-            hw: platform::counts(),
+            hw,
             stats: self.strategy.stats(),
             counters: self.counters,
             seg_domains: self.strategy.segment_domains(),
@@ -837,8 +905,8 @@ impl Kernel {
         if !self.procs[idx].alive() {
             return;
         }
-        self.epoch += 1;
-        self.procs[idx].fast = None;
+        self.bump_epoch();
+        self.procs[idx].fast = Fast::NONE;
         self.finish_pending(idx);
         if matches!(exit, Exit::Killed { .. }) {
             self.counters.kills += 1;
@@ -977,25 +1045,32 @@ impl Kernel {
     /// Resolves an abort of the current process through the strategy;
     /// `true` if the access can be retried.
     pub fn resolve(&mut self, fsr: u32, addr: u32) -> bool {
+        self.resolve_fault(fsr, addr).is_some()
+    }
+
+    /// [`Kernel::resolve`], saying what the resolution flushed:
+    /// `Some(flushed)` if the access can be retried.
+    pub fn resolve_fault(&mut self, fsr: u32, addr: u32) -> Option<fass::Flushed> {
         let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::resolve(s, sys, fsr, addr)));
         match r {
-            Ok(Resolution::Resolved { .. }) => {
+            Ok(Resolution::Resolved { flushed, .. }) => {
                 if matches!(FaultKind::from_status(fsr), FaultKind::Domain(_)) {
                     self.counters.domain_faults += 1;
                 } else {
                     self.counters.fills += 1;
                 }
-                true
+                Some(flushed)
             }
-            Ok(Resolution::NotFass(_)) => false,
+            Ok(Resolution::NotFass(_)) => None,
             Err(e) => {
                 defmt::error!("fault resolution failed: {}", e);
-                false
+                None
             }
         }
     }
 
-    /// The next process to run: `prefer` if ready, else round robin after the current one.
+    /// The next process to run: `prefer` if ready, else round robin after
+    /// the current one (the current one last); `None` if none is ready.
     fn pick(&self, prefer: Option<usize>) -> Option<usize> {
         if let Some(p) = prefer.filter(|p| self.procs[*p].state == State::Ready) {
             return Some(p);
@@ -1006,39 +1081,85 @@ impl Kernel {
             .find(|j| self.procs[*j].state == State::Ready)
     }
 
-    /// Makes `next` the running process: switches address space.
-    ///
-    /// The measured switch path starts here (the scheduler has decided on
-    /// a different process) and ends at the return to user mode. Under
-    /// FASS a process that keeps its domain is switched to with its
-    /// precomputed DACR and FCSEIDR values only ([`Fast`]).
-    #[link_section = ".text.kswitch"]
-    fn switch_to(&mut self, next: usize) -> bool {
-        if self.current == Some(next) {
-            return true;
-        }
-        let t0 = timer::now();
-        if let (Some(f), Strategy::Fass(fs)) = (self.procs[next].fast, &self.strategy) {
-            // Still its domain (a recycle took none from it) and nothing
-            // else changed: the two register values are all it needs.
-            let holds = fs.domain_of(SpaceId(next as u16)) == Ok(Some(f.domain));
-            if holds && f.gen == self.fast_gen() {
-                // SAFETY: the values `fass` wrote on `next`'s last full
-                // switch, with no recycle, flush or space/segment change
-                // since (the generation); see `write_dacr_fcseidr`.
-                unsafe { platform::write_dacr_fcseidr(f.dacr, f.fcseidr) };
-                platform::count_lean_switch();
-                self.fass_behind = true;
-                self.counters.switches += 1;
-                self.current = Some(next);
-                if self.clock.on {
-                    self.clock.t0 = Some(t0);
-                    self.clock.lean += 1;
+    /// The process a [`Wish`] comes to. When none can run (every process
+    /// ended, or the rest are deadlocked, and then they are ended) the
+    /// kernel leaves user mode for good.
+    #[inline(never)]
+    fn choose(&mut self, w: Wish) -> usize {
+        let next = match w {
+            Wish::Next(Some(n)) => Some(n),
+            Wish::Next(None) => self.pick(None),
+            Wish::Resume(prefer) => {
+                let keep = self
+                    .current
+                    .filter(|c| self.procs[*c].state == State::Ready);
+                match (prefer, keep) {
+                    (None, Some(c)) => Some(c),
+                    _ => self.pick(prefer),
                 }
-                return true;
+            }
+        };
+        match next {
+            Some(n) => n,
+            None => {
+                for i in 0..MAX_PROCS {
+                    if self.procs[i].alive() {
+                        self.end(i, Exit::Deadlock);
+                    }
+                }
+                self.leave()
             }
         }
-        self.switch_full(next, t0)
+    }
+
+    /// Decides on the process to run after a trap and switches to it; returns
+    /// its frame, which `__return_to_user` resumes.
+    ///
+    /// The measured switch path ([`SwitchClock`]) starts right after the
+    /// decision (a process other than the current one) and ends at the
+    /// return to user mode. Under FASS a process whose precomputed
+    /// registers are of the current generation ([`Fast`]) is switched to by
+    /// writing them: the lean path, a handful of instructions besides the
+    /// two register writes.
+    #[inline(always)]
+    fn finish(&mut self, w: Wish) -> *mut TrapFrame {
+        let next = match (w, self.current) {
+            (Wish::Next(Some(n)), Some(c)) if n == c => c,
+            _ => self.choose(w),
+        };
+        // The decision is taken: the clock starts (the time stamp is
+        // dropped if it is the current process again).
+        let t0 = timer::now();
+        if self.current == Some(next) {
+            return &mut self.procs[next].ctx;
+        }
+        let p = &mut self.procs[next % MAX_PROCS];
+        let f = p.fast;
+        if f.gen == self.gen {
+            // SAFETY: the values `fass` wrote on `next`'s last full switch,
+            // with no recycle, release, flush or space/segment change since
+            // (the generation); see `write_dacr_fcseidr`.
+            unsafe { platform::write_dacr_fcseidr(f.dacr, f.fcseidr) };
+            self.current = Some(next);
+            self.counters.switches += 1;
+            self.counters.lean_switches += 1;
+            self.clock.t0 = Some(t0);
+            return &mut p.ctx;
+        }
+        self.switch_slow(next, t0)
+    }
+
+    /// A switch that is not lean: through the strategy; on failure the
+    /// process ends and another one is chosen.
+    #[inline(never)]
+    fn switch_slow(&mut self, mut next: usize, t0: u32) -> *mut TrapFrame {
+        loop {
+            if self.current == Some(next) || self.switch_full(next, t0) {
+                return &mut self.procs[next].ctx;
+            }
+            self.end(next, Exit::SwitchFailed);
+            next = self.choose(Wish::Resume(None));
+        }
     }
 
     #[inline(never)]
@@ -1052,19 +1173,15 @@ impl Kernel {
                     self.counters.switches += 1;
                 }
                 self.current = Some(next);
-                if let Strategy::Fass(fs) = &self.strategy {
+                if let Strategy::Fass(_) = &self.strategy {
                     let c = hw();
-                    let domain = fs.domain_of(SpaceId(next as u16)).ok().flatten();
-                    self.procs[next].fast = domain.map(|domain| Fast {
-                        domain,
-                        gen: self.fast_gen(),
+                    self.procs[next].fast = Fast {
+                        gen: self.gen,
                         dacr: c.dacr().bits(),
                         fcseidr: c.fcseidr().bits(),
-                    });
+                    };
                 }
-                if self.clock.on {
-                    self.clock.t0 = Some(t0);
-                }
+                self.clock.t0 = Some(t0);
                 true
             }
             Err(e) => {
@@ -1074,36 +1191,34 @@ impl Kernel {
         }
     }
 
-    /// Closes the measurement of the last switch path (at the next trap).
+    /// Closes the measurements of the last return to user mode (at the
+    /// next trap): the switch path and a resolved collision's fault path.
+    #[inline]
     fn clock_in(&mut self) {
         if let Some(t0) = self.clock.t0.take() {
-            // Three instructions follow the stamp in `__return_to_user`.
-            let dt = ret_stamp().wrapping_sub(t0) + 3 * 24_576 / 1000;
-            let c = &mut self.clock;
-            c.n += 1;
-            c.ticks += u64::from(dt);
-            c.min = if c.n == 1 { dt } else { c.min.min(dt) };
-            c.max = c.max.max(dt);
-        }
-    }
-
-    /// Chooses and switches to the next process; returns it, or `None` when
-    /// none can run (every process ended, or the rest are deadlocked, and
-    /// then they are ended).
-    fn schedule(&mut self, prefer: Option<usize>) -> Option<usize> {
-        loop {
-            let Some(next) = self.pick(prefer) else {
-                for i in 0..MAX_PROCS {
-                    if self.procs[i].alive() {
-                        self.end(i, Exit::Deadlock);
-                    }
-                }
-                return None;
-            };
-            if self.switch_to(next) {
-                return Some(next);
+            if self.clock.on {
+                let dt = ret_stamp().wrapping_sub(t0) + RETURN_TAIL_INSTRUCTIONS * 24_576 / 1000;
+                let c = &mut self.clock;
+                c.n += 1;
+                c.ticks += u64::from(dt);
+                c.min = if c.n == 1 { dt } else { c.min.min(dt) };
+                c.max = c.max.max(dt);
             }
-            self.end(next, Exit::SwitchFailed);
+        }
+        if let Some((t0, flushed)) = self.fault_clock.pending.take() {
+            let dt = ret_stamp().wrapping_sub(t0)
+                + ((FAULT_ENTRY_INSTRUCTIONS + u64::from(RETURN_TAIL_INSTRUCTIONS)) * 24_576 / 1000)
+                    as u32;
+            let c = &mut self.fault_clock;
+            if flushed {
+                c.flushed += 1;
+                c.flushed_ticks += u64::from(dt);
+                c.flushed_max = c.flushed_max.max(dt);
+            } else {
+                c.n += 1;
+                c.ticks += u64::from(dt);
+                c.max = c.max.max(dt);
+            }
         }
     }
 
@@ -1157,55 +1272,20 @@ impl Kernel {
         unsafe { __sched_leave(ctx) }
     }
 
-    /// Saves `f` as the current process's context.
-    #[link_section = ".text.kswitch"]
-    fn save(&mut self, f: &TrapFrame) {
-        if let Some(c) = self.current {
-            if self.procs[c].alive() {
-                self.procs[c].ctx = *f;
-            }
-        }
-    }
-
-    /// Picks the next process and loads its context into `f`.
-    fn resume(&mut self, f: &mut TrapFrame, prefer: Option<usize>) {
-        let keep = self
-            .current
-            .filter(|c| self.procs[*c].state == State::Ready);
-        let next = match (prefer, keep) {
-            (None, Some(c)) => Some(c),
-            _ => self.schedule(prefer),
-        };
-        match next {
-            Some(n) => {
-                if Some(n) != self.current && !self.switch_to(n) {
-                    self.end(n, Exit::SwitchFailed);
-                    return self.resume(f, None);
-                }
-                *f = self.procs[n].ctx;
-            }
-            None => self.leave(),
-        }
-    }
-
-    /// Handles a trap of kind `kind` (see `asm/trap.s`) with frame `f`.
-    fn trap(&mut self, f: &mut TrapFrame, kind: u32) {
+    /// Handles a trap of kind `kind` (see `asm/trap.s`) of the current
+    /// process, whose registers are in its frame; says what to run next.
+    #[inline(never)]
+    fn trap(&mut self, kind: u32) -> Wish {
         self.clock_in();
-        self.save(f);
         let Some(cur) = self.current else {
-            return self.resume(f, None);
+            return Wish::Resume(None);
         };
         match kind {
             2 => match self.syscall(cur) {
-                After::Continue if self.procs[cur].state == State::Ready => {
-                    *f = self.procs[cur].ctx;
-                }
-                After::Continue => self.resume(f, None),
-                After::Yield => {
-                    let next = self.pick_after(cur);
-                    self.resume_with(f, next);
-                }
-                After::Reschedule(prefer) => self.resume(f, prefer),
+                After::Continue if self.procs[cur].state == State::Ready => Wish::Next(Some(cur)),
+                After::Continue => Wish::Resume(None),
+                After::Yield => Wish::Next(self.pick_after(cur)),
+                After::Reschedule(prefer) => Wish::Resume(prefer),
             },
             6 => {
                 if timer::ack() {
@@ -1215,46 +1295,42 @@ impl Kernel {
                     if next != Some(cur) {
                         self.counters.preemptions += 1;
                     }
-                    return self.resume_with(f, next);
+                    return Wish::Next(next);
                 }
-                *f = self.procs[cur].ctx;
+                Wish::Next(Some(cur))
             }
             3 | 4 => {
                 let c = hw();
                 let (trap, fsr, addr) = if kind == 4 {
                     (TrapKind::Data, c.dfsr().bits(), c.far().bits())
                 } else {
-                    (TrapKind::Prefetch, c.ifsr().bits(), f.pc)
+                    (TrapKind::Prefetch, c.ifsr().bits(), self.procs[cur].ctx.pc)
                 };
-                let (t0, flushes) = (timer::now(), platform::counts().dcache_flushes);
-                if self.resolve(fsr, addr) {
-                    let dt = timer::now().wrapping_sub(t0);
+                if let Some(flushed) = self.resolve_fault(fsr, addr) {
                     let domain = matches!(FaultKind::from_status(fsr), FaultKind::Domain(_));
-                    if domain {
-                        let c = &mut self.fault_clock;
-                        c.n += 1;
-                        c.ticks += u64::from(dt);
-                        c.max = c.max.max(dt);
-                        if platform::counts().dcache_flushes != flushes {
-                            c.flushed += 1;
-                        }
+                    if domain && flushed == fass::Flushed::TlbOnly {
+                        self.counters.flush_free_collisions += 1;
                     }
-                    *f = self.procs[cur].ctx;
-                    return;
+                    if domain && kind == 4 {
+                        self.fault_clock.pending =
+                            Some((abt_stamp(), flushed == fass::Flushed::Full));
+                    }
+                    return Wish::Next(Some(cur));
                 }
                 self.end(cur, Exit::Killed { trap, fsr, addr });
-                self.resume(f, None);
+                Wish::Resume(None)
             }
             _ => {
+                let addr = self.procs[cur].ctx.pc;
                 self.end(
                     cur,
                     Exit::Killed {
                         trap: TrapKind::Undefined,
                         fsr: 0,
-                        addr: f.pc,
+                        addr,
                     },
                 );
-                self.resume(f, None);
+                Wish::Resume(None)
             }
         }
     }
@@ -1266,44 +1342,50 @@ impl Kernel {
             .map(|k| (cur + k) % MAX_PROCS)
             .find(|j| self.procs[*j].state == State::Ready)
     }
-
-    #[link_section = ".text.kswitch"]
-    fn resume_with(&mut self, f: &mut TrapFrame, next: Option<usize>) {
-        match next {
-            Some(n) if Some(n) == self.current => *f = self.procs[n].ctx,
-            Some(n) => {
-                if !self.switch_to(n) {
-                    self.end(n, Exit::SwitchFailed);
-                    return self.resume(f, None);
-                }
-                *f = self.procs[n].ctx;
-            }
-            None => self.resume(f, None),
-        }
-    }
 }
 
-/// Called by `__sched_enter` (`asm/trap.s`): loads the first process into `frame`.
+/// What a trap asks the scheduler for ([`Kernel::finish`]).
+#[derive(Clone, Copy)]
+enum Wish {
+    /// This process (a round-robin pick, or the current one again); `None`:
+    /// round robin after the current one.
+    Next(Option<usize>),
+    /// The current process if it is ready and nothing is preferred, else
+    /// the preferred one if ready, else round robin.
+    Resume(Option<usize>),
+}
+
+/// Called by `__sched_enter` (`asm/trap.s`): picks the first process and
+/// returns its frame.
 #[no_mangle]
-pub extern "C" fn sched_first_frame(frame: *mut TrapFrame) {
-    // SAFETY: `frame` points to the trap frame `__sched_enter` reserved.
-    let f = unsafe { &mut *frame };
+pub extern "C" fn sched_first_frame() -> *mut TrapFrame {
     match kernel() {
         Some(k) => {
             k.current = None;
-            k.resume(f, None)
+            k.finish(Wish::Resume(None))
         }
         None => defmt::panic!("user mode entered without a kernel"),
     }
 }
 
-/// Called by the trap stubs (`asm/trap.s`) for every exception from user mode.
+/// Called by `__sched_enter` if the SVC stack every trap runs on is not
+/// 8-byte aligned (the AAPCS requires it at every call).
 #[no_mangle]
-pub extern "C" fn trap_entry(frame: *mut TrapFrame, kind: u32) {
-    // SAFETY: `frame` points to the trap frame the stub built on the SVC stack.
-    let f = unsafe { &mut *frame };
+pub extern "C" fn misaligned_svc_stack(sp: u32) -> ! {
+    defmt::panic!("SVC stack pointer {=u32:#010x} is not 8-byte aligned", sp)
+}
+
+/// Called by the trap stubs (`asm/trap.s`) for every exception from user
+/// mode, the user registers saved in the current process's frame; returns
+/// the frame to resume.
+#[no_mangle]
+#[link_section = ".text.kswitch"]
+pub extern "C" fn trap_entry(kind: u32) -> *mut TrapFrame {
     match kernel() {
-        Some(k) => k.trap(f, kind),
+        Some(k) => {
+            let w = k.trap(kind);
+            k.finish(w)
+        }
         None => defmt::panic!("trap from user mode without a kernel"),
     }
 }

@@ -17,7 +17,9 @@ use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
 use crate::cp15::hw;
 use crate::mmu::POOL_BLOCKS;
 
-/// What reached CP15 since boot (or the last [`reset`]).
+/// What reached CP15 through the platform since boot (the kernel's lean
+/// FASS switches write the DACR and FCSEIDR directly and are counted by the
+/// kernel: `Counters::lean_switches`).
 #[derive(Clone, Copy, Default, PartialEq, Eq, defmt::Format)]
 pub struct HwCounts {
     /// Whole D-cache clean+invalidate passes completed (test-and-clean loops ending clean).
@@ -156,15 +158,6 @@ pub fn with_sys<R>(f: impl FnOnce(&mut Sys<'_>) -> R) -> R {
         let mut sys = fass::Split::new(Arm926::new(CountingCp15(hw())), PoolRef(pool));
         f(&mut sys)
     })
-}
-
-/// Counts one DACR and one FCSEIDR write made by the kernel's lean FASS
-/// switch ([`super::kernel::Kernel`]), which writes them without the platform.
-pub fn count_lean_switch() {
-    bump(|c| {
-        c.dacr_writes += 1;
-        c.pid_writes += 1;
-    });
 }
 
 /// Writes the DACR and the FCSEIDR with precomputed values: the whole

@@ -89,7 +89,7 @@ pub mod role {
     pub const SERVER: u32 = 2;
     /// IPC client: r1 server id, r2 rounds, r3 index.
     pub const CLIENT: u32 = 3;
-    /// Collider: r1 fixed address, r2 value, r3 rounds.
+    /// Collider: r1 fixed address, r2 value, r3 rounds, r4 second fixed address (0: none).
     pub const COLLIDER: u32 = 4;
     /// Sharer of segment 0: r1 index, r2 sharers, r3 rounds.
     pub const SHARER: u32 = 5;
@@ -148,3 +148,7 @@ pub const PAGE: u32 = 4096;
 pub const SEGMENT_VA: u32 = 0x8000_0000;
 /// The fixed address colliders map (above 32 MiB: not relocated).
 pub const COLLIDE_VA: u32 = 0x0400_0000;
+/// The second fixed address colliders map, in the next first-level slot
+/// (1 MiB further): touching both makes every other collision flush-free
+/// under FASS (see the collider role).
+pub const COLLIDE_VA2: u32 = 0x0410_0000;

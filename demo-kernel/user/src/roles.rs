@@ -12,7 +12,7 @@ pub fn run(r: u32, a: [u32; 7]) -> u32 {
         role::RING => ring(a[0], a[1], a[2], a[3], a[4], a[5]),
         role::SERVER => server(a[0], a[1], a[2]),
         role::CLIENT => client(a[0], a[1], a[2]),
-        role::COLLIDER => collider(a[0], a[1], a[2]),
+        role::COLLIDER => collider(a[0], a[1], a[2], a[3]),
         role::SHARER => sharer(a[0], a[1], a[2]),
         role::FAULTER => faulter(a[0]),
         role::FUZZER => fuzzer(a[0], a[1]),
@@ -152,24 +152,42 @@ fn client(server: u32, rounds: u32, idx: u32) -> u32 {
     bad
 }
 
-/// Maps a page at the fixed address `va` (the same in every collider),
-/// writes `value + k`, yields, and checks it still reads its own data.
-fn collider(va: u32, value: u32, rounds: u32) -> u32 {
-    if sys::is_err(sys::map(va, PAGE, prot::RW)) {
-        return 1000;
+/// Maps a page at the fixed address `va` (the same in every collider), and
+/// one at `va2` too unless it is 0; each round writes `value + k` patterns
+/// into them (`va` first), yields, and checks they still read its own data
+/// (`va` first).
+///
+/// Under FASS two colliders taking turns collide on both slots each turn:
+/// the first access finds the other's slot in a dirty domain (a full
+/// flush, after which the other's domain is clean, as it has not run
+/// since), the second finds the other's other slot in that now clean
+/// domain: resolved with a TLB invalidation only, without a flush.
+fn collider(va: u32, value: u32, rounds: u32, va2: u32) -> u32 {
+    let pages: &[u32] = if va2 != 0 { &[va, va2] } else { &[va] };
+    for &a in pages {
+        if sys::is_err(sys::map(a, PAGE, prot::RW)) {
+            return 1000;
+        }
     }
-    let p = va as *mut u32;
     let mut bad = 0;
     for k in 0..rounds {
-        for w in 0..16 {
-            // SAFETY: our own read/write page at `va`.
-            unsafe { write_volatile(p.add(w), value.wrapping_add(k) ^ w as u32) };
+        for (i, &a) in pages.iter().enumerate() {
+            let p = a as *mut u32;
+            for w in 0..16 {
+                let v = value.wrapping_add(k) ^ w as u32 ^ ((i as u32) << 8);
+                // SAFETY: our own read/write page at `a`.
+                unsafe { write_volatile(p.add(w), v) };
+            }
         }
         sys::yield_now();
-        for w in 0..16 {
-            // SAFETY: as above.
-            if unsafe { read_volatile(p.add(w)) } != value.wrapping_add(k) ^ w as u32 {
-                bad += 1;
+        for (i, &a) in pages.iter().enumerate() {
+            let p = a as *const u32;
+            for w in 0..16 {
+                let v = value.wrapping_add(k) ^ w as u32 ^ ((i as u32) << 8);
+                // SAFETY: as above.
+                if unsafe { read_volatile(p.add(w)) } != v {
+                    bad += 1;
+                }
             }
         }
     }
