@@ -212,7 +212,8 @@ fn collisions_faults_bad_calls_fuzzing_and_ipc() {
             assert!(num(r, "domain_faults") >= 10, "{r:?}");
             // The second page's collision of each turn finds the other
             // collider's domain clean (flushed by the first): no flush.
-            assert!(num(r, "flush_free_collisions") >= 10, "{r:?}");
+            // (A timer tick between the two pages spoils a turn: >= 5 of 10.)
+            assert!(num(r, "flush_free_collisions") >= 5, "{r:?}");
             assert!(
                 num(r, "flush_free_collisions") < num(r, "domain_faults"),
                 "{r:?}"
@@ -521,9 +522,15 @@ fn fass_collision_resolution_is_timed() {
     assert_eq!(num(r, "exited_ok"), 2, "{r:?}");
     assert_eq!(num(f, "resolved"), num(r, "domain_faults"), "{f:?} {r:?}");
     assert!(num(f, "resolved") >= 20, "{f:?}");
-    // Both kinds occur: with a full flush and without (TLB only).
+    // Both kinds occur: with a full flush and without (TLB only; a timer
+    // tick between the two pages spoils a turn, so not every round).
     assert!(num(f, "flushed") >= 10, "{f:?}");
-    assert!(num(f, "flush_free") >= 10, "{f:?}");
+    assert!(num(f, "flush_free") >= 5, "{f:?}");
+    assert_eq!(
+        num(f, "flushed") + num(f, "flush_free"),
+        num(f, "resolved"),
+        "{f:?}"
+    );
     assert_eq!(
         num(f, "flush_free"),
         num(r, "flush_free_collisions"),

@@ -73,6 +73,20 @@ impl Cpd {
         Ok(())
     }
 
+    /// Writes the raw word `raw`, already in the CPD's encoding, into
+    /// `slot`, with the same maintenance as [`Cpd::write`].
+    pub fn write_raw<S: TableAlloc + CacheMaintenance + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        slot: usize,
+        raw: u32,
+    ) -> Result<(), TableError> {
+        self.table.write(sys, slot, raw)?;
+        let mva = self.table.entry_mva(sys, slot);
+        sys.clean_dcache_range(mva, 4);
+        Ok(())
+    }
+
     /// Clears `slot` to a fault descriptor (with the same maintenance as [`Cpd::write`]).
     pub fn clear<S: TableAlloc + CacheMaintenance + ?Sized>(
         &mut self,

@@ -16,7 +16,9 @@
 //!   are tracked per FCSE window by [`crate::window`].) Marking the domains a space runs
 //!   with dirty is one OR of the space's DACR value into the mask.
 //! * CPD slots: per domain a [`SlotSet`] of the first-level slots it owns;
-//!   evicting a domain visits exactly those (O(slots owned)).
+//!   evicting a domain visits exactly those (O(slots owned)). Their inverse,
+//!   one byte per slot, answers "who owns this slot" in O(1) on the fault
+//!   path (4 KiB).
 
 use crate::id::{SegmentId, SpaceId};
 use crate::layout::SLOT_COUNT;
@@ -253,7 +255,14 @@ pub struct DomainTable {
     owners: [DomainOwner; Domain::COUNT],
     dirty: Dacr,
     slots: [SlotSet; Domain::COUNT],
+    /// Per CPD slot, the domain owning it ([`NO_OWNER`] if none): the
+    /// inverse of `slots`, for O(1) [`DomainTable::slot_owner`] on the
+    /// fault path.
+    slot_owners: [u8; SLOT_COUNT],
 }
+
+/// No domain owns the slot.
+const NO_OWNER: u8 = u8::MAX;
 
 impl fmt::Debug for DomainTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -281,6 +290,7 @@ impl DomainTable {
             owners,
             dirty: Dacr::NONE,
             slots: core::array::from_fn(|_| SlotSet::new()),
+            slot_owners: [NO_OWNER; SLOT_COUNT],
         })
     }
 
@@ -458,7 +468,14 @@ impl DomainTable {
             .get_mut(d.get() as usize)
             .ok_or(DomainError::NotOwned(d))?;
         let slots = set.len();
-        set.drain(clear_slot);
+        let owners = &mut self.slot_owners;
+        let mut clear_slot = clear_slot;
+        set.drain(|slot| {
+            if let Some(o) = owners.get_mut(slot) {
+                *o = NO_OWNER;
+            }
+            clear_slot(slot);
+        });
         if let Some(o) = self.owners.get_mut(d.get() as usize) {
             *o = DomainOwner::Free;
         }
@@ -498,21 +515,33 @@ impl DomainTable {
         if let Some(s) = self.slots.get_mut(d.get() as usize) {
             s.insert(slot);
         }
+        if let Some(o) = self.slot_owners.get_mut(slot) {
+            *o = d.get();
+        }
         Ok(prev)
     }
 
     /// Records that CPD slot `slot` no longer belongs to `d`; returns whether it did.
     pub fn release_slot(&mut self, d: Domain, slot: usize) -> bool {
-        match self.slots.get_mut(d.get() as usize) {
+        let removed = match self.slots.get_mut(d.get() as usize) {
             Some(s) => s.remove(slot),
             None => false,
+        };
+        if removed {
+            if let Some(o) = self.slot_owners.get_mut(slot) {
+                *o = NO_OWNER;
+            }
         }
+        removed
     }
 
-    /// The domain owning CPD slot `slot`, if any (O(16)).
+    /// The domain owning CPD slot `slot`, if any (O(1)).
     #[must_use]
     pub fn slot_owner(&self, slot: usize) -> Option<Domain> {
-        Domain::all().find(|d| self.slot_set(*d).is_some_and(|s| s.contains(slot)))
+        match self.slot_owners.get(slot) {
+            Some(&d) if d != NO_OWNER => Domain::new(d).ok(),
+            _ => None,
+        }
     }
 
     /// The CPD slots `d` owns.

@@ -35,7 +35,7 @@ use crate::policy::VictimPolicy;
 use crate::stats::Event;
 use crate::window::window_of_slot;
 use mmu_armv5::addr::FCSE_WINDOW_SIZE;
-use mmu_armv5::descriptor::L1Descriptor;
+use mmu_armv5::descriptor::{L1Descriptor, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
 use mmu_armv5::{Domain, Fault, FaultKind, FaultLevel, ModifiedVirtAddr, VirtAddr};
 
@@ -74,6 +74,67 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
 {
     /// Resolves a data or prefetch abort with status `fsr` at fault address `far`.
     pub fn resolve<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        fsr: u32,
+        far: u32,
+    ) -> Result<Resolution, FassError> {
+        if let Some(r) = self.resolve_private(sys, fsr, far) {
+            return r;
+        }
+        self.resolve_general(sys, fsr, far)
+    }
+
+    /// The fast path of [`Fass::resolve`]: a section or page, translation
+    /// or domain fault in a slot of the current space's own directory that
+    /// holds a coarse table (every private mapping is one). Works on raw
+    /// words: the wanted CPD word is the directory's with the space's domain
+    /// in bits [8:5] and the encoding's bit 4, exactly what
+    /// [`L1Descriptor::encode`] makes of it (checked in debug builds), and
+    /// every CPD write goes through that encoding, so raw equality is
+    /// descriptor equality. `None`: not such a fault, take the general path
+    /// (shared segments, other descriptor kinds, anything to hand back).
+    #[inline]
+    fn resolve_private<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        fsr: u32,
+        far: u32,
+    ) -> Option<Result<Resolution, FassError>> {
+        // FS[3:0] (FS[4] = bit 10 clear): 0x5/0x7 section/page translation,
+        // 0x9/0xB section/page domain.
+        if !matches!(fsr & 0x40F, 0x5 | 0x7 | 0x9 | 0xB) {
+            return None;
+        }
+        let cur = self.current?;
+        let st = self.spaces.get(usize::from(cur.0))?.as_ref()?;
+        let d = st.domain?;
+        let mva = VirtAddr::new(far).to_mva(st.pid.pid());
+        let slot = mva.l1_index();
+        let word = st.dir.raw(slot)?;
+        if word & 3 != 0b01 {
+            return None;
+        }
+        let bit4 = match self.cpd.encoding() {
+            L1Encoding::Arm9 => 1 << 4,
+            L1Encoding::XScale => 0,
+        };
+        let want = (word & 0xFFFF_FE00) | (u32::from(d.get()) << 5) | bit4 | 0b01;
+        debug_assert_eq!(
+            want,
+            L1Descriptor::from_bits(word)
+                .with_domain(d)
+                .encode(self.cpd.encoding())
+        );
+        match self.cpd.raw(&*sys, slot) {
+            Err(e) => return Some(Err(e.into())),
+            Ok(w) if w == want => return Some(Ok(Resolution::NotFass(Fault::from_fsr(fsr)))),
+            Ok(_) => {}
+        }
+        Some(self.fill(sys, slot, d, want, Some(cur)))
+    }
+
+    fn resolve_general<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         fsr: u32,
@@ -122,10 +183,12 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             return Ok(Resolution::NotFass(fault));
         }
         let filler = if shared { None } else { Some(cur) };
-        self.fill(sys, slot, d, want, filler)
+        let raw = want.encode(self.cpd.encoding());
+        self.fill(sys, slot, d, raw, filler)
     }
 
-    /// Writes `want` (tagged `d`, on behalf of space `filler`, or of a
+    /// Writes `want` (a descriptor in the CPD's encoding, tagged `d`, on
+    /// behalf of space `filler`, or of a
     /// segment if `None`) into CPD slot `slot`, evicting the slot's previous
     /// owner with the flush its dirty state requires, and flushing anyway if
     /// the slot's FCSE window may hold lines another space's recycled
@@ -135,7 +198,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         sys: &mut S,
         slot: usize,
         d: Domain,
-        want: L1Descriptor,
+        want: u32,
         filler: Option<SpaceId>,
     ) -> Result<Resolution, FassError> {
         let prev = self.domains.slot_owner(slot).filter(|o| *o != d);
@@ -143,7 +206,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             window_of_slot(slot).is_some_and(|w| self.windows.may_hold_other_than(w, filler));
         // Write the new entry before flushing, so no walk can refetch the
         // old one after the TLB invalidation.
-        self.cpd.write(sys, slot, want)?;
+        self.cpd.write_raw(sys, slot, want)?;
         if let Some(o) = prev {
             self.domains.release_slot(o, slot);
         }

@@ -8,13 +8,13 @@ const WORDS: usize = SLOT_COUNT / 32;
 
 /// A set of first-level slot indices (`0..4096`).
 ///
-/// 128 words of 32 bits plus a 128-bit summary whose bit `w` is set iff word
+/// 128 words of 32 bits plus a 128-bit summary (four 32-bit words, cheap on a 32-bit core) whose bit `w` is set iff word
 /// `w` is non-zero. Out-of-range indices are never members and are ignored
 /// by [`SlotSet::insert`] (which reports it).
 #[derive(Clone, PartialEq, Eq)]
 pub struct SlotSet {
     words: [u32; WORDS],
-    summary: u128,
+    summary: [u32; 4],
     len: u16,
 }
 
@@ -36,7 +36,7 @@ impl SlotSet {
     pub const fn new() -> SlotSet {
         SlotSet {
             words: [0; WORDS],
-            summary: 0,
+            summary: [0; 4],
             len: 0,
         }
     }
@@ -73,7 +73,8 @@ impl SlotSet {
             return false;
         }
         *w |= bit;
-        self.summary |= 1 << (slot / 32);
+        let wi = slot / 32;
+        self.summary[(wi / 32) % 4] |= 1 << (wi % 32);
         self.len += 1;
         true
     }
@@ -89,7 +90,8 @@ impl SlotSet {
         }
         *w &= !bit;
         if *w == 0 {
-            self.summary &= !(1 << (slot / 32));
+            let wi = slot / 32;
+            self.summary[(wi / 32) % 4] &= !(1 << (wi % 32));
         }
         self.len -= 1;
         true
@@ -99,7 +101,7 @@ impl SlotSet {
     pub fn iter(&self) -> Iter<'_> {
         Iter {
             set: self,
-            summary: self.summary,
+            summary: Summary(self.summary),
             word_index: 0,
             word: 0,
         }
@@ -107,10 +109,8 @@ impl SlotSet {
 
     /// Removes every member, calling `f` on each in increasing order; O(members).
     pub fn drain(&mut self, mut f: impl FnMut(usize)) {
-        let mut summary = self.summary;
-        while summary != 0 {
-            let wi = summary.trailing_zeros() as usize;
-            summary &= summary - 1;
+        let mut summary = Summary(self.summary);
+        while let Some(wi) = summary.pop() {
             if let Some(w) = self.words.get_mut(wi) {
                 let mut bits = *w;
                 *w = 0;
@@ -121,15 +121,32 @@ impl SlotSet {
                 }
             }
         }
-        self.summary = 0;
+        self.summary = [0; 4];
         self.len = 0;
+    }
+}
+
+/// The summary bits still to visit, lowest first.
+struct Summary([u32; 4]);
+
+impl Summary {
+    /// The lowest set bit's index, cleared.
+    fn pop(&mut self) -> Option<usize> {
+        for (i, w) in self.0.iter_mut().enumerate() {
+            if *w != 0 {
+                let b = w.trailing_zeros() as usize;
+                *w &= *w - 1;
+                return Some(i * 32 + b);
+            }
+        }
+        None
     }
 }
 
 /// Iterator over a [`SlotSet`]'s members.
 pub struct Iter<'a> {
     set: &'a SlotSet,
-    summary: u128,
+    summary: Summary,
     word_index: usize,
     word: u32,
 }
@@ -144,11 +161,7 @@ impl Iterator for Iter<'_> {
                 self.word &= self.word - 1;
                 return Some(self.word_index * 32 + b);
             }
-            if self.summary == 0 {
-                return None;
-            }
-            self.word_index = self.summary.trailing_zeros() as usize;
-            self.summary &= self.summary - 1;
+            self.word_index = self.summary.pop()?;
             self.word = self.set.words.get(self.word_index).copied().unwrap_or(0);
         }
     }

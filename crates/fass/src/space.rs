@@ -125,6 +125,16 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
         }
     }
 
+    /// The raw word of `slot` (domain 0), if the slot is in use.
+    #[must_use]
+    pub fn raw(&self, slot: usize) -> Option<u32> {
+        let key = u16::try_from(slot).ok()?;
+        self.entries
+            .iter()
+            .find(|(k, _)| **k == key)
+            .map(|(_, w)| *w)
+    }
+
     /// The slots in use, in no particular order.
     pub fn slots(&self) -> impl Iterator<Item = usize> + '_ {
         self.entries.keys().map(|k| usize::from(*k))

@@ -1054,7 +1054,7 @@ impl Kernel {
         let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::resolve(s, sys, fsr, addr)));
         match r {
             Ok(Resolution::Resolved { flushed, .. }) => {
-                if matches!(FaultKind::from_status(fsr), FaultKind::Domain(_)) {
+                if is_domain_fault(fsr) {
                     self.counters.domain_faults += 1;
                 } else {
                     self.counters.fills += 1;
@@ -1307,7 +1307,7 @@ impl Kernel {
                     (TrapKind::Prefetch, c.ifsr().bits(), self.procs[cur].ctx.pc)
                 };
                 if let Some(flushed) = self.resolve_fault(fsr, addr) {
-                    let domain = matches!(FaultKind::from_status(fsr), FaultKind::Domain(_));
+                    let domain = is_domain_fault(fsr);
                     if domain && flushed == fass::Flushed::TlbOnly {
                         self.counters.flush_free_collisions += 1;
                     }
@@ -1342,6 +1342,18 @@ impl Kernel {
             .map(|k| (cur + k) % MAX_PROCS)
             .find(|j| self.procs[*j].state == State::Ready)
     }
+}
+
+/// Whether `fsr` is a section or page domain fault (FS 0x9 or 0xB):
+/// [`FaultKind::Domain`] without decoding the rest.
+#[inline]
+fn is_domain_fault(fsr: u32) -> bool {
+    let d = matches!(fsr & 0x40F, 0x9 | 0xB);
+    debug_assert_eq!(
+        d,
+        matches!(FaultKind::from_status(fsr), FaultKind::Domain(_))
+    );
+    d
 }
 
 /// What a trap asks the scheduler for ([`Kernel::finish`]).
