@@ -44,11 +44,11 @@
 
 use crate::frame::{FrameDesc, FrameError, FrameState, FrameTable, KernelUse};
 use crate::irq::InterruptControl;
+use crate::lines::LineMaintenance;
 use crate::mappings::{AddressSpace, Mapping, Mappings, PageSize};
 use crate::phys::PhysMemory;
 use crate::region::{Rights, FRAME_SIZE};
 use core::fmt;
-use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15, Cp15Reg};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
 
@@ -261,6 +261,76 @@ pub struct Exchange {
     protected: bool,
     phase: Phase,
     stats: ExchangeStats,
+    /// The mappings of the current page's two frames.
+    known: Known,
+}
+
+/// Mappings remembered per frame of the current page.
+const KNOWN: usize = 4;
+
+const NO_MAPPING: Mapping = Mapping {
+    space: AddressSpace::Kernel,
+    mva: ModifiedVirtAddr::new(0),
+    writable: false,
+    cached: true,
+};
+
+/// The mappings of the current page's old frame (`list[0]`) and new frame
+/// (`list[1]`), collected once per page instead of once per step. Valid
+/// while [`Mappings::generation`] returns `gen`; collected again when it
+/// changes. `gen == None`: not remembered (the kernel does not track a
+/// generation, a frame has more than [`KNOWN`] mappings, or a page
+/// directory moves), every use asks the kernel.
+#[derive(Clone, Copy, Debug)]
+struct Known {
+    gen: Option<u32>,
+    list: [[Mapping; KNOWN]; 2],
+    n: [u8; 2],
+}
+
+impl Known {
+    const NONE: Known = Known {
+        gen: None,
+        list: [[NO_MAPPING; KNOWN]; 2],
+        n: [0; 2],
+    };
+
+    /// Asks the kernel for the mappings of `old` and `new`.
+    fn collect<M: Mappings + ?Sized>(
+        maps: &M,
+        old: PhysAddr,
+        new: PhysAddr,
+        size: PageSize,
+    ) -> (Known, u32) {
+        let mut k = Known::NONE;
+        k.gen = maps.generation();
+        let mut calls = 0;
+        if k.gen.is_none() {
+            return (k, calls);
+        }
+        for (side, page) in [old, new].into_iter().enumerate() {
+            let (list, n) = (&mut k.list[side], &mut k.n[side]);
+            let mut over = false;
+            maps.for_each_mapping(page, size, &mut |m| {
+                if usize::from(*n) < KNOWN {
+                    list[usize::from(*n)] = *m;
+                    *n += 1;
+                } else {
+                    over = true;
+                }
+            });
+            calls += 1;
+            if over {
+                k.gen = None;
+            }
+        }
+        (k, calls)
+    }
+
+    /// The remembered mappings of side `side` (0 old frame, 1 new frame).
+    fn of(&self, side: usize) -> &[Mapping] {
+        &self.list[side][..usize::from(self.n[side])]
+    }
 }
 
 /// The default chunk: 256 bytes (8 cache lines, 64 words) per step.
@@ -382,6 +452,7 @@ impl Exchange {
             protected: false,
             phase: Phase::Start,
             stats: ExchangeStats::default(),
+            known: Known::NONE,
         })
     }
 
@@ -435,7 +506,7 @@ impl Exchange {
     ) -> Result<Progress, ExchangeError>
     where
         M: Mappings + ?Sized,
-        H: PhysMemory + CacheMaintenance + Cp15 + ?Sized,
+        H: PhysMemory + LineMaintenance + Cp15 + ?Sized,
         I: InterruptControl + ?Sized,
     {
         let page = self.page;
@@ -457,7 +528,7 @@ impl Exchange {
     ) -> Result<(), ExchangeError>
     where
         M: Mappings + ?Sized,
-        H: PhysMemory + CacheMaintenance + Cp15 + ?Sized,
+        H: PhysMemory + LineMaintenance + Cp15 + ?Sized,
         I: InterruptControl + ?Sized,
     {
         while self.step(table, maps, hw, irq)? == Progress::Pending {}
@@ -475,7 +546,7 @@ impl Exchange {
     ) -> Result<Progress, ExchangeError>
     where
         M: Mappings + ?Sized,
-        H: PhysMemory + CacheMaintenance + Cp15 + ?Sized,
+        H: PhysMemory + LineMaintenance + Cp15 + ?Sized,
         I: InterruptControl + ?Sized,
     {
         let r = self.step_inner(table, maps, hw, irq);
@@ -497,11 +568,17 @@ impl Exchange {
     ) -> Result<Progress, ExchangeError>
     where
         M: Mappings + ?Sized,
-        H: PhysMemory + CacheMaintenance + Cp15 + ?Sized,
+        H: PhysMemory + LineMaintenance + Cp15 + ?Sized,
         I: InterruptControl + ?Sized,
     {
         self.stats.steps += 1;
         let size = self.req.size;
+        if self.known.gen.is_some() && maps.generation() != self.known.gen {
+            // The kernel changed mappings since they were collected.
+            let (k, calls) = Known::collect(maps, self.old, self.new, size);
+            self.known = k;
+            self.stats.total_ops += calls;
+        }
         match self.phase {
             Phase::Done | Phase::Failed => return Err(ExchangeError::Finished),
             Phase::Start => {
@@ -518,14 +595,20 @@ impl Exchange {
                 }
                 self.old = old;
                 self.new = new;
+                self.known = Known::NONE;
+                if !self.hold {
+                    let (k, calls) = Known::collect(maps, old, new, size);
+                    self.known = k;
+                    self.stats.total_ops += calls;
+                }
                 if !self.hold || self.page == 0 {
                     // A directory is protected whole, before its first page is copied.
                     let pages = if self.hold { self.req.count } else { 1 };
                     let mut writable = false;
                     for i in 0..pages {
-                        for base in [old, new] {
+                        for (side, base) in [old, new].into_iter().enumerate() {
                             let p = frame_at(base, i * size.frames());
-                            maps.for_each_mapping(p, size, &mut |m| writable |= m.writable);
+                            self.each(maps, side, p, &mut |m| writable |= m.writable);
                         }
                     }
                     self.protected = writable;
@@ -535,11 +618,11 @@ impl Exchange {
                         // that is about to become the target's content.
                         let mut w = Window::open(irq);
                         for i in 0..pages {
-                            for base in [old, new] {
+                            for (side, base) in [old, new].into_iter().enumerate() {
                                 let p = frame_at(base, i * size.frames());
                                 maps.write_protect(p, size);
                                 w.ops += 1;
-                                w.ops += invalidate_tlb(maps, hw, p, size);
+                                w.ops += self.invalidate_tlb(maps, hw, side, p);
                             }
                         }
                         w.close(irq, &mut self.stats);
@@ -549,23 +632,27 @@ impl Exchange {
             }
             Phase::Copy(off) => {
                 let mut ops = 0;
-                // Clean the chunk at every address the old page is mapped at.
-                maps.for_each_mapping(self.old, size, &mut |m| {
-                    ops += lines(hw, m.mva, off, self.chunk, |hw, mva| {
-                        hw.clean_dcache_line(mva)
-                    });
+                let lines = self.chunk / H::DCACHE_LINE;
+                // Clean the chunk at every cacheable address the old page
+                // is mapped at.
+                self.each(maps, 0, self.old, &mut |m| {
+                    if m.cached {
+                        hw.clean_dcache_lines(at(m.mva, off), self.chunk);
+                        ops += lines;
+                    }
                 });
                 // Discard the new page's lines of the chunk (a page resource
                 // holds nothing anyone relies on): a dirty one, written back
                 // after the copy, would overwrite the copied data.
-                maps.for_each_mapping(self.new, size, &mut |m| {
-                    ops += lines(hw, m.mva, off, self.chunk, |hw, mva| {
+                self.each(maps, 1, self.new, &mut |m| {
+                    if m.cached {
                         // SAFETY: the new page is a page resource being
                         // overwritten by this exchange; its cached data is
                         // garbage by definition, and no mapping of it is
                         // writable (protected above when any was).
-                        unsafe { hw.invalidate_dcache_line(mva) }
-                    });
+                        unsafe { hw.invalidate_dcache_lines(at(m.mva, off), self.chunk) };
+                        ops += lines;
+                    }
                 });
                 hw.drain_write_buffer();
                 ops += 1;
@@ -605,12 +692,13 @@ impl Exchange {
             }
             Phase::Flush(off) => {
                 let mut ops = 0;
-                for page in [self.new, self.old] {
-                    maps.for_each_mapping(page, size, &mut |m| {
-                        ops += lines(hw, m.mva, off, self.chunk, |hw, mva| {
-                            hw.clean_invalidate_dcache_line(mva);
-                            hw.invalidate_icache_line(mva);
-                        });
+                let lines = self.chunk / H::DCACHE_LINE;
+                for (side, page) in [self.old, self.new].into_iter().enumerate() {
+                    self.each(maps, side, page, &mut |m| {
+                        if m.cached {
+                            hw.flush_lines(at(m.mva, off), self.chunk);
+                            ops += 2 * lines;
+                        }
                     });
                 }
                 hw.drain_write_buffer();
@@ -639,11 +727,11 @@ impl Exchange {
                         // resource's the old ones.
                         let mut w = Window::open(irq);
                         for i in 0..pages {
-                            for base in [new0, old0] {
+                            for (side, base) in [(1, new0), (0, old0)] {
                                 let p = frame_at(base, i * size.frames());
                                 maps.restore_write(p, size);
                                 w.ops += 1;
-                                w.ops += invalidate_tlb(maps, hw, p, size);
+                                w.ops += self.invalidate_tlb(maps, hw, side, p);
                             }
                         }
                         w.close(irq, &mut self.stats);
@@ -651,6 +739,7 @@ impl Exchange {
                     mark_range(table, maps, &self.req, first_page, self.page + 1, false)?;
                     self.protected = false;
                 }
+                self.known = Known::NONE;
                 self.page += 1;
                 self.phase = if self.page == self.req.count {
                     Phase::Done
@@ -666,6 +755,41 @@ impl Exchange {
         })
     }
 
+    /// Calls `f` for every mapping of `page`, which is side `side` (0 the
+    /// old frame, 1 the new frame) of the current page or, in a directory
+    /// move, a frame of another of its pages: from the remembered lists
+    /// when they are valid, else from the kernel.
+    fn each<M: Mappings + ?Sized>(
+        &self,
+        maps: &M,
+        side: usize,
+        page: PhysAddr,
+        f: &mut dyn FnMut(&Mapping),
+    ) {
+        let current = if side == 0 { self.old } else { self.new };
+        if self.known.gen.is_some() && page == current {
+            self.known.of(side).iter().for_each(f);
+        } else {
+            maps.for_each_mapping(page, self.req.size, f);
+        }
+    }
+
+    /// Invalidates the TLB entries of every mapping of `page` (see
+    /// [`Exchange::each`]); returns the number of operations.
+    fn invalidate_tlb<M, H>(&self, maps: &M, hw: &mut H, side: usize, page: PhysAddr) -> u32
+    where
+        M: Mappings + ?Sized,
+        H: LineMaintenance + ?Sized,
+    {
+        let mut n = 0;
+        self.each(maps, side, page, &mut |m: &Mapping| {
+            // One entry covers a whole small page, large page or section.
+            hw.invalidate_tlb_entry(m.mva);
+            n += 1;
+        });
+        n
+    }
+
     /// The atomic part: mappings, tables, TTB and frame table. Returns the
     /// operation count.
     fn switch<const R: usize, M, H>(
@@ -676,13 +800,16 @@ impl Exchange {
     ) -> Result<u32, ExchangeError>
     where
         M: Mappings + ?Sized,
-        H: PhysMemory + CacheMaintenance + Cp15 + ?Sized,
+        H: PhysMemory + LineMaintenance + Cp15 + ?Sized,
     {
         let size = self.req.size;
         let mut ops = 1;
         maps.swap(self.old, self.new, size);
-        ops += invalidate_tlb(maps, hw, self.new, size);
-        ops += invalidate_tlb(maps, hw, self.old, size);
+        // Every mapping of the old frame now maps the new one and vice versa.
+        self.known.list.swap(0, 1);
+        self.known.n.swap(0, 1);
+        ops += self.invalidate_tlb(maps, hw, 1, self.new);
+        ops += self.invalidate_tlb(maps, hw, 0, self.old);
         if self.hold && self.page + 1 == self.req.count {
             // Every frame of the directory now holds an identical copy.
             let (base_old, base_new) = self.first;
@@ -766,40 +893,9 @@ fn offset(base: PhysAddr, off: u32) -> PhysAddr {
     PhysAddr::new(base.as_u32().wrapping_add(off))
 }
 
-/// Applies `op` to every D-cache line of `[mva + off, mva + off + len)`.
-fn lines<H: CacheMaintenance + ?Sized>(
-    hw: &mut H,
-    mva: ModifiedVirtAddr,
-    off: u32,
-    len: u32,
-    mut op: impl FnMut(&mut H, ModifiedVirtAddr),
-) -> u32 {
-    let mut n = 0;
-    let mut a = 0;
-    while a < len {
-        op(
-            hw,
-            ModifiedVirtAddr::new(mva.as_u32().wrapping_add(off + a)),
-        );
-        a += H::DCACHE_LINE;
-        n += 1;
-    }
-    n
-}
-
-/// Invalidates the TLB entries of every mapping of a page.
-fn invalidate_tlb<M, H>(maps: &M, hw: &mut H, page: PhysAddr, size: PageSize) -> u32
-where
-    M: Mappings + ?Sized,
-    H: CacheMaintenance + ?Sized,
-{
-    let mut n = 0;
-    maps.for_each_mapping(page, size, &mut |m: &Mapping| {
-        // One entry covers a whole small page, large page or section.
-        hw.invalidate_tlb_entry(m.mva);
-        n += 1;
-    });
-    n
+/// `mva + off`.
+fn at(mva: ModifiedVirtAddr, off: u32) -> ModifiedVirtAddr {
+    ModifiedVirtAddr::new(mva.as_u32().wrapping_add(off))
 }
 
 /// Translates page `i` of both ranges to (old page, new page).

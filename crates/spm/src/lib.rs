@@ -15,6 +15,7 @@
 //! | [`mappings`] | what the kernel provides: reverse mappings and page-table changes ([`Mappings`]) |
 //! | [`irq`] | what the kernel provides: interrupt masking ([`InterruptControl`]) |
 //! | [`phys`] | what the kernel provides: physical copies and zeroing ([`PhysMemory`]) |
+//! | [`lines`] | what the kernel provides: cache maintenance over a range of lines ([`LineMaintenance`], per-line defaults) |
 //! | [`exchange`] | the resumable page exchange with bounded interrupts-off windows |
 //!
 //! Page sizes: 4 KiB, 64 KiB and 1 MiB pages are exchanged; 1 KiB tiny pages
@@ -66,6 +67,7 @@ extern crate std;
 pub mod exchange;
 pub mod frame;
 pub mod irq;
+pub mod lines;
 pub mod mappings;
 pub mod ops;
 pub mod phys;
@@ -82,6 +84,7 @@ pub use frame::{
     FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, SpaceId,
 };
 pub use irq::InterruptControl;
+pub use lines::LineMaintenance;
 pub use mappings::{AddressSpace, Mapping, Mappings, PageSize, Translation};
 pub use ops::{OpError, StateRequest};
 pub use phys::PhysMemory;

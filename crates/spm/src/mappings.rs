@@ -81,6 +81,12 @@ pub struct Mapping {
     pub mva: ModifiedVirtAddr,
     /// Whether the mapping allows writes.
     pub writable: bool,
+    /// Whether the mapping is cacheable (descriptor C bit set). The D- and
+    /// I-caches hold lines only of cacheable mappings (a mapping keeps its
+    /// cache attributes when [`Mappings::swap`] retargets it), so `spm`
+    /// does line maintenance only at the addresses of cacheable mappings;
+    /// report `true` when unsure.
+    pub cached: bool,
 }
 
 /// Reverse mappings and page-table changes, provided by the kernel.
@@ -93,6 +99,10 @@ pub struct Mapping {
 ///   lines the hardware walker reads; `spm` invalidates the TLB entries and
 ///   cache lines of the mappings it is told about, so an implementation
 ///   need not.
+/// * An exchange asks for the mappings of its two pages once per page and
+///   keeps them between steps while [`Mappings::generation`] returns the
+///   same `Some` value; an implementation that returns `None` (the default)
+///   is asked again for every step.
 /// * [`Mappings::write_protect`] is called for both pages of an exchange
 ///   (the old page and the resource) when any of their mappings is
 ///   writable; it remembers which mappings were writable;
@@ -101,6 +111,16 @@ pub struct Mapping {
 pub trait Mappings {
     /// The page `va` lies in, in `space`, or `None` if unmapped.
     fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation>;
+
+    /// A value that changes whenever a mapping may have been added or
+    /// removed, or a mapping's MVA may have changed (e.g. a new FCSE PID),
+    /// anywhere; `None` if the implementation does not track this. Changes
+    /// made by `spm` itself through [`Mappings::write_protect`],
+    /// [`Mappings::restore_write`] and [`Mappings::swap`] need not change it
+    /// (an exchange accounts for them).
+    fn generation(&self) -> Option<u32> {
+        None
+    }
 
     /// Calls `f` once for every mapping of the `size` page at `page`.
     fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping));

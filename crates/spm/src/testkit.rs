@@ -168,6 +168,8 @@ impl PhysMemory for Hw {
     }
 }
 
+impl crate::lines::LineMaintenance for Hw {}
+
 impl CacheMaintenance for Hw {
     const DCACHE_LINE: u32 = LINE;
 
@@ -258,6 +260,9 @@ pub struct Maps {
     pub l1: Vec<(u32, u32)>,
     /// Page directories of address spaces.
     pub dirs: Vec<(AddressSpace, u32)>,
+    /// What [`Mappings::generation`] reports (`Some`, counting `map` calls,
+    /// unless a test sets `None`).
+    pub generation: Option<u32>,
     ops: Ops,
 }
 
@@ -267,11 +272,13 @@ impl Maps {
             entries: Vec::new(),
             l1: Vec::new(),
             dirs: Vec::new(),
+            generation: Some(0),
             ops,
         }
     }
 
     pub fn map(&mut self, space: AddressSpace, va: u32, pa: u32, size: PageSize, writable: bool) {
+        self.generation = self.generation.map(|g| g + 1);
         self.entries.push(Entry {
             space,
             va,
@@ -298,6 +305,10 @@ impl Maps {
 }
 
 impl Mappings for Maps {
+    fn generation(&self) -> Option<u32> {
+        self.generation
+    }
+
     fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
         let va = va.as_u32();
         self.entries
@@ -320,6 +331,7 @@ impl Mappings for Maps {
                 space: e.space,
                 mva: self.mva(e.space, e.va),
                 writable: e.writable,
+                cached: true,
             });
         }
     }

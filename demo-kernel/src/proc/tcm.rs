@@ -43,8 +43,8 @@ use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::tcm::{self, TcmBank, TcmKind, TcmLayout};
 use spm::{
     AddressSpace, Exchange, ExchangeRequest, FrameDesc, FrameState, FrameTable, InitialUse,
-    InterruptControl, KernelUse, Location, Mapping, Mappings, PageSize, PhysMemory, Region, Rights,
-    SectionSummary, Translation,
+    InterruptControl, KernelUse, LineMaintenance, Location, Mapping, Mappings, PageSize,
+    PhysMemory, Region, Rights, SectionSummary, Translation,
 };
 
 use super::frames::{FRAMES_END, FRAMES_PHYS};
@@ -75,7 +75,7 @@ pub const USER_RES_VA: u32 = 0x01F0_0000;
 /// TCM resource pages per process.
 pub const RES_SLOTS: usize = 4;
 /// Chunk of one exchange step (bytes copied or flushed per step).
-pub const CHUNK: u32 = 256;
+pub const CHUNK: u32 = 2048;
 /// Kernel mapping records: the switch page and every TCM frame's read-only view.
 pub const KMAPS: usize = 1 + 2 * BANK_FRAMES;
 
@@ -107,31 +107,146 @@ static DESCS: Global<[FrameDesc; FRAMES_NEEDED]> =
 /// Storage of the per-MiB summaries (`SectionSummary` is a transparent `u32`, 0 by default).
 static SECTIONS: Global<[u32; SECTIONS_MAX]> = Global(UnsafeCell::new([0; SECTIONS_MAX]));
 static TCM: Global<Option<Tcm>> = Global(UnsafeCell::new(None));
-/// Reverse index: which process maps each user or TCM frame (index + 1; 0 = none).
-static MAPPER: Global<[u8; MAPPER_FRAMES]> = Global(UnsafeCell::new([0; MAPPER_FRAMES]));
-const MAPPER_FRAMES: usize = ((DTCM_PHYS + BANK_SIZE - FRAMES_PHYS) / 4096) as usize;
 
-fn mapper_slot(pa: u32) -> Option<&'static mut u8> {
-    let i = (pa.wrapping_sub(FRAMES_PHYS) / 4096) as usize;
+/// RAM frames the user frame allocator hands out.
+const RAM_FRAMES: usize = ((FRAMES_END - FRAMES_PHYS) / 4096) as usize;
+/// Frames with kernel mapping records: every TCM frame, then the switch
+/// page's home frame.
+const KFRAMES: usize = 2 * BANK_FRAMES + 1;
+/// Frames in the reverse index: user RAM, then the [`KFRAMES`].
+const RFRAMES: usize = RAM_FRAMES + KFRAMES;
+
+/// The reverse index: for every frame `spm` may exchange, who maps it and
+/// where its record is, answered in O(1) (user pages are private: at most
+/// one user mapping per frame; kernel mappings exist only for TCM frames
+/// and the switch page).
+struct RIndex {
+    /// The process that maps the frame (index + 1; 0 none).
+    user: [u8; RFRAMES],
+    /// Its page record (index into `kernel_pages ++ user_pages ++
+    /// res_pages`, + 1; 0 not known yet: found on first use).
+    rec: [u8; RFRAMES],
+    /// The kernel mapping record (index into [`Tcm::kmaps`], + 1; 0 none):
+    /// TCM frames and the switch page's home frame at first, any frame
+    /// after exchanges (a record follows its mapping's frame).
+    kmap: [u8; RFRAMES],
+    /// Bank bases and sizes ([ITCM, DTCM]), the switch page's home frame.
+    banks: [(u32, u32); 2],
+    home: u32,
+    /// Bumped whenever a user mapping is added or removed
+    /// ([`Mappings::generation`]).
+    generation: u32,
+}
+
+static RINDEX: Global<RIndex> = Global(UnsafeCell::new(RIndex {
+    user: [0; RFRAMES],
+    rec: [0; RFRAMES],
+    kmap: [0; RFRAMES],
+    banks: [(0, 0); 2],
+    home: u32::MAX,
+    generation: 0,
+}));
+
+fn rindex() -> &'static mut RIndex {
     // SAFETY: single core, IRQs masked or `kernel_irq` (which never touches
-    // it) only; no two references are held at once.
-    unsafe { (*MAPPER.0.get()).get_mut(i) }
+    // it) only; every user takes the reference for one short expression or
+    // function and never holds two.
+    unsafe { &mut *RINDEX.0.get() }
+}
+
+impl RIndex {
+    /// The slot among the [`KFRAMES`] of `pa`, if it has one.
+    #[inline(always)]
+    fn kslot(&self, pa: u32) -> Option<usize> {
+        for (k, &(base, size)) in self.banks.iter().enumerate() {
+            let off = pa.wrapping_sub(base);
+            if off < size {
+                return Some(k * BANK_FRAMES + (off / 4096) as usize);
+            }
+        }
+        (pa == self.home).then_some(2 * BANK_FRAMES)
+    }
+
+    /// The reverse-index slot of `pa`, if it has one.
+    #[inline(always)]
+    fn slot(&self, pa: u32) -> Option<usize> {
+        let i = (pa.wrapping_sub(FRAMES_PHYS) / 4096) as usize;
+        if i < RAM_FRAMES {
+            return Some(i);
+        }
+        self.kslot(pa).map(|k| RAM_FRAMES + k)
+    }
 }
 
 /// Records that process `proc` maps frame `pa` (user pages are private:
 /// one mapper per frame), or that nobody does.
 pub fn note_mapper(pa: u32, proc: Option<usize>) {
-    if let Some(m) = mapper_slot(pa) {
-        *m = proc.map_or(0, |p| p as u8 + 1);
+    let r = rindex();
+    r.generation = r.generation.wrapping_add(1);
+    if let Some(i) = r.slot(pa) {
+        r.user[i] = proc.map_or(0, |p| p as u8 + 1);
+        r.rec[i] = 0;
     }
 }
 
-/// The process that maps `pa`, if any.
-pub fn mapper(pa: u32) -> Option<usize> {
-    mapper_slot(pa)
-        .and_then(|m| (*m).checked_sub(1))
-        .map(usize::from)
+/// Page record `k` of `p` (`kernel_pages ++ user_pages ++ res_pages`).
+fn record(p: &Proc, k: usize) -> Option<&super::kernel::Page> {
+    let (nk, nu) = (p.kernel_pages.len(), p.user_pages.len());
+    if k < nk {
+        p.kernel_pages[k].as_ref()
+    } else if k < nk + nu {
+        p.user_pages[k - nk].as_ref()
+    } else {
+        p.res_pages.get(k - nk - nu)?.as_ref()
+    }
 }
+
+/// [`record`], mutably.
+fn record_mut(p: &mut Proc, k: usize) -> Option<&mut super::kernel::Page> {
+    let (nk, nu) = (p.kernel_pages.len(), p.user_pages.len());
+    if k < nk {
+        p.kernel_pages[k].as_mut()
+    } else if k < nk + nu {
+        p.user_pages[k - nk].as_mut()
+    } else {
+        p.res_pages.get_mut(k - nk - nu)?.as_mut()
+    }
+}
+
+/// Who maps a frame: its reverse-index slot, its user mapping (process,
+/// page record index, virtual address) and its kernel mapping record.
+#[derive(Clone, Copy)]
+struct Who {
+    slot: usize,
+    user: Option<(usize, usize, u32)>,
+    kmap: Option<usize>,
+}
+
+/// Who maps `pa`, from the reverse index (a page record is searched once,
+/// then remembered).
+fn who(procs: &[Proc; MAX_PROCS], pa: u32) -> Option<Who> {
+    let r = rindex();
+    let slot = r.slot(pa)?;
+    let kmap = r.kmap[slot].checked_sub(1).map(usize::from);
+    let user = r.user[slot]
+        .checked_sub(1)
+        .map(usize::from)
+        .and_then(|w| Some((w, procs.get(w).filter(|p| p.alive())?)))
+        .and_then(|(w, p)| {
+            if let Some(k) = r.rec[slot].checked_sub(1).map(usize::from) {
+                if let Some(pg) = record(p, k).filter(|pg| pg.pa == pa) {
+                    return Some((w, k, pg.va));
+                }
+            }
+            let k = (0..RECORDS).find(|&k| record(p, k).is_some_and(|pg| pg.pa == pa))?;
+            r.rec[slot] = k as u8 + 1;
+            Some((w, k, record(p, k)?.va))
+        });
+    Some(Who { slot, user, kmap })
+}
+
+/// Records per process (`kernel_pages ++ user_pages ++ res_pages`).
+const RECORDS: usize = super::kernel::KERNEL_PAGES + super::kernel::USER_PAGES + RES_SLOTS;
 
 /// Ticks taken by `kernel_irq` since the last [`take_kernel_irqs`].
 static KIRQ: Global<u32> = Global(UnsafeCell::new(0));
@@ -434,6 +549,14 @@ pub fn init() -> Result<(), InitError> {
             entry: core::ptr::addr_of_mut!(tcmt[i]),
         };
     }
+    let r = rindex();
+    r.banks = [itcm, dtcm].map(|b| (b.base().as_u32(), b.size()));
+    r.home = ks - off;
+    for (j, k) in kmaps.iter().enumerate() {
+        if let Some(i) = r.slot(k.pa) {
+            r.kmap[i] = j as u8 + 1;
+        }
+    }
     let root = phys_to_virt(crate::mmu::with_tables(|t, _| t.root().as_u32())) as *mut u32;
     // SAFETY: as in `tcm`.
     unsafe {
@@ -557,11 +680,37 @@ fn window(pa: u32) -> *mut u32 {
 impl PhysMemory for Hw {
     fn copy(&mut self, dst: PhysAddr, src: PhysAddr, len: u32) {
         let (d, s) = (window(dst.as_u32()), window(src.as_u32()));
-        for i in 0..(len / 4) as usize {
-            // SAFETY: `spm` passes frame-internal ranges of described RAM
-            // or TCM; both windows are uncached kernel read/write mappings.
-            unsafe { d.add(i).write_volatile(s.add(i).read_volatile()) };
+        if len == 0 {
+            return;
         }
+        if !len.is_multiple_of(64) {
+            for i in 0..(len / 4) as usize {
+                // SAFETY: `spm` passes frame-internal ranges of described RAM
+                // or TCM; both windows are uncached kernel read/write mappings.
+                unsafe { d.add(i).write_volatile(s.add(i).read_volatile()) };
+            }
+            return;
+        }
+        // SAFETY: as above; 64 bytes (two LDM/STM pairs of eight words) per
+        // iteration, `len` a non-zero multiple of 64, both pointers word
+        // aligned; only the named registers are changed.
+        unsafe {
+            core::arch::asm!(
+                "2:",
+                "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                "cmp {s}, {end}",
+                "bne 2b",
+                s = inout(reg) s => _,
+                d = inout(reg) d => _,
+                end = in(reg) (s as u32).wrapping_add(len),
+                out("r3") _, out("r4") _, out("r5") _, out("r7") _,
+                out("r8") _, out("r9") _, out("r10") _, out("r12") _,
+                options(nostack)
+            )
+        };
     }
 
     fn zero(&mut self, dst: PhysAddr, len: u32) {
@@ -570,6 +719,66 @@ impl PhysMemory for Hw {
             // SAFETY: as in `copy`.
             unsafe { d.add(i).write_volatile(0) };
         }
+    }
+}
+
+/// One ARM926 line operation (`MCR p15, 0, <addr>, c7, <op>`) over every
+/// 32-byte line of `[mva, mva + len)`, four lines per loop iteration when
+/// `len` is a multiple of 128.
+macro_rules! line_loop {
+    ($mva:expr, $len:expr, $($op:literal),+) => {{
+        let (start, len) = ($mva.as_u32(), $len);
+        if len == 0 {
+        } else if len.is_multiple_of(128) {
+            // SAFETY: line maintenance by MVA never faults and changes only
+            // cache state; the caller of the trait method upholds its contract.
+            unsafe {
+                core::arch::asm!(
+                    "2:",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    "cmp {a}, {end}",
+                    "bne 2b",
+                    a = inout(reg) start => _,
+                    end = in(reg) start.wrapping_add(len),
+                    options(nostack)
+                )
+            };
+        } else {
+            // SAFETY: as above, one line per iteration (`len` a multiple of 32).
+            unsafe {
+                core::arch::asm!(
+                    "2:",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    "cmp {a}, {end}",
+                    "bne 2b",
+                    a = inout(reg) start => _,
+                    end = in(reg) start.wrapping_add(len),
+                    options(nostack)
+                )
+            };
+        }
+    }};
+}
+
+impl LineMaintenance for Hw {
+    fn clean_dcache_lines(&mut self, mva: ModifiedVirtAddr, len: u32) {
+        line_loop!(mva, len, "c7, c10, 1");
+    }
+
+    unsafe fn invalidate_dcache_lines(&mut self, mva: ModifiedVirtAddr, len: u32) {
+        line_loop!(mva, len, "c7, c6, 1");
+    }
+
+    fn flush_lines(&mut self, mva: ModifiedVirtAddr, len: u32) {
+        line_loop!(mva, len, "c7, c14, 1", "c7, c5, 1");
     }
 }
 
@@ -782,44 +991,29 @@ fn kind_index(kind: TcmKind) -> usize {
     }
 }
 
-fn records(p: &mut Proc) -> impl Iterator<Item = &mut super::kernel::Page> {
-    p.kernel_pages
-        .iter_mut()
-        .chain(p.user_pages.iter_mut())
-        .chain(p.res_pages.iter_mut())
-        .flatten()
-}
-
 impl Maps<'_> {
-    /// Every mapping of frame `pa`: (space, va, descriptor, mva).
-    fn each(&mut self, pa: u32, mut f: impl FnMut(AddressSpace, u32, *mut u32, u32)) {
-        let (strategy, root) = (self.strategy, self.root);
-        if let Some(i) = mapper(pa) {
-            let Some(p) = self.procs.get_mut(i).filter(|p| p.alive()) else {
-                return self.each_kernel(pa, f);
-            };
-            for pg in records(p) {
-                if pg.pa == pa {
-                    match user_entry(strategy, root, i, pg.va) {
-                        Some((e, mva)) => f(user_space(i), pg.va, e, mva),
-                        None => defmt::error!(
-                            "no descriptor for {=u32:#x} of process {=usize}",
-                            pg.va,
-                            i
-                        ),
-                    }
-                }
+    /// Every mapping of frame `pa`: (space, descriptor, MVA), in O(1)
+    /// through the reverse index.
+    fn each(&self, w: Option<Who>, mut f: impl FnMut(AddressSpace, *mut u32, u32)) {
+        let Some(w) = w else { return };
+        if let Some((i, _, va)) = w.user {
+            match user_entry(self.strategy, self.root, i, va) {
+                Some((e, mva)) => f(user_space(i), e, mva),
+                None => defmt::error!("no descriptor for {=u32:#x} of process {=usize}", va, i),
             }
         }
-        self.each_kernel(pa, f);
+        if let Some(k) = w.kmap.and_then(|k| self.kmaps.get(k)) {
+            f(AddressSpace::Kernel, k.entry, k.va);
+        }
     }
 
-    fn each_kernel(&mut self, pa: u32, mut f: impl FnMut(AddressSpace, u32, *mut u32, u32)) {
-        for k in self.kmaps.iter() {
-            if k.pa == pa {
-                f(AddressSpace::Kernel, k.va, k.entry, k.va);
-            }
+    /// The kernel mapping record of kernel virtual page `va`.
+    fn kmap_at(&self, va: u32) -> Option<&KMap> {
+        if va == self.kmaps[0].va {
+            return Some(&self.kmaps[0]);
         }
+        let i = (va.wrapping_sub(KTCM_VA) / 4096) as usize;
+        self.kmaps.get(1 + i).filter(|k| k.va == va)
     }
 }
 
@@ -830,26 +1024,39 @@ fn writable(space: AddressSpace, desc: u32) -> bool {
     }
 }
 
+/// The descriptor's C bit: the caches may hold lines of the mapping.
+fn cacheable(desc: u32) -> bool {
+    desc & (1 << 3) != 0
+}
+
 impl Mappings for Maps<'_> {
+    fn generation(&self) -> Option<u32> {
+        // User mappings are added and removed only with a `note_mapper`;
+        // kernel mapping records never change except through `swap`. A
+        // space's FCSE PID (its MVAs) changes only through its own calls,
+        // and a process is blocked in its exchange call until it ends.
+        Some(rindex().generation)
+    }
+
     fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
         let page = va.as_u32() & !0xFFF;
         let (pa, entry) = match space {
             AddressSpace::Kernel => {
-                let k = self.kmaps.iter().find(|k| k.va == page)?;
+                let k = self.kmap_at(page)?;
                 (k.pa, k.entry)
             }
             AddressSpace::User(s) => {
                 let i = usize::from(s.get());
-                let p = self.procs.get(i).filter(|p| p.alive())?;
-                let pa = p
-                    .kernel_pages
-                    .iter()
-                    .chain(p.user_pages.iter())
-                    .chain(p.res_pages.iter())
-                    .flatten()
-                    .find(|pg| pg.va == page)?
-                    .pa;
-                (pa, user_entry(self.strategy, self.root, i, page)?.0)
+                self.procs.get(i).filter(|p| p.alive())?;
+                let (e, _) = user_entry(self.strategy, self.root, i, page)?;
+                // SAFETY: a live second-level descriptor.
+                let pa = unsafe { e.read_volatile() } & !0xFFF;
+                // Only the process's own page records are pages here.
+                let (w, _, rva) = who(self.procs, pa)?.user?;
+                if (w, rva) != (i, page) {
+                    return None;
+                }
+                (pa, e)
             }
         };
         // SAFETY: `entry` is a live second-level descriptor.
@@ -868,37 +1075,42 @@ impl Mappings for Maps<'_> {
         if size != PageSize::Small {
             return;
         }
-        let pa = page.as_u32();
-        if let Some((i, p)) = mapper(pa).and_then(|i| Some((i, self.procs.get(i)?))) {
-            for pg in p
-                .kernel_pages
-                .iter()
-                .chain(p.user_pages.iter())
-                .chain(p.res_pages.iter())
-                .flatten()
-                .filter(|pg| pg.pa == pa)
-            {
-                let space = user_space(i);
-                // Unknown descriptor: reported writable, so it is never
-                // skipped by the protection (and the error is logged there).
-                let (w, mva) = match user_entry(self.strategy, self.root, i, pg.va) {
+        let Some(w) = who(self.procs, page.as_u32()) else {
+            return;
+        };
+        if let Some((i, _, va)) = w.user {
+            let space = user_space(i);
+            // Unknown descriptor: reported writable and cacheable, so it is
+            // never skipped by the protection or the maintenance (and the
+            // error is logged there).
+            let m = match user_entry(self.strategy, self.root, i, va) {
+                Some((e, mva)) => {
                     // SAFETY: a live descriptor.
-                    Some((e, mva)) => (writable(space, unsafe { e.read_volatile() }), mva),
-                    None => (true, pg.va),
-                };
-                f(&Mapping {
+                    let d = unsafe { e.read_volatile() };
+                    Mapping {
+                        space,
+                        mva: ModifiedVirtAddr::new(mva),
+                        writable: writable(space, d),
+                        cached: cacheable(d),
+                    }
+                }
+                None => Mapping {
                     space,
-                    mva: ModifiedVirtAddr::new(mva),
-                    writable: w,
-                });
-            }
+                    mva: ModifiedVirtAddr::new(va),
+                    writable: true,
+                    cached: true,
+                },
+            };
+            f(&m);
         }
-        for k in self.kmaps.iter().filter(|k| k.pa == pa) {
+        if let Some(k) = w.kmap.and_then(|k| self.kmaps.get(k)) {
+            // SAFETY: a live descriptor in a static table.
+            let d = unsafe { k.entry.read_volatile() };
             f(&Mapping {
                 space: AddressSpace::Kernel,
                 mva: ModifiedVirtAddr::new(k.va),
-                // SAFETY: a live descriptor in a static table.
-                writable: writable(AddressSpace::Kernel, unsafe { k.entry.read_volatile() }),
+                writable: writable(AddressSpace::Kernel, d),
+                cached: cacheable(d),
             });
         }
     }
@@ -907,9 +1119,9 @@ impl Mappings for Maps<'_> {
         if size != PageSize::Small {
             return;
         }
-        let mut found = [None; 8];
+        let mut found = [None; 2];
         let mut n = 0;
-        self.each(page.as_u32(), |space, _, e, _| {
+        self.each(who(self.procs, page.as_u32()), |space, e, _| {
             // SAFETY: a live descriptor.
             let d = unsafe { e.read_volatile() };
             if writable(space, d) && n < found.len() {
@@ -958,45 +1170,42 @@ impl Mappings for Maps<'_> {
             unsafe { e.write_volatile((e.read_volatile() & 0xFFF) | to) };
             clean_entry(e);
         };
-        // Descriptors first (both directions), then the records.
-        let mut ea = [core::ptr::null_mut(); 4];
-        let mut eb = [core::ptr::null_mut(); 4];
+        // Descriptors first (both directions), then the records and the index.
+        let (wa, wb) = (who(self.procs, a), who(self.procs, b));
+        let mut ea = [core::ptr::null_mut(); 2];
+        let mut eb = [core::ptr::null_mut(); 2];
         let (mut na, mut nb) = (0, 0);
-        self.each(a, |_, _, e, _| {
-            if na < 4 {
+        self.each(wa, |_, e, _| {
+            if na < 2 {
                 ea[na] = e;
                 na += 1;
             }
         });
-        self.each(b, |_, _, e, _| {
-            if nb < 4 {
+        self.each(wb, |_, e, _| {
+            if nb < 2 {
                 eb[nb] = e;
                 nb += 1;
             }
         });
         ea[..na].iter().for_each(|e| retarget(*e, b));
         eb[..nb].iter().for_each(|e| retarget(*e, a));
-        let (ma, mb) = (mapper(a), mapper(b));
-        let second = if mb == ma { None } else { mb };
-        for i in [ma, second].into_iter().flatten() {
-            if let Some(p) = self.procs.get_mut(i) {
-                for pg in records(p) {
-                    if pg.pa == a {
-                        pg.pa = b;
-                    } else if pg.pa == b {
-                        pg.pa = a;
-                    }
-                }
+        for (w, to) in [(wa, b), (wb, a)] {
+            let Some(w) = w else { continue };
+            if let Some(pg) = w
+                .user
+                .and_then(|(p, k, _)| record_mut(&mut self.procs[p], k))
+            {
+                pg.pa = to;
+            }
+            if let Some(m) = w.kmap.and_then(|k| self.kmaps.get_mut(k)) {
+                m.pa = to;
             }
         }
-        note_mapper(a, mb);
-        note_mapper(b, ma);
-        for k in self.kmaps.iter_mut() {
-            if k.pa == a {
-                k.pa = b;
-            } else if k.pa == b {
-                k.pa = a;
-            }
+        if let (Some(i), Some(j)) = (wa.map(|w| w.slot), wb.map(|w| w.slot)) {
+            let r = rindex();
+            r.user.swap(i, j);
+            r.rec.swap(i, j);
+            r.kmap.swap(i, j);
         }
     }
 

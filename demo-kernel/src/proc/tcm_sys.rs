@@ -73,7 +73,7 @@ impl Kernel {
             match probe_read(va, Privilege::Kernel) {
                 Ok(_) => return,
                 Err(f) => {
-                    if !self.resolve(f.dfsr, f.far) {
+                    if !Retry::retry(&self.resolve(f.dfsr, f.far)) {
                         return;
                     }
                 }
@@ -410,6 +410,16 @@ impl Kernel {
     /// One step of the kernel job.
     fn kernel_job_step(&mut self) {
         let Some(t) = tcm::tcm() else { return };
+        // Every tick comes here: the idle states return without moving the
+        // job (an `Exchange` is a few hundred bytes).
+        match &mut t.job {
+            KernelJob::Idle | KernelJob::Done => return,
+            KernelJob::In { ticks, .. } if *ticks + 1 < KERNEL_TICKS_IN_ITCM => {
+                *ticks += 1;
+                return;
+            }
+            _ => {}
+        }
         let job = core::mem::replace(&mut t.job, KernelJob::Done);
         let mut irq = Irq::default();
         let mut hw = Hw::new();
@@ -497,6 +507,24 @@ impl Kernel {
             t.job_stats.finished_late = true;
             self.kernel_job_step();
         }
+    }
+}
+
+/// Whether `Kernel::resolve`'s answer lets the access be retried (it
+/// answers `bool` or `Option<Flushed>`, depending on the fault path's version).
+trait Retry {
+    fn retry(&self) -> bool;
+}
+
+impl Retry for bool {
+    fn retry(&self) -> bool {
+        *self
+    }
+}
+
+impl<T> Retry for Option<T> {
+    fn retry(&self) -> bool {
+        self.is_some()
     }
 }
 

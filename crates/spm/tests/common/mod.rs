@@ -204,6 +204,10 @@ pub struct Maps {
     saved: Vec<u32>,
     /// Every `swap` call.
     pub swaps: Vec<SwapCall>,
+    /// What [`Mappings::generation`] reports: `Some`, counting every
+    /// `map` and `unmap` (so an exchange remembers mappings between steps),
+    /// or `None` (set by a test: the exchange asks for every step).
+    pub generation: Option<u32>,
     /// Descriptor words written (not counted by the model).
     pub table_words: u64,
 }
@@ -227,6 +231,7 @@ impl Maps {
                 space,
                 mva: at,
                 writable: writable(space, l.ap.0[0]),
+                cached: true,
             },
             l.pa,
         ))
@@ -263,6 +268,7 @@ impl Maps {
             .expect("map");
         f.flush(&mut *m);
         self.pages.push((space, va, size));
+        self.generation = self.generation.map(|g| g + 1);
     }
 
     /// Removes the mapping of the page at `va` in `space`.
@@ -274,6 +280,7 @@ impl Maps {
             .expect("unmap");
         f.flush(&mut *m);
         self.pages.retain(|&(s, v, _)| (s, v) != (space, va));
+        self.generation = self.generation.map(|g| g + 1);
     }
 
     /// Changes the AP of the page at `mva` (clean table lines only).
@@ -341,6 +348,10 @@ impl Maps {
 }
 
 impl Mappings for Maps {
+    fn generation(&self) -> Option<u32> {
+        self.generation
+    }
+
     fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
         let l = self.lookup(mva(space, va.as_u32()))?;
         Some(Translation {
@@ -459,6 +470,8 @@ impl PhysMemory for Hw {
         }
     }
 }
+
+impl spm::LineMaintenance for Hw {}
 
 impl CacheMaintenance for Hw {
     const DCACHE_LINE: u32 = 32;
@@ -583,6 +596,7 @@ impl Kernel {
             pages: Vec::new(),
             saved: Vec::new(),
             swaps: Vec::new(),
+            generation: Some(0),
             table_words: 0,
         };
         // The uncached window: 16 sections over RAM and the TCMs. Not
