@@ -11,6 +11,7 @@
 //! * [`uaccess`]: checked copies from and to user memory;
 //! * [`syscall`]: the system calls;
 //! * [`tcm`]: TCM with `spm` (frame table, emulated banks, reverse mappings);
+//! * [`tcm_setup`]: where the TCM banks are and the kernel mappings of them, once per boot;
 //! * [`tcm_sys`], [`tcm_ops`]: the TCM system calls (exchanges; page operations);
 //! * [`scenario`]: the workloads the command line selects, and their reports.
 
@@ -23,6 +24,7 @@ pub mod strategy;
 pub mod syscall;
 pub mod tcm;
 pub mod tcm_ops;
+pub mod tcm_setup;
 pub mod tcm_sys;
 pub mod timer;
 pub mod uaccess;

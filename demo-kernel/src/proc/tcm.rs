@@ -2,7 +2,7 @@
 //! the board's emulated TCM), the kernel side of `spm`'s traits, and the
 //! kernel's own page exchange.
 //!
-//! * **Where TCM is.** [`init`] asks the CPU (`spm::tcm::discover`, which
+//! * **Where TCM is.** [`super::tcm_setup::init`] asks the CPU (`spm::tcm::discover`, which
 //!   reads the TCM status register and touches c9 only for a TCM it
 //!   reports). QEMU's `arm926` reports none, so the board's description is
 //!   used: 32 KiB "ITCM" at [`ITCM_PHYS`] and 32 KiB "DTCM" at
@@ -38,13 +38,11 @@ use core::cell::UnsafeCell;
 
 use mmu_armv5::maint::{Arm926, CacheMaintenance};
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg};
-use mmu_armv5::table::{MapAttrs, SizePolicy};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
-use spm::tcm::{self, TcmBank, TcmKind, TcmLayout};
+use spm::tcm::{TcmBank, TcmKind, TcmLayout};
 use spm::{
-    AddressSpace, Exchange, ExchangeRequest, FrameDesc, FrameState, FrameTable, InitialUse,
-    InterruptControl, KernelUse, LineMaintenance, Location, Mapping, Mappings, PageSize,
-    PhysMemory, Region, Rights, SectionSummary, Translation,
+    AddressSpace, Exchange, ExchangeRequest, FrameState, FrameTable, InterruptControl,
+    LineMaintenance, Location, Mapping, Mappings, PageSize, PhysMemory, Rights, Translation,
 };
 
 use super::frames::{FRAMES_END, FRAMES_PHYS};
@@ -52,7 +50,7 @@ use super::kernel::Proc;
 use super::platform::{counting, CountingCp15};
 use super::strategy::{dispatch, Strategy, MAX_PROCS};
 use super::timer;
-use crate::mmu::{kernel_virt_offset, phys_to_virt, KERNEL_DOMAIN};
+use crate::mmu::phys_to_virt;
 
 /// The board's emulated ITCM (32 KiB of RAM).
 pub const ITCM_PHYS: u32 = FRAMES_END;
@@ -68,8 +66,6 @@ pub const KTCM_VA: u32 = 0xFF00_0000;
 pub const KTCM_RW_VA: u32 = 0xFF08_0000;
 /// All RAM, uncached, for `spm`'s physical copies.
 pub const PHYS_WINDOW: u32 = 0xD000_0000;
-/// RAM the physical window covers.
-const RAM_SIZE: u32 = 128 << 20;
 /// Where a process's TCM resource pages are mapped (kernel-only access).
 pub const USER_RES_VA: u32 = 0x01F0_0000;
 /// TCM resource pages per process.
@@ -78,9 +74,6 @@ pub const RES_SLOTS: usize = 4;
 pub const CHUNK: u32 = 2048;
 /// Kernel mapping records: the switch page and every TCM frame's read-only view.
 pub const KMAPS: usize = 1 + 2 * BANK_FRAMES;
-
-const FRAMES_NEEDED: usize = ((DTCM_PHYS + BANK_SIZE) / 4096) as usize;
-const SECTIONS_MAX: usize = 130;
 
 extern "C" {
     static __kswitch_start: u8;
@@ -92,20 +85,11 @@ pub fn kswitch_va() -> u32 {
     core::ptr::from_ref(unsafe { &__kswitch_start }) as u32
 }
 
-#[repr(C, align(1024))]
-struct L2Table([u32; 256]);
-
 struct Global<T>(UnsafeCell<T>);
 // SAFETY: one core; reached from thread or trap context with IRQs masked
 // (the SVC-mode IRQ handler touches only `KIRQ`).
 unsafe impl<T> Sync for Global<T> {}
 
-static KTEXT_L2: Global<L2Table> = Global(UnsafeCell::new(L2Table([0; 256])));
-static KTCM_L2: Global<L2Table> = Global(UnsafeCell::new(L2Table([0; 256])));
-static DESCS: Global<[FrameDesc; FRAMES_NEEDED]> =
-    Global(UnsafeCell::new([FrameDesc::UNDEFINED; FRAMES_NEEDED]));
-/// Storage of the per-MiB summaries (`SectionSummary` is a transparent `u32`, 0 by default).
-static SECTIONS: Global<[u32; SECTIONS_MAX]> = Global(UnsafeCell::new([0; SECTIONS_MAX]));
 static TCM: Global<Option<Tcm>> = Global(UnsafeCell::new(None));
 
 /// RAM frames the user frame allocator hands out.
@@ -258,7 +242,7 @@ pub struct KMap {
     pub va: u32,
     /// The frame it maps now.
     pub pa: u32,
-    entry: *mut u32,
+    pub(super) entry: *mut u32,
 }
 
 /// The kernel's own exchange (the switch page into ITCM and back), driven
@@ -341,11 +325,11 @@ pub struct Tcm {
     pub layout: TcmLayout,
     /// Whether the CPU reported TCM (else the board's emulated banks).
     pub from_cpu: bool,
-    used: [u8; 2],
+    pub(super) used: [u8; 2],
     /// Kernel mapping records.
     pub kmaps: [KMap; KMAPS],
-    wp: [Option<(*mut u32, u32)>; 8],
-    root: *mut u32,
+    pub(super) wp: [Option<(*mut u32, u32)>; 8],
+    pub(super) root: *mut u32,
     /// The kernel job.
     pub job: KernelJob,
     /// Its counters.
@@ -354,34 +338,31 @@ pub struct Tcm {
     pub job_error: Option<spm::ExchangeError>,
 }
 
-/// The TCM state, once [`init`] ran.
+/// The TCM state, once [`super::tcm_setup::init`] ran.
 pub fn tcm() -> Option<&'static mut Tcm> {
     // SAFETY: single core, no re-entry (module docs); callers never hold two
     // of these references at once.
     unsafe { (*TCM.0.get()).as_mut() }
 }
 
-/// Why TCM could not be set up.
-#[derive(Clone, Copy, defmt::Format)]
-pub enum InitError {
-    /// Discovery or the board's banks.
-    Tcm(tcm::TcmError),
-    /// A region.
-    Region(spm::RegionError),
-    /// The frame table.
-    Frame(spm::FrameError),
-    /// A kernel mapping.
-    Table(mmu_armv5::table::TableError),
+/// Makes the state [`super::tcm_setup::init`] built this boot's TCM state
+/// and indexes its kernel mapping records (`home`: the switch page's frame).
+pub(super) fn install(t: Tcm, home: u32) {
+    let r = rindex();
+    r.banks = [t.layout.itcm, t.layout.dtcm].map(|b| b.map_or((0, 0), |b| (b.base().as_u32(), b.size())));
+    r.home = home;
+    for (j, k) in t.kmaps.iter().enumerate() {
+        if let Some(i) = r.slot(k.pa) {
+            r.kmap[i] = j as u8 + 1;
+        }
+    }
+    // SAFETY: as in `tcm`; called once, before anything else reads `TCM`.
+    unsafe { *TCM.0.get() = Some(t) };
 }
 
 const AP_SHIFT: u32 = 4;
 const AP_MASK: u32 = 0xFF << AP_SHIFT;
 const SMALL: u32 = 0b10;
-const CB_WRITE_BACK: u32 = 0b11 << 2;
-
-fn small(pa: u32, ap: u32, cb: u32) -> u32 {
-    (pa & !0xFFF) | ((ap * 0x55) << AP_SHIFT) | cb | SMALL
-}
 
 fn ap_of(desc: u32) -> u32 {
     (desc >> AP_SHIFT) & 3
@@ -391,192 +372,10 @@ fn with_ap(desc: u32, ap: u32) -> u32 {
     (desc & !AP_MASK) | ((ap * 0x55) << AP_SHIFT)
 }
 
-fn table_pa<T>(t: &Global<T>) -> u32 {
-    (t.0.get() as u32).wrapping_sub(kernel_virt_offset())
-}
-
 fn clean_entry(entry: *mut u32) {
     let mut m = crate::mmu::maint();
     m.clean_dcache_line(ModifiedVirtAddr::new(entry as u32));
     m.drain_write_buffer();
-}
-
-/// Sets up TCM once per boot (before the first process exists).
-pub fn init() -> Result<(), InitError> {
-    if tcm().is_some() {
-        return Ok(());
-    }
-    let found = tcm::discover(&crate::cp15::hw()).map_err(InitError::Tcm)?;
-    let board = TcmLayout {
-        itcm: Some(
-            TcmBank::board(TcmKind::Instruction, PhysAddr::new(ITCM_PHYS), BANK_SIZE)
-                .map_err(InitError::Tcm)?,
-        ),
-        dtcm: Some(
-            TcmBank::board(TcmKind::Data, PhysAddr::new(DTCM_PHYS), BANK_SIZE)
-                .map_err(InitError::Tcm)?,
-        ),
-    };
-    let from_cpu = found.banks().any(|b| !b.emulated());
-    let layout = found.or_board(board);
-    let (Some(itcm), Some(dtcm)) = (layout.itcm, layout.dtcm) else {
-        return Err(InitError::Tcm(tcm::TcmError::Absent(TcmKind::Instruction)));
-    };
-    if from_cpu {
-        // A real TCM lies outside the RAM this kernel's windows and frame
-        // table are laid out for; the demo only drives the board's banks.
-        defmt::warn!("the CPU reports TCM: the demo kernel uses the board's emulated banks only");
-    }
-    let (itcm, dtcm) = if from_cpu {
-        (board.itcm.unwrap_or(itcm), board.dtcm.unwrap_or(dtcm))
-    } else {
-        (itcm, dtcm)
-    };
-    let regions = [
-        Region::new(
-            PhysAddr::new(0),
-            FRAMES_PHYS,
-            Location::Ram,
-            InitialUse::Kernel,
-        )
-        .map_err(InitError::Region)?,
-        Region::new(
-            PhysAddr::new(FRAMES_PHYS),
-            FRAMES_END - FRAMES_PHYS,
-            Location::Ram,
-            InitialUse::Undefined,
-        )
-        .map_err(InitError::Region)?,
-        itcm.region().map_err(InitError::Region)?,
-        dtcm.region().map_err(InitError::Region)?,
-    ];
-    // SAFETY: `init` runs once (checked above); the table keeps the only
-    // references to this storage for the rest of the boot.
-    // `SectionSummary` is `repr(transparent)` over `u32`: same layout.
-    let (descs, sections) = unsafe {
-        (
-            &mut *DESCS.0.get(),
-            &mut *SECTIONS.0.get().cast::<[SectionSummary; SECTIONS_MAX]>(),
-        )
-    };
-    let mut table = FrameTable::<4>::new(&regions, descs, sections).map_err(InitError::Frame)?;
-    // Page tables never move: the pool and the two static tables are pinned.
-    let (pool_pa, pool_len) = crate::mmu::pool_range();
-    table
-        .init_range(
-            PhysAddr::new(pool_pa),
-            pool_len,
-            FrameState::Kernel(KernelUse::PageTable),
-            false,
-        )
-        .map_err(InitError::Frame)?;
-    for t in [&KTEXT_L2, &KTCM_L2] {
-        let pa = table_pa(t) & !0xFFF;
-        table
-            .init_range(
-                PhysAddr::new(pa),
-                4096,
-                FrameState::Kernel(KernelUse::PageTable),
-                false,
-            )
-            .map_err(InitError::Frame)?;
-    }
-
-    // SCTLR.S: AP=00 becomes privileged read-only (no AP=00 mapping exists yet).
-    let mut c = crate::cp15::hw();
-    let sctlr = c.read(Cp15Reg::Sctlr);
-    // SAFETY: only the meaning of AP=00 changes, and nothing is mapped with it.
-    unsafe { c.write(Cp15Reg::Sctlr, sctlr | (1 << 8)) };
-
-    let off = kernel_virt_offset();
-    let ks = kswitch_va();
-    let mib_va = ks & !0xF_FFFF;
-    let mib_pa = mib_va - off;
-    // SAFETY: the statics are only written here, before anything links them.
-    let (text, tcmt) = unsafe { (&mut (*KTEXT_L2.0.get()).0, &mut (*KTCM_L2.0.get()).0) };
-    for (i, e) in text.iter_mut().enumerate() {
-        let va = mib_va + (i as u32) * 4096;
-        let ap = if va == ks { 0 } else { 1 };
-        *e = small(mib_pa + (i as u32) * 4096, ap, CB_WRITE_BACK);
-    }
-    for i in 0..BANK_FRAMES as u32 {
-        for (k, bank) in [itcm, dtcm].iter().enumerate() {
-            let pa = bank.base().as_u32() + i * 4096;
-            let slot = (k as u32 * BANK_FRAMES as u32 + i) as usize;
-            tcmt[slot] = small(pa, 0, 0);
-            tcmt[((KTCM_RW_VA - KTCM_VA) >> 12) as usize + slot] = small(pa, 1, 0);
-        }
-    }
-    let mut m = crate::mmu::maint();
-    for t in [&text[..], &tcmt[..]] {
-        m.clean_dcache_range(ModifiedVirtAddr::new(t.as_ptr() as u32), 1024);
-    }
-    let link = |pa: u32| pa | (u32::from(KERNEL_DOMAIN.get()) << 5) | 0x10 | 0b01;
-    // SAFETY: the text table maps its MiB exactly as the section did (one
-    // page read-only, nothing writes code); the TCM MiB was unmapped.
-    unsafe {
-        crate::mmu::set_entry(mib_va, link(table_pa(&KTEXT_L2)));
-        crate::mmu::set_entry(KTCM_VA, link(table_pa(&KTCM_L2)));
-    }
-    crate::mmu::with_tables(|t, pool| {
-        t.map(
-            pool,
-            ModifiedVirtAddr::new(PHYS_WINDOW),
-            PhysAddr::new(0),
-            RAM_SIZE,
-            MapAttrs::new(
-                KERNEL_DOMAIN,
-                mmu_armv5::descriptor::AccessPermission::PrivRw,
-                mmu_armv5::descriptor::CachePolicy::Uncached,
-            ),
-            SizePolicy::Exactly(mmu_armv5::size::PageSizeKind::Section),
-        )
-        .map(|f| f.flush(&mut crate::mmu::maint()))
-    })
-    .map_err(InitError::Table)?;
-    crate::cp15::invalidate_tlb();
-
-    let mut kmaps = [KMap {
-        va: ks,
-        pa: ks - off,
-        entry: core::ptr::addr_of_mut!(text[((ks - mib_va) >> 12) as usize]),
-    }; KMAPS];
-    for i in 0..2 * BANK_FRAMES {
-        let base = if i < BANK_FRAMES { itcm } else { dtcm }.base().as_u32();
-        kmaps[1 + i] = KMap {
-            va: KTCM_VA + (i as u32) * 4096,
-            pa: base + ((i % BANK_FRAMES) as u32) * 4096,
-            entry: core::ptr::addr_of_mut!(tcmt[i]),
-        };
-    }
-    let r = rindex();
-    r.banks = [itcm, dtcm].map(|b| (b.base().as_u32(), b.size()));
-    r.home = ks - off;
-    for (j, k) in kmaps.iter().enumerate() {
-        if let Some(i) = r.slot(k.pa) {
-            r.kmap[i] = j as u8 + 1;
-        }
-    }
-    let root = phys_to_virt(crate::mmu::with_tables(|t, _| t.root().as_u32())) as *mut u32;
-    // SAFETY: as in `tcm`.
-    unsafe {
-        *TCM.0.get() = Some(Tcm {
-            table,
-            layout: TcmLayout {
-                itcm: Some(itcm),
-                dtcm: Some(dtcm),
-            },
-            from_cpu,
-            used: [0; 2],
-            kmaps,
-            wp: [None; 8],
-            root,
-            job: KernelJob::Idle,
-            job_stats: JobStats::default(),
-            job_error: None,
-        })
-    };
-    Ok(())
 }
 
 impl Tcm {
