@@ -10,7 +10,7 @@
 //! |---|---|
 //! | [`region`] | physical regions with a fixed location (RAM, ITCM, DTCM, device) and maximum rights |
 //! | [`frame`] | the frame table: two bytes per 4 KiB frame plus four bytes per 1 MiB, over caller-provided storage |
-//! | [`tcm`] | TCM discovery and placement through `mmu_armv5`'s typed `TcmStatus`/`TcmRegion` (c9 is never touched for a TCM the status register does not report), or a board-described TCM (QEMU) |
+//! | [`tcm`] | TCM discovery and placement through `mmu_armv5`'s typed `TcmStatus`/`TcmRegion` (c9 is never touched for a TCM the status register does not report), or a board-described TCM (QEMU); [`tcm::plan`] decides per kind between the CPU's TCM (kept or placed at a board base) and the board's emulated bank, [`tcm::apply`] carries the plan out |
 //! | [`ops`] | create, delete and change pages, with the thesis's permission rules; a resource is zeroed before it becomes a user page |
 //! | [`mappings`] | what the kernel provides: reverse mappings and page-table changes ([`Mappings`]) |
 //! | [`irq`] | what the kernel provides: interrupt masking ([`InterruptControl`]) |
@@ -89,4 +89,4 @@ pub use mappings::{AddressSpace, Mapping, Mappings, PageSize, Translation};
 pub use ops::{OpError, StateRequest};
 pub use phys::PhysMemory;
 pub use region::{InitialUse, Location, Region, RegionError, Rights, FRAME_SIZE, SECTION_SIZE};
-pub use tcm::{TcmBank, TcmError, TcmKind, TcmLayout};
+pub use tcm::{BoardTcm, PlannedBank, TcmBank, TcmError, TcmKind, TcmLayout, TcmPlan, TcmSource};
