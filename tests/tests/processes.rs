@@ -362,13 +362,12 @@ fn tcm_exchanges_user_and_kernel_pages_while_processes_run() {
         assert_eq!(num(t, "tcm_frames_in_use"), 0, "{t:?}");
         check_baseline(&out, "tcm", mode, "0");
     }
-    // Every exchange: 7 bounded steps (protect, two 2 KiB copy chunks,
-    // switch, two 2 KiB flush chunks, restore); the timer preempted them in
-    // between.
+    // Every exchange: 2 bounded steps (protect and the 4 KiB copy; switch,
+    // the 4 KiB flush and restore); the timer preempted them in between.
     let xs = records(&out, "TCMX");
     assert_eq!(xs.len(), 12, "{}", show(&out));
     for x in &xs {
-        assert_eq!(num(x, "steps"), 7, "{x:?}");
+        assert_eq!(num(x, "steps"), 2, "{x:?}");
         assert!(num(x, "windows") >= 1, "{x:?}");
         assert!(
             num(x, "longest_window_instr") < num(x, "instr") / 4,

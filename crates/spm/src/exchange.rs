@@ -15,21 +15,32 @@
 //!    invalidate their TLB entries. From now on a write to either page
 //!    faults instead of racing the copy (a write through the resource's
 //!    mapping would otherwise land in the target's future content).
-//! 2. **Copy**, one chunk per step: clean the chunk's D-cache lines at every
-//!    address the old page is mapped at (a VIVT cache holds the newest data),
-//!    discard the chunk's lines at every address of the new page (a dirty
-//!    line of the resource, written back later, would overwrite the copy),
-//!    then copy the chunk (masked only if a page was writable).
+//! 2. **Copy**, one chunk per step, interrupts enabled: clean the chunk's
+//!    D-cache lines at every address the old page is mapped at (a VIVT
+//!    cache holds the newest data), discard the chunk's lines at every
+//!    address of the new page (a dirty line of the resource, written back
+//!    later, would overwrite the copy), then copy the chunk. Nothing can
+//!    write either page now (step 1, or no mapping was ever writable), so
+//!    the copy needs no masked window; reads go on and may refill clean
+//!    lines, which step 4 removes.
 //! 3. **Switch** (always masked): swap the mappings of old and new page,
 //!    invalidate their TLB entries, re-point first-level entries at moved
-//!    page tables and the translation table base at a moved page directory,
-//!    update the frame table. [`Mappings::swap`] is therefore never observed
-//!    half done, by an interrupt handler or by a CPU access through a TLB
-//!    entry of the old mappings.
+//!    page tables and the translation table base at a moved page directory.
+//!    [`Mappings::swap`] is therefore never observed half done, by an
+//!    interrupt handler or by a CPU access through a TLB entry of the old
+//!    mappings. Then, unmasked, the bookkeeping nothing but this step can
+//!    see: the kernel's records ([`Mappings::swapped`]) and the frame table.
 //! 4. **Flush**, one chunk per step: clean and invalidate D-cache lines and
 //!    invalidate I-cache lines at every address of both pages, so no line
 //!    filled before the switch survives (still no writes possible).
-//! 5. **Restore** (masked): give write access back, invalidate TLB entries.
+//! 5. **Restore** (masked): give write access back, invalidate TLB entries,
+//!    clear the frames' busy flags.
+//!
+//! A step does at most one chunk of copying or of flushing: the short
+//! phases join the chunk next to them (1 the first copy chunk, 3 the first
+//! flush chunk, 5 the last flush chunk), so a page takes
+//! `2 * (page size / chunk)` steps, two with a chunk of the page's size.
+//! Each masked window still holds exactly one of 1, 3 or 5.
 //!
 //! When no mapping of either page is writable, 1 and 5 are skipped and
 //! only the switch masks interrupts: the copies are identical throughout.
@@ -42,7 +53,7 @@
 //! in the new frame. No write is lost, because none can happen between the
 //! clean of a line and the switch.
 
-use crate::frame::{FrameDesc, FrameError, FrameState, FrameTable, KernelUse};
+use crate::frame::{FrameDesc, FrameError, FrameSlot, FrameState, FrameTable, KernelUse};
 use crate::irq::InterruptControl;
 use crate::lines::LineMaintenance;
 use crate::mappings::{AddressSpace, Mapping, Mappings, PageSize};
@@ -263,6 +274,11 @@ pub struct Exchange {
     stats: ExchangeStats,
     /// The mappings of the current page's two frames.
     known: Known,
+    /// [`Mappings::generation`] when `begin` translated the pages.
+    begin_gen: Option<u32>,
+    /// Where the frame table describes the current page's first old and
+    /// new frame (found once, at its start).
+    at: [FrameSlot; 2],
 }
 
 /// Mappings remembered per frame of the current page.
@@ -275,17 +291,22 @@ const NO_MAPPING: Mapping = Mapping {
     cached: true,
 };
 
-/// The mappings of the current page's old frame (`list[0]`) and new frame
-/// (`list[1]`), collected once per page instead of once per step. Valid
-/// while [`Mappings::generation`] returns `gen`; collected again when it
-/// changes. `gen == None`: not remembered (the kernel does not track a
-/// generation, a frame has more than [`KNOWN`] mappings, or a page
-/// directory moves), every use asks the kernel.
+/// The mappings of the current page's old frame and new frame, collected
+/// once per page instead of once per step. Valid while
+/// [`Mappings::generation`] returns `gen`; collected again when it changes.
+/// `gen == None`: not remembered (the kernel does not track a generation, a
+/// frame has more than [`KNOWN`] mappings, or a page directory moves),
+/// every use asks the kernel.
+///
+/// Changed in place (it is a few hundred bytes): list `slot[side]` holds
+/// side `side` (0 the old frame, 1 the new frame); the switch swaps the
+/// two indices instead of the lists.
 #[derive(Clone, Copy, Debug)]
 struct Known {
     gen: Option<u32>,
     list: [[Mapping; KNOWN]; 2],
     n: [u8; 2],
+    slot: [u8; 2],
 }
 
 impl Known {
@@ -293,23 +314,33 @@ impl Known {
         gen: None,
         list: [[NO_MAPPING; KNOWN]; 2],
         n: [0; 2],
+        slot: [0, 1],
     };
 
-    /// Asks the kernel for the mappings of `old` and `new`.
+    /// Forgets the lists.
+    fn clear(&mut self) {
+        self.gen = None;
+        self.n = [0; 2];
+        self.slot = [0, 1];
+    }
+
+    /// Asks the kernel for the mappings of `old` and `new`; returns the
+    /// number of calls.
     fn collect<M: Mappings + ?Sized>(
+        &mut self,
         maps: &M,
         old: PhysAddr,
         new: PhysAddr,
         size: PageSize,
-    ) -> (Known, u32) {
-        let mut k = Known::NONE;
-        k.gen = maps.generation();
+    ) -> u32 {
+        self.clear();
+        self.gen = maps.generation();
         let mut calls = 0;
-        if k.gen.is_none() {
-            return (k, calls);
+        if self.gen.is_none() {
+            return calls;
         }
         for (side, page) in [old, new].into_iter().enumerate() {
-            let (list, n) = (&mut k.list[side], &mut k.n[side]);
+            let (list, n) = (&mut self.list[side], &mut self.n[side]);
             let mut over = false;
             maps.for_each_mapping(page, size, &mut |m| {
                 if usize::from(*n) < KNOWN {
@@ -321,15 +352,22 @@ impl Known {
             });
             calls += 1;
             if over {
-                k.gen = None;
+                self.gen = None;
             }
         }
-        (k, calls)
+        calls
     }
 
     /// The remembered mappings of side `side` (0 old frame, 1 new frame).
+    #[inline]
     fn of(&self, side: usize) -> &[Mapping] {
-        &self.list[side][..usize::from(self.n[side])]
+        let s = usize::from(self.slot[side]);
+        &self.list[s][..usize::from(self.n[s])]
+    }
+
+    /// Every mapping of the old frame now maps the new one and vice versa.
+    fn swap_sides(&mut self) {
+        self.slot.swap(0, 1);
     }
 }
 
@@ -441,7 +479,10 @@ impl Exchange {
 
         // Pass 2: mark busy, catching a frame that appears twice.
         mark(table, maps, &req, req.count, true)?;
+        let at = [table.locate(first.0)?, table.locate(first.1)?];
         Ok(Exchange {
+            begin_gen: maps.generation(),
+            at,
             req,
             chunk,
             first,
@@ -572,180 +613,55 @@ impl Exchange {
         I: InterruptControl + ?Sized,
     {
         self.stats.steps += 1;
-        let size = self.req.size;
-        if self.known.gen.is_some() && maps.generation() != self.known.gen {
+        let gen = maps.generation();
+        if self.known.gen.is_some() && gen != self.known.gen {
             // The kernel changed mappings since they were collected.
-            let (k, calls) = Known::collect(maps, self.old, self.new, size);
-            self.known = k;
-            self.stats.total_ops += calls;
+            let (old, new, size) = (self.old, self.new, self.req.size);
+            self.stats.total_ops += self.known.collect(maps, old, new, size);
         }
-        match self.phase {
-            Phase::Done | Phase::Failed => return Err(ExchangeError::Finished),
-            Phase::Start => {
-                let (old, new) = translate_pair(maps, &self.req, self.page)?;
-                // The validated frames are busy; anything else means the
-                // mappings changed since `begin`.
-                for (pa, va) in [
-                    (old, self.target_va(self.page)),
-                    (new, self.resource_va(self.page)),
-                ] {
-                    if !table.desc(pa)?.is_busy() {
-                        return Err(ExchangeError::Changed(va));
-                    }
+        // A step does at most one chunk of copying or flushing; the cheap
+        // phases around them (start, switch, restore) join the chunk next
+        // to them instead of taking a step of their own.
+        loop {
+            match self.phase {
+                Phase::Done | Phase::Failed => return Err(ExchangeError::Finished),
+                Phase::Start => {
+                    self.start(table, maps, hw, irq, gen)?;
+                    self.phase = Phase::Copy(0);
                 }
-                self.old = old;
-                self.new = new;
-                self.known = Known::NONE;
-                if !self.hold {
-                    let (k, calls) = Known::collect(maps, old, new, size);
-                    self.known = k;
-                    self.stats.total_ops += calls;
-                }
-                if !self.hold || self.page == 0 {
-                    // A directory is protected whole, before its first page is copied.
-                    let pages = if self.hold { self.req.count } else { 1 };
-                    let mut writable = false;
-                    for i in 0..pages {
-                        for (side, base) in [old, new].into_iter().enumerate() {
-                            let p = frame_at(base, i * size.frames());
-                            self.each(maps, side, p, &mut |m| writable |= m.writable);
-                        }
-                    }
-                    self.protected = writable;
-                    if writable {
-                        // Both sides: a write through a writable mapping of
-                        // the new page (the resource) would land in memory
-                        // that is about to become the target's content.
-                        let mut w = Window::open(irq);
-                        for i in 0..pages {
-                            for (side, base) in [old, new].into_iter().enumerate() {
-                                let p = frame_at(base, i * size.frames());
-                                maps.write_protect(p, size);
-                                w.ops += 1;
-                                w.ops += self.invalidate_tlb(maps, hw, side, p);
-                            }
-                        }
-                        w.close(irq, &mut self.stats);
-                    }
-                }
-                self.phase = Phase::Copy(0);
-            }
-            Phase::Copy(off) => {
-                let mut ops = 0;
-                let lines = self.chunk / H::DCACHE_LINE;
-                // Clean the chunk at every cacheable address the old page
-                // is mapped at.
-                self.each(maps, 0, self.old, &mut |m| {
-                    if m.cached {
-                        hw.clean_dcache_lines(at(m.mva, off), self.chunk);
-                        ops += lines;
-                    }
-                });
-                // Discard the new page's lines of the chunk (a page resource
-                // holds nothing anyone relies on): a dirty one, written back
-                // after the copy, would overwrite the copied data.
-                self.each(maps, 1, self.new, &mut |m| {
-                    if m.cached {
-                        // SAFETY: the new page is a page resource being
-                        // overwritten by this exchange; its cached data is
-                        // garbage by definition, and no mapping of it is
-                        // writable (protected above when any was).
-                        unsafe { hw.invalidate_dcache_lines(at(m.mva, off), self.chunk) };
-                        ops += lines;
-                    }
-                });
-                hw.drain_write_buffer();
-                ops += 1;
-                self.stats.total_ops += ops;
-                let (dst, src) = (offset(self.new, off), offset(self.old, off));
-                if self.protected {
-                    let mut w = Window::open(irq);
-                    hw.copy(dst, src, self.chunk);
-                    w.ops += self.chunk / 4;
-                    w.close(irq, &mut self.stats);
-                } else {
-                    hw.copy(dst, src, self.chunk);
-                    self.stats.total_ops += self.chunk / 4;
-                }
-                self.stats.bytes_copied += self.chunk;
-                let next = off + self.chunk;
-                self.phase = if next >= size.bytes() {
-                    Phase::Switch
-                } else {
-                    Phase::Copy(next)
-                };
-            }
-            Phase::Switch => {
-                // Always masked, also for read-only pages: the swap is many
-                // page-table writes, and until the TLB entries are invalidated
-                // a writer through a stale entry of the resource mapping would
-                // write into the page that just became the target's. Nothing
-                // may observe (or change) the mappings half swapped.
-                let mut w = Window::open(irq);
-                let r = self.switch(table, maps, hw);
-                if let Ok(ops) = r {
-                    w.ops += ops;
-                }
-                w.close(irq, &mut self.stats);
-                r?;
-                self.phase = Phase::Flush(0);
-            }
-            Phase::Flush(off) => {
-                let mut ops = 0;
-                let lines = self.chunk / H::DCACHE_LINE;
-                for (side, page) in [self.old, self.new].into_iter().enumerate() {
-                    self.each(maps, side, page, &mut |m| {
-                        if m.cached {
-                            hw.flush_lines(at(m.mva, off), self.chunk);
-                            ops += 2 * lines;
-                        }
-                    });
-                }
-                hw.drain_write_buffer();
-                self.stats.total_ops += ops + 1;
-                let next = off + self.chunk;
-                self.phase = if next < size.bytes() {
-                    Phase::Flush(next)
-                } else {
-                    Phase::Restore
-                };
-            }
-            Phase::Restore => {
-                let last = self.page + 1 == self.req.count;
-                if !self.hold || last {
-                    // A directory's pages are released together, after the TTB moved.
-                    let (first_page, new0) = if self.hold {
-                        (0, self.first.1)
+                Phase::Copy(off) => {
+                    self.copy_chunk(maps, hw, off);
+                    let next = off + self.chunk;
+                    self.phase = if next >= self.req.size.bytes() {
+                        Phase::Switch
                     } else {
-                        (self.page, self.new)
+                        Phase::Copy(next)
                     };
-                    let pages = self.page + 1 - first_page;
-                    let old0 = if self.hold { self.first.0 } else { self.old };
-                    if self.protected {
-                        // The write memory moved with the mappings: the
-                        // target's mappings now map the new frames, the
-                        // resource's the old ones.
-                        let mut w = Window::open(irq);
-                        for i in 0..pages {
-                            for (side, base) in [(1, new0), (0, old0)] {
-                                let p = frame_at(base, i * size.frames());
-                                maps.restore_write(p, size);
-                                w.ops += 1;
-                                w.ops += self.invalidate_tlb(maps, hw, side, p);
-                            }
-                        }
-                        w.close(irq, &mut self.stats);
-                    }
-                    mark_range(table, maps, &self.req, first_page, self.page + 1, false)?;
-                    self.protected = false;
+                    break;
                 }
-                self.known = Known::NONE;
-                self.page += 1;
-                self.phase = if self.page == self.req.count {
-                    Phase::Done
-                } else {
-                    Phase::Start
-                };
+                Phase::Switch => {
+                    self.switch(table, maps, hw, irq)?;
+                    self.phase = Phase::Flush(0);
+                }
+                Phase::Flush(off) => {
+                    self.flush_chunk(maps, hw, off);
+                    let next = off + self.chunk;
+                    if next < self.req.size.bytes() {
+                        self.phase = Phase::Flush(next);
+                        break;
+                    }
+                    self.phase = Phase::Restore;
+                }
+                Phase::Restore => {
+                    self.restore(table, maps, hw, irq);
+                    self.page += 1;
+                    self.phase = if self.page == self.req.count {
+                        Phase::Done
+                    } else {
+                        Phase::Start
+                    };
+                    break;
+                }
             }
         }
         Ok(if self.phase == Phase::Done {
@@ -755,22 +671,224 @@ impl Exchange {
         })
     }
 
+    /// Start of a page: finds its frames (checking they are the validated,
+    /// busy ones), collects their mappings and write-protects both pages
+    /// if any mapping is writable. `gen` is the kernel's mapping generation
+    /// now.
+    fn start<const R: usize, M, H, I>(
+        &mut self,
+        table: &mut FrameTable<'_, R>,
+        maps: &mut M,
+        hw: &mut H,
+        irq: &mut I,
+        gen: Option<u32>,
+    ) -> Result<(), ExchangeError>
+    where
+        M: Mappings + ?Sized,
+        H: PhysMemory + LineMaintenance + Cp15 + ?Sized,
+        I: InterruptControl + ?Sized,
+    {
+        let size = self.req.size;
+        // Page 0 was translated by `begin`; while no mapping was added or
+        // removed since (same generation) it still leads to those frames.
+        let (old, new) = if self.page == 0 && gen.is_some() && gen == self.begin_gen {
+            self.first
+        } else {
+            translate_pair(maps, &self.req, self.page)?
+        };
+        // The validated frames are busy; anything else means the
+        // mappings changed since `begin`.
+        let mut at = [table.locate(old)?, table.locate(new)?];
+        for (k, va) in [self.target_va(self.page), self.resource_va(self.page)]
+            .into_iter()
+            .enumerate()
+        {
+            if !table.desc_at(at[k]).is_busy() {
+                return Err(ExchangeError::Changed(va));
+            }
+        }
+        core::mem::swap(&mut self.at, &mut at);
+        self.old = old;
+        self.new = new;
+        self.known.clear();
+        if !self.hold {
+            self.stats.total_ops += self.known.collect(maps, old, new, size);
+        }
+        if !self.hold || self.page == 0 {
+            // A directory is protected whole, before its first page is copied.
+            let pages = if self.hold { self.req.count } else { 1 };
+            let mut writable = false;
+            for i in 0..pages {
+                for (side, base) in [old, new].into_iter().enumerate() {
+                    let p = frame_at(base, i * size.frames());
+                    self.each(maps, side, p, |m| writable |= m.writable);
+                }
+            }
+            self.protected = writable;
+            if writable {
+                // Both sides: a write through a writable mapping of
+                // the new page (the resource) would land in memory
+                // that is about to become the target's content.
+                let mut w = Window::open(irq);
+                for i in 0..pages {
+                    for (side, base) in [old, new].into_iter().enumerate() {
+                        let p = frame_at(base, i * size.frames());
+                        maps.write_protect(p, size);
+                        w.ops += 1;
+                        w.ops += self.invalidate_tlb(maps, hw, side, p);
+                    }
+                }
+                w.close(irq, &mut self.stats);
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the chunk at `off`, with interrupts enabled: no mapping of
+    /// either page is writable now (protected by the start, or never
+    /// writable), so the chunk cannot change under the copy and nothing
+    /// needs the copy to be atomic. Reads may go on and fill clean lines;
+    /// the flush after the switch removes them.
+    fn copy_chunk<M, H>(&mut self, maps: &M, hw: &mut H, off: u32)
+    where
+        M: Mappings + ?Sized,
+        H: PhysMemory + LineMaintenance + ?Sized,
+    {
+        let mut ops = 0;
+        let lines = self.chunk / H::DCACHE_LINE;
+        // Clean the chunk at every cacheable address the old page
+        // is mapped at.
+        self.each(maps, 0, self.old, |m| {
+            if m.cached {
+                hw.clean_dcache_lines(at(m.mva, off), self.chunk);
+                ops += lines;
+            }
+        });
+        // Discard the new page's lines of the chunk (a page resource
+        // holds nothing anyone relies on): a dirty one, written back
+        // after the copy, would overwrite the copied data.
+        self.each(maps, 1, self.new, |m| {
+            if m.cached {
+                // SAFETY: the new page is a page resource being
+                // overwritten by this exchange; its cached data is
+                // garbage by definition, and no mapping of it is
+                // writable (protected above when any was).
+                unsafe { hw.invalidate_dcache_lines(at(m.mva, off), self.chunk) };
+                ops += lines;
+            }
+        });
+        hw.drain_write_buffer();
+        hw.copy(offset(self.new, off), offset(self.old, off), self.chunk);
+        self.stats.total_ops += ops + 1 + self.chunk / 4;
+        self.stats.bytes_copied += self.chunk;
+    }
+
+    /// Flushes the chunk at `off` at every cacheable address of both pages
+    /// (after the switch), so no line filled before it survives.
+    fn flush_chunk<M, H>(&mut self, maps: &M, hw: &mut H, off: u32)
+    where
+        M: Mappings + ?Sized,
+        H: LineMaintenance + ?Sized,
+    {
+        let mut ops = 0;
+        let lines = self.chunk / H::DCACHE_LINE;
+        for (side, page) in [self.old, self.new].into_iter().enumerate() {
+            self.each(maps, side, page, |m| {
+                if m.cached {
+                    hw.flush_lines(at(m.mva, off), self.chunk);
+                    ops += 2 * lines;
+                }
+            });
+        }
+        hw.drain_write_buffer();
+        self.stats.total_ops += ops + 1;
+    }
+
+    /// End of a page: gives write access back (masked) and releases the
+    /// frames this exchange holds (for a directory, all of them, after the
+    /// last page).
+    fn restore<const R: usize, M, H, I>(
+        &mut self,
+        table: &mut FrameTable<'_, R>,
+        maps: &mut M,
+        hw: &mut H,
+        irq: &mut I,
+    ) where
+        M: Mappings + ?Sized,
+        H: LineMaintenance + ?Sized,
+        I: InterruptControl + ?Sized,
+    {
+        let size = self.req.size;
+        let last = self.page + 1 == self.req.count;
+        if !self.hold || last {
+            // A directory's pages are released together, after the TTB moved.
+            let (first_page, new0, old0) = if self.hold {
+                (0, self.first.1, self.first.0)
+            } else {
+                (self.page, self.new, self.old)
+            };
+            let pages = self.page + 1 - first_page;
+            if self.protected {
+                // The write memory moved with the mappings: the
+                // target's mappings now map the new frames, the
+                // resource's the old ones.
+                let mut w = Window::open(irq);
+                for i in 0..pages {
+                    for (side, base) in [(1, new0), (0, old0)] {
+                        let p = frame_at(base, i * size.frames());
+                        maps.restore_write(p, size);
+                        w.ops += 1;
+                        w.ops += self.invalidate_tlb(maps, hw, side, p);
+                    }
+                }
+                w.close(irq, &mut self.stats);
+            }
+            // Release the frames this exchange holds: no address lookup,
+            // the frames are known (a directory is contiguous).
+            if self.hold {
+                for base in [old0, new0] {
+                    for f in 0..pages * size.frames() {
+                        let p = frame_at(base, f);
+                        if let Ok(d) = table.desc(p) {
+                            let _ = table.set(p, d.with_busy(false));
+                        }
+                    }
+                }
+            } else {
+                for (k, base) in [old0, new0].into_iter().enumerate() {
+                    let d = table.desc_at(self.at[k]);
+                    table.set_at(self.at[k], d.with_busy(false));
+                    for f in 1..size.frames() {
+                        let p = frame_at(base, f);
+                        if let Ok(d) = table.desc(p) {
+                            let _ = table.set(p, d.with_busy(false));
+                        }
+                    }
+                }
+            }
+            self.protected = false;
+        }
+        self.known.clear();
+    }
+
     /// Calls `f` for every mapping of `page`, which is side `side` (0 the
     /// old frame, 1 the new frame) of the current page or, in a directory
     /// move, a frame of another of its pages: from the remembered lists
     /// when they are valid, else from the kernel.
-    fn each<M: Mappings + ?Sized>(
+    fn each<M: Mappings + ?Sized, F: FnMut(&Mapping)>(
         &self,
         maps: &M,
         side: usize,
         page: PhysAddr,
-        f: &mut dyn FnMut(&Mapping),
+        mut f: F,
     ) {
         let current = if side == 0 { self.old } else { self.new };
         if self.known.gen.is_some() && page == current {
-            self.known.of(side).iter().for_each(f);
+            for m in self.known.of(side) {
+                f(m);
+            }
         } else {
-            maps.for_each_mapping(page, self.req.size, f);
+            maps.for_each_mapping(page, self.req.size, &mut f);
         }
     }
 
@@ -782,7 +900,7 @@ impl Exchange {
         H: LineMaintenance + ?Sized,
     {
         let mut n = 0;
-        self.each(maps, side, page, &mut |m: &Mapping| {
+        self.each(maps, side, page, |m: &Mapping| {
             // One entry covers a whole small page, large page or section.
             hw.invalidate_tlb_entry(m.mva);
             n += 1;
@@ -790,32 +908,57 @@ impl Exchange {
         n
     }
 
-    /// The atomic part: mappings, tables, TTB and frame table. Returns the
-    /// operation count.
-    fn switch<const R: usize, M, H>(
+    /// The switch: mappings, tables and TTB in one masked window, then the
+    /// bookkeeping ([`Mappings::swapped`], the frame table).
+    fn switch<const R: usize, M, H, I>(
         &mut self,
         table: &mut FrameTable<'_, R>,
         maps: &mut M,
         hw: &mut H,
-    ) -> Result<u32, ExchangeError>
+        irq: &mut I,
+    ) -> Result<(), ExchangeError>
     where
         M: Mappings + ?Sized,
         H: PhysMemory + LineMaintenance + Cp15 + ?Sized,
+        I: InterruptControl + ?Sized,
     {
         let size = self.req.size;
-        let mut ops = 1;
+        // Everything that can fail, before anything changes.
+        let mut tables = false;
+        for f in 0..size.frames() {
+            let o_at = if f == 0 {
+                self.at[0]
+            } else {
+                table.locate(frame_at(self.old, f))?
+            };
+            if f > 0 {
+                table.locate(frame_at(self.new, f))?;
+            }
+            tables |= table.desc_at(o_at).state() == FrameState::Kernel(KernelUse::PageTable);
+        }
+
+        // Always masked, also for read-only pages: the swap is many
+        // page-table writes, and until the TLB entries are invalidated a
+        // writer through a stale entry of the resource mapping would write
+        // into the page that just became the target's. No interrupt
+        // handler, and no CPU access through a TLB entry of the old
+        // mappings, may observe the mappings half swapped. Only what the
+        // MMU reads is in the window: the frame table and the kernel's
+        // records are borrowed by this step, so nothing else sees them
+        // before they are updated below.
+        let mut w = Window::open(irq);
+        w.ops += 1;
         maps.swap(self.old, self.new, size);
         // Every mapping of the old frame now maps the new one and vice versa.
-        self.known.list.swap(0, 1);
-        self.known.n.swap(0, 1);
-        ops += self.invalidate_tlb(maps, hw, 1, self.new);
-        ops += self.invalidate_tlb(maps, hw, 0, self.old);
+        self.known.swap_sides();
+        w.ops += self.invalidate_tlb(maps, hw, 1, self.new);
+        w.ops += self.invalidate_tlb(maps, hw, 0, self.old);
         if self.hold && self.page + 1 == self.req.count {
             // Every frame of the directory now holds an identical copy.
             let (base_old, base_new) = self.first;
             maps.move_first_level(base_old, base_new);
             let ttbr = hw.read(Cp15Reg::Ttbr);
-            ops += 2;
+            w.ops += 2;
             if ttbr & !(DIRECTORY_SIZE - 1) == base_old.as_u32() {
                 // SAFETY: all four frames of the directory hold an identical
                 // copy at `base_new` (copied while write-protected, and the old
@@ -828,30 +971,45 @@ impl Exchange {
                     )
                 };
                 hw.invalidate_tlb();
-                ops += 2;
+                w.ops += 2;
             }
         }
-        for f in 0..size.frames() {
-            let (o, n) = (frame_at(self.old, f), frame_at(self.new, f));
-            let od = table.desc(o)?;
-            let nd = table.desc(n)?;
-            let state = od.state();
-            if state == FrameState::Kernel(KernelUse::PageTable) {
-                maps.move_second_level(o, n);
-                ops += 1;
+        if tables {
+            for f in 0..size.frames() {
+                let (o, n) = (frame_at(self.old, f), frame_at(self.new, f));
+                if table.desc(o)?.state() == FrameState::Kernel(KernelUse::PageTable) {
+                    maps.move_second_level(o, n);
+                    w.ops += 1;
+                }
             }
+        }
+        w.close(irq, &mut self.stats);
+
+        maps.swapped(self.old, self.new, size);
+        self.stats.total_ops += 1;
+        for f in 0..size.frames() {
+            let (o_at, n_at) = if f == 0 {
+                (self.at[0], self.at[1])
+            } else {
+                (
+                    table.locate(frame_at(self.old, f))?,
+                    table.locate(frame_at(self.new, f))?,
+                )
+            };
+            let (od, nd) = (table.desc_at(o_at), table.desc_at(n_at));
+            let state = od.state();
             // The content's state moves with it; the frame keeps its own
             // movability. An old kernel frame becomes a resource at once (no
             // kernel data stays mapped as a user page); an old user page
             // stays the owner's user page (thesis 4.4.2.3).
-            table.set(n, nd.with_state(state))?;
+            table.set_at(n_at, nd.with_state(state));
             let old_state = match state {
                 FrameState::Kernel(_) => FrameState::Resource,
                 s => s,
             };
-            table.set(o, od.with_state(old_state))?;
+            table.set_at(o_at, od.with_state(old_state));
         }
-        Ok(ops)
+        Ok(())
     }
 
     fn target_va(&self, i: u32) -> VirtAddr {

@@ -339,6 +339,14 @@ pub struct FrameInfo {
     pub max_rights: Rights,
 }
 
+/// Where one frame's description and its section summary are stored
+/// ([`FrameTable::locate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FrameSlot {
+    frame: usize,
+    section: usize,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     region: Region,
@@ -533,6 +541,34 @@ impl<'a, const R: usize> FrameTable<'a, R> {
             *s = s.update(old, desc);
         }
         Ok(old)
+    }
+
+    /// Where the description of the frame containing `pa` is stored: a
+    /// handle for [`FrameTable::desc_at`] and [`FrameTable::set_at`], which
+    /// skip the search of the regions. Valid for the table's lifetime (the
+    /// regions never change).
+    pub(crate) fn locate(&self, pa: PhysAddr) -> Result<FrameSlot, FrameError> {
+        let (frame, section) = self.index(pa)?;
+        if frame >= self.frames.len() {
+            return Err(FrameError::NotDescribed(pa));
+        }
+        Ok(FrameSlot { frame, section })
+    }
+
+    /// The description stored at `at` ([`FrameTable::locate`]).
+    pub(crate) fn desc_at(&self, at: FrameSlot) -> FrameDesc {
+        self.frames[at.frame]
+    }
+
+    /// [`FrameTable::set`] at a located frame.
+    pub(crate) fn set_at(&mut self, at: FrameSlot, desc: FrameDesc) {
+        let old = core::mem::replace(&mut self.frames[at.frame], desc);
+        // The summary counts resources and pinned frames only.
+        if old.is_resource() != desc.is_resource() || old.is_movable() != desc.is_movable() {
+            if let Some(s) = self.sections.get_mut(at.section) {
+                *s = s.update(old, desc);
+            }
+        }
     }
 
     /// Boot-time set-up, by the kernel: puts every frame of `[pa, pa + len)`

@@ -143,6 +143,21 @@ pub trait Mappings {
     /// It must not unmask interrupts itself.
     fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize);
 
+    /// Called right after the masked window of every [`Mappings::swap`]
+    /// (interrupts back in the state the step found them in): the place
+    /// for bookkeeping that follows the swap but that the MMU never reads
+    /// and no interrupt handler uses, such as the kernel's own records of
+    /// which frame a mapping maps, so it stays out of the masked window.
+    /// Until it returns, the records may still describe the mappings as
+    /// before the swap; [`Mappings::for_each_mapping`] of either page must
+    /// then still report, between them, every mapping of the two pages
+    /// (the exchange invalidates the TLB entries of both pages' mappings
+    /// inside the window). The default does nothing (all bookkeeping done
+    /// in `swap`).
+    fn swapped(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
+        let _ = (a, b, size);
+    }
+
     /// A 4 KiB frame holding second-level tables moved from `old` to `new`:
     /// point every first-level entry that referenced a table inside `old`
     /// at the same offset inside `new`.

@@ -71,7 +71,7 @@ pub const USER_RES_VA: u32 = 0x01F0_0000;
 /// TCM resource pages per process.
 pub const RES_SLOTS: usize = 4;
 /// Chunk of one exchange step (bytes copied or flushed per step).
-pub const CHUNK: u32 = 2048;
+pub const CHUNK: u32 = 4096;
 /// Kernel mapping records: the switch page and every TCM frame's read-only view.
 pub const KMAPS: usize = 1 + 2 * BANK_FRAMES;
 
@@ -120,6 +120,11 @@ struct RIndex {
     /// Bumped whenever a user mapping is added or removed
     /// ([`Mappings::generation`]).
     generation: u32,
+    /// The last two frames looked up ([`Maps::found`]): an exchange asks
+    /// about the same two frames at every phase.
+    hot: [Option<Found>; 2],
+    /// Which of `hot` is replaced next.
+    hot_next: usize,
 }
 
 static RINDEX: Global<RIndex> = Global(UnsafeCell::new(RIndex {
@@ -129,6 +134,8 @@ static RINDEX: Global<RIndex> = Global(UnsafeCell::new(RIndex {
     banks: [(0, 0); 2],
     home: u32::MAX,
     generation: 0,
+    hot: [None; 2],
+    hot_next: 0,
 }));
 
 fn rindex() -> &'static mut RIndex {
@@ -167,6 +174,7 @@ impl RIndex {
 pub fn note_mapper(pa: u32, proc: Option<usize>) {
     let r = rindex();
     r.generation = r.generation.wrapping_add(1);
+    r.hot = [None; 2];
     if let Some(i) = r.slot(pa) {
         r.user[i] = proc.map_or(0, |p| p as u8 + 1);
         r.rec[i] = 0;
@@ -204,6 +212,31 @@ struct Who {
     slot: usize,
     user: Option<(usize, usize, u32)>,
     kmap: Option<usize>,
+}
+
+/// A frame's mappings as looked up once: who maps it and the descriptor
+/// and MVA of its user mapping. Valid while the generation it was found
+/// under is current and no swap moved the frame's mappings (a swap forgets
+/// every [`Found`]): second-level tables never move (pinned), so a user
+/// descriptor stays where it is while the mapping exists, also when FASS
+/// takes the space's slot out of the CPD.
+#[derive(Clone, Copy)]
+struct Found {
+    pa: u32,
+    generation: u32,
+    who: Who,
+    entry: Option<(*mut u32, u32)>,
+}
+
+/// Keeps `f` among the two frames looked up last.
+fn remember(f: Found) {
+    let r = rindex();
+    if let Some(h) = r.hot.iter_mut().flatten().find(|h| h.pa == f.pa) {
+        *h = f;
+        return;
+    }
+    r.hot[r.hot_next] = Some(f);
+    r.hot_next ^= 1;
 }
 
 /// Who maps `pa`, from the reverse index (a page record is searched once,
@@ -482,6 +515,32 @@ impl PhysMemory for Hw {
         if len == 0 {
             return;
         }
+        if len.is_multiple_of(128) {
+            // SAFETY: as below; 128 bytes (four LDM/STM pairs of eight
+            // words) per iteration, `len` a non-zero multiple of 128.
+            unsafe {
+                core::arch::asm!(
+                    "2:",
+                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "cmp {s}, {end}",
+                    "bne 2b",
+                    s = inout(reg) s => _,
+                    d = inout(reg) d => _,
+                    end = in(reg) (s as u32).wrapping_add(len),
+                    out("r3") _, out("r4") _, out("r5") _, out("r7") _,
+                    out("r8") _, out("r9") _, out("r10") _, out("r12") _,
+                    options(nostack)
+                )
+            };
+            return;
+        }
         if !len.is_multiple_of(64) {
             for i in 0..(len / 4) as usize {
                 // SAFETY: `spm` passes frame-internal ranges of described RAM
@@ -522,12 +581,41 @@ impl PhysMemory for Hw {
 }
 
 /// One ARM926 line operation (`MCR p15, 0, <addr>, c7, <op>`) over every
-/// 32-byte line of `[mva, mva + len)`, four lines per loop iteration when
-/// `len` is a multiple of 128.
+/// 32-byte line of `[mva, mva + len)`, eight lines per loop iteration when
+/// `len` is a multiple of 256, four when it is a multiple of 128.
 macro_rules! line_loop {
     ($mva:expr, $len:expr, $($op:literal),+) => {{
         let (start, len) = ($mva.as_u32(), $len);
         if len == 0 {
+        } else if len.is_multiple_of(256) {
+            // SAFETY: line maintenance by MVA never faults and changes only
+            // cache state; the caller of the trait method upholds its contract.
+            unsafe {
+                core::arch::asm!(
+                    "2:",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    "cmp {a}, {end}",
+                    "bne 2b",
+                    a = inout(reg) start => _,
+                    end = in(reg) start.wrapping_add(len),
+                    options(nostack)
+                )
+            };
         } else if len.is_multiple_of(128) {
             // SAFETY: line maintenance by MVA never faults and changes only
             // cache state; the caller of the trait method upholds its contract.
@@ -576,8 +664,31 @@ impl LineMaintenance for Hw {
         line_loop!(mva, len, "c7, c6, 1");
     }
 
+    /// Cleans and invalidates the range's D-cache lines one by one, and
+    /// invalidates the whole I-cache with one `MCR` instead of each of the
+    /// range's I-cache lines (the trait allows more than the range).
+    ///
+    /// Trade-off: per line, a 4 KiB page is 128 more `MCR`s and `ADD`s in
+    /// every flush of every cacheable mapping; the whole invalidate costs
+    /// one instruction, and afterwards every process refills the I-cache
+    /// lines it still needs (at most the I-cache's size, 4 KiB on QEMU's
+    /// ARM926, 4-128 KiB on silicon), once, spread over its next fetches
+    /// and never inside a masked window. Exchanges are rare next to
+    /// instruction fetches, so the refills cost less than the `MCR` loop
+    /// for I-caches up to a few times the page size; a kernel with a large
+    /// I-cache and frequent exchanges would go back to the line loop.
     fn flush_lines(&mut self, mva: ModifiedVirtAddr, len: u32) {
-        line_loop!(mva, len, "c7, c14, 1", "c7, c5, 1");
+        line_loop!(mva, len, "c7, c14, 1");
+        // SAFETY: invalidating the I-cache never faults and loses nothing
+        // (the I-cache holds no dirty data); not counted with the switch
+        // strategies' I-cache flushes.
+        unsafe {
+            core::arch::asm!(
+                "mcr p15, 0, {z}, c7, c5, 0",
+                z = in(reg) 0,
+                options(nostack, preserves_flags)
+            )
+        };
     }
 }
 
@@ -791,17 +902,49 @@ fn kind_index(kind: TcmKind) -> usize {
 }
 
 impl Maps<'_> {
-    /// Every mapping of frame `pa`: (space, descriptor, MVA), in O(1)
-    /// through the reverse index.
-    fn each(&self, w: Option<Who>, mut f: impl FnMut(AddressSpace, *mut u32, u32)) {
-        let Some(w) = w else { return };
-        if let Some((i, _, va)) = w.user {
-            match user_entry(self.strategy, self.root, i, va) {
+    /// Who maps frame `pa` and where its user descriptor is: from the two
+    /// frames looked up last, else through the reverse index (O(1)).
+    fn found(&self, pa: u32) -> Option<Found> {
+        let (generation, hit) = {
+            let r = rindex();
+            let g = r.generation;
+            let hit = r
+                .hot
+                .iter()
+                .flatten()
+                .find(|h| h.pa == pa && h.generation == g)
+                .copied();
+            (g, hit)
+        };
+        if hit.is_some() {
+            return hit;
+        }
+        let w = who(self.procs, pa)?;
+        let entry = w
+            .user
+            .and_then(|(i, _, va)| user_entry(self.strategy, self.root, i, va));
+        let f = Found {
+            pa,
+            generation,
+            who: w,
+            entry,
+        };
+        if w.user.is_none() || entry.is_some() {
+            remember(f);
+        }
+        Some(f)
+    }
+
+    /// Every mapping of a frame: (space, descriptor, MVA).
+    fn each(&self, found: Option<Found>, mut f: impl FnMut(AddressSpace, *mut u32, u32)) {
+        let Some(w) = found else { return };
+        if let Some((i, _, va)) = w.who.user {
+            match w.entry {
                 Some((e, mva)) => f(user_space(i), e, mva),
                 None => defmt::error!("no descriptor for {=u32:#x} of process {=usize}", va, i),
             }
         }
-        if let Some(k) = w.kmap.and_then(|k| self.kmaps.get(k)) {
+        if let Some(k) = w.who.kmap.and_then(|k| self.kmaps.get(k)) {
             f(AddressSpace::Kernel, k.entry, k.va);
         }
     }
@@ -847,14 +990,23 @@ impl Mappings for Maps<'_> {
             AddressSpace::User(s) => {
                 let i = usize::from(s.get());
                 self.procs.get(i).filter(|p| p.alive())?;
-                let (e, _) = user_entry(self.strategy, self.root, i, page)?;
+                let (e, mva) = user_entry(self.strategy, self.root, i, page)?;
                 // SAFETY: a live second-level descriptor.
                 let pa = unsafe { e.read_volatile() } & !0xFFF;
                 // Only the process's own page records are pages here.
-                let (w, _, rva) = who(self.procs, pa)?.user?;
-                if (w, rva) != (i, page) {
+                let w = who(self.procs, pa)?;
+                let (p, _, rva) = w.user?;
+                if (p, rva) != (i, page) {
                     return None;
                 }
+                // An exchange asks next for this frame's mappings: keep
+                // what was found.
+                remember(Found {
+                    pa,
+                    generation: rindex().generation,
+                    who: w,
+                    entry: Some((e, mva)),
+                });
                 (pa, e)
             }
         };
@@ -874,15 +1026,16 @@ impl Mappings for Maps<'_> {
         if size != PageSize::Small {
             return;
         }
-        let Some(w) = who(self.procs, page.as_u32()) else {
+        let Some(found) = self.found(page.as_u32()) else {
             return;
         };
+        let w = found.who;
         if let Some((i, _, va)) = w.user {
             let space = user_space(i);
             // Unknown descriptor: reported writable and cacheable, so it is
             // never skipped by the protection or the maintenance (and the
             // error is logged there).
-            let m = match user_entry(self.strategy, self.root, i, va) {
+            let m = match found.entry {
                 Some((e, mva)) => {
                     // SAFETY: a live descriptor.
                     let d = unsafe { e.read_volatile() };
@@ -920,7 +1073,7 @@ impl Mappings for Maps<'_> {
         }
         let mut found = [None; 2];
         let mut n = 0;
-        self.each(who(self.procs, page.as_u32()), |space, e, _| {
+        self.each(self.found(page.as_u32()), |space, e, _| {
             // SAFETY: a live descriptor.
             let d = unsafe { e.read_volatile() };
             if writable(space, d) && n < found.len() {
@@ -959,35 +1112,76 @@ impl Mappings for Maps<'_> {
         }
     }
 
+    /// The descriptors only (inside `spm`'s masked window); the records
+    /// follow in [`Mappings::swapped`].
     fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
         if size != PageSize::Small {
             return;
         }
         let (a, b) = (a.as_u32(), b.as_u32());
-        let retarget = |e: *mut u32, to: u32| {
+        let mut es = [(core::ptr::null_mut::<u32>(), 0u32); 4];
+        let mut n = 0;
+        // Both frames were looked up when the exchange collected their
+        // mappings: take the descriptors straight from those records.
+        let seen = {
+            let r = rindex();
+            let mut seen = 0;
+            for h in r.hot.iter().flatten() {
+                if h.generation != r.generation || (h.pa != a && h.pa != b) {
+                    continue;
+                }
+                seen += 1;
+                let to = if h.pa == a { b } else { a };
+                if let Some((e, _)) = h.entry {
+                    es[n] = (e, to);
+                    n += 1;
+                }
+                if let Some(k) = h.who.kmap.and_then(|k| self.kmaps.get(k)) {
+                    es[n] = (k.entry, to);
+                    n += 1;
+                }
+            }
+            seen
+        };
+        if seen != 2 || a == b {
+            n = 0;
+            for (f, to) in [(self.found(a), b), (self.found(b), a)] {
+                self.each(f, |_, e, _| {
+                    if n < es.len() {
+                        es[n] = (e, to);
+                        n += 1;
+                    }
+                });
+            }
+        }
+        for &(e, to) in &es[..n] {
             // SAFETY: a live descriptor; interrupts are masked (spm's contract).
             unsafe { e.write_volatile((e.read_volatile() & 0xFFF) | to) };
-            clean_entry(e);
+        }
+        for &(e, _) in &es[..n] {
+            // SAFETY: cleaning a D-cache line by MVA never faults and loses
+            // nothing; it makes the walker see the new descriptor.
+            unsafe {
+                core::arch::asm!("mcr p15, 0, {e}, c7, c10, 1", e = in(reg) e, options(nostack, preserves_flags))
+            };
+        }
+        // SAFETY: drains the write buffer; no other effect.
+        unsafe {
+            core::arch::asm!("mcr p15, 0, {z}, c7, c10, 4", z = in(reg) 0, options(nostack, preserves_flags))
         };
-        // Descriptors first (both directions), then the records and the index.
-        let (wa, wb) = (who(self.procs, a), who(self.procs, b));
-        let mut ea = [core::ptr::null_mut(); 2];
-        let mut eb = [core::ptr::null_mut(); 2];
-        let (mut na, mut nb) = (0, 0);
-        self.each(wa, |_, e, _| {
-            if na < 2 {
-                ea[na] = e;
-                na += 1;
-            }
-        });
-        self.each(wb, |_, e, _| {
-            if nb < 2 {
-                eb[nb] = e;
-                nb += 1;
-            }
-        });
-        ea[..na].iter().for_each(|e| retarget(*e, b));
-        eb[..nb].iter().for_each(|e| retarget(*e, a));
+    }
+
+    /// The page records, kernel mapping records and reverse index follow
+    /// the descriptors [`Mappings::swap`] changed (nothing reads them from
+    /// an interrupt handler).
+    fn swapped(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
+        if size != PageSize::Small {
+            return;
+        }
+        let (a, b) = (a.as_u32(), b.as_u32());
+        let (wa, wb) = (self.found(a).map(|f| f.who), self.found(b).map(|f| f.who));
+        // What was known about `a` and `b` is now true of the other frame.
+        rindex().hot = [None; 2];
         for (w, to) in [(wa, b), (wb, a)] {
             let Some(w) = w else { continue };
             if let Some(pg) = w
