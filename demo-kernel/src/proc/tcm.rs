@@ -2,12 +2,11 @@
 //! the board's emulated TCM), the kernel side of `spm`'s traits, and the
 //! kernel's own page exchange.
 //!
-//! * **Where TCM is.** [`super::tcm_setup::init`] asks the CPU (`spm::tcm::discover`, which
-//!   reads the TCM status register and touches c9 only for a TCM it
-//!   reports). QEMU's `arm926` reports none, so the board's description is
-//!   used: 32 KiB "ITCM" at [`ITCM_PHYS`] and 32 KiB "DTCM" at
-//!   [`DTCM_PHYS`], ordinary RAM the user frame allocator never hands out.
-//!   A TCM the CPU reports replaces the board's bank of that kind.
+//! * **Where TCM is** is decided once per boot by [`super::tcm_setup::init`]
+//!   (`spm::tcm::plan`): per kind the CPU's TCM if it reports one, placed
+//!   in a physical hole, else the board's emulated bank in RAM (QEMU). Bank
+//!   bases and sizes are runtime values (up to [`MAX_BANK_SIZE`] each);
+//!   everything here works from [`Tcm::layout`] and the reverse index.
 //! * **Kernel mappings** (built once, before any address space exists, so
 //!   the per-table strategies copy them into every space): SCTLR.S is set
 //!   (AP=00 becomes privileged read-only); the MiB holding the switch/IPC
@@ -52,18 +51,18 @@ use super::strategy::{dispatch, Strategy, MAX_PROCS};
 use super::timer;
 use crate::mmu::phys_to_virt;
 
-/// The board's emulated ITCM (32 KiB of RAM).
-pub const ITCM_PHYS: u32 = FRAMES_END;
-/// The board's emulated DTCM (32 KiB of RAM).
-pub const DTCM_PHYS: u32 = FRAMES_END + BANK_SIZE;
-/// Size of each emulated bank.
-pub const BANK_SIZE: u32 = 32 << 10;
-/// Frames per bank.
-pub const BANK_FRAMES: usize = (BANK_SIZE / 4096) as usize;
-/// Kernel view of the TCM frames, read-only: ITCM at +0, DTCM at +32 KiB.
+/// The largest TCM bank (per kind) the kernel's tables hold: frame
+/// descriptions, kernel windows, mapping records and allocation bitmaps are
+/// sized for it; a bank's real size is a runtime value up to this.
+pub const MAX_BANK_SIZE: u32 = 256 << 10;
+/// Frames per bank slot (of the largest bank).
+pub const BANK_FRAMES: usize = (MAX_BANK_SIZE / 4096) as usize;
+/// Kernel view of the TCM frames, read-only: ITCM slot at +0, DTCM slot at
+/// +[`MAX_BANK_SIZE`] (frames past a bank's size are unmapped).
 pub const KTCM_VA: u32 = 0xFF00_0000;
-/// Kernel view of the TCM frames, read/write (copies and zeroing).
-pub const KTCM_RW_VA: u32 = 0xFF08_0000;
+/// Kernel view of the TCM frames, read/write (copies and zeroing), laid
+/// out as [`KTCM_VA`]'s.
+pub const KTCM_RW_VA: u32 = KTCM_VA + 2 * MAX_BANK_SIZE;
 /// All RAM, uncached, for `spm`'s physical copies.
 pub const PHYS_WINDOW: u32 = 0xD000_0000;
 /// Where a process's TCM resource pages are mapped (kernel-only access).
@@ -356,9 +355,9 @@ pub struct Tcm {
     pub table: FrameTable<'static, 4>,
     /// The banks in use.
     pub layout: TcmLayout,
-    /// Whether the CPU reported TCM (else the board's emulated banks).
+    /// Whether any bank is the CPU's TCM (else both are the board's emulated banks).
     pub from_cpu: bool,
-    pub(super) used: [u8; 2],
+    pub(super) used: [u64; 2],
     /// Kernel mapping records.
     pub kmaps: [KMap; KMAPS],
     pub(super) wp: [Option<(*mut u32, u32)>; 8],
@@ -382,7 +381,8 @@ pub fn tcm() -> Option<&'static mut Tcm> {
 /// and indexes its kernel mapping records (`home`: the switch page's frame).
 pub(super) fn install(t: Tcm, home: u32) {
     let r = rindex();
-    r.banks = [t.layout.itcm, t.layout.dtcm].map(|b| b.map_or((0, 0), |b| (b.base().as_u32(), b.size())));
+    r.banks =
+        [t.layout.itcm, t.layout.dtcm].map(|b| b.map_or((0, 0), |b| (b.base().as_u32(), b.size())));
     r.home = home;
     for (j, k) in t.kmaps.iter().enumerate() {
         if let Some(i) = r.slot(k.pa) {
@@ -424,7 +424,7 @@ impl Tcm {
         let k = kind_index(kind);
         let bank = self.bank(kind)?;
         let free = (!self.used[k]).trailing_zeros() as usize;
-        if free >= BANK_FRAMES {
+        if free >= (bank.size() / 4096) as usize {
             return None;
         }
         self.used[k] |= 1 << free;
@@ -501,12 +501,13 @@ impl Hw {
 }
 
 fn window(pa: u32) -> *mut u32 {
-    let off = pa.wrapping_sub(ITCM_PHYS);
-    if off < 2 * BANK_SIZE {
-        (KTCM_RW_VA + off) as *mut u32
-    } else {
-        (PHYS_WINDOW + pa) as *mut u32
+    for (k, &(base, size)) in rindex().banks.iter().enumerate() {
+        let off = pa.wrapping_sub(base);
+        if off < size {
+            return (KTCM_RW_VA + k as u32 * MAX_BANK_SIZE + off) as *mut u32;
+        }
     }
+    (PHYS_WINDOW + pa) as *mut u32
 }
 
 impl PhysMemory for Hw {

@@ -1,15 +1,61 @@
-//! TCM set-up, once per boot: where the banks are, the frame table, and
-//! the kernel mappings the TCM code in [`super::tcm`] relies on.
+//! TCM set-up, once per boot: which banks, the frame table, and the kernel
+//! mappings the TCM code in [`super::tcm`] relies on.
 //!
-//! [`init`] asks the CPU (`spm::tcm::discover`, which reads the TCM status
-//! register and touches c9 only for a TCM it reports). QEMU's `arm926`
-//! reports none, so the board's description is used: 32 KiB "ITCM" at
-//! [`ITCM_PHYS`] and 32 KiB "DTCM" at [`DTCM_PHYS`], ordinary RAM the user
-//! frame allocator never hands out. It then builds the frame table (all RAM
-//! and both banks), sets SCTLR.S, remaps the switch page's MiB with small
-//! pages, maps every TCM frame at [`KTCM_VA`] (read-only) and
-//! [`KTCM_RW_VA`] (read/write), maps all RAM uncached at [`PHYS_WINDOW`],
-//! and installs the state ([`super::tcm::tcm`]).
+//! # Which banks
+//!
+//! [`init`] reads what the CPU reports (`spm::tcm::discover`: the TCM status
+//! register, and c9 only for a TCM it reports) and lets `spm::tcm::plan`
+//! decide per kind with this board's [`BoardTcm`]:
+//!
+//! * **A part with TCM** (an ARM926EJ-S whose status register reports an
+//!   ITCM/DTCM with a size above 0): the bank is used as real TCM. If the
+//!   region register already has it enabled clear of RAM and devices it
+//!   stays there; otherwise `spm::tcm::apply` moves it to
+//!   [`REAL_ITCM_PHYS`] / [`REAL_DTCM_PHYS`] and enables it, reading the
+//!   register back. Its size is the region register's (4 KiB to 1 MiB on the
+//!   ARM926EJ-S); the kernel's tables hold up to [`MAX_BANK_SIZE`] per bank
+//!   and a larger bank is refused (`TcmError::TooBig`) rather than half
+//!   used. A placed TCM's content is undefined: every frame starts as a
+//!   page resource, and `spm` zeroes a resource before a process gets it.
+//! * **QEMU** (`arm926` has no TCM: status 0, c9 traps): the board's
+//!   emulated banks, 32 KiB "ITCM" at [`BOARD_ITCM_PHYS`] and 32 KiB
+//!   "DTCM" at [`BOARD_DTCM_PHYS`], ordinary RAM the user frame allocator
+//!   never hands out. `apply` writes nothing.
+//! * A part reporting only one kind (or one of size 0) gets the real bank
+//!   of that kind and the emulated bank of the other (`Mix::PerKind`).
+//!
+//! The boot log names each bank's source (`cpu-kept`, `cpu-placed`,
+//! `board`, `board-size0`); the `TCM` report line says `source=cpu` when
+//! any bank is the CPU's. **Only the QEMU path runs here**: real placement
+//! is exercised by `spm`'s host tests (`crates/spm/tests/tcm_plan.rs`,
+//! MockCp15-based ARM926 parts), not by any QEMU run.
+//!
+//! # Placement on versatilepb
+//!
+//! QEMU 7.2's versatilepb maps RAM at 0 (up to 256 MiB), devices at
+//! `0x1000_0000`..`0x101F_FFFF`, flash at `0x3400_0000`..`0x37FF_FFFF` and
+//! the PCI windows from `0x4100_0000` (`info mtree`); `0x1020_0000` to
+//! `0x33FF_FFFF` is empty. Real TCMs go there: the ITCM at `0x2000_0000`,
+//! the DTCM at `0x2010_0000`, each MiB-aligned so every TCM size is aligned.
+//! [`AVOID`] lists what a real TCM must never cover. A real board has to
+//! check its own memory map.
+//!
+//! # Kernel mappings
+//!
+//! Built once, before any address space exists, so the per-table strategies
+//! copy them into every space: SCTLR.S is set (AP=00 becomes privileged
+//! read-only); the MiB holding the switch/IPC page `.text.kswitch` is
+//! remapped with small pages (that page read-only); every frame of each bank
+//! is mapped read-only at [`KTCM_VA`] and read/write at [`KTCM_RW_VA`]
+//! (ITCM slot at +0, DTCM slot at +[`MAX_BANK_SIZE`]; slots past a bank's
+//! size stay unmapped); all RAM is mapped uncached at [`PHYS_WINDOW`].
+//!
+//! The TCM windows are mapped uncached and unbuffered (C=0, B=0). On the
+//! ARM926EJ-S a TCM access is served by the TCM interface, not by the caches
+//! or the write buffer (ARM926EJ-S TRM, DDI 0198E, TCM interface): cached
+//! attributes would buy nothing, and C=0 B=0 is also what the emulated
+//! banks need, which are RAM that `spm` copies through these windows and
+//! that must not sit in the D-cache behind them.
 
 use core::cell::UnsafeCell;
 
@@ -17,22 +63,50 @@ use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15, Cp15Reg};
 use mmu_armv5::table::{MapAttrs, SizePolicy};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
-use spm::tcm::{self, TcmBank, TcmKind, TcmLayout};
+use spm::tcm::{self, BoardTcm, Mix, PhysRange, TcmBank, TcmKind, TcmLayout};
 use spm::{
     FrameDesc, FrameState, FrameTable, InitialUse, KernelUse, Location, Region, SectionSummary,
 };
 
 use super::frames::{FRAMES_END, FRAMES_PHYS};
 use super::tcm::{
-    install, kswitch_va, JobStats, KMap, KernelJob, Tcm, BANK_FRAMES, BANK_SIZE, DTCM_PHYS,
-    ITCM_PHYS, KMAPS, KTCM_RW_VA, KTCM_VA, PHYS_WINDOW,
+    install, kswitch_va, JobStats, KMap, KernelJob, Tcm, BANK_FRAMES, KMAPS, KTCM_RW_VA, KTCM_VA,
+    MAX_BANK_SIZE, PHYS_WINDOW,
 };
 use crate::mmu::{kernel_virt_offset, phys_to_virt, KERNEL_DOMAIN};
 
+/// The board's emulated ITCM (32 KiB of RAM past the user frames).
+pub const BOARD_ITCM_PHYS: u32 = FRAMES_END;
+/// The board's emulated DTCM (32 KiB of RAM).
+pub const BOARD_DTCM_PHYS: u32 = FRAMES_END + BOARD_BANK_SIZE;
+/// Size of each emulated bank.
+pub const BOARD_BANK_SIZE: u32 = 32 << 10;
+/// Where a real ITCM is placed (a hole in versatilepb's map, see the module docs).
+pub const REAL_ITCM_PHYS: u32 = 0x2000_0000;
+/// Where a real DTCM is placed.
+pub const REAL_DTCM_PHYS: u32 = 0x2010_0000;
+/// What a real TCM must not cover on versatilepb: the SDRAM window, the
+/// device MiBs, flash, the PCI windows.
+pub const AVOID: [PhysRange; 4] = [
+    PhysRange::new(PhysAddr::new(0), 0x1000_0000),
+    PhysRange::new(PhysAddr::new(0x1000_0000), 0x0020_0000),
+    PhysRange::new(PhysAddr::new(0x3400_0000), 0x0400_0000),
+    PhysRange::new(PhysAddr::new(0x4100_0000), 0x2F00_0000),
+];
 /// RAM the physical window covers.
 const RAM_SIZE: u32 = 128 << 20;
-const FRAMES_NEEDED: usize = ((DTCM_PHYS + BANK_SIZE) / 4096) as usize;
-const SECTIONS_MAX: usize = 130;
+/// Frame descriptions: RAM up to the emulated banks, then two banks of the largest size.
+const FRAMES_NEEDED: usize = (FRAMES_END / 4096) as usize + 2 * BANK_FRAMES;
+/// Per-MiB summaries: RAM (one more where the two RAM regions share a MiB)
+/// and one per bank (a bank is at most 1 MiB and aligned to its size).
+const SECTIONS_MAX: usize = FRAMES_END.div_ceil(1 << 20) as usize + 1 + 2;
+
+// Both bank slots of each view fit the one second-level table at KTCM_VA,
+// and the board's banks fit the tables.
+const _: () = assert!(KTCM_RW_VA - KTCM_VA >= 2 * MAX_BANK_SIZE);
+const _: () = assert!(KTCM_RW_VA - KTCM_VA + 2 * MAX_BANK_SIZE <= 1 << 20);
+const _: () = assert!(BOARD_BANK_SIZE <= MAX_BANK_SIZE);
+const _: () = assert!(KMAPS < u8::MAX as usize);
 
 #[repr(C, align(1024))]
 struct L2Table([u32; 256]);
@@ -52,7 +126,7 @@ static SECTIONS: Global<[u32; SECTIONS_MAX]> = Global(UnsafeCell::new([0; SECTIO
 /// Why TCM could not be set up.
 #[derive(Clone, Copy, defmt::Format)]
 pub enum InitError {
-    /// Discovery or the board's banks.
+    /// Discovery, the plan or its application, or the board's banks.
     Tcm(tcm::TcmError),
     /// A region.
     Region(spm::RegionError),
@@ -81,30 +155,59 @@ pub fn init() -> Result<(), InitError> {
         return Ok(());
     }
     let found = tcm::discover(&crate::cp15::hw()).map_err(InitError::Tcm)?;
-    let board = TcmLayout {
-        itcm: Some(
-            TcmBank::board(TcmKind::Instruction, PhysAddr::new(ITCM_PHYS), BANK_SIZE)
+    let board = BoardTcm {
+        itcm_base: PhysAddr::new(REAL_ITCM_PHYS),
+        dtcm_base: PhysAddr::new(REAL_DTCM_PHYS),
+        emulated: TcmLayout {
+            itcm: Some(
+                TcmBank::board(
+                    TcmKind::Instruction,
+                    PhysAddr::new(BOARD_ITCM_PHYS),
+                    BOARD_BANK_SIZE,
+                )
                 .map_err(InitError::Tcm)?,
-        ),
-        dtcm: Some(
-            TcmBank::board(TcmKind::Data, PhysAddr::new(DTCM_PHYS), BANK_SIZE)
+            ),
+            dtcm: Some(
+                TcmBank::board(
+                    TcmKind::Data,
+                    PhysAddr::new(BOARD_DTCM_PHYS),
+                    BOARD_BANK_SIZE,
+                )
                 .map_err(InitError::Tcm)?,
-        ),
+            ),
+        },
+        avoid: &AVOID,
+        capacity: MAX_BANK_SIZE,
+        mix: Mix::PerKind,
     };
-    let from_cpu = found.banks().any(|b| !b.emulated());
-    let layout = found.or_board(board);
-    let (Some(itcm), Some(dtcm)) = (layout.itcm, layout.dtcm) else {
-        return Err(InitError::Tcm(tcm::TcmError::Absent(TcmKind::Instruction)));
-    };
-    if from_cpu {
-        // A real TCM lies outside the RAM this kernel's windows and frame
-        // table are laid out for; the demo only drives the board's banks.
-        defmt::warn!("the CPU reports TCM: the demo kernel uses the board's emulated banks only");
+    let plan = tcm::plan(found, &board).map_err(InitError::Tcm)?;
+    for p in plan.banks() {
+        let b = p.bank();
+        defmt::info!(
+            "TCM bank {=str}: {=u32:#010x}, {=u32} KiB, source {=str}",
+            match b.kind() {
+                TcmKind::Instruction => "ITCM",
+                TcmKind::Data => "DTCM",
+            },
+            b.base().as_u32(),
+            b.size() / 1024,
+            p.source().name()
+        );
     }
-    let (itcm, dtcm) = if from_cpu {
-        (board.itcm.unwrap_or(itcm), board.dtcm.unwrap_or(dtcm))
-    } else {
-        (itcm, dtcm)
+    // SAFETY: a placed bank goes to REAL_ITCM_PHYS / REAL_DTCM_PHYS, which
+    // the plan checked against AVOID (all RAM, devices, flash, PCI): nothing
+    // of this kernel lives there and nothing ever mapped it, so no cache
+    // line covers it. Kept banks are not written; emulated banks have no
+    // register.
+    let layout = unsafe { tcm::apply(&mut crate::cp15::hw(), &plan) }.map_err(InitError::Tcm)?;
+    let from_cpu = plan.from_cpu();
+    let (Some(itcm), Some(dtcm)) = (layout.itcm, layout.dtcm) else {
+        let kind = if layout.itcm.is_none() {
+            TcmKind::Instruction
+        } else {
+            TcmKind::Data
+        };
+        return Err(InitError::Tcm(tcm::TcmError::Absent(kind)));
     };
     let regions = [
         Region::new(
@@ -173,10 +276,11 @@ pub fn init() -> Result<(), InitError> {
         let ap = if va == ks { 0 } else { 1 };
         *e = small(mib_pa + (i as u32) * 4096, ap, CB_WRITE_BACK);
     }
-    for i in 0..BANK_FRAMES as u32 {
-        for (k, bank) in [itcm, dtcm].iter().enumerate() {
+    // C=0 B=0: see the module docs.
+    for (k, bank) in [itcm, dtcm].iter().enumerate() {
+        for i in 0..bank.size() / 4096 {
             let pa = bank.base().as_u32() + i * 4096;
-            let slot = (k as u32 * BANK_FRAMES as u32 + i) as usize;
+            let slot = k * BANK_FRAMES + i as usize;
             tcmt[slot] = small(pa, 0, 0);
             tcmt[((KTCM_RW_VA - KTCM_VA) >> 12) as usize + slot] = small(pa, 1, 0);
         }
@@ -215,11 +319,18 @@ pub fn init() -> Result<(), InitError> {
         pa: ks - off,
         entry: core::ptr::addr_of_mut!(text[((ks - mib_va) >> 12) as usize]),
     }; KMAPS];
+    // One record per slot; a slot past its bank's size maps nothing (its
+    // entry stays a fault) and records no frame (`u32::MAX` is none).
     for i in 0..2 * BANK_FRAMES {
-        let base = if i < BANK_FRAMES { itcm } else { dtcm }.base().as_u32();
+        let bank = if i < BANK_FRAMES { itcm } else { dtcm };
+        let off = ((i % BANK_FRAMES) as u32) * 4096;
         kmaps[1 + i] = KMap {
             va: KTCM_VA + (i as u32) * 4096,
-            pa: base + ((i % BANK_FRAMES) as u32) * 4096,
+            pa: if off < bank.size() {
+                bank.base().as_u32() + off
+            } else {
+                u32::MAX
+            },
             entry: core::ptr::addr_of_mut!(tcmt[i]),
         };
     }
