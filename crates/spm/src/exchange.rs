@@ -10,11 +10,13 @@
 //! every [`Exchange::step`] does one bounded piece of work, and interrupts
 //! are masked only inside a step, never across steps. Per page:
 //!
-//! 1. **Protect** (masked): if any mapping of the old page *or of the new
-//!    page* is writable, remove write access from all mappings of both and
-//!    invalidate their TLB entries. From now on a write to either page
-//!    faults instead of racing the copy (a write through the resource's
-//!    mapping would otherwise land in the target's future content).
+//! 1. **Protect** (masked, one window per page and side): if any mapping of
+//!    the old page *or of the new page* is writable, remove write access
+//!    from all mappings of both and invalidate their TLB entries. From now
+//!    on a write to either page faults instead of racing the copy (a write
+//!    through the resource's mapping would otherwise land in the target's
+//!    future content). A write between two of these windows reaches a page
+//!    before its copy, as one before a single window would.
 //! 2. **Copy**, one chunk per step, interrupts enabled: clean the chunk's
 //!    D-cache lines at every address the old page is mapped at (a VIVT
 //!    cache holds the newest data), discard the chunk's lines at every
@@ -33,14 +35,14 @@
 //! 4. **Flush**, one chunk per step: clean and invalidate D-cache lines and
 //!    invalidate I-cache lines at every address of both pages, so no line
 //!    filled before the switch survives (still no writes possible).
-//! 5. **Restore** (masked): give write access back, invalidate TLB entries,
-//!    clear the frames' busy flags.
+//! 5. **Restore** (masked, one window per page and side): give write access
+//!    back, invalidate TLB entries; then clear the frames' busy flags.
 //!
 //! A step does at most one chunk of copying or of flushing: the short
 //! phases join the chunk next to them (1 the first copy chunk, 3 the first
 //! flush chunk, 5 the last flush chunk), so a page takes
 //! `2 * (page size / chunk)` steps, two with a chunk of the page's size.
-//! Each masked window still holds exactly one of 1, 3 or 5.
+//! Each masked window holds one page side of 1 or 5, or the switch.
 //!
 //! When no mapping of either page is writable, 1 and 5 are skipped and
 //! only the switch masks interrupts: the copies are identical throughout.
@@ -698,7 +700,11 @@ impl Exchange {
         };
         // The validated frames are busy; anything else means the
         // mappings changed since `begin`.
-        let mut at = [table.locate(old)?, table.locate(new)?];
+        let mut at = if (old, new) == self.first {
+            self.at
+        } else {
+            [table.locate(old)?, table.locate(new)?]
+        };
         for (k, va) in [self.target_va(self.page), self.resource_va(self.page)]
             .into_iter()
             .enumerate()
@@ -728,17 +734,20 @@ impl Exchange {
             if writable {
                 // Both sides: a write through a writable mapping of
                 // the new page (the resource) would land in memory
-                // that is about to become the target's content.
-                let mut w = Window::open(irq);
+                // that is about to become the target's content. One
+                // window per page and side: a write that still reaches
+                // a page not yet protected comes before its copy, just
+                // as one before a single window would.
                 for i in 0..pages {
                     for (side, base) in [old, new].into_iter().enumerate() {
                         let p = frame_at(base, i * size.frames());
+                        let mut w = Window::open(irq);
                         maps.write_protect(p, size);
                         w.ops += 1;
                         w.ops += self.invalidate_tlb(maps, hw, side, p);
+                        w.close(irq, &mut self.stats);
                     }
                 }
-                w.close(irq, &mut self.stats);
             }
         }
         Ok(())
@@ -831,17 +840,19 @@ impl Exchange {
             if self.protected {
                 // The write memory moved with the mappings: the
                 // target's mappings now map the new frames, the
-                // resource's the old ones.
-                let mut w = Window::open(irq);
+                // resource's the old ones. One window per page and side,
+                // as for the protection: a writer that still faults on a
+                // page not yet given back waits and retries.
                 for i in 0..pages {
                     for (side, base) in [(1, new0), (0, old0)] {
                         let p = frame_at(base, i * size.frames());
+                        let mut w = Window::open(irq);
                         maps.restore_write(p, size);
                         w.ops += 1;
                         w.ops += self.invalidate_tlb(maps, hw, side, p);
+                        w.close(irq, &mut self.stats);
                     }
                 }
-                w.close(irq, &mut self.stats);
             }
             // Release the frames this exchange holds: no address lookup,
             // the frames are known (a directory is contiguous).

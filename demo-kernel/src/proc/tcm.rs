@@ -227,6 +227,19 @@ struct Found {
     entry: Option<(*mut u32, u32)>,
 }
 
+/// The user descriptor and kernel mapping record of `pa` if it is among
+/// the frames looked up last (and still current).
+fn hot_descriptors(pa: u32) -> Option<(Option<*mut u32>, Option<usize>)> {
+    let r = rindex();
+    let g = r.generation;
+    let h = r
+        .hot
+        .iter()
+        .flatten()
+        .find(|h| h.pa == pa && h.generation == g)?;
+    Some((h.entry.map(|(e, _)| e), h.who.kmap))
+}
+
 /// Keeps `f` among the two frames looked up last.
 fn remember(f: Found) {
     let r = rindex();
@@ -405,10 +418,30 @@ fn with_ap(desc: u32, ap: u32) -> u32 {
     (desc & !AP_MASK) | ((ap * 0x55) << AP_SHIFT)
 }
 
-fn clean_entry(entry: *mut u32) {
-    let mut m = crate::mmu::maint();
-    m.clean_dcache_line(ModifiedVirtAddr::new(entry as u32));
-    m.drain_write_buffer();
+/// Cleans the D-cache line holding `p` (no drain).
+#[inline(always)]
+fn clean_line(p: *mut u32) {
+    // SAFETY: cleaning a D-cache line by MVA never faults and loses nothing.
+    unsafe {
+        core::arch::asm!(
+            "mcr p15, 0, {p}, c7, c10, 1",
+            p = in(reg) p,
+            options(nostack, preserves_flags)
+        )
+    };
+}
+
+/// Drains the write buffer.
+#[inline(always)]
+fn drain() {
+    // SAFETY: draining the write buffer has no other effect.
+    unsafe {
+        core::arch::asm!(
+            "mcr p15, 0, {z}, c7, c10, 4",
+            z = in(reg) 0,
+            options(nostack, preserves_flags)
+        )
+    };
 }
 
 impl Tcm {
@@ -720,8 +753,18 @@ impl CacheMaintenance for Hw {
     fn invalidate_tlb(&mut self) {
         self.0.invalidate_tlb()
     }
+    /// One `MCR`, not counted with the switch strategies' TLB maintenance
+    /// (the exchange's own TLB work is reported by `spm`'s statistics).
     fn invalidate_tlb_entry(&mut self, mva: ModifiedVirtAddr) {
-        self.0.invalidate_tlb_entry(mva)
+        // SAFETY: invalidating a TLB entry never faults; the next access
+        // walks the (already updated) tables.
+        unsafe {
+            core::arch::asm!(
+                "mcr p15, 0, {a}, c8, c7, 1",
+                a = in(reg) mva.as_u32() & !0xFFF,
+                options(nostack, preserves_flags)
+            )
+        };
     }
 }
 
@@ -1072,44 +1115,68 @@ impl Mappings for Maps<'_> {
         if size != PageSize::Small {
             return;
         }
-        let mut found = [None; 2];
-        let mut n = 0;
-        self.each(self.found(page.as_u32()), |space, e, _| {
+        // The descriptors: from the frames looked up last when possible
+        // (this runs inside `spm`'s masked window).
+        let (user, kmap) = match hot_descriptors(page.as_u32()) {
+            Some(x) => x,
+            None => match self.found(page.as_u32()) {
+                Some(f) => (f.entry.map(|(e, _)| e), f.who.kmap),
+                None => return,
+            },
+        };
+        let kentry = kmap.and_then(|k| self.kmaps.get(k)).map(|k| k.entry);
+        let mut n = self.wp.iter().take_while(|s| s.is_some()).count();
+        for (e, kernel) in [(user, false), (kentry, true)] {
+            let Some(e) = e else { continue };
             // SAFETY: a live descriptor.
             let d = unsafe { e.read_volatile() };
-            if writable(space, d) && n < found.len() {
-                // Users keep read access; the kernel view becomes read-only (SCTLR.S).
-                let ro = if space == AddressSpace::Kernel { 0 } else { 2 };
-                // SAFETY: as above; `spm` invalidates the TLB entry.
-                unsafe { e.write_volatile(with_ap(d, ro)) };
-                clean_entry(e);
-                found[n] = Some((e, ap_of(d)));
-                n += 1;
+            let space = if kernel {
+                AddressSpace::Kernel
+            } else {
+                user_space(0)
+            };
+            if !writable(space, d) {
+                continue;
             }
-        });
-        for r in found.into_iter().flatten() {
-            match self.wp.iter_mut().find(|s| s.is_none()) {
-                Some(slot) => *slot = Some(r),
-                None => defmt::error!("write-protect records full"),
-            }
+            let Some(slot) = self.wp.get_mut(n) else {
+                defmt::error!("write-protect records full");
+                continue;
+            };
+            // Users keep read access; the kernel view becomes read-only (SCTLR.S).
+            let ro = if kernel { 0 } else { 2 };
+            // SAFETY: as above; `spm` invalidates the TLB entry.
+            unsafe { e.write_volatile(with_ap(d, ro)) };
+            clean_line(e);
+            *slot = Some((e, ap_of(d)));
+            n += 1;
         }
+        drain();
     }
 
     fn restore_write(&mut self, page: PhysAddr, size: PageSize) {
         if size != PageSize::Small {
             return;
         }
-        for slot in self.wp.iter_mut() {
-            if let Some((e, ap)) = *slot {
-                // SAFETY: a live descriptor recorded by `write_protect`.
-                let d = unsafe { e.read_volatile() };
-                if d & !0xFFF == page.as_u32() {
-                    // SAFETY: as above; `spm` invalidates the TLB entry.
-                    unsafe { e.write_volatile(with_ap(d, ap)) };
-                    clean_entry(e);
-                    *slot = None;
-                }
+        // The records are packed at the front of `wp`.
+        let mut any = false;
+        let mut i = 0;
+        while let Some(&Some((e, ap))) = self.wp.get(i) {
+            // SAFETY: a live descriptor recorded by `write_protect`.
+            let d = unsafe { e.read_volatile() };
+            if d & !0xFFF != page.as_u32() {
+                i += 1;
+                continue;
             }
+            // SAFETY: as above; `spm` invalidates the TLB entry.
+            unsafe { e.write_volatile(with_ap(d, ap)) };
+            clean_line(e);
+            any = true;
+            let last = self.wp.iter().take_while(|s| s.is_some()).count() - 1;
+            self.wp[i] = self.wp[last];
+            self.wp[last] = None;
+        }
+        if any {
+            drain();
         }
     }
 
@@ -1120,32 +1187,41 @@ impl Mappings for Maps<'_> {
             return;
         }
         let (a, b) = (a.as_u32(), b.as_u32());
-        let mut es = [(core::ptr::null_mut::<u32>(), 0u32); 4];
-        let mut n = 0;
+        let retarget = |e: *mut u32, to: u32| {
+            // SAFETY: a live descriptor; interrupts are masked (spm's contract).
+            unsafe { e.write_volatile((e.read_volatile() & 0xFFF) | to) };
+            clean_line(e);
+        };
         // Both frames were looked up when the exchange collected their
         // mappings: take the descriptors straight from those records.
-        let seen = {
+        let fast = {
             let r = rindex();
-            let mut seen = 0;
-            for h in r.hot.iter().flatten() {
-                if h.generation != r.generation || (h.pa != a && h.pa != b) {
-                    continue;
+            let g = r.generation;
+            let hit = |pa: u32| {
+                r.hot
+                    .iter()
+                    .flatten()
+                    .find(|h| h.generation == g && h.pa == pa)
+            };
+            match (hit(a), hit(b)) {
+                (Some(ha), Some(hb)) if a != b => {
+                    for (h, to) in [(ha, b), (hb, a)] {
+                        if let Some((e, _)) = h.entry {
+                            retarget(e, to);
+                        }
+                        if let Some(k) = h.who.kmap.and_then(|k| self.kmaps.get(k)) {
+                            retarget(k.entry, to);
+                        }
+                    }
+                    true
                 }
-                seen += 1;
-                let to = if h.pa == a { b } else { a };
-                if let Some((e, _)) = h.entry {
-                    es[n] = (e, to);
-                    n += 1;
-                }
-                if let Some(k) = h.who.kmap.and_then(|k| self.kmaps.get(k)) {
-                    es[n] = (k.entry, to);
-                    n += 1;
-                }
+                _ => false,
             }
-            seen
         };
-        if seen != 2 || a == b {
-            n = 0;
+        if !fast {
+            // Collect first: the lookups must see the descriptors unchanged.
+            let mut es = [(core::ptr::null_mut::<u32>(), 0u32); 4];
+            let mut n = 0;
             for (f, to) in [(self.found(a), b), (self.found(b), a)] {
                 self.each(f, |_, e, _| {
                     if n < es.len() {
@@ -1154,22 +1230,11 @@ impl Mappings for Maps<'_> {
                     }
                 });
             }
+            for &(e, to) in &es[..n] {
+                retarget(e, to);
+            }
         }
-        for &(e, to) in &es[..n] {
-            // SAFETY: a live descriptor; interrupts are masked (spm's contract).
-            unsafe { e.write_volatile((e.read_volatile() & 0xFFF) | to) };
-        }
-        for &(e, _) in &es[..n] {
-            // SAFETY: cleaning a D-cache line by MVA never faults and loses
-            // nothing; it makes the walker see the new descriptor.
-            unsafe {
-                core::arch::asm!("mcr p15, 0, {e}, c7, c10, 1", e = in(reg) e, options(nostack, preserves_flags))
-            };
-        }
-        // SAFETY: drains the write buffer; no other effect.
-        unsafe {
-            core::arch::asm!("mcr p15, 0, {z}, c7, c10, 4", z = in(reg) 0, options(nostack, preserves_flags))
-        };
+        drain();
     }
 
     /// The page records, kernel mapping records and reverse index follow
