@@ -342,18 +342,10 @@ impl Known {
             return calls;
         }
         for (side, page) in [old, new].into_iter().enumerate() {
-            let (list, n) = (&mut self.list[side], &mut self.n[side]);
-            let mut over = false;
-            maps.for_each_mapping(page, size, &mut |m| {
-                if usize::from(*n) < KNOWN {
-                    list[usize::from(*n)] = *m;
-                    *n += 1;
-                } else {
-                    over = true;
-                }
-            });
+            let total = maps.collect_mappings(page, size, &mut self.list[side]);
             calls += 1;
-            if over {
+            self.n[side] = total.min(KNOWN) as u8;
+            if total > KNOWN {
                 self.gen = None;
             }
         }
@@ -945,7 +937,7 @@ impl Exchange {
             if f > 0 {
                 table.locate(frame_at(self.new, f))?;
             }
-            tables |= table.desc_at(o_at).state() == FrameState::Kernel(KernelUse::PageTable);
+            tables |= table.desc_at(o_at).is_page_table();
         }
 
         // Always masked, also for read-only pages: the swap is many

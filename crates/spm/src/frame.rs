@@ -172,6 +172,13 @@ impl FrameDesc {
         }
     }
 
+    /// Whether the frame holds second-level page tables
+    /// (`Kernel(PageTable)`), without decoding the state.
+    #[must_use]
+    pub const fn is_page_table(self) -> bool {
+        self.0 & !(PINNED | BUSY) == FrameDesc::new(FrameState::Kernel(KernelUse::PageTable)).0
+    }
+
     /// Whether the frame is a page resource.
     #[must_use]
     pub const fn is_resource(self) -> bool {

@@ -125,6 +125,22 @@ pub trait Mappings {
     /// Calls `f` once for every mapping of the `size` page at `page`.
     fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping));
 
+    /// Stores the mappings of the `size` page at `page` in `out`, as many
+    /// as fit, in the order [`Mappings::for_each_mapping`] reports them,
+    /// and returns how many the page has (more than `out.len()` when they
+    /// did not all fit). The default goes through `for_each_mapping`; an
+    /// implementation may answer directly (an exchange asks once per page).
+    fn collect_mappings(&self, page: PhysAddr, size: PageSize, out: &mut [Mapping]) -> usize {
+        let mut n = 0;
+        self.for_each_mapping(page, size, &mut |m| {
+            if let Some(o) = out.get_mut(n) {
+                *o = *m;
+            }
+            n += 1;
+        });
+        n
+    }
+
     /// Removes write access from every mapping of the page, remembering which had it.
     fn write_protect(&mut self, page: PhysAddr, size: PageSize);
 

@@ -928,6 +928,14 @@ pub fn user_entry(
     Some((e, mva))
 }
 
+/// A placeholder for arrays of mappings.
+const NO_MAPPING: Mapping = Mapping {
+    space: AddressSpace::Kernel,
+    mva: ModifiedVirtAddr::new(0),
+    writable: false,
+    cached: false,
+};
+
 fn user_space(i: usize) -> AddressSpace {
     // Process indices are below `MAX_PROCS` (64), far inside spm's 12 bits.
     AddressSpace::User(spm::SpaceId::new(i as u16).unwrap_or(SPACE0))
@@ -1067,11 +1075,24 @@ impl Mappings for Maps<'_> {
     }
 
     fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping)) {
+        let mut out = [NO_MAPPING; 2];
+        let n = self.collect_mappings(page, size, &mut out);
+        out[..n.min(2)].iter().for_each(f);
+    }
+
+    fn collect_mappings(&self, page: PhysAddr, size: PageSize, out: &mut [Mapping]) -> usize {
         if size != PageSize::Small {
-            return;
+            return 0;
         }
         let Some(found) = self.found(page.as_u32()) else {
-            return;
+            return 0;
+        };
+        let mut n = 0;
+        let mut put = |m: Mapping| {
+            if let Some(o) = out.get_mut(n) {
+                *o = m;
+            }
+            n += 1;
         };
         let w = found.who;
         if let Some((i, _, va)) = w.user {
@@ -1079,7 +1100,7 @@ impl Mappings for Maps<'_> {
             // Unknown descriptor: reported writable and cacheable, so it is
             // never skipped by the protection or the maintenance (and the
             // error is logged there).
-            let m = match found.entry {
+            put(match found.entry {
                 Some((e, mva)) => {
                     // SAFETY: a live descriptor.
                     let d = unsafe { e.read_volatile() };
@@ -1096,19 +1117,19 @@ impl Mappings for Maps<'_> {
                     writable: true,
                     cached: true,
                 },
-            };
-            f(&m);
+            });
         }
         if let Some(k) = w.kmap.and_then(|k| self.kmaps.get(k)) {
             // SAFETY: a live descriptor in a static table.
             let d = unsafe { k.entry.read_volatile() };
-            f(&Mapping {
+            put(Mapping {
                 space: AddressSpace::Kernel,
                 mva: ModifiedVirtAddr::new(k.va),
                 writable: writable(AddressSpace::Kernel, d),
                 cached: cacheable(d),
             });
         }
+        n
     }
 
     fn write_protect(&mut self, page: PhysAddr, size: PageSize) {
@@ -1245,7 +1266,19 @@ impl Mappings for Maps<'_> {
             return;
         }
         let (a, b) = (a.as_u32(), b.as_u32());
-        let (wa, wb) = (self.found(a).map(|f| f.who), self.found(b).map(|f| f.who));
+        let hot = |pa: u32| {
+            let r = rindex();
+            let g = r.generation;
+            r.hot
+                .iter()
+                .flatten()
+                .find(|h| h.pa == pa && h.generation == g)
+                .map(|h| h.who)
+        };
+        let (wa, wb) = match (hot(a), hot(b)) {
+            (Some(wa), Some(wb)) => (Some(wa), Some(wb)),
+            _ => (self.found(a).map(|f| f.who), self.found(b).map(|f| f.who)),
+        };
         // What was known about `a` and `b` is now true of the other frame.
         rindex().hot = [None; 2];
         for (w, to) in [(wa, b), (wb, a)] {
