@@ -13,13 +13,27 @@
 use mmu_armv5::descriptor::{L1Descriptor, L1Encoding};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::table::{TableAlloc, TableError, TableKind, TableRef};
-use mmu_armv5::PhysAddr;
+use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
 
 /// The caching page directory.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Cpd {
     table: TableRef,
     encoding: L1Encoding,
+    /// Where the table is reached, once [`Cpd::pin`] cached it.
+    pinned: Option<Pinned>,
+}
+
+/// The CPD's virtual address and the MVA its D-cache lines are known by,
+/// cached by [`Cpd::pin`] for the fast fault path
+/// ([`Fass::resolve_fast`](crate::Fass::resolve_fast)). The address is kept
+/// as an integer so that a [`Cpd`] stays `Send` like the rest of the
+/// manager; it is turned back into a pointer only in [`Cpd::read_pinned`]
+/// and [`Cpd::write_pinned`], under the promise [`Cpd::pin`] was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pinned {
+    va: usize,
+    mva: u32,
 }
 
 impl Cpd {
@@ -29,7 +43,74 @@ impl Cpd {
         Ok(Cpd {
             table: TableRef::new(TableKind::L1, root)?,
             encoding,
+            pinned: None,
         })
+    }
+
+    /// Caches where the table is reached through `alloc` (its pointer and
+    /// the MVA of its D-cache lines), so that [`Cpd::read_pinned`] and
+    /// [`Cpd::write_pinned`] need no allocator lookup: what the fast fault
+    /// path ([`Fass::resolve_fast`](crate::Fass::resolve_fast)) works with.
+    /// Errors if `alloc` cannot reach the table.
+    ///
+    /// # Safety
+    /// The pointer `alloc.table_ptr` returns for this table must stay valid
+    /// for reads and writes of the whole table (16 KiB) for as long as this
+    /// `Cpd` exists, and `alloc.table_mva` must stay the address its lines
+    /// are cached by: the table is never freed nor moved, and its memory
+    /// outlives the `Cpd` (a kernel's static page directory, or a test
+    /// allocator declared before the manager).
+    pub unsafe fn pin<A: TableAlloc + ?Sized>(&mut self, alloc: &A) -> Result<(), TableError> {
+        let p = alloc
+            .table_ptr(TableKind::L1, self.table.pa)
+            .ok_or(TableError::UnreachableTable(self.table.pa))?;
+        self.pinned = Some(Pinned {
+            va: p.as_ptr() as usize,
+            mva: alloc.table_mva(self.table.pa).as_u32(),
+        });
+        Ok(())
+    }
+
+    /// Whether [`Cpd::pin`] cached the table's address.
+    #[must_use]
+    pub const fn is_pinned(&self) -> bool {
+        self.pinned.is_some()
+    }
+
+    /// The raw word in `slot` (`slot & 0xFFF`: a slot index is an address's
+    /// top 12 bits) read through the pinned address; `None` if not pinned.
+    #[inline]
+    #[must_use]
+    pub fn read_pinned(&self, slot: usize) -> Option<u32> {
+        let p = self.pinned?;
+        let ptr = p.va as *const u32;
+        // SAFETY: `pin`'s caller promised 4096 readable words behind `va`
+        // for this `Cpd`'s lifetime; the index is masked below 4096.
+        Some(unsafe { ptr.add(slot & 0xFFF).read_volatile() })
+    }
+
+    /// Writes the raw word `raw` (in the CPD's encoding) into `slot`
+    /// (`slot & 0xFFF`) through the pinned address, then cleans the entry's
+    /// D-cache line and drains the write buffer, as [`Cpd::write`] does;
+    /// `false` (nothing written) if not pinned.
+    #[inline]
+    pub fn write_pinned<S: CacheMaintenance + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        slot: usize,
+        raw: u32,
+    ) -> bool {
+        let Some(p) = self.pinned else {
+            return false;
+        };
+        let i = slot & 0xFFF;
+        let ptr = p.va as *mut u32;
+        // SAFETY: as in `read_pinned`, writable too (`pin`'s contract).
+        unsafe { ptr.add(i).write_volatile(raw) };
+        let mva = ModifiedVirtAddr::new(p.mva.wrapping_add(4 * i as u32));
+        sys.clean_dcache_line(mva);
+        sys.drain_write_buffer();
+        true
     }
 
     /// The first-level encoding entries are written in.

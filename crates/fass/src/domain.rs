@@ -494,8 +494,26 @@ impl DomainTable {
         self.evict(d, clear_slot).ok()
     }
 
+    /// The fast fault path's [`DomainTable::claim_slot`]: CPD slot `slot`
+    /// (taken modulo 4096), owned by `prev` (`None`: by nobody or by `d`
+    /// itself), is now tagged with `d`, which must be owned and differ from
+    /// `prev`. No checks beyond debug assertions; O(1).
+    #[inline(always)]
+    pub(crate) fn move_slot(&mut self, prev: Option<Domain>, d: Domain, slot: usize) {
+        let slot = slot % SLOT_COUNT;
+        debug_assert!(matches!(self.state(d), DomainOwner::Owned(_)));
+        debug_assert!(prev.is_none_or(|p| self.slot_owner(slot) == Some(p)));
+        debug_assert_ne!(prev, Some(d));
+        if let Some(p) = prev {
+            self.slots[usize::from(p.get()) % Domain::COUNT].remove(slot);
+        }
+        self.slots[usize::from(d.get()) % Domain::COUNT].insert(slot);
+        self.slot_owners[slot] = d.get();
+    }
+
     /// Records that CPD slot `slot` is now tagged with `d`; returns the
     /// domain that owned it before, if another one did.
+    #[inline]
     pub fn claim_slot(&mut self, d: Domain, slot: usize) -> Result<Option<Domain>, DomainError> {
         if slot >= SLOT_COUNT {
             return Err(DomainError::SlotOutOfRange(slot));
@@ -537,6 +555,7 @@ impl DomainTable {
 
     /// The domain owning CPD slot `slot`, if any (O(1)).
     #[must_use]
+    #[inline]
     pub fn slot_owner(&self, slot: usize) -> Option<Domain> {
         match self.slot_owners.get(slot) {
             Some(&d) if d != NO_OWNER => Domain::new(d).ok(),

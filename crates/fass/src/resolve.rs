@@ -36,6 +36,7 @@ use crate::stats::Event;
 use crate::window::window_of_slot;
 use mmu_armv5::addr::FCSE_WINDOW_SIZE;
 use mmu_armv5::descriptor::{L1Descriptor, L1Encoding};
+use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Dacr, DomainAccess};
 use mmu_armv5::{Domain, Fault, FaultKind, FaultLevel, ModifiedVirtAddr, VirtAddr};
 
@@ -67,6 +68,27 @@ pub enum Resolution {
     },
     /// Not a FASS fault: the kernel handles it.
     NotFass(Fault),
+}
+
+/// The CPD word of the coarse-table entry `word` (from a space directory)
+/// tagged with domain `d` in `encoding`: the domain in bits [8:5] and the
+/// encoding's bit 4, exactly what [`L1Descriptor::encode`] makes of it
+/// (checked in debug builds); every CPD write goes through that encoding,
+/// so raw equality is descriptor equality.
+#[inline]
+fn coarse_entry(word: u32, d: Domain, encoding: L1Encoding) -> u32 {
+    let bit4 = match encoding {
+        L1Encoding::Arm9 => 1 << 4,
+        L1Encoding::XScale => 0,
+    };
+    let want = (word & 0xFFFF_FE00) | (u32::from(d.get()) << 5) | bit4 | 0b01;
+    debug_assert_eq!(
+        want,
+        L1Descriptor::from_bits(word)
+            .with_domain(d)
+            .encode(encoding)
+    );
+    want
 }
 
 impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize>
@@ -115,23 +137,89 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         if word & 3 != 0b01 {
             return None;
         }
-        let bit4 = match self.cpd.encoding() {
-            L1Encoding::Arm9 => 1 << 4,
-            L1Encoding::XScale => 0,
-        };
-        let want = (word & 0xFFFF_FE00) | (u32::from(d.get()) << 5) | bit4 | 0b01;
-        debug_assert_eq!(
-            want,
-            L1Descriptor::from_bits(word)
-                .with_domain(d)
-                .encode(self.cpd.encoding())
-        );
+        let want = coarse_entry(word, d, self.cpd.encoding());
         match self.cpd.raw(&*sys, slot) {
             Err(e) => return Some(Err(e.into())),
             Ok(w) if w == want => return Some(Ok(Resolution::NotFass(Fault::from_fsr(fsr)))),
             Ok(_) => {}
         }
         Some(self.fill(sys, slot, d, want, Some(cur)))
+    }
+
+    /// The common case of [`Fass::resolve`], specialised for a kernel's
+    /// abort path: a section or page, translation or domain fault of the
+    /// current space in a slot of its own directory that holds a coarse
+    /// table (every private mapping is one), whose CPD slot is empty or
+    /// tagged with another domain that is **clean**, in an FCSE window no
+    /// recycled domain of another space left lines in. Then nothing needs
+    /// flushing: the slot is rewritten with the space's entry (tagged with
+    /// its domain), the entry's D-cache line cleaned and the write buffer
+    /// drained, the TLB invalidated if the slot had an owner (one
+    /// operation), and the slot's ownership, the dirty mask and the
+    /// counters updated exactly as [`Fass::resolve`] would: the answer is
+    /// [`Resolution::Resolved`] with [`Flushed::TlbOnly`] (a collision) or
+    /// [`Flushed::Nothing`] (a fill).
+    ///
+    /// `None` for everything else, with nothing changed: the caller then
+    /// calls [`Fass::resolve`] (a dirty previous owner, lines left in the
+    /// window, shared segments, genuine faults, a [`Cpd`](crate::Cpd) that
+    /// was not [pinned](crate::Cpd::pin), no current space).
+    ///
+    /// Works on raw words through the pinned CPD, so it needs only cache
+    /// maintenance from the platform, no table allocator. It never changes
+    /// [`Fass::generation`] (no domain changes hands, nothing is flushed).
+    /// The current space is the one [`Fass`] last switched to (or was told
+    /// of with [`Fass::note_switched`]).
+    #[inline]
+    pub fn resolve_fast<S: CacheMaintenance + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        fsr: u32,
+        far: u32,
+    ) -> Option<Resolution> {
+        // FS[3:0] (FS[4] = bit 10 clear): 0x5/0x7 section/page translation,
+        // 0x9/0xB section/page domain.
+        if !matches!(fsr & 0x40F, 0x5 | 0x7 | 0x9 | 0xB) {
+            return None;
+        }
+        let cur = self.current?;
+        let st = self.spaces.get(usize::from(cur.0))?.as_ref()?;
+        let d = st.domain?;
+        let slot = VirtAddr::new(far).to_mva(st.pid.pid()).l1_index();
+        let word = st.dir.raw(slot)?;
+        if word & 3 != 0b01 {
+            return None;
+        }
+        let want = coarse_entry(word, d, self.cpd.encoding());
+        if self.cpd.read_pinned(slot)? == want {
+            // A genuine fault: the general path hands it back.
+            return None;
+        }
+        let prev = self.domains.slot_owner(slot).filter(|o| *o != d);
+        if prev.is_some_and(|o| self.domains.is_dirty(o))
+            || window_of_slot(slot).is_some_and(|w| self.windows.may_hold_other_than(w, Some(cur)))
+        {
+            return None;
+        }
+        // As in `fill`: the new entry first, then the TLB.
+        self.cpd.write_pinned(sys, slot, want);
+        let flushed = if prev.is_some() {
+            sys.invalidate_tlb();
+            self.stats.record(Event::Collision);
+            self.stats.record(Event::TlbOnlyInvalidation);
+            Flushed::TlbOnly
+        } else {
+            Flushed::Nothing
+        };
+        // `d` is owned (the current space holds it), `prev` owned the slot.
+        self.domains.move_slot(prev, d, slot);
+        self.domains.mark_dirty(Dacr::only(d, DomainAccess::Client));
+        self.stats.record(Event::CpdFill);
+        Some(Resolution::Resolved {
+            slot,
+            collided_with: prev,
+            flushed,
+        })
     }
 
     fn resolve_general<S: Platform + ?Sized>(

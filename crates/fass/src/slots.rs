@@ -64,6 +64,7 @@ impl SlotSet {
 
     /// Adds `slot`; returns `true` if it was not a member. A slot outside
     /// `0..4096` is not added and returns `false`.
+    #[inline(always)]
     pub fn insert(&mut self, slot: usize) -> bool {
         let Some(w) = self.words.get_mut(slot / 32) else {
             return false;
@@ -80,6 +81,7 @@ impl SlotSet {
     }
 
     /// Removes `slot`; returns `true` if it was a member.
+    #[inline(always)]
     pub fn remove(&mut self, slot: usize) -> bool {
         let Some(w) = self.words.get_mut(slot / 32) else {
             return false;

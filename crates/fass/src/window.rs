@@ -54,6 +54,9 @@ impl Leftover {
 pub struct WindowLines {
     left: [Leftover; PIDS],
     epoch: u32,
+    /// Whether any entry of `left` may be other than [`Leftover::Nobody`]
+    /// (cleared with them): the fault path's one-load answer when none is.
+    some: bool,
 }
 
 impl Default for WindowLines {
@@ -79,6 +82,7 @@ impl WindowLines {
         WindowLines {
             left: [Leftover::Nobody; PIDS],
             epoch: 0,
+            some: false,
         }
     }
 
@@ -101,7 +105,11 @@ impl WindowLines {
     /// `filler` (`None`: of anyone). A CPD fill by `filler` in that window
     /// must flush first.
     #[must_use]
+    #[inline]
     pub fn may_hold_other_than(&self, pid: FcsePid, filler: Option<SpaceId>) -> bool {
+        if !self.some {
+            return false;
+        }
         match (self.leftover(pid), filler) {
             (Leftover::Nobody, _) => false,
             (Leftover::One(s), Some(f)) => s != f,
@@ -123,7 +131,7 @@ impl WindowLines {
     /// Whether any window may hold left lines.
     #[must_use]
     pub fn any(&self) -> bool {
-        self.left.iter().any(|l| *l != Leftover::Nobody)
+        self.some && self.left.iter().any(|l| *l != Leftover::Nobody)
     }
 
     /// Records that `space`'s domain was recycled without a flush: its lines
@@ -132,6 +140,7 @@ impl WindowLines {
         self.epoch = self.epoch.wrapping_add(1);
         if let Some(l) = self.left.get_mut(usize::from(pid.get())) {
             *l = l.with(space);
+            self.some = true;
         }
     }
 
@@ -155,6 +164,7 @@ impl WindowLines {
             return false;
         }
         self.left = [Leftover::Nobody; PIDS];
+        self.some = false;
         true
     }
 }

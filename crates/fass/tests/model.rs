@@ -20,7 +20,7 @@
 use armv5_sim::{presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
 use fass::policy::CleanFirstRoundRobin;
 use fass::{
-    Cpd, DomainSet, Fass, FassError, Layout, PidError, PidMode, RecycleRule, Resolution,
+    Cpd, DomainSet, Fass, FassError, Flushed, Layout, PidError, PidMode, RecycleRule, Resolution,
     SegmentAccess, SegmentError, SegmentId, SegmentSpec, SpaceId, SwitchStrategy, TableKind,
     TableSwitch,
 };
@@ -85,12 +85,17 @@ fn fass_with(m: &mut Machine, layout: Layout, rule: RecycleRule) -> FassModel {
     m.set_ttbr(root.pa.as_u32());
     m.set_dacr(Dacr::only(d(0), DomainAccess::Client));
     m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
+    let mut cpd = Cpd::new(root.pa, L1Encoding::Arm9).unwrap();
+    // SAFETY: the model's RAM banks are heap memory that stays put when the
+    // machine moves, and every test keeps its machine beside its manager
+    // for as long as the manager is used; the CPD is never freed.
+    unsafe { cpd.pin(&*m) }.unwrap();
     Fass::new(
         layout,
         d(0),
         DomainSet::EMPTY,
         CleanFirstRoundRobin::default(),
-        Cpd::new(root.pa, L1Encoding::Arm9).unwrap(),
+        cpd,
     )
     .unwrap()
     .with_recycle_rule(rule)
@@ -159,8 +164,23 @@ struct Reference {
     current: Option<u16>,
 }
 
+/// A fast fault path tried before [`SwitchStrategy::resolve`] (`None`:
+/// not taken, resolve generally).
+type Fast<T> = fn(&mut T, &mut Machine, u32, u32) -> Option<Resolution>;
+
+fn no_fast<T>(_: &mut T, _: &mut Machine, _: u32, _: u32) -> Option<Resolution> {
+    None
+}
+
+fn fass_fast(f: &mut FassModel, m: &mut Machine, fsr: u32, far: u32) -> Option<Resolution> {
+    f.resolve_fast(m, fsr, far)
+}
+
 struct Harness<T: SwitchStrategy> {
     describe: fn(&T, &Machine, u16, u32) -> String,
+    fast: Fast<T>,
+    /// Faults the fast path resolved.
+    fast_hits: u64,
     m: Machine,
     t: T,
     r: Reference,
@@ -238,7 +258,13 @@ impl<T: SwitchStrategy> Harness<T> {
                 Ok(v) => return Ok(v),
                 Err(_) => {
                     let (fsr, far) = (self.m.dfsr(), self.m.far());
-                    match self.t.resolve(&mut self.m, fsr, far).unwrap() {
+                    let fast = (self.fast)(&mut self.t, &mut self.m, fsr, far);
+                    self.fast_hits += u64::from(fast.is_some());
+                    let r = match fast {
+                        Some(r) => r,
+                        None => self.t.resolve(&mut self.m, fsr, far).unwrap(),
+                    };
+                    match r {
                         Resolution::Resolved { .. } => continue,
                         Resolution::NotFass(_) => return Err(fsr),
                     }
@@ -530,7 +556,8 @@ fn run_isolation<T: SwitchStrategy>(
     spaces: u16,
     make: impl Fn(&mut Machine) -> (T, [u32; 3], bool),
     describe: fn(&T, &Machine, u16, u32) -> String,
-) -> [u64; 6] {
+    fast: Fast<T>,
+) -> [u64; 7] {
     let mut runner = TestRunner::new(PtConfig {
         cases: cases(default_cases),
         failure_persistence: None,
@@ -539,7 +566,7 @@ fn run_isolation<T: SwitchStrategy>(
         rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
         ..PtConfig::default()
     });
-    let totals = std::cell::Cell::new([0u64; 6]);
+    let totals = std::cell::Cell::new([0u64; 7]);
     let result = runner.run(&proptest::collection::vec(op(spaces), 500), |ops| {
         let mut m = machine();
         let (mut t, windows, guaranteed) = make(&mut m);
@@ -548,6 +575,8 @@ fn run_isolation<T: SwitchStrategy>(
         }
         let mut h = Harness {
             describe,
+            fast,
+            fast_hits: 0,
             m,
             t,
             r: Reference {
@@ -570,6 +599,7 @@ fn run_isolation<T: SwitchStrategy>(
         t[3] += h.m.counters().write_backs;
         t[4] += s.recycles_exclusive;
         t[5] += s.window_flushes;
+        t[6] += h.fast_hits;
         totals.set(t);
         Ok(())
     });
@@ -581,8 +611,8 @@ fn run_isolation<T: SwitchStrategy>(
     assert!(totals[0] > 0 && totals[3] > 0, "{name}: {totals:?}");
     eprintln!(
         "{name}: switches {} full flushes {} collisions+pid shares {} write-backs {} \
-         unflushed exclusive recycles {} window-guard flushes {}",
-        totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]
+         unflushed exclusive recycles {} window-guard flushes {} fast-path resolutions {}",
+        totals[0], totals[1], totals[2], totals[3], totals[4], totals[5], totals[6]
     );
     totals
 }
@@ -617,9 +647,11 @@ fn fass_isolation_more_spaces_than_domains() {
         64,
         |m| (fass_on(m, Layout::DEMO), [63, 62, 61], false),
         describe_fass,
+        fass_fast,
     );
-    // The runs reach both the unflushed recycling and its guard.
-    assert!(t[4] > 0 && t[5] > 0, "{t:?}");
+    // The runs reach both the unflushed recycling and its guard, and the
+    // fast fault path (the general one takes what it declines).
+    assert!(t[4] > 0 && t[5] > 0 && t[6] > 0, "{t:?}");
 }
 
 #[test]
@@ -636,9 +668,10 @@ fn fass_isolation_conservative_rule() {
             )
         },
         describe_fass,
+        no_fast,
     );
     // Nothing is ever left in a window, so the guard never fires.
-    assert_eq!((t[4], t[5]), (0, 0), "{t:?}");
+    assert_eq!((t[4], t[5], t[6]), (0, 0, 0), "{t:?}");
 }
 
 #[test]
@@ -656,6 +689,7 @@ fn fcse_best_effort_isolation_more_spaces_than_pids() {
             )
         },
         |_, _, _, _| String::new(),
+        no_fast,
     );
 }
 
@@ -673,6 +707,7 @@ fn fcse_guaranteed_and_naive_isolation() {
             )
         },
         |_, _, _, _| String::new(),
+        no_fast,
     );
     run_isolation(
         "naive",
@@ -686,6 +721,7 @@ fn fcse_guaranteed_and_naive_isolation() {
             )
         },
         |_, _, _, _| String::new(),
+        no_fast,
     );
 }
 
@@ -955,4 +991,150 @@ fn destroying_a_space_whose_recycled_lines_may_be_cached_flushes_before_its_fram
     .unwrap();
     f.switch_to(&mut m, SpaceId(0)).unwrap();
     assert_eq!(access(&mut m, &mut f, 0x8000, None), 0);
+}
+
+/// Runs an access of the current space like [`access`], trying
+/// [`Fass::resolve_fast`] first if `fast`; logs every resolution and
+/// whether the fast path gave it.
+fn access_logged(
+    m: &mut Machine,
+    f: &mut FassModel,
+    va: u32,
+    fast: bool,
+    log: &mut Vec<(Resolution, bool, u32)>,
+) -> u32 {
+    for _ in 0..4 {
+        match m.load(VirtAddr::new(va), Width::Word, Privilege::User) {
+            Ok(v) => return v,
+            Err(_) => {
+                let (fsr, far) = (m.dfsr(), m.far());
+                let gen = f.generation();
+                let quick = if fast {
+                    f.resolve_fast(m, fsr, far)
+                } else {
+                    None
+                };
+                if quick.is_some() {
+                    assert_eq!(f.generation(), gen, "the fast path changed the generation");
+                }
+                let r = match quick {
+                    Some(r) => r,
+                    None => f.resolve(m, fsr, far).unwrap(),
+                };
+                assert!(matches!(r, Resolution::Resolved { .. }), "{r:?}");
+                log.push((r, quick.is_some(), far));
+            }
+        }
+    }
+    panic!("access {va:#x} kept faulting");
+}
+
+#[test]
+fn the_fast_fault_path_does_what_the_general_one_does_or_declines() {
+    // Spaces 0 and 1 (PIDs 63, 62) map two fixed pages each at the same
+    // MVAs in window 61: each turn collides twice, first with a dirty
+    // domain (a flush: the fast path declines), then with the domain that
+    // flush cleaned (TLB only: the fast path resolves it).
+    let fixed = [61 << 25 | 0x8000, 61 << 25 | 0x10_8000];
+    let run = |fast: bool| {
+        let (mut m, mut f) = spaces_with_low_page(2, RecycleRule::ExclusiveWindows);
+        for s in 0..2u16 {
+            for (i, va) in fixed.iter().enumerate() {
+                f.map_page(
+                    &mut m,
+                    SpaceId(s),
+                    VirtAddr::new(*va),
+                    PhysAddr::new(0x0004_0000 + (u32::from(s) * 2 + i as u32) * PAGE),
+                    AccessPermission::ReadWrite,
+                    CachePolicy::WriteBack,
+                )
+                .unwrap();
+            }
+        }
+        let mut log = Vec::new();
+        let mut seen = Vec::new();
+        for turn in 0..6u16 {
+            f.switch_to(&mut m, SpaceId(turn % 2)).unwrap();
+            seen.push(access_logged(&mut m, &mut f, 0x8000, fast, &mut log));
+            for va in fixed {
+                seen.push(access_logged(&mut m, &mut f, va, fast, &mut log));
+            }
+        }
+        let slots: Vec<_> = fixed
+            .iter()
+            .map(|va| {
+                let slot = (*va >> 20) as usize;
+                (f.cpd().raw(&m, slot).unwrap(), f.domains().slot_owner(slot))
+            })
+            .collect();
+        (
+            log,
+            seen,
+            *f.stats(),
+            f.generation(),
+            slots,
+            m.counters().clone(),
+        )
+    };
+    let (fast_log, fast_seen, fast_stats, fast_gen, fast_slots, fast_hw) = run(true);
+    let (gen_log, gen_seen, gen_stats, gen_gen, gen_slots, gen_hw) = run(false);
+    let strip =
+        |l: &[(Resolution, bool, u32)]| l.iter().map(|(r, _, a)| (*r, *a)).collect::<Vec<_>>();
+    assert_eq!(strip(&fast_log), strip(&gen_log));
+    assert_eq!(fast_seen, gen_seen);
+    assert_eq!(fast_stats, gen_stats);
+    assert_eq!(fast_gen, gen_gen);
+    assert_eq!(fast_slots, gen_slots);
+    assert_eq!(fast_hw, gen_hw);
+    // Every kind occurred, and the fast path took exactly the flush-free ones.
+    let flushed = |r: &Resolution| match r {
+        Resolution::Resolved { flushed, .. } => Some(*flushed),
+        Resolution::NotFass(_) => None,
+    };
+    for (r, quick, _) in &fast_log {
+        assert_eq!(*quick, flushed(r) != Some(Flushed::Full), "{r:?}");
+    }
+    for kind in [Flushed::Nothing, Flushed::TlbOnly, Flushed::Full] {
+        assert!(
+            fast_log.iter().any(|(r, _, _)| flushed(r) == Some(kind)),
+            "{kind:?}: {fast_log:?}"
+        );
+    }
+}
+
+#[test]
+fn the_fast_fault_path_needs_a_pinned_cpd() {
+    let mut m = machine();
+    let root = TableRef::allocate(&mut m, HwTable::L1).unwrap();
+    let cpd = Cpd::new(root.pa, L1Encoding::Arm9).unwrap();
+    assert!(!cpd.is_pinned());
+    assert_eq!(cpd.read_pinned(0), None);
+    let mut f: FassModel = Fass::new(
+        Layout::DEMO,
+        d(0),
+        DomainSet::EMPTY,
+        CleanFirstRoundRobin::default(),
+        cpd,
+    )
+    .unwrap();
+    f.create_space(SpaceId(0)).unwrap();
+    f.map_page(
+        &mut m,
+        SpaceId(0),
+        VirtAddr::new(0x8000),
+        PhysAddr::new(PAGE),
+        AccessPermission::ReadWrite,
+        CachePolicy::WriteBack,
+    )
+    .unwrap();
+    f.switch_to(&mut m, SpaceId(0)).unwrap();
+    let far = 0x8000;
+    assert_eq!(f.resolve_fast(&mut m, 0x005, far), None);
+    assert!(matches!(
+        f.resolve(&mut m, 0x005, far).unwrap(),
+        Resolution::Resolved {
+            flushed: Flushed::Nothing,
+            ..
+        }
+    ));
 }

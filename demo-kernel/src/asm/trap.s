@@ -55,7 +55,8 @@ __user_trap_irq:
     USER_TRAP 6
 
 @ Data abort from user mode: also stamps the 24 MHz counter into
-@ `__abt_stamp` (the start of the measured fault path, `kernel::FaultClock`).
+@ `__abt_stamp` (the start of the measured fault path, `kernel::FaultClock`),
+@ and calls `trap_dabt` (the collision fast path, else `trap_entry(4)`).
     .global __user_trap_dabt
 __user_trap_dabt:
     SAVE_USER 4
@@ -64,8 +65,7 @@ __user_trap_dabt:
     ldr     r2, [r2, #0x5C]
     str     r2, [r3]
     msr     cpsr_c, #0xD3
-    mov     r0, r1
-    bl      trap_entry
+    bl      trap_dabt
     b       __return_to_user
 
 @ SVC from user mode: already in SVC mode, lr = next instruction.

@@ -351,21 +351,33 @@ pub struct SwitchClock {
 /// what the resolution flushed: [`fass::Flushed::Full`] (`flushed`) or not.
 #[derive(Clone, Copy, Default)]
 pub struct FaultClock {
-    /// The abort stamp of a resolved collision whose return is not measured yet,
-    /// and whether it flushed.
-    pub pending: Option<(u32, bool)>,
-    /// Measured resolutions without a full flush.
-    pub n: u32,
+    /// Whether a resolved collision's return is not measured yet: 0 no,
+    /// else 1 + the index of its kind (`FaultClock::FLUSH_FREE`,
+    /// `FaultClock::FLUSHED`).
+    pub pending: u32,
+    /// The abort stamp of the pending collision.
+    pub t0: u32,
+    /// Measured resolutions per kind.
+    pub n: [u32; 2],
     /// Their ticks.
-    pub ticks: u64,
+    pub ticks: [u64; 2],
     /// Longest (ticks).
-    pub max: u32,
-    /// Measured resolutions with a full flush.
-    pub flushed: u32,
-    /// Their ticks.
-    pub flushed_ticks: u64,
-    /// Longest (ticks).
-    pub flushed_max: u32,
+    pub max: [u32; 2],
+}
+
+impl FaultClock {
+    /// Index of the resolutions without a full flush.
+    pub const FLUSH_FREE: usize = 0;
+    /// Index of the resolutions with a full flush ([`fass::Flushed::Full`]).
+    pub const FLUSHED: usize = 1;
+
+    /// A collision resolved (with a full flush if `flushed`) on the abort
+    /// stamped `t0`: measured at its return.
+    #[inline(always)]
+    fn start(&mut self, t0: u32, flushed: bool) {
+        self.t0 = t0;
+        self.pending = 1 + u32::from(flushed);
+    }
 }
 
 /// Instructions from the data-abort vector up to and including the counter
@@ -1205,20 +1217,16 @@ impl Kernel {
                 c.max = c.max.max(dt);
             }
         }
-        if let Some((t0, flushed)) = self.fault_clock.pending.take() {
-            let dt = ret_stamp().wrapping_sub(t0)
+        let c = &mut self.fault_clock;
+        if c.pending != 0 {
+            let i = (c.pending - 1) as usize % 2;
+            c.pending = 0;
+            let dt = ret_stamp().wrapping_sub(c.t0)
                 + ((FAULT_ENTRY_INSTRUCTIONS + u64::from(RETURN_TAIL_INSTRUCTIONS)) * 24_576 / 1000)
                     as u32;
-            let c = &mut self.fault_clock;
-            if flushed {
-                c.flushed += 1;
-                c.flushed_ticks += u64::from(dt);
-                c.flushed_max = c.flushed_max.max(dt);
-            } else {
-                c.n += 1;
-                c.ticks += u64::from(dt);
-                c.max = c.max.max(dt);
-            }
+            c.n[i] += 1;
+            c.ticks[i] += u64::from(dt);
+            c.max[i] = c.max[i].max(dt);
         }
     }
 
@@ -1312,8 +1320,8 @@ impl Kernel {
                         self.counters.flush_free_collisions += 1;
                     }
                     if domain && kind == 4 {
-                        self.fault_clock.pending =
-                            Some((abt_stamp(), flushed == fass::Flushed::Full));
+                        self.fault_clock
+                            .start(abt_stamp(), flushed == fass::Flushed::Full);
                     }
                     return Wish::Next(Some(cur));
                 }
@@ -1333,6 +1341,45 @@ impl Kernel {
                 Wish::Resume(None)
             }
         }
+    }
+
+    /// The data-abort fast path under FASS: a fault `fass` resolves without
+    /// flushing anything ([`fass::Fass::resolve_fast`]: a fill, or a
+    /// collision with a clean domain) is counted as [`Kernel::trap`] counts
+    /// it, timed ([`FaultClock`]), and the current process resumes: no
+    /// strategy dispatch, no table-pool borrow, no scheduling decision (the
+    /// same process again, as `trap` + `finish` would decide). The
+    /// generation stays valid (`resolve_fast` never changes it). `None`:
+    /// nothing was done, take the general path.
+    #[inline(always)]
+    fn dabt_fast(&mut self) -> Option<*mut TrapFrame> {
+        let cur = self.current?;
+        let Strategy::Fass(fs) = &mut self.strategy else {
+            return None;
+        };
+        let id = SpaceId(cur as u16);
+        if fs.current() != Some(id) {
+            // After lean switches (see `sync`).
+            fs.note_switched(id).ok()?;
+        }
+        let c = hw();
+        let (fsr, far) = (c.dfsr().bits(), c.far().bits());
+        let Resolution::Resolved { flushed, .. } =
+            fs.resolve_fast(&mut platform::counting(), fsr, far)?
+        else {
+            return None;
+        };
+        self.clock_in();
+        if is_domain_fault(fsr) {
+            self.counters.domain_faults += 1;
+            if flushed == fass::Flushed::TlbOnly {
+                self.counters.flush_free_collisions += 1;
+            }
+            self.fault_clock.start(abt_stamp(), false);
+        } else {
+            self.counters.fills += 1;
+        }
+        Some(&mut self.procs[cur % MAX_PROCS].ctx)
     }
 
     /// The next ready process after `cur` in round-robin order (possibly `cur`).
@@ -1385,6 +1432,19 @@ pub extern "C" fn sched_first_frame() -> *mut TrapFrame {
 #[no_mangle]
 pub extern "C" fn misaligned_svc_stack(sp: u32) -> ! {
     defmt::panic!("SVC stack pointer {=u32:#010x} is not 8-byte aligned", sp)
+}
+
+/// Called by `__user_trap_dabt` (`asm/trap.s`) for a data abort from user
+/// mode, the user registers saved in the current process's frame; returns
+/// the frame to resume: a collision `fass` resolves without a flush
+/// ([`Kernel::dabt_fast`]) resumes the same process at once, anything else
+/// goes the general way ([`trap_entry`]).
+#[no_mangle]
+pub extern "C" fn trap_dabt() -> *mut TrapFrame {
+    if let Some(f) = kernel().and_then(Kernel::dabt_fast) {
+        return f;
+    }
+    trap_entry(4)
 }
 
 /// Called by the trap stubs (`asm/trap.s`) for every exception from user

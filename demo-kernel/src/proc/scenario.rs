@@ -11,7 +11,7 @@
 //! * `BASELINE ...`: frames, table memory, domains, PIDs and user entries
 //!   of the kernel table, before and after.
 
-use super::kernel::{self, Exit, Kernel, Mark, State};
+use super::kernel::{self, Exit, FaultClock, Kernel, Mark, State};
 use super::strategy::{SwitchMode, MAX_PROCS};
 use super::timer::ticks_to_instructions;
 use crate::abi::{self, role};
@@ -340,32 +340,33 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
     }
     if name == "fault" {
         let c = k.fault_clock;
+        let (free, full) = (FaultClock::FLUSH_FREE, FaultClock::FLUSHED);
         let instr = |t: u64| ticks_to_instructions(t);
         defmt::info!(
             "FAULT mode={=str} resolved={=u32} flushed={=u32} flush_free={=u32} ticks={=u64} max_instr={=u64} flushed_ticks={=u64} flushed_max_instr={=u64}",
             m,
-            c.n + c.flushed,
-            c.flushed,
-            c.n,
-            c.ticks,
-            instr(u64::from(c.max)),
-            c.flushed_ticks,
-            instr(u64::from(c.flushed_max))
+            c.n[free] + c.n[full],
+            c.n[full],
+            c.n[free],
+            c.ticks[free],
+            instr(u64::from(c.max[free])),
+            c.ticks[full],
+            instr(u64::from(c.max[full]))
         );
         // From the data-abort vector to the return to user mode that
         // retries the access (`kernel::FaultClock`).
-        if c.n > 0 {
+        if c.n[free] > 0 {
             defmt::info!(
                 "BENCH kind=fault mode={=str} n=2 touch=0 value={=u64} unit=instructions",
                 m,
-                instr(c.ticks) / u64::from(c.n)
+                instr(c.ticks[free]) / u64::from(c.n[free])
             );
         }
-        if c.flushed > 0 {
+        if c.n[full] > 0 {
             defmt::info!(
                 "BENCH kind=fault_flush mode={=str} n=2 touch=0 value={=u64} unit=instructions",
                 m,
-                instr(c.flushed_ticks) / u64::from(c.flushed)
+                instr(c.ticks[full]) / u64::from(c.n[full])
             );
         }
     }

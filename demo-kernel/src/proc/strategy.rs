@@ -86,7 +86,13 @@ impl Strategy {
     pub fn new(mode: SwitchMode, root: PhysAddr) -> Result<Strategy, FassError> {
         Ok(match mode {
             SwitchMode::Fass => {
-                let cpd = Cpd::new(root, L1Encoding::Arm9)?;
+                let mut cpd = Cpd::new(root, L1Encoding::Arm9)?;
+                // SAFETY: `root` is the kernel's own first-level table,
+                // allocated from the kernel's table pool, which lives in a
+                // static for the rest of the kernel's life; the table is never
+                // freed nor moved (the CPD is loaded in the TTBR for good).
+                crate::mmu::with_tables(|_, pool| unsafe { cpd.pin(&*pool) })
+                    .map_err(FassError::Table)?;
                 Strategy::Fass(Fass::new(
                     Layout::DEMO,
                     KERNEL_DOMAIN,
