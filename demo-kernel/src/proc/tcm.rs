@@ -549,6 +549,40 @@ impl PhysMemory for Hw {
         if len == 0 {
             return;
         }
+        if len.is_multiple_of(256) {
+            // SAFETY: as below; 256 bytes (eight LDM/STM pairs of eight
+            // words) per iteration, `len` a non-zero multiple of 256.
+            unsafe {
+                core::arch::asm!(
+                    "2:",
+                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
+                    "cmp {s}, {end}",
+                    "bne 2b",
+                    s = inout(reg) s => _,
+                    d = inout(reg) d => _,
+                    end = in(reg) (s as u32).wrapping_add(len),
+                    out("r3") _, out("r4") _, out("r5") _, out("r7") _,
+                    out("r8") _, out("r9") _, out("r10") _, out("r12") _,
+                    options(nostack)
+                )
+            };
+            return;
+        }
         if len.is_multiple_of(128) {
             // SAFETY: as below; 128 bytes (four LDM/STM pairs of eight
             // words) per iteration, `len` a non-zero multiple of 128.
@@ -615,12 +649,58 @@ impl PhysMemory for Hw {
 }
 
 /// One ARM926 line operation (`MCR p15, 0, <addr>, c7, <op>`) over every
-/// 32-byte line of `[mva, mva + len)`, eight lines per loop iteration when
-/// `len` is a multiple of 256, four when it is a multiple of 128.
+/// 32-byte line of `[mva, mva + len)`, sixteen lines per loop iteration when
+/// `len` is a multiple of 512, eight when it is a multiple of 256, four
+/// when it is a multiple of 128.
 macro_rules! line_loop {
     ($mva:expr, $len:expr, $($op:literal),+) => {{
         let (start, len) = ($mva.as_u32(), $len);
         if len == 0 {
+        } else if len.is_multiple_of(512) {
+            // SAFETY: line maintenance by MVA never faults and changes only
+            // cache state; the caller of the trait method upholds its contract.
+            unsafe {
+                core::arch::asm!(
+                    "2:",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    $(concat!("mcr p15, 0, {a}, ", $op),)+
+                    "add {a}, {a}, #32",
+                    "cmp {a}, {end}",
+                    "bne 2b",
+                    a = inout(reg) start => _,
+                    end = in(reg) start.wrapping_add(len),
+                    options(nostack)
+                )
+            };
         } else if len.is_multiple_of(256) {
             // SAFETY: line maintenance by MVA never faults and changes only
             // cache state; the caller of the trait method upholds its contract.
@@ -926,6 +1006,22 @@ pub fn user_entry(
     // SAFETY: a coarse table has 256 entries; the index is below 256.
     let e = unsafe { l2.add(((mva >> 12) & 0xFF) as usize) };
     Some((e, mva))
+}
+
+impl Maps<'_> {
+    /// The page record and kernel mapping record of `w` now map `to`.
+    fn retarget_records(&mut self, w: Option<Who>, to: u32) {
+        let Some(w) = w else { return };
+        if let Some(pg) = w
+            .user
+            .and_then(|(p, k, _)| record_mut(&mut self.procs[p], k))
+        {
+            pg.pa = to;
+        }
+        if let Some(m) = w.kmap.and_then(|k| self.kmaps.get_mut(k)) {
+            m.pa = to;
+        }
+    }
 }
 
 /// A placeholder for arrays of mappings.
@@ -1266,38 +1362,46 @@ impl Mappings for Maps<'_> {
             return;
         }
         let (a, b) = (a.as_u32(), b.as_u32());
-        let hot = |pa: u32| {
+        let (ia, ib) = {
             let r = rindex();
             let g = r.generation;
-            r.hot
-                .iter()
-                .flatten()
-                .find(|h| h.pa == pa && h.generation == g)
-                .map(|h| h.who)
+            let at = |pa: u32| {
+                r.hot
+                    .iter()
+                    .position(|h| h.is_some_and(|h| h.pa == pa && h.generation == g))
+            };
+            (at(a), at(b))
         };
-        let (wa, wb) = match (hot(a), hot(b)) {
-            (Some(wa), Some(wb)) => (Some(wa), Some(wb)),
+        let (wa, wb) = match (ia, ib) {
+            (Some(ia), Some(ib)) if ia != ib => {
+                let r = rindex();
+                (r.hot[ia].map(|h| h.who), r.hot[ib].map(|h| h.who))
+            }
             _ => (self.found(a).map(|f| f.who), self.found(b).map(|f| f.who)),
         };
-        // What was known about `a` and `b` is now true of the other frame.
-        rindex().hot = [None; 2];
-        for (w, to) in [(wa, b), (wb, a)] {
-            let Some(w) = w else { continue };
-            if let Some(pg) = w
-                .user
-                .and_then(|(p, k, _)| record_mut(&mut self.procs[p], k))
-            {
-                pg.pa = to;
-            }
-            if let Some(m) = w.kmap.and_then(|k| self.kmaps.get_mut(k)) {
-                m.pa = to;
-            }
-        }
+        self.retarget_records(wa, b);
+        self.retarget_records(wb, a);
+        let r = rindex();
         if let (Some(i), Some(j)) = (wa.map(|w| w.slot), wb.map(|w| w.slot)) {
-            let r = rindex();
             r.user.swap(i, j);
             r.rec.swap(i, j);
             r.kmap.swap(i, j);
+        }
+        // What was known about `a` is now true of `b` (its mappings, in
+        // `b`'s slot of the index) and vice versa.
+        match (ia, ib) {
+            (Some(ia), Some(ib)) if ia != ib => {
+                let (sa, sb) = (r.hot[ia].map(|h| h.who.slot), r.hot[ib].map(|h| h.who.slot));
+                if let (Some(h), Some(sb)) = (r.hot[ia].as_mut(), sb) {
+                    h.pa = b;
+                    h.who.slot = sb;
+                }
+                if let (Some(h), Some(sa)) = (r.hot[ib].as_mut(), sa) {
+                    h.pa = a;
+                    h.who.slot = sa;
+                }
+            }
+            _ => r.hot = [None; 2],
         }
     }
 
