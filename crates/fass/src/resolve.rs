@@ -186,6 +186,14 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         let st = self.spaces.get(usize::from(cur.0))?.as_ref()?;
         let d = st.domain?;
         let slot = VirtAddr::new(far).to_mva(st.pid.pid()).l1_index();
+        // The flush checks first: a collision that needs one is declined
+        // before the directory is searched.
+        let prev = self.domains.slot_owner(slot).filter(|o| *o != d);
+        if prev.is_some_and(|o| self.domains.is_dirty(o))
+            || window_of_slot(slot).is_some_and(|w| self.windows.may_hold_other_than(w, Some(cur)))
+        {
+            return None;
+        }
         let word = st.dir.raw(slot)?;
         if word & 3 != 0b01 {
             return None;
@@ -193,12 +201,6 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         let want = coarse_entry(word, d, self.cpd.encoding());
         if self.cpd.read_pinned(slot)? == want {
             // A genuine fault: the general path hands it back.
-            return None;
-        }
-        let prev = self.domains.slot_owner(slot).filter(|o| *o != d);
-        if prev.is_some_and(|o| self.domains.is_dirty(o))
-            || window_of_slot(slot).is_some_and(|w| self.windows.may_hold_other_than(w, Some(cur)))
-        {
             return None;
         }
         // As in `fill`: the new entry first, then the TLB.
