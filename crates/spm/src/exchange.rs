@@ -859,8 +859,7 @@ impl Exchange {
                 }
             } else {
                 for (k, base) in [old0, new0].into_iter().enumerate() {
-                    let d = table.desc_at(self.at[k]);
-                    table.set_at(self.at[k], d.with_busy(false));
+                    table.set_busy_at(self.at[k], false);
                     for f in 1..size.frames() {
                         let p = frame_at(base, f);
                         if let Ok(d) = table.desc(p) {
@@ -1000,17 +999,14 @@ impl Exchange {
                 )
             };
             let (od, nd) = (table.desc_at(o_at), table.desc_at(n_at));
-            let state = od.state();
             // The content's state moves with it; the frame keeps its own
             // movability. An old kernel frame becomes a resource at once (no
             // kernel data stays mapped as a user page); an old user page
             // stays the owner's user page (thesis 4.4.2.3).
-            table.set_at(n_at, nd.with_state(state));
-            let old_state = match state {
-                FrameState::Kernel(_) => FrameState::Resource,
-                s => s,
-            };
-            table.set_at(o_at, od.with_state(old_state));
+            table.set_at(n_at, nd.with_state_of(od));
+            if od.is_kernel() {
+                table.set_at(o_at, od.with_state(FrameState::Resource));
+            }
         }
         Ok(())
     }

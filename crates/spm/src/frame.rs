@@ -179,6 +179,20 @@ impl FrameDesc {
         self.0 & !(PINNED | BUSY) == FrameDesc::new(FrameState::Kernel(KernelUse::PageTable)).0
     }
 
+    /// This description with `content`'s state (and owner or kernel use);
+    /// movability and busy flag kept. [`FrameDesc::with_state`] without
+    /// decoding the state.
+    #[must_use]
+    pub(crate) const fn with_state_of(self, content: FrameDesc) -> FrameDesc {
+        FrameDesc((content.0 & !(PINNED | BUSY)) | (self.0 & (PINNED | BUSY)))
+    }
+
+    /// Whether the frame is a kernel page of any use.
+    #[must_use]
+    pub(crate) const fn is_kernel(self) -> bool {
+        self.0 & STATE_MASK == 3
+    }
+
     /// Whether the frame is a page resource.
     #[must_use]
     pub const fn is_resource(self) -> bool {
@@ -571,11 +585,20 @@ impl<'a, const R: usize> FrameTable<'a, R> {
     pub(crate) fn set_at(&mut self, at: FrameSlot, desc: FrameDesc) {
         let old = core::mem::replace(&mut self.frames[at.frame], desc);
         // The summary counts resources and pinned frames only.
-        if old.is_resource() != desc.is_resource() || old.is_movable() != desc.is_movable() {
+        if (old.0 ^ desc.0) & (STATE_MASK | PINNED) != 0
+            && (old.is_resource() != desc.is_resource() || old.is_movable() != desc.is_movable())
+        {
             if let Some(s) = self.sections.get_mut(at.section) {
                 *s = s.update(old, desc);
             }
         }
+    }
+
+    /// Sets or clears the busy flag of a located frame (no summary counts
+    /// the flag).
+    pub(crate) fn set_busy_at(&mut self, at: FrameSlot, busy: bool) {
+        let d = &mut self.frames[at.frame];
+        *d = d.with_busy(busy);
     }
 
     /// Boot-time set-up, by the kernel: puts every frame of `[pa, pa + len)`

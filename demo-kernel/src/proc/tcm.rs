@@ -1180,9 +1180,24 @@ impl Mappings for Maps<'_> {
         if size != PageSize::Small {
             return 0;
         }
-        let Some(found) = self.found(page.as_u32()) else {
-            return 0;
+        let pa = page.as_u32();
+        let found = {
+            let r = rindex();
+            let g = r.generation;
+            match r
+                .hot
+                .iter()
+                .flatten()
+                .find(|h| h.pa == pa && h.generation == g)
+            {
+                Some(h) => (h.who.user, h.who.kmap, h.entry),
+                None => match self.found(pa) {
+                    Some(f) => (f.who.user, f.who.kmap, f.entry),
+                    None => return 0,
+                },
+            }
         };
+        let (user, kmap, entry) = found;
         let mut n = 0;
         let mut put = |m: Mapping| {
             if let Some(o) = out.get_mut(n) {
@@ -1190,13 +1205,12 @@ impl Mappings for Maps<'_> {
             }
             n += 1;
         };
-        let w = found.who;
-        if let Some((i, _, va)) = w.user {
+        if let Some((i, _, va)) = user {
             let space = user_space(i);
             // Unknown descriptor: reported writable and cacheable, so it is
             // never skipped by the protection or the maintenance (and the
             // error is logged there).
-            put(match found.entry {
+            put(match entry {
                 Some((e, mva)) => {
                     // SAFETY: a live descriptor.
                     let d = unsafe { e.read_volatile() };
@@ -1215,7 +1229,7 @@ impl Mappings for Maps<'_> {
                 },
             });
         }
-        if let Some(k) = w.kmap.and_then(|k| self.kmaps.get(k)) {
+        if let Some(k) = kmap.and_then(|k| self.kmaps.get(k)) {
             // SAFETY: a live descriptor in a static table.
             let d = unsafe { k.entry.read_volatile() };
             put(Mapping {
