@@ -355,8 +355,10 @@ impl Known {
     /// The remembered mappings of side `side` (0 old frame, 1 new frame).
     #[inline]
     fn of(&self, side: usize) -> &[Mapping] {
-        let s = usize::from(self.slot[side]);
-        &self.list[s][..usize::from(self.n[s])]
+        // `slot` holds 0 and 1, `n` at most KNOWN: the masks only spare
+        // the bounds checks.
+        let s = usize::from(self.slot[side & 1]) & 1;
+        &self.list[s][..usize::from(self.n[s]).min(KNOWN)]
     }
 
     /// Every mapping of the old frame now maps the new one and vice versa.

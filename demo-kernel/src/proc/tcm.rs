@@ -1379,12 +1379,17 @@ impl Mappings for Maps<'_> {
         let (ia, ib) = {
             let r = rindex();
             let g = r.generation;
-            let at = |pa: u32| {
-                r.hot
-                    .iter()
-                    .position(|h| h.is_some_and(|h| h.pa == pa && h.generation == g))
-            };
-            (at(a), at(b))
+            let (mut ia, mut ib) = (None, None);
+            for (i, h) in r.hot.iter().enumerate() {
+                if let Some(h) = h.as_ref().filter(|h| h.generation == g) {
+                    if h.pa == a {
+                        ia = Some(i);
+                    } else if h.pa == b {
+                        ib = Some(i);
+                    }
+                }
+            }
+            (ia, ib)
         };
         let (wa, wb) = match (ia, ib) {
             (Some(ia), Some(ib)) if ia != ib => {
