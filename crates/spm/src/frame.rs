@@ -817,4 +817,39 @@ mod tests {
             Err(FrameError::BadRange(PhysAddr::new(0x800), 0x1000))
         );
     }
+
+    #[test]
+    fn located_updates_keep_flags_and_summaries() {
+        let regions = layout();
+        let mut f = vec![FrameDesc::default(); FrameTable::<4>::frames_needed(&regions)];
+        let mut s = vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&regions)];
+        let mut t = FrameTable::<4>::new(&regions, &mut f, &mut s).unwrap();
+        let mib1 = PhysAddr::new(0x0010_0000);
+        t.init_range(mib1, SECTION_SIZE, FrameState::Resource, true)
+            .unwrap();
+        let (a, b) = (PhysAddr::new(0x0010_1000), PhysAddr::new(0x0010_2000));
+        t.init_range(a, 0x1000, FrameState::Kernel(KernelUse::PageTable), false)
+            .unwrap();
+        let (la, lb) = (t.locate(a).unwrap(), t.locate(b).unwrap());
+        assert_eq!(t.desc_at(la), t.desc(a).unwrap());
+        assert!(t.desc_at(la).is_page_table());
+        assert!(t.desc_at(la).with_busy(true).is_page_table());
+        assert!(!FrameDesc::new(FrameState::Kernel(KernelUse::Plain)).is_page_table());
+        // The busy flag is no count of the summary.
+        let before = t.section(mib1).unwrap();
+        t.set_busy_at(lb, true);
+        assert!(t.desc(b).unwrap().is_busy());
+        assert_eq!(t.section(mib1).unwrap(), before);
+        // The content's state moves; the frame keeps its own flags.
+        let moved = t.desc_at(lb).with_state_of(t.desc_at(la));
+        assert_eq!(moved.state(), FrameState::Kernel(KernelUse::PageTable));
+        assert!(moved.is_busy() && moved.is_movable());
+        t.set_at(lb, moved);
+        let sec = t.section(mib1).unwrap();
+        assert_eq!((sec.resources(), sec.pinned()), (254, 1));
+        t.set_busy_at(lb, false);
+        assert_eq!(t.desc(b).unwrap(), moved.with_busy(false));
+        assert!(FrameDesc::new(FrameState::Kernel(KernelUse::Plain)).is_kernel());
+        assert!(!FrameDesc::new(FrameState::Resource).is_kernel());
+    }
 }

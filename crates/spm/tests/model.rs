@@ -727,6 +727,46 @@ fn read_only_exchange_copies_with_interrupts_on_and_swaps_masked() {
     assert!(k.maps.swaps.iter().all(|s| !s.irq_enabled));
 }
 
+/// A writable page with a chunk of the page's size: two steps (protect and
+/// copy; switch, flush and restore), one masked window per page side for
+/// the protection and the restore plus the switch's, none with copying in
+/// it, and the content and write access afterwards as with small chunks.
+#[test]
+fn a_page_sized_chunk_takes_two_steps_with_one_window_per_side() {
+    let mut k = Kernel::new();
+    k.user_page(1, 0x8000, 0x5000, PageSize::Small, true);
+    k.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, true);
+    k.fill(us(1), 0x8000, 0x1000, 7);
+    let mut x = k
+        .begin(req(us(1), 0x8000, 0x10_0000, 1, Rights::RW), 0x1000)
+        .unwrap();
+    assert_eq!(k.step(&mut x), Ok(Progress::Pending));
+    assert!(k.irq.enabled(), "interrupts are on between steps");
+    // Between the steps: copied, not switched, both pages protected.
+    assert_eq!(x.stats().bytes_copied, 0x1000);
+    assert!(k.store(us(1), 0x8000, 1).is_err());
+    assert!(k.store(us(1), 0x10_0000, 1).is_err());
+    assert_eq!(k.step(&mut x), Ok(Progress::Done));
+    assert_eq!(x.stats().steps, 2);
+    // Protect old, protect new, switch, restore new, restore old.
+    assert_eq!(k.irq.windows.len(), 5, "{:?}", k.irq.windows);
+    assert_eq!(x.stats().masked_windows, 5);
+    assert!(
+        k.irq
+            .windows
+            .iter()
+            .all(|w| w.d_reads < 64 && w.d_writes < 64),
+        "a window copied: {:?}",
+        k.irq.windows
+    );
+    assert_eq!(k.maps.translate(us(1), va(0x8000)).unwrap().page, pa(ITCM));
+    k.expect(us(1), 0x8000, 0x1000, 7);
+    k.store(us(1), 0x8000, 0x55).unwrap();
+    assert_eq!(k.phys(ITCM), 0x55);
+    assert!(!k.table.desc(pa(ITCM)).unwrap().is_busy());
+    assert!(!k.table.desc(pa(0x5000)).unwrap().is_busy());
+}
+
 #[test]
 fn a_64k_large_page_moves_into_dtcm_and_back() {
     let mut k = Kernel::new();
