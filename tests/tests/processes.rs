@@ -343,6 +343,12 @@ fn tcm_exchanges_user_and_kernel_pages_while_processes_run() {
             "{r:?}"
         );
         assert_eq!(num(r, "round_trips"), 80, "{r:?}");
+        // Every TLB entry invalidation reaches the counter, the exchanges'
+        // own included: 28 of them (the code page in and back, 3 each at
+        // the switch; the writable data page in and back, 3 each at the
+        // protection, the switch and the restore; the kernel page out and
+        // back, 2 each at the switch), 29 the scenario's mapping changes.
+        assert_eq!(num(r, "tlb_entries"), 57, "{r:?}");
         let procs = proc_lines(&out, "BASELINE", &format!("RESULT name=tcm mode={mode} "));
         let user = procs.iter().find(|p| p["role"] == "10").unwrap();
         assert_eq!(user["code"], "0", "{mode}: {user:?}");

@@ -326,30 +326,30 @@ impl Known {
         self.slot = [0, 1];
     }
 
-    /// Asks the kernel for the mappings of `old` and `new`; returns the
-    /// number of calls.
+    /// Asks the kernel for the mappings of `old` and `new`, to be valid
+    /// while its generation is `gen` ([`Mappings::generation`] now);
+    /// returns the number of calls.
     fn collect<M: Mappings + ?Sized>(
         &mut self,
         maps: &M,
+        gen: Option<u32>,
         old: PhysAddr,
         new: PhysAddr,
         size: PageSize,
     ) -> u32 {
-        self.clear();
-        self.gen = maps.generation();
-        let mut calls = 0;
-        if self.gen.is_none() {
-            return calls;
+        self.slot = [0, 1];
+        self.gen = gen;
+        if gen.is_none() {
+            self.n = [0; 2];
+            return 0;
         }
-        for (side, page) in [old, new].into_iter().enumerate() {
-            let total = maps.collect_mappings(page, size, &mut self.list[side]);
-            calls += 1;
-            self.n[side] = total.min(KNOWN) as u8;
-            if total > KNOWN {
-                self.gen = None;
-            }
+        let a = maps.collect_mappings(old, size, &mut self.list[0]);
+        let b = maps.collect_mappings(new, size, &mut self.list[1]);
+        self.n = [a.min(KNOWN) as u8, b.min(KNOWN) as u8];
+        if a > KNOWN || b > KNOWN {
+            self.gen = None;
         }
-        calls
+        2
     }
 
     /// The remembered mappings of side `side` (0 old frame, 1 new frame).
@@ -613,7 +613,7 @@ impl Exchange {
         if self.known.gen.is_some() && gen != self.known.gen {
             // The kernel changed mappings since they were collected.
             let (old, new, size) = (self.old, self.new, self.req.size);
-            self.stats.total_ops += self.known.collect(maps, old, new, size);
+            self.stats.total_ops += self.known.collect(maps, gen, old, new, size);
         }
         // A step does at most one chunk of copying or flushing; the cheap
         // phases around them (start, switch, restore) join the chunk next
@@ -694,57 +694,89 @@ impl Exchange {
         };
         // The validated frames are busy; anything else means the
         // mappings changed since `begin`.
-        let mut at = if (old, new) == self.first {
+        let at = if (old, new) == self.first {
             self.at
         } else {
             [table.locate(old)?, table.locate(new)?]
         };
-        for (k, va) in [self.target_va(self.page), self.resource_va(self.page)]
-            .into_iter()
-            .enumerate()
-        {
-            if !table.desc_at(at[k]).is_busy() {
-                return Err(ExchangeError::Changed(va));
-            }
+        if !table.desc_at(at[0]).is_busy() {
+            return Err(ExchangeError::Changed(self.target_va(self.page)));
         }
-        core::mem::swap(&mut self.at, &mut at);
+        if !table.desc_at(at[1]).is_busy() {
+            return Err(ExchangeError::Changed(self.resource_va(self.page)));
+        }
+        self.at = at;
         self.old = old;
         self.new = new;
-        self.known.clear();
         if !self.hold {
-            self.stats.total_ops += self.known.collect(maps, old, new, size);
-        }
-        if !self.hold || self.page == 0 {
-            // A directory is protected whole, before its first page is copied.
-            let pages = if self.hold { self.req.count } else { 1 };
+            // One page, both sides: from the lists just collected when the
+            // kernel keeps them, else asking it.
+            self.stats.total_ops += self.known.collect(maps, gen, old, new, size);
+            let writable = if self.known.gen.is_some() {
+                self.known.of(0).iter().any(|m| m.writable)
+                    || self.known.of(1).iter().any(|m| m.writable)
+            } else {
+                let mut w = false;
+                maps.for_each_mapping(old, size, &mut |m| w |= m.writable);
+                maps.for_each_mapping(new, size, &mut |m| w |= m.writable);
+                w
+            };
+            self.protected = writable;
+            if writable {
+                // Both sides: a write through a writable mapping of the
+                // new page (the resource) would land in memory that is
+                // about to become the target's content. One window per
+                // side: a write that still reaches a page not yet
+                // protected comes before its copy, just as one before a
+                // single window would.
+                self.protect(maps, hw, irq, 0, old);
+                self.protect(maps, hw, irq, 1, new);
+            }
+        } else if self.page == 0 {
+            // A directory is protected whole, before its first page is
+            // copied (its mappings are asked for every time).
+            self.known.clear();
+            let pages = self.req.count;
             let mut writable = false;
             for i in 0..pages {
-                for (side, base) in [old, new].into_iter().enumerate() {
+                for base in [old, new] {
                     let p = frame_at(base, i * size.frames());
-                    self.each(maps, side, p, |m| writable |= m.writable);
+                    maps.for_each_mapping(p, size, &mut |m| writable |= m.writable);
                 }
             }
             self.protected = writable;
             if writable {
-                // Both sides: a write through a writable mapping of
-                // the new page (the resource) would land in memory
-                // that is about to become the target's content. One
-                // window per page and side: a write that still reaches
-                // a page not yet protected comes before its copy, just
-                // as one before a single window would.
                 for i in 0..pages {
                     for (side, base) in [old, new].into_iter().enumerate() {
-                        let p = frame_at(base, i * size.frames());
-                        let mut w = Window::open(irq);
-                        maps.write_protect(p, size);
-                        w.ops += 1;
-                        w.ops += self.invalidate_tlb(maps, hw, side, p);
-                        w.close(irq, &mut self.stats);
+                        self.protect(maps, hw, irq, side, frame_at(base, i * size.frames()));
                     }
                 }
             }
+        } else {
+            self.known.clear();
         }
         Ok(())
+    }
+
+    /// Write-protects `page` (side `side`, see [`Exchange::each`]) in one
+    /// masked window and invalidates its mappings' TLB entries.
+    fn protect<M, H, I>(
+        &mut self,
+        maps: &mut M,
+        hw: &mut H,
+        irq: &mut I,
+        side: usize,
+        page: PhysAddr,
+    ) where
+        M: Mappings + ?Sized,
+        H: LineMaintenance + ?Sized,
+        I: InterruptControl + ?Sized,
+    {
+        let mut w = Window::open(irq);
+        maps.write_protect(page, self.req.size);
+        w.ops += 1;
+        w.ops += self.invalidate_tlb(maps, hw, side, page);
+        w.close(irq, &mut self.stats);
     }
 
     /// Copies the chunk at `off`, with interrupts enabled: no mapping of
@@ -838,14 +870,8 @@ impl Exchange {
                 // as for the protection: a writer that still faults on a
                 // page not yet given back waits and retries.
                 for i in 0..pages {
-                    for (side, base) in [(1, new0), (0, old0)] {
-                        let p = frame_at(base, i * size.frames());
-                        let mut w = Window::open(irq);
-                        maps.restore_write(p, size);
-                        w.ops += 1;
-                        w.ops += self.invalidate_tlb(maps, hw, side, p);
-                        w.close(irq, &mut self.stats);
-                    }
+                    self.unprotect(maps, hw, irq, 1, frame_at(new0, i * size.frames()));
+                    self.unprotect(maps, hw, irq, 0, frame_at(old0, i * size.frames()));
                 }
             }
             // Release the frames this exchange holds: no address lookup,
@@ -860,10 +886,10 @@ impl Exchange {
                     }
                 }
             } else {
-                for (k, base) in [old0, new0].into_iter().enumerate() {
-                    table.set_busy_at(self.at[k], false);
-                    for f in 1..size.frames() {
-                        let p = frame_at(base, f);
+                table.set_busy_at(self.at[0], false);
+                table.set_busy_at(self.at[1], false);
+                for f in 1..size.frames() {
+                    for p in [frame_at(old0, f), frame_at(new0, f)] {
                         if let Ok(d) = table.desc(p) {
                             let _ = table.set(p, d.with_busy(false));
                         }
@@ -873,6 +899,27 @@ impl Exchange {
             self.protected = false;
         }
         self.known.clear();
+    }
+
+    /// Gives write access back to `page` (side `side`) in one masked
+    /// window and invalidates its mappings' TLB entries.
+    fn unprotect<M, H, I>(
+        &mut self,
+        maps: &mut M,
+        hw: &mut H,
+        irq: &mut I,
+        side: usize,
+        page: PhysAddr,
+    ) where
+        M: Mappings + ?Sized,
+        H: LineMaintenance + ?Sized,
+        I: InterruptControl + ?Sized,
+    {
+        let mut w = Window::open(irq);
+        maps.restore_write(page, self.req.size);
+        w.ops += 1;
+        w.ops += self.invalidate_tlb(maps, hw, side, page);
+        w.close(irq, &mut self.stats);
     }
 
     /// Calls `f` for every mapping of `page`, which is side `side` (0 the
@@ -928,16 +975,10 @@ impl Exchange {
     {
         let size = self.req.size;
         // Everything that can fail, before anything changes.
-        let mut tables = false;
-        for f in 0..size.frames() {
-            let o_at = if f == 0 {
-                self.at[0]
-            } else {
-                table.locate(frame_at(self.old, f))?
-            };
-            if f > 0 {
-                table.locate(frame_at(self.new, f))?;
-            }
+        let mut tables = table.desc_at(self.at[0]).is_page_table();
+        for f in 1..size.frames() {
+            let o_at = table.locate(frame_at(self.old, f))?;
+            table.locate(frame_at(self.new, f))?;
             tables |= table.desc_at(o_at).is_page_table();
         }
 
@@ -991,24 +1032,11 @@ impl Exchange {
 
         maps.swapped(self.old, self.new, size);
         self.stats.total_ops += 1;
-        for f in 0..size.frames() {
-            let (o_at, n_at) = if f == 0 {
-                (self.at[0], self.at[1])
-            } else {
-                (
-                    table.locate(frame_at(self.old, f))?,
-                    table.locate(frame_at(self.new, f))?,
-                )
-            };
-            let (od, nd) = (table.desc_at(o_at), table.desc_at(n_at));
-            // The content's state moves with it; the frame keeps its own
-            // movability. An old kernel frame becomes a resource at once (no
-            // kernel data stays mapped as a user page); an old user page
-            // stays the owner's user page (thesis 4.4.2.3).
-            table.set_at(n_at, nd.with_state_of(od));
-            if od.is_kernel() {
-                table.set_at(o_at, od.with_state(FrameState::Resource));
-            }
+        move_state(table, self.at[0], self.at[1]);
+        for f in 1..size.frames() {
+            let o_at = table.locate(frame_at(self.old, f))?;
+            let n_at = table.locate(frame_at(self.new, f))?;
+            move_state(table, o_at, n_at);
         }
         Ok(())
     }
@@ -1041,6 +1069,18 @@ impl Window {
         stats.masked_windows += 1;
         stats.total_ops += self.ops;
         stats.longest_masked_ops = stats.longest_masked_ops.max(self.ops);
+    }
+}
+
+/// The content's state moves from the old frame at `o_at` to the new one
+/// at `n_at`; each frame keeps its own movability. An old kernel frame
+/// becomes a resource at once (no kernel data stays mapped as a user
+/// page); an old user page stays the owner's user page (thesis 4.4.2.3).
+fn move_state<const R: usize>(table: &mut FrameTable<'_, R>, o_at: FrameSlot, n_at: FrameSlot) {
+    let (od, nd) = (table.desc_at(o_at), table.desc_at(n_at));
+    table.set_at(n_at, nd.with_state_of(od));
+    if od.is_kernel() {
+        table.set_at(o_at, od.with_state(FrameState::Resource));
     }
 }
 

@@ -833,18 +833,11 @@ impl CacheMaintenance for Hw {
     fn invalidate_tlb(&mut self) {
         self.0.invalidate_tlb()
     }
-    /// One `MCR`, not counted with the switch strategies' TLB maintenance
-    /// (the exchange's own TLB work is reported by `spm`'s statistics).
+    /// One `MCR`, counted in the platform's `tlb_entries` like every other
+    /// TLB entry invalidation (the kernel's reported counters are exact).
+    #[inline(always)]
     fn invalidate_tlb_entry(&mut self, mva: ModifiedVirtAddr) {
-        // SAFETY: invalidating a TLB entry never faults; the next access
-        // walks the (already updated) tables.
-        unsafe {
-            core::arch::asm!(
-                "mcr p15, 0, {a}, c8, c7, 1",
-                a = in(reg) mva.as_u32() & !0xFFF,
-                options(nostack, preserves_flags)
-            )
-        };
+        self.0.invalidate_tlb_entry(mva)
     }
 }
 
