@@ -15,10 +15,14 @@
 //!   flush is marked clean for its new owner: the lines its old owner left
 //!   are tracked per FCSE window by [`crate::window`].) Marking the domains a space runs
 //!   with dirty is one OR of the space's DACR value into the mask.
-//! * CPD slots: per domain a [`SlotSet`] of the first-level slots it owns;
-//!   evicting a domain visits exactly those (O(slots owned)). Their inverse,
-//!   one byte per slot, answers "who owns this slot" in O(1) on the fault
-//!   path (4 KiB).
+//! * CPD slots: one byte per slot says which domain owns it (4 KiB, O(1)
+//!   on the fault path), with a count per domain. Per domain a [`SlotSet`]
+//!   holds the first-level slots it *may* own: every slot it owns, and
+//!   possibly slots another domain took over since (a slot moved on the
+//!   fast fault path is only added to its new
+//!   owner's set: one test, then nothing, when a collision goes back and
+//!   forth). Evicting a domain visits that set and clears the slots it
+//!   really owns (O(slots it owned since it was last evicted)).
 
 use crate::id::{SegmentId, SpaceId};
 use crate::layout::SLOT_COUNT;
@@ -250,15 +254,21 @@ pub struct Acquired {
 }
 
 /// The sixteen domains' owners, dirty mask and CPD slot sets.
+///
+/// Laid out in declaration order (`repr(C)`): what the fast fault path
+/// reads first.
 #[derive(Clone)]
+#[repr(C)]
 pub struct DomainTable {
-    owners: [DomainOwner; Domain::COUNT],
     dirty: Dacr,
-    slots: [SlotSet; Domain::COUNT],
+    owners: [DomainOwner; Domain::COUNT],
     /// Per CPD slot, the domain owning it ([`NO_OWNER`] if none): the
-    /// inverse of `slots`, for O(1) [`DomainTable::slot_owner`] on the
-    /// fault path.
+    /// truth, for O(1) [`DomainTable::slot_owner`] on the fault path.
     slot_owners: [u8; SLOT_COUNT],
+    /// Per domain, how many slots it owns.
+    counts: [u16; Domain::COUNT],
+    /// Per domain, the slots it may own: a superset of those it owns.
+    slots: [SlotSet; Domain::COUNT],
 }
 
 /// No domain owns the slot.
@@ -290,6 +300,7 @@ impl DomainTable {
             owners,
             dirty: Dacr::NONE,
             slots: core::array::from_fn(|_| SlotSet::new()),
+            counts: [0; Domain::COUNT],
             slot_owners: [NO_OWNER; SLOT_COUNT],
         })
     }
@@ -299,10 +310,6 @@ impl DomainTable {
             .get(d.get() as usize)
             .copied()
             .unwrap_or(DomainOwner::Reserved)
-    }
-
-    fn slot_set(&self, d: Domain) -> Option<&SlotSet> {
-        self.slots.get(d.get() as usize)
     }
 
     /// The state of `d`.
@@ -453,7 +460,8 @@ impl DomainTable {
     }
 
     /// Takes `d` back from its owner, passing each CPD slot it owned to
-    /// `clear_slot` (O(slots owned)). The domain becomes free; its dirty bit
+    /// `clear_slot`, in increasing order (O(slots it owned since it was
+    /// last evicted)). The domain becomes free; its dirty bit
     /// is left for the caller to resolve (see [`Eviction::was_dirty`]).
     pub fn evict(
         &mut self,
@@ -467,15 +475,19 @@ impl DomainTable {
             .slots
             .get_mut(d.get() as usize)
             .ok_or(DomainError::NotOwned(d))?;
-        let slots = set.len();
+        let mut slots = 0;
         let owners = &mut self.slot_owners;
         let mut clear_slot = clear_slot;
         set.drain(|slot| {
-            if let Some(o) = owners.get_mut(slot) {
+            if let Some(o) = owners.get_mut(slot).filter(|o| **o == d.get()) {
                 *o = NO_OWNER;
+                slots += 1;
+                clear_slot(slot);
             }
-            clear_slot(slot);
         });
+        if let Some(c) = self.counts.get_mut(d.get() as usize) {
+            *c = 0;
+        }
         if let Some(o) = self.owners.get_mut(d.get() as usize) {
             *o = DomainOwner::Free;
         }
@@ -495,19 +507,25 @@ impl DomainTable {
     }
 
     /// The fast fault path's [`DomainTable::claim_slot`]: CPD slot `slot`
-    /// (taken modulo 4096), owned by `prev` (`None`: by nobody or by `d`
-    /// itself), is now tagged with `d`, which must be owned and differ from
-    /// `prev`. No checks beyond debug assertions; O(1).
+    /// (taken modulo 4096), owned by `prev` (`None`: by nobody), is now
+    /// tagged with `d`, which must be owned and differ from `prev`, and not
+    /// own the slot already. No checks beyond debug assertions; O(1). The
+    /// slot stays in `prev`'s set of slots it may own.
     #[inline(always)]
     pub(crate) fn move_slot(&mut self, prev: Option<Domain>, d: Domain, slot: usize) {
         let slot = slot % SLOT_COUNT;
         debug_assert!(matches!(self.state(d), DomainOwner::Owned(_)));
-        debug_assert!(prev.is_none_or(|p| self.slot_owner(slot) == Some(p)));
+        debug_assert_eq!(prev, self.slot_owner(slot));
         debug_assert_ne!(prev, Some(d));
+        let di = usize::from(d.get()) % Domain::COUNT;
         if let Some(p) = prev {
-            self.slots[usize::from(p.get()) % Domain::COUNT].remove(slot);
+            self.counts[usize::from(p.get()) % Domain::COUNT] -= 1;
         }
-        self.slots[usize::from(d.get()) % Domain::COUNT].insert(slot);
+        self.counts[di] += 1;
+        let set = &mut self.slots[di];
+        if !set.contains(slot) {
+            set.insert_new(slot);
+        }
         self.slot_owners[slot] = d.get();
     }
 
@@ -529,9 +547,15 @@ impl DomainTable {
             if let Some(s) = self.slots.get_mut(p.get() as usize) {
                 s.remove(slot);
             }
+            if let Some(c) = self.counts.get_mut(p.get() as usize) {
+                *c -= 1;
+            }
         }
         if let Some(s) = self.slots.get_mut(d.get() as usize) {
             s.insert(slot);
+        }
+        if let Some(c) = self.counts.get_mut(d.get() as usize) {
+            *c += 1;
         }
         if let Some(o) = self.slot_owners.get_mut(slot) {
             *o = d.get();
@@ -541,16 +565,19 @@ impl DomainTable {
 
     /// Records that CPD slot `slot` no longer belongs to `d`; returns whether it did.
     pub fn release_slot(&mut self, d: Domain, slot: usize) -> bool {
-        let removed = match self.slots.get_mut(d.get() as usize) {
-            Some(s) => s.remove(slot),
-            None => false,
-        };
-        if removed {
-            if let Some(o) = self.slot_owners.get_mut(slot) {
-                *o = NO_OWNER;
-            }
+        if self.slot_owner(slot) != Some(d) {
+            return false;
         }
-        removed
+        if let Some(o) = self.slot_owners.get_mut(slot) {
+            *o = NO_OWNER;
+        }
+        if let Some(s) = self.slots.get_mut(d.get() as usize) {
+            s.remove(slot);
+        }
+        if let Some(c) = self.counts.get_mut(d.get() as usize) {
+            *c -= 1;
+        }
+        true
     }
 
     /// The domain owning CPD slot `slot`, if any (O(1)).
@@ -563,17 +590,22 @@ impl DomainTable {
         }
     }
 
-    /// The CPD slots `d` owns.
-    #[must_use]
-    pub fn slots(&self, d: Domain) -> &SlotSet {
-        const EMPTY: &SlotSet = &SlotSet::new();
-        self.slot_set(d).unwrap_or(EMPTY)
+    /// The CPD slots `d` owns, in increasing order (O(slots it owned
+    /// since it was last evicted)).
+    pub fn slots(&self, d: Domain) -> impl Iterator<Item = usize> + '_ {
+        self.slots
+            .get(d.get() as usize)
+            .into_iter()
+            .flat_map(SlotSet::iter)
+            .filter(move |s| self.slot_owner(*s) == Some(d))
     }
 
-    /// Number of CPD slots `d` owns.
+    /// Number of CPD slots `d` owns (O(1)).
     #[must_use]
     pub fn slot_count(&self, d: Domain) -> usize {
-        self.slots(d).len()
+        self.counts
+            .get(d.get() as usize)
+            .map_or(0, |c| usize::from(*c))
     }
 }
 
@@ -747,7 +779,7 @@ mod tests {
         /// domain's set is what the model says, eviction clears exactly it.
         #[test]
         fn slot_bookkeeping_matches_a_model(
-            ops in proptest::collection::vec((0u8..4, 1u8..16, 0usize..4096), 1..400)
+            ops in proptest::collection::vec((0u8..5, 1u8..16, 0usize..4096), 1..400)
         ) {
             let mut t = DomainTable::new(d(0), DomainSet::EMPTY).unwrap();
             let mut model: std::collections::BTreeMap<usize, u8> = Default::default();
@@ -764,6 +796,15 @@ mod tests {
                             model.insert(slot, dom);
                         } else {
                             prop_assert!(t.claim_slot(dd, slot).is_err());
+                        }
+                    }
+                    4 => {
+                        // The fast path's move (its preconditions hold).
+                        let slot = slot % 64;
+                        let prev = t.slot_owner(slot);
+                        if matches!(t.owner(dd), DomainOwner::Owned(_)) && prev != Some(dd) {
+                            t.move_slot(prev, dd, slot);
+                            model.insert(slot, dom);
                         }
                     }
                     2 => {
@@ -796,8 +837,10 @@ mod tests {
                 }
             }
             for dom in 1..16u8 {
-                let n = model.values().filter(|o| **o == dom).count();
-                prop_assert_eq!(t.slot_count(d(dom)), n);
+                let owned: Vec<usize> =
+                    model.iter().filter(|(_, o)| **o == dom).map(|(s, _)| *s).collect();
+                prop_assert_eq!(t.slot_count(d(dom)), owned.len());
+                prop_assert_eq!(t.slots(d(dom)).collect::<Vec<_>>(), owned);
             }
         }
     }

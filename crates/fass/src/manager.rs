@@ -69,6 +69,9 @@ use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
 pub(crate) struct SpaceState<const SLOTS: usize> {
     pub(crate) pid: PidContext,
     pub(crate) dir: SpaceDir<SLOTS>,
+    /// The directory index of the slot the fast fault path resolved last
+    /// for this space: where it looks first ([`SpaceDir::raw_near`]).
+    pub(crate) fast_hint: usize,
     pub(crate) domain: Option<Domain>,
     pub(crate) segs: SegmentSet,
     pub(crate) seg_managed: SegmentSet,
@@ -130,20 +133,57 @@ pub enum RecycleRule {
 /// `SPACES` bounds the space identifiers (`0..SPACES`), `SLOTS` the
 /// first-level slots per space directory, `SEGMENTS` (at most 32) the
 /// segment identifiers.
+///
+/// Laid out in declaration order (`repr(C)`), what the fast fault path
+/// ([`Fass::resolve_fast`]) reads first, at small offsets, the large tables
+/// last.
+#[repr(C)]
 pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize> {
-    pub(crate) layout: Layout,
-    pub(crate) kernel: Domain,
-    pub(crate) pids: PidAllocator,
-    pub(crate) domains: DomainTable,
-    pub(crate) policy: P,
+    pub(crate) hot: Hot,
     pub(crate) cpd: Cpd,
     pub(crate) stats: Stats,
-    pub(crate) spaces: [Option<SpaceState<SLOTS>>; SPACES],
-    pub(crate) segments: Segments<SEGMENTS>,
     pub(crate) current: Option<SpaceId>,
+    pub(crate) generation: u32,
+    pub(crate) kernel: Domain,
     pub(crate) rule: RecycleRule,
     pub(crate) windows: WindowLines,
-    pub(crate) generation: u32,
+    pub(crate) domains: DomainTable,
+    pub(crate) layout: Layout,
+    pub(crate) pids: PidAllocator,
+    pub(crate) policy: P,
+    pub(crate) segments: Segments<SEGMENTS>,
+    pub(crate) spaces: [Option<SpaceState<SLOTS>>; SPACES],
+}
+
+/// What the fast fault path ([`Fass::resolve_fast`]) needs to know of the
+/// current space without looking it up, recomputed by [`Fass::refresh_hot`]
+/// whenever the current space or a space's domain changes (a switch,
+/// [`Fass::note_switched`], a domain taken back or released, a space
+/// destroyed). FASS never changes a space's PID after creation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) struct Hot {
+    /// The current space's index, if it holds a domain; [`Hot::NONE`]
+    /// otherwise (the fast path declines).
+    pub(crate) space: u16,
+    /// Its domain's number (valid with `space`).
+    pub(crate) domain: u8,
+    /// Its FCSE PID in FCSEIDR position (`pid << 25`): OR-ed into a fault
+    /// address below 32 MiB, that address's MVA.
+    pub(crate) pid_bits: u32,
+    /// The low bits of its CPD entries for coarse tables: its domain in
+    /// [8:5], the encoding's bit 4, the coarse type `0b01`.
+    pub(crate) tag: u32,
+}
+
+impl Hot {
+    /// No current space holding a domain.
+    pub(crate) const NONE: Hot = Hot {
+        space: u16::MAX,
+        domain: u8::MAX,
+        pid_bits: 0,
+        tag: 0,
+    };
 }
 
 impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize>
@@ -163,6 +203,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         cpd: Cpd,
     ) -> Result<Self, FassError> {
         Ok(Fass {
+            hot: Hot::NONE,
             layout,
             kernel,
             pids: PidAllocator::new(&layout, PidMode::BestEffort),
@@ -177,6 +218,40 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             windows: WindowLines::new(),
             generation: 0,
         })
+    }
+
+    /// Recomputes [`Hot`] from the current space and its domain.
+    pub(crate) fn refresh_hot(&mut self) {
+        self.hot = self.computed_hot();
+    }
+
+    /// [`Hot`] as the current space and its domain make it.
+    pub(crate) fn computed_hot(&self) -> Hot {
+        let bit4 = match self.cpd.encoding() {
+            mmu_armv5::descriptor::L1Encoding::Arm9 => 1 << 4,
+            mmu_armv5::descriptor::L1Encoding::XScale => 0,
+        };
+        self.current
+            .and_then(|c| {
+                let st = self.spaces.get(usize::from(c.0))?.as_ref()?;
+                let d = st.domain?;
+                Some(Hot {
+                    space: c.0,
+                    domain: d.get(),
+                    pid_bits: u32::from(st.pid.pid().get()) << 25,
+                    tag: (u32::from(d.get()) << 5) | bit4 | 0b01,
+                })
+            })
+            .unwrap_or(Hot::NONE)
+    }
+
+    /// Whether `id` is the current space and holds a domain: then
+    /// [`Fass::resolve_fast`] may resolve its faults (a cheap test for a
+    /// kernel that may have to [`note_switched`](Fass::note_switched) first).
+    #[must_use]
+    #[inline]
+    pub fn runs(&self, id: SpaceId) -> bool {
+        self.hot.space == id.0
     }
 
     /// This manager with recycling rule `rule` (for a fresh manager, e.g.
@@ -260,6 +335,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             self.policy.touch(d);
             self.current = Some(id);
         }
+        self.refresh_hot();
         Ok(())
     }
 
@@ -376,6 +452,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         *entry = Some(SpaceState {
             pid: a.context,
             dir: SpaceDir::new(),
+            fast_hint: 0,
             domain: None,
             segs: SegmentSet::EMPTY,
             seg_managed: SegmentSet::EMPTY,
@@ -425,6 +502,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
                 if let Ok(st) = self.space_mut(s) {
                     st.domain = None;
                 }
+                self.refresh_hot();
             }
             Owner::Segment(g) => {
                 let _ = self.segments.set_domain(g, None);
@@ -807,6 +885,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         }
         if self.current == Some(id) {
             self.current = None;
+            self.refresh_hot();
         }
         let Some(mut st) = self
             .spaces

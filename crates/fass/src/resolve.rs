@@ -169,7 +169,9 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     /// maintenance from the platform, no table allocator. It never changes
     /// [`Fass::generation`] (no domain changes hands, nothing is flushed).
     /// The current space is the one [`Fass`] last switched to (or was told
-    /// of with [`Fass::note_switched`]).
+    /// of with [`Fass::note_switched`]); what it needs of it (domain, PID)
+    /// is kept at hand for it on every switch ([`Fass::runs`] tells whether
+    /// a space is that one).
     #[inline]
     pub fn resolve_fast<S: CacheMaintenance + ?Sized>(
         &mut self,
@@ -182,23 +184,37 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         if !matches!(fsr & 0x40F, 0x5 | 0x7 | 0x9 | 0xB) {
             return None;
         }
-        let cur = self.current?;
-        let st = self.spaces.get(usize::from(cur.0))?.as_ref()?;
-        let d = st.domain?;
-        let slot = VirtAddr::new(far).to_mva(st.pid.pid()).l1_index();
+        // The current space, its domain and PID from the hot record, not
+        // looked up (see `Hot`); checked against the tables in debug builds.
+        let hot = self.hot;
+        let d = Domain::new(hot.domain).ok()?;
+        let cur = SpaceId(hot.space);
+        debug_assert_eq!(hot, self.computed_hot());
+        let mva = if far < FCSE_WINDOW_SIZE {
+            far | hot.pid_bits
+        } else {
+            far
+        };
+        let slot = (mva >> 20) as usize;
         // The flush checks first: a collision that needs one is declined
         // before the directory is searched.
-        let prev = self.domains.slot_owner(slot).filter(|o| *o != d);
-        if prev.is_some_and(|o| self.domains.is_dirty(o))
+        // A slot `d` owns already holds its entry, or is left to the
+        // general path (nothing to move).
+        let prev = self.domains.slot_owner(slot);
+        if prev == Some(d)
+            || prev.is_some_and(|o| self.domains.is_dirty(o))
             || window_of_slot(slot).is_some_and(|w| self.windows.may_hold_other_than(w, Some(cur)))
         {
             return None;
         }
-        let word = st.dir.raw(slot)?;
+        let st = self.spaces.get_mut(usize::from(cur.0))?.as_mut()?;
+        let (i, word) = st.dir.raw_near(st.fast_hint, slot)?;
         if word & 3 != 0b01 {
             return None;
         }
-        let want = coarse_entry(word, d, self.cpd.encoding());
+        st.fast_hint = i;
+        let want = (word & 0xFFFF_FE00) | hot.tag;
+        debug_assert_eq!(want, coarse_entry(word, d, self.cpd.encoding()));
         if self.cpd.read_pinned(slot)? == want {
             // A genuine fault: the general path hands it back.
             return None;
@@ -213,7 +229,8 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         } else {
             Flushed::Nothing
         };
-        // `d` is owned (the current space holds it), `prev` owned the slot.
+        // `d` is owned (the current space holds it), `prev` (not `d`)
+        // owned the slot.
         self.domains.move_slot(prev, d, slot);
         self.domains.mark_dirty(Dacr::only(d, DomainAccess::Client));
         self.stats.record(Event::CpdFill);

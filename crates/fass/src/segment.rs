@@ -187,7 +187,17 @@ impl SegmentSet {
 
     /// Members in increasing order.
     pub fn iter(self) -> impl Iterator<Item = SegmentId> {
-        (0..32u16).map(SegmentId).filter(move |s| self.contains(*s))
+        // One step per member, not per possible id (the full flush's
+        // `user_dacr` runs this on the flushed fault path).
+        let mut bits = self.0;
+        core::iter::from_fn(move || {
+            if bits == 0 {
+                return None;
+            }
+            let s = bits.trailing_zeros();
+            bits &= bits - 1;
+            Some(SegmentId(s as u16))
+        })
     }
 }
 
@@ -426,6 +436,18 @@ impl<const N: usize> Segments<N> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segment_sets_iterate_their_members_in_order() {
+        let s = SegmentSet::EMPTY
+            .with(SegmentId(31))
+            .with(SegmentId(0))
+            .with(SegmentId(5))
+            .with(SegmentId(40));
+        let got: std::vec::Vec<u16> = s.iter().map(|g| g.0).collect();
+        assert_eq!(got, [0, 5, 31]);
+        assert_eq!(SegmentSet::EMPTY.iter().count(), 0);
+    }
 
     fn spec(base: u32, pa: u32, size: u32) -> SegmentSpec {
         SegmentSpec {

@@ -16,7 +16,7 @@
 //! Addresses here are modified virtual addresses (after FCSE relocation).
 
 use core::fmt;
-use heapless::LinearMap;
+use heapless::Vec;
 use mmu_armv5::descriptor::{
     AccessPermission, CachePolicy, CoarseTableDesc, L1Descriptor, L2Descriptor, SmallPageDesc,
     SubpageAp,
@@ -77,7 +77,8 @@ pub struct DirChange {
 
 /// A compact page directory of at most `SLOTS` first-level slots.
 pub struct SpaceDir<const SLOTS: usize> {
-    entries: LinearMap<u16, u32, SLOTS>,
+    /// (slot, raw word) pairs, in no particular order, each slot once.
+    entries: Vec<(u16, u32), SLOTS>,
 }
 
 impl<const SLOTS: usize> Default for SpaceDir<SLOTS> {
@@ -88,7 +89,9 @@ impl<const SLOTS: usize> Default for SpaceDir<SLOTS> {
 
 impl<const SLOTS: usize> fmt::Debug for SpaceDir<SLOTS> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map().entries(self.entries.iter()).finish()
+        f.debug_map()
+            .entries(self.entries.iter().map(|(k, v)| (k, v)))
+            .finish()
     }
 }
 
@@ -97,7 +100,7 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
     #[must_use]
     pub const fn new() -> Self {
         SpaceDir {
-            entries: LinearMap::new(),
+            entries: Vec::new(),
         }
     }
 
@@ -119,8 +122,8 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
         let Ok(key) = u16::try_from(slot) else {
             return L1Descriptor::FAULT;
         };
-        match self.entries.get(&key) {
-            Some(w) => L1Descriptor::from_bits(*w),
+        match self.entries.iter().find(|(k, _)| *k == key) {
+            Some((_, w)) => L1Descriptor::from_bits(*w),
             None => L1Descriptor::FAULT,
         }
     }
@@ -131,13 +134,30 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
         let key = u16::try_from(slot).ok()?;
         self.entries
             .iter()
-            .find(|(k, _)| **k == key)
+            .find(|(k, _)| *k == key)
             .map(|(_, w)| *w)
+    }
+
+    /// The raw word of `slot` (domain 0) and its index in the directory,
+    /// if the slot is in use, looked for at index `hint` first (an index
+    /// an earlier call answered: the fast fault path's guess that a space
+    /// faults on the slot it faulted on last, a collision being resolved
+    /// back and forth). Any `hint` is safe: the slot is compared.
+    #[inline]
+    pub(crate) fn raw_near(&self, hint: usize, slot: usize) -> Option<(usize, u32)> {
+        let e = self.entries.as_slice();
+        if let Some(&(k, w)) = e.get(hint) {
+            if usize::from(k) == slot {
+                return Some((hint, w));
+            }
+        }
+        let i = e.iter().position(|(k, _)| usize::from(*k) == slot)?;
+        e.get(i).map(|&(_, w)| (i, w))
     }
 
     /// The slots in use, in no particular order.
     pub fn slots(&self) -> impl Iterator<Item = usize> + '_ {
-        self.entries.keys().map(|k| usize::from(*k))
+        self.entries.iter().map(|(k, _)| usize::from(*k))
     }
 
     fn table_of(&self, slot: usize) -> Option<TableRef> {
@@ -195,7 +215,7 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
                     p: false,
                 });
                 // Capacity was checked above; the slot fits in u16 (< 4096).
-                let _ = self.entries.insert(slot as u16, d.to_bits());
+                let _ = self.entries.push((slot as u16, d.to_bits()));
                 l1_changed = Some(slot);
                 t
             }
@@ -233,7 +253,13 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
         flush.tlb_stale(mva, PAGE_SIZE, PAGE_SIZE);
         let mut l1_changed = None;
         if t.is_empty(alloc)? {
-            let _ = self.entries.remove(&(slot as u16));
+            if let Some(i) = self
+                .entries
+                .iter()
+                .position(|(k, _)| usize::from(*k) == slot)
+            {
+                self.entries.swap_remove(i);
+            }
             l1_changed = Some(slot);
             // SAFETY: the table came from `alloc` as a coarse table; its
             // directory entry is gone, and the caller writes the change

@@ -218,6 +218,7 @@ where
             sys.set_fcse_pid(pid);
         }
         self.current = Some(next);
+        self.refresh_hot();
         Ok(())
     }
 

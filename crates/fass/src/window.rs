@@ -51,12 +51,14 @@ impl Leftover {
 
 /// Per FCSE window, the lines recycled domains left in the caches.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct WindowLines {
-    left: [Leftover; PIDS],
-    epoch: u32,
     /// Whether any entry of `left` may be other than [`Leftover::Nobody`]
     /// (cleared with them): the fault path's one-load answer when none is.
+    /// First (`repr(C)`), for that path.
     some: bool,
+    epoch: u32,
+    left: [Leftover; PIDS],
 }
 
 impl Default for WindowLines {

@@ -11,7 +11,9 @@
 @ 8-byte alignment `__sched_enter` checked). `trap_entry` returns the frame
 @ of the process to resume; `__return_to_user` makes it current and
 @ returns to user mode from it. A context switch is therefore a different
-@ pointer: no registers are copied between frames.
+@ pointer: no registers are copied between frames. A data abort tries the
+@ fast path first (`__user_trap_dabt`), which resumes the same process
+@ without `trap_entry`.
 @ Kinds: 1 undefined, 2 SVC, 3 prefetch abort, 4 data abort, 6 IRQ.
 
 @ Saves the user registers into *__cur_frame; on exit r0 = the frame,
@@ -54,18 +56,53 @@ __user_trap_pabt:
 __user_trap_irq:
     USER_TRAP 6
 
-@ Data abort from user mode: also stamps the 24 MHz counter into
-@ `__abt_stamp` (the start of the measured fault path, `kernel::FaultClock`),
-@ and calls `trap_dabt` (the collision fast path, else `trap_entry(4)`).
+@ Data abort from user mode, entered from `__exc_dabt` (`asm/vectors.s`) in
+@ abort mode with the user's r0 just below the abort stack, lr = the
+@ aborting instruction, SPSR = user CPSR. Saves r0-r12, sp_usr and lr_usr
+@ into *__cur_frame, reads the 24 MHz counter (the start of the measured
+@ fault path, `kernel::FaultClock`: the 11th instruction from the vector)
+@ and calls `trap_dabt(frame, stamp)` in SVC mode, IRQ/FIQ masked. A
+@ non-zero answer is the same frame: the fault was resolved on the fast path
+@ (`kernel::Kernel::dabt_fast`), which touched neither the user's banked
+@ registers nor abort mode's lr and SPSR, so the access is retried straight
+@ from abort mode (`__return_fast`). Zero: it declined; the pc to resume
+@ and the user CPSR complete the frame and `trap_entry(4)` takes the
+@ abort the general way.
     .global __user_trap_dabt
 __user_trap_dabt:
-    SAVE_USER 4
-    mov     r2, #0xF0000000
-    ldr     r3, =__abt_stamp
-    ldr     r2, [r2, #0x5C]
-    str     r2, [r3]
-    msr     cpsr_c, #0xD3
+    ldr     r0, =__cur_frame
+    ldr     r0, [r0]
+    stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
+    mov     r2, #0xF0000000         @ (no banked register right after STM^)
+    ldr     r1, [r2, #0x5C]
+    ldr     r2, [sp, #-4]
+    str     r2, [r0]
+    msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
     bl      trap_dabt
+    cmp     r0, #0
+    beq     1f
+@ The fast path's return, r0 = the current frame: back to abort mode, whose
+@ lr and SPSR still hold the return; time stamp into `__fret_stamp`, three
+@ instructions before user mode (the end of the measured fast fault path,
+@ `kernel::FaultClock`); r0-r12 from the frame (sp_usr and lr_usr were
+@ never changed).
+__return_fast:
+    msr     cpsr_c, #0xD7           @ abort mode, IRQ and FIQ masked
+    mov     r2, #0xF0000000
+    ldr     r1, =__fret_stamp
+    ldr     r2, [r2, #0x5C]
+    str     r2, [r1]
+    ldmia   r0, {r0-r12}
+    movs    pc, lr
+1:  msr     cpsr_c, #0xD7
+    ldr     r0, =__cur_frame
+    ldr     r0, [r0]
+    str     lr, [r0, #60]
+    mrs     r2, spsr
+    str     r2, [r0, #64]
+    msr     cpsr_c, #0xD3
+    mov     r0, #4
+    bl      trap_entry
     b       __return_to_user
 
 @ SVC from user mode: already in SVC mode, lr = next instruction.
@@ -128,4 +165,7 @@ __ret_stamp:
     .word   0
     .global __abt_stamp
 __abt_stamp:
+    .word   0
+    .global __fret_stamp
+__fret_stamp:
     .word   0

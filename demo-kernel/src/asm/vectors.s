@@ -104,19 +104,20 @@ __exc_fatal:
     bl      unexpected_exception
 2:  b       2b
 
-@ Data abort. If a probe is armed and the aborting instruction is one of the
+@ Data abort. From user mode: `__user_trap_dabt` (`asm/trap.s`), with the
+@ user's r0 saved just below the abort stack. In the kernel: if a probe is
+@ armed and the aborting instruction is one of the
 @ probe instructions (between __probe_insns_start and __probe_insns_end),
 @ record DFSR and FAR in __probe_state, disarm, and resume at the next
 @ instruction. Otherwise the abort is fatal.
 @ __probe_state layout (see probe.rs): armed, faulted, dfsr, far.
 __exc_dabt:
     sub     lr, lr, #8              @ address of the aborting instruction
-    stmfd   sp!, {r0}
+    str     r0, [sp, #-4]           @ below the abort stack (IRQs masked)
     mrs     r0, spsr
-    and     r0, r0, #0x1F
-    cmp     r0, #0x10
-    ldmfd   sp!, {r0}
+    tst     r0, #0xF                @ M[3:0] = 0: user mode (0x10), no other
     beq     __user_trap_dabt        @ from user mode: retried or the process dies
+    ldr     r0, [sp, #-4]
     stmfd   sp!, {r0-r3}
     ldr     r0, =__probe_state
     ldr     r1, [r0]

@@ -23,7 +23,7 @@ use mmu_armv5::{FaultKind, FcsePid, PhysAddr, VirtAddr};
 
 use super::frames::Frames;
 use super::platform::{self, with_sys, HwCounts};
-use super::strategy::{dispatch, Strategy, SwitchMode, MAX_PROCS, SEGMENTS};
+use super::strategy::{dispatch, FassS, Strategy, SwitchMode, MAX_PROCS, SEGMENTS};
 use super::tcm::{self, RES_SLOTS};
 use super::{elf, timer};
 use crate::abi::{self, err};
@@ -275,6 +275,9 @@ pub struct Kernel {
     pub clock: SwitchClock,
     /// Counters.
     pub counters: Counters,
+    /// Domain-fault resolution timing (near the counters: the fast abort
+    /// path updates both).
+    pub fault_clock: FaultClock,
     /// The process table.
     pub procs: [Proc; MAX_PROCS],
     /// Its strategy.
@@ -288,8 +291,6 @@ pub struct Kernel {
     /// Bumped by every kernel change that can alter a FASS process's DACR
     /// (segments, spawn, exit); part of [`Kernel::gen`].
     epoch: u32,
-    /// Domain-fault resolution timing.
-    pub fault_clock: FaultClock,
     /// TCM: an exchange preempted between steps.
     pub pending: Option<Pending>,
     /// TCM: timing of each completed user exchange (in order).
@@ -346,17 +347,30 @@ pub struct SwitchClock {
 /// Times the domain faults (collisions) the strategy resolves, on the whole
 /// abort path: from the data-abort exception vector (the counter is read
 /// in `__user_trap_dabt`, [`FAULT_ENTRY_INSTRUCTIONS`] instructions after
-/// the vector) to the return to user mode that retries the access
-/// (`__ret_stamp`, three instructions before `movs pc, lr`). Kept apart by
-/// what the resolution flushed: [`fass::Flushed::Full`] (`flushed`) or not.
+/// the vector) to the return to user mode that retries the access (a time
+/// stamp [`RETURN_TAIL_INSTRUCTIONS`] instructions before `movs pc, lr`).
+/// Kept apart by what the resolution flushed: [`fass::Flushed::Full`]
+/// (`FLUSHED`) or not (`FLUSH_FREE`).
+///
+/// A measurement is closed when its return's stamp is known, at a later
+/// trap (bookkeeping of an earlier fault, not part of resolving the
+/// current one). The two returns stamp different words, so each
+/// measurement is closed before its word can be overwritten, and no later:
+/// one returning through `__return_to_user` (`__ret_stamp`, the general
+/// path) at the next trap that takes the general path ([`Kernel::trap`]);
+/// the fast path's (`__fret_stamp`, written only by `__return_fast`) at the
+/// next trap of either kind ([`Kernel::dabt_fast`] closes it before its own
+/// return overwrites the stamp). The fast path never writes `__ret_stamp`,
+/// so it leaves the general measurements, and the switch clock's, pending.
 #[derive(Clone, Copy, Default)]
 pub struct FaultClock {
-    /// Whether a resolved collision's return is not measured yet: 0 no,
-    /// else 1 + the index of its kind (`FaultClock::FLUSH_FREE`,
-    /// `FaultClock::FLUSHED`).
-    pub pending: u32,
-    /// The abort stamp of the pending collision.
-    pub t0: u32,
+    /// A resolution that returned through `__return_to_user`, not measured
+    /// yet: its kind's index and abort stamp.
+    pub general: Option<(usize, u32)>,
+    /// Whether a fast-path resolution is not measured yet.
+    pub fast_pending: bool,
+    /// Its abort stamp.
+    pub fast_t0: u32,
     /// Measured resolutions per kind.
     pub n: [u32; 2],
     /// Their ticks.
@@ -371,21 +385,46 @@ impl FaultClock {
     /// Index of the resolutions with a full flush ([`fass::Flushed::Full`]).
     pub const FLUSHED: usize = 1;
 
-    /// A collision resolved (with a full flush if `flushed`) on the abort
-    /// stamped `t0`: measured at its return.
-    #[inline(always)]
-    fn start(&mut self, t0: u32, flushed: bool) {
-        self.t0 = t0;
-        self.pending = 1 + u32::from(flushed);
+    /// Adds the resolution of kind `i` stamped `t0` at the abort and `t1`
+    /// [`RETURN_TAIL_INSTRUCTIONS`] before its return.
+    fn add(&mut self, i: usize, t0: u32, t1: u32) {
+        let i = i % 2;
+        let dt = t1.wrapping_sub(t0)
+            + ((FAULT_ENTRY_INSTRUCTIONS + u64::from(RETURN_TAIL_INSTRUCTIONS)) * 24_576 / 1000)
+                as u32;
+        self.n[i] += 1;
+        self.ticks[i] += u64::from(dt);
+        self.max[i] = self.max[i].max(dt);
+    }
+
+    /// Closes the pending fast-path measurement (before the next fast
+    /// return overwrites its stamp).
+    #[inline(never)]
+    #[cold]
+    fn close_fast(&mut self) {
+        self.fast_pending = false;
+        self.add(Self::FLUSH_FREE, self.fast_t0, fret_stamp());
+    }
+
+    /// Closes whatever is pending: called by every trap that takes the
+    /// general path, before its return can overwrite `__ret_stamp`.
+    fn close_all(&mut self) {
+        if let Some((i, t0)) = self.general.take() {
+            self.add(i, t0, ret_stamp());
+        }
+        if self.fast_pending {
+            self.close_fast();
+        }
     }
 }
 
 /// Instructions from the data-abort vector up to and including the counter
-/// read in `__user_trap_dabt` (vector 1, `__exc_dabt` 7, `SAVE_USER` 10,
-/// two literal loads, the read): added to every [`FaultClock`] measurement.
-pub const FAULT_ENTRY_INSTRUCTIONS: u64 = 21;
-/// Instructions after the counter read in `__return_to_user` (`str`,
-/// `ldmia`, `movs pc, lr`).
+/// read in `__user_trap_dabt` (vector 1, `__exc_dabt` 5, then the frame
+/// pointer's two loads, the register store, the counter's address and the
+/// read): added to every [`FaultClock`] measurement.
+pub const FAULT_ENTRY_INSTRUCTIONS: u64 = 11;
+/// Instructions after the counter read in `__return_to_user` and
+/// `__return_fast` (`str`, `ldmia`, `movs pc, lr`).
 pub const RETURN_TAIL_INSTRUCTIONS: u32 = 3;
 
 /// A TCM exchange of process `proc` interrupted between two steps.
@@ -404,7 +443,8 @@ pub struct Pending {
 
 extern "C" {
     static __ret_stamp: u32;
-    static __abt_stamp: u32;
+    static mut __abt_stamp: u32;
+    static __fret_stamp: u32;
 }
 
 /// The counter value `__return_to_user` stored last.
@@ -413,9 +453,16 @@ fn ret_stamp() -> u32 {
     unsafe { core::ptr::addr_of!(__ret_stamp).read_volatile() }
 }
 
-/// The counter value `__user_trap_dabt` stored last.
+/// The counter value `__return_fast` stored last.
+fn fret_stamp() -> u32 {
+    // SAFETY: a word written only by `asm/trap.s` before returning to user mode.
+    unsafe { core::ptr::addr_of!(__fret_stamp).read_volatile() }
+}
+
+/// The counter value [`trap_dabt`] stored last (the abort stamp of a data
+/// abort the fast path declined).
 fn abt_stamp() -> u32 {
-    // SAFETY: a word written only by `asm/trap.s` on a data abort from user mode.
+    // SAFETY: a word of `asm/trap.s` written only by `trap_dabt`, single core.
     unsafe { core::ptr::addr_of!(__abt_stamp).read_volatile() }
 }
 
@@ -1217,17 +1264,7 @@ impl Kernel {
                 c.max = c.max.max(dt);
             }
         }
-        let c = &mut self.fault_clock;
-        if c.pending != 0 {
-            let i = (c.pending - 1) as usize % 2;
-            c.pending = 0;
-            let dt = ret_stamp().wrapping_sub(c.t0)
-                + ((FAULT_ENTRY_INSTRUCTIONS + u64::from(RETURN_TAIL_INSTRUCTIONS)) * 24_576 / 1000)
-                    as u32;
-            c.n[i] += 1;
-            c.ticks[i] += u64::from(dt);
-            c.max[i] = c.max[i].max(dt);
-        }
+        self.fault_clock.close_all();
     }
 
     /// Puts the kernel's own address space back: the kernel table in the
@@ -1320,8 +1357,12 @@ impl Kernel {
                         self.counters.flush_free_collisions += 1;
                     }
                     if domain && kind == 4 {
-                        self.fault_clock
-                            .start(abt_stamp(), flushed == fass::Flushed::Full);
+                        let i = if flushed == fass::Flushed::Full {
+                            FaultClock::FLUSHED
+                        } else {
+                            FaultClock::FLUSH_FREE
+                        };
+                        self.fault_clock.general = Some((i, abt_stamp()));
                     }
                     return Wish::Next(Some(cur));
                 }
@@ -1343,43 +1384,49 @@ impl Kernel {
         }
     }
 
-    /// The data-abort fast path under FASS: a fault `fass` resolves without
-    /// flushing anything ([`fass::Fass::resolve_fast`]: a fill, or a
-    /// collision with a clean domain) is counted as [`Kernel::trap`] counts
-    /// it, timed ([`FaultClock`]), and the current process resumes: no
-    /// strategy dispatch, no table-pool borrow, no scheduling decision (the
-    /// same process again, as `trap` + `finish` would decide). The
-    /// generation stays valid (`resolve_fast` never changes it). `None`:
-    /// nothing was done, take the general path.
+    /// The data-abort fast path under FASS, for the abort stamped `t0`: a
+    /// fault `fass` resolves without flushing anything
+    /// ([`fass::Fass::resolve_fast`]: a fill, or a collision with a clean
+    /// domain) is counted as [`Kernel::trap`] counts it, timed
+    /// ([`FaultClock`]), and the current process resumes: no strategy
+    /// dispatch, no table-pool borrow, no scheduling decision (the same
+    /// process again, as `trap` + `finish` would decide), no measurement
+    /// of an earlier return closed but the fast path's own (see
+    /// [`FaultClock`]). The generation stays valid (`resolve_fast` never
+    /// changes it). `false`: nothing was done, take the general path.
     #[inline(always)]
-    fn dabt_fast(&mut self) -> Option<*mut TrapFrame> {
-        let cur = self.current?;
+    fn dabt_fast(&mut self, t0: u32) -> bool {
+        let Some(cur) = self.current else {
+            return false;
+        };
         let Strategy::Fass(fs) = &mut self.strategy else {
-            return None;
+            return false;
         };
         let id = SpaceId(cur as u16);
-        if fs.current() != Some(id) {
+        if !fs.runs(id) && fs.note_switched(id).is_err() {
             // After lean switches (see `sync`).
-            fs.note_switched(id).ok()?;
+            return false;
         }
         let c = hw();
         let (fsr, far) = (c.dfsr().bits(), c.far().bits());
-        let Resolution::Resolved { flushed, .. } =
-            fs.resolve_fast(&mut platform::counting(), fsr, far)?
-        else {
-            return None;
+        let Some(flushed) = resolve_fast(core::hint::black_box(fs), fsr, far) else {
+            return false;
         };
-        self.clock_in();
         if is_domain_fault(fsr) {
             self.counters.domain_faults += 1;
             if flushed == fass::Flushed::TlbOnly {
                 self.counters.flush_free_collisions += 1;
             }
-            self.fault_clock.start(abt_stamp(), false);
+            let c = &mut self.fault_clock;
+            if c.fast_pending {
+                c.close_fast();
+            }
+            c.fast_pending = true;
+            c.fast_t0 = t0;
         } else {
             self.counters.fills += 1;
         }
-        Some(&mut self.procs[cur % MAX_PROCS].ctx)
+        true
     }
 
     /// The next ready process after `cur` in round-robin order (possibly `cur`).
@@ -1388,6 +1435,18 @@ impl Kernel {
         (1..=MAX_PROCS)
             .map(|k| (cur + k) % MAX_PROCS)
             .find(|j| self.procs[*j].state == State::Ready)
+    }
+}
+
+/// [`fass::Fass::resolve_fast`] on the kernel's FASS: what it flushed, if
+/// it resolved the fault. Out of line, so that the manager is reached
+/// through one base register (its hot fields at small offsets), not at
+/// large offsets into the whole kernel record.
+#[inline(never)]
+fn resolve_fast(fs: &mut FassS, fsr: u32, far: u32) -> Option<fass::Flushed> {
+    match fs.resolve_fast(&mut platform::counting(), fsr, far)? {
+        Resolution::Resolved { flushed, .. } => Some(flushed),
+        Resolution::NotFass(_) => None,
     }
 }
 
@@ -1435,16 +1494,23 @@ pub extern "C" fn misaligned_svc_stack(sp: u32) -> ! {
 }
 
 /// Called by `__user_trap_dabt` (`asm/trap.s`) for a data abort from user
-/// mode, the user registers saved in the current process's frame; returns
-/// the frame to resume: a collision `fass` resolves without a flush
-/// ([`Kernel::dabt_fast`]) resumes the same process at once, anything else
-/// goes the general way ([`trap_entry`]).
+/// mode, with r0-r12, sp_usr and lr_usr saved in the current process's
+/// `frame` and the counter read at the abort (`t0`): a fault `fass`
+/// resolves without a flush ([`Kernel::dabt_fast`]) answers `frame`, and
+/// the same process resumes at once (`__return_fast`); otherwise the
+/// answer is null and `__user_trap_dabt` completes the frame and calls
+/// [`trap_entry`].
 #[no_mangle]
-pub extern "C" fn trap_dabt() -> *mut TrapFrame {
-    if let Some(f) = kernel().and_then(Kernel::dabt_fast) {
-        return f;
+pub extern "C" fn trap_dabt(frame: *mut TrapFrame, t0: u32) -> *mut TrapFrame {
+    if let Some(k) = kernel() {
+        if k.dabt_fast(t0) {
+            return frame;
+        }
     }
-    trap_entry(4)
+    // SAFETY: a word of `asm/trap.s` only written here (single core, IRQs
+    // masked); `Kernel::trap` reads it for this abort.
+    unsafe { core::ptr::addr_of_mut!(__abt_stamp).write_volatile(t0) };
+    core::ptr::null_mut()
 }
 
 /// Called by the trap stubs (`asm/trap.s`) for every exception from user
