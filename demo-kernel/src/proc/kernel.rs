@@ -1409,6 +1409,9 @@ impl Kernel {
         }
         let c = hw();
         let (fsr, far) = (c.dfsr().bits(), c.far().bits());
+        // `black_box` only hides the pointer's origin: without it the
+        // optimiser folds in the static's address and rebuilds it for each
+        // field access (two more instructions each, measured under icount).
         let Some(flushed) = resolve_fast(core::hint::black_box(fs), fsr, far) else {
             return false;
         };
