@@ -648,123 +648,65 @@ impl PhysMemory for Hw {
     }
 }
 
+/// `$lines` copies of `MCR p15, 0, {a}, c7, <op>` + `ADD {a}, {a}, #32`,
+/// as one assembler string. Written out rather than with `.rept`: LLVM
+/// sizes inline assembly by its statements, and an unexpanded `.rept`
+/// makes it misplace literal pools (out-of-range fixups).
+macro_rules! lines {
+    (1, $op:literal) => {
+        concat!("mcr p15, 0, {a}, ", $op, "\n", "add {a}, {a}, #32\n")
+    };
+    (4, $op:literal) => {
+        concat!(
+            lines!(1, $op),
+            lines!(1, $op),
+            lines!(1, $op),
+            lines!(1, $op)
+        )
+    };
+    (8, $op:literal) => {
+        concat!(lines!(4, $op), lines!(4, $op))
+    };
+    (16, $op:literal) => {
+        concat!(lines!(8, $op), lines!(8, $op))
+    };
+}
+
 /// One ARM926 line operation (`MCR p15, 0, <addr>, c7, <op>`) over every
 /// 32-byte line of `[mva, mva + len)`, sixteen lines per loop iteration when
 /// `len` is a multiple of 512, eight when it is a multiple of 256, four
-/// when it is a multiple of 128.
+/// when it is a multiple of 128, else one. `mva` must be line aligned and
+/// `len` a multiple of the line, as [`LineMaintenance`] promises for every
+/// call `spm` makes (the exit test is an exact compare, so that a range
+/// ending at the top of the address space still works).
 macro_rules! line_loop {
-    ($mva:expr, $len:expr, $($op:literal),+) => {{
+    (@unrolled $start:ident, $len:ident, $op:literal, $lines:tt) => {
+        // SAFETY: line maintenance by MVA never faults and changes only
+        // cache state; the caller of the trait method upholds its contract.
+        // `$len` is a non-zero multiple of `$lines` lines.
+        unsafe {
+            core::arch::asm!(
+                "2:",
+                lines!($lines, $op),
+                "cmp {a}, {end}",
+                "bne 2b",
+                a = inout(reg) $start => _,
+                end = in(reg) $start.wrapping_add($len),
+                options(nostack)
+            )
+        }
+    };
+    ($mva:expr, $len:expr, $op:literal) => {{
         let (start, len) = ($mva.as_u32(), $len);
         if len == 0 {
         } else if len.is_multiple_of(512) {
-            // SAFETY: line maintenance by MVA never faults and changes only
-            // cache state; the caller of the trait method upholds its contract.
-            unsafe {
-                core::arch::asm!(
-                    "2:",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    "cmp {a}, {end}",
-                    "bne 2b",
-                    a = inout(reg) start => _,
-                    end = in(reg) start.wrapping_add(len),
-                    options(nostack)
-                )
-            };
+            line_loop!(@unrolled start, len, $op, 16)
         } else if len.is_multiple_of(256) {
-            // SAFETY: line maintenance by MVA never faults and changes only
-            // cache state; the caller of the trait method upholds its contract.
-            unsafe {
-                core::arch::asm!(
-                    "2:",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    "cmp {a}, {end}",
-                    "bne 2b",
-                    a = inout(reg) start => _,
-                    end = in(reg) start.wrapping_add(len),
-                    options(nostack)
-                )
-            };
+            line_loop!(@unrolled start, len, $op, 8)
         } else if len.is_multiple_of(128) {
-            // SAFETY: line maintenance by MVA never faults and changes only
-            // cache state; the caller of the trait method upholds its contract.
-            unsafe {
-                core::arch::asm!(
-                    "2:",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    "cmp {a}, {end}",
-                    "bne 2b",
-                    a = inout(reg) start => _,
-                    end = in(reg) start.wrapping_add(len),
-                    options(nostack)
-                )
-            };
+            line_loop!(@unrolled start, len, $op, 4)
         } else {
-            // SAFETY: as above, one line per iteration (`len` a multiple of 32).
-            unsafe {
-                core::arch::asm!(
-                    "2:",
-                    $(concat!("mcr p15, 0, {a}, ", $op),)+
-                    "add {a}, {a}, #32",
-                    "cmp {a}, {end}",
-                    "bne 2b",
-                    a = inout(reg) start => _,
-                    end = in(reg) start.wrapping_add(len),
-                    options(nostack)
-                )
-            };
+            line_loop!(@unrolled start, len, $op, 1)
         }
     }};
 }
