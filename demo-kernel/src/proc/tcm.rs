@@ -543,100 +543,69 @@ fn window(pa: u32) -> *mut u32 {
     (PHYS_WINDOW + pa) as *mut u32
 }
 
+/// `$pairs` copies of an eight-word `LDMIA`/`STMIA` pair (32 bytes), as one
+/// assembler string (see [`lines!`] for why not `.rept`).
+macro_rules! ldm_stm {
+    (1) => {
+        concat!(
+            "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}\n",
+            "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}\n"
+        )
+    };
+    (2) => {
+        concat!(ldm_stm!(1), ldm_stm!(1))
+    };
+    (4) => {
+        concat!(ldm_stm!(2), ldm_stm!(2))
+    };
+    (8) => {
+        concat!(ldm_stm!(4), ldm_stm!(4))
+    };
+}
+
+/// Copies `len` bytes from `s` to `d` (word-aligned pointers into the
+/// kernel's uncached windows), `$pairs` eight-word `LDM`/`STM` pairs per
+/// loop iteration; `len` is a non-zero multiple of `$pairs * 32`.
+macro_rules! copy_loop {
+    ($s:ident, $d:ident, $len:ident, $pairs:tt) => {
+        // SAFETY: `spm` passes frame-internal ranges of described RAM or
+        // TCM; both windows are uncached kernel read/write mappings, the
+        // pointers word aligned and `$len` a non-zero multiple of the bytes
+        // per iteration; only the named registers are changed.
+        unsafe {
+            core::arch::asm!(
+                "2:",
+                ldm_stm!($pairs),
+                "cmp {s}, {end}",
+                "bne 2b",
+                s = inout(reg) $s => _,
+                d = inout(reg) $d => _,
+                end = in(reg) ($s as u32).wrapping_add($len),
+                out("r3") _, out("r4") _, out("r5") _, out("r7") _,
+                out("r8") _, out("r9") _, out("r10") _, out("r12") _,
+                options(nostack)
+            )
+        }
+    };
+}
+
 impl PhysMemory for Hw {
     fn copy(&mut self, dst: PhysAddr, src: PhysAddr, len: u32) {
         let (d, s) = (window(dst.as_u32()), window(src.as_u32()));
         if len == 0 {
-            return;
-        }
-        if len.is_multiple_of(256) {
-            // SAFETY: as below; 256 bytes (eight LDM/STM pairs of eight
-            // words) per iteration, `len` a non-zero multiple of 256.
-            unsafe {
-                core::arch::asm!(
-                    "2:",
-                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "cmp {s}, {end}",
-                    "bne 2b",
-                    s = inout(reg) s => _,
-                    d = inout(reg) d => _,
-                    end = in(reg) (s as u32).wrapping_add(len),
-                    out("r3") _, out("r4") _, out("r5") _, out("r7") _,
-                    out("r8") _, out("r9") _, out("r10") _, out("r12") _,
-                    options(nostack)
-                )
-            };
-            return;
-        }
-        if len.is_multiple_of(128) {
-            // SAFETY: as below; 128 bytes (four LDM/STM pairs of eight
-            // words) per iteration, `len` a non-zero multiple of 128.
-            unsafe {
-                core::arch::asm!(
-                    "2:",
-                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                    "cmp {s}, {end}",
-                    "bne 2b",
-                    s = inout(reg) s => _,
-                    d = inout(reg) d => _,
-                    end = in(reg) (s as u32).wrapping_add(len),
-                    out("r3") _, out("r4") _, out("r5") _, out("r7") _,
-                    out("r8") _, out("r9") _, out("r10") _, out("r12") _,
-                    options(nostack)
-                )
-            };
-            return;
-        }
-        if !len.is_multiple_of(64) {
+        } else if len.is_multiple_of(256) {
+            copy_loop!(s, d, len, 8);
+        } else if len.is_multiple_of(128) {
+            copy_loop!(s, d, len, 4);
+        } else if len.is_multiple_of(64) {
+            copy_loop!(s, d, len, 2);
+        } else {
             for i in 0..(len / 4) as usize {
                 // SAFETY: `spm` passes frame-internal ranges of described RAM
                 // or TCM; both windows are uncached kernel read/write mappings.
                 unsafe { d.add(i).write_volatile(s.add(i).read_volatile()) };
             }
-            return;
         }
-        // SAFETY: as above; 64 bytes (two LDM/STM pairs of eight words) per
-        // iteration, `len` a non-zero multiple of 64, both pointers word
-        // aligned; only the named registers are changed.
-        unsafe {
-            core::arch::asm!(
-                "2:",
-                "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                "ldmia {s}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                "stmia {d}!, {{r3, r4, r5, r7, r8, r9, r10, r12}}",
-                "cmp {s}, {end}",
-                "bne 2b",
-                s = inout(reg) s => _,
-                d = inout(reg) d => _,
-                end = in(reg) (s as u32).wrapping_add(len),
-                out("r3") _, out("r4") _, out("r5") _, out("r7") _,
-                out("r8") _, out("r9") _, out("r10") _, out("r12") _,
-                options(nostack)
-            )
-        };
     }
 
     fn zero(&mut self, dst: PhysAddr, len: u32) {
