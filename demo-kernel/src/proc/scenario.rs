@@ -94,6 +94,26 @@ fn baseline() -> Baseline {
     }
 }
 
+/// The two colliders of `collide` and `fault`: different data (patterns
+/// `0x1111_0000` and `0x2222_0000`) at the same two fixed pages.
+fn spawn_colliders(k: &mut Kernel, p: &Params) -> Result<(), kernel::SpawnError> {
+    for pattern in [0x1111_0000, 0x2222_0000] {
+        k.spawn(
+            role::COLLIDER,
+            [
+                abi::COLLIDE_VA,
+                pattern,
+                p.rounds,
+                abi::COLLIDE_VA2,
+                0,
+                0,
+                0,
+            ],
+        )?;
+    }
+    Ok(())
+}
+
 /// What a scenario spawns.
 fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kernel::SpawnError> {
     match name {
@@ -112,30 +132,7 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
         }
         "collide" => {
             k.spawn(role::WORKER, [2000, 0, 0, 0, 0, 0, 0])?;
-            k.spawn(
-                role::COLLIDER,
-                [
-                    abi::COLLIDE_VA,
-                    0x1111_0000,
-                    p.rounds,
-                    abi::COLLIDE_VA2,
-                    0,
-                    0,
-                    0,
-                ],
-            )?;
-            k.spawn(
-                role::COLLIDER,
-                [
-                    abi::COLLIDE_VA,
-                    0x2222_0000,
-                    p.rounds,
-                    abi::COLLIDE_VA2,
-                    0,
-                    0,
-                    0,
-                ],
-            )?;
+            spawn_colliders(k, p)?;
         }
         "share" => {
             if let Err(e) = k.define_segment(0, abi::SEGMENT_VA, SEGMENT_PHYS) {
@@ -173,30 +170,7 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
         // access; the report prints `FAULT` and `BENCH kind=fault` (no
         // flush) and `BENCH kind=fault_flush` (full flush) lines.
         "fault" => {
-            k.spawn(
-                role::COLLIDER,
-                [
-                    abi::COLLIDE_VA,
-                    0x1111_0000,
-                    p.rounds,
-                    abi::COLLIDE_VA2,
-                    0,
-                    0,
-                    0,
-                ],
-            )?;
-            k.spawn(
-                role::COLLIDER,
-                [
-                    abi::COLLIDE_VA,
-                    0x2222_0000,
-                    p.rounds,
-                    abi::COLLIDE_VA2,
-                    0,
-                    0,
-                    0,
-                ],
-            )?;
+            spawn_colliders(k, p)?;
         }
         "tcm" => {
             k.spawn(role::TCM, [p.rounds.max(64) * 8, 0, 0, 0, 0, 0, 0])?;
