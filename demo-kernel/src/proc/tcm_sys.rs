@@ -66,14 +66,14 @@ impl Kernel {
         }
         let Some(t) = tcm::tcm() else { return };
         for _ in 0..4 {
-            let found = tcm::user_entry(&self.strategy, t_root(t), cur, va).is_some();
+            let found = tcm::user_entry(&self.strategy, t.root(), cur, va).is_some();
             if found {
                 return;
             }
             match probe_read(va, Privilege::Kernel) {
                 Ok(_) => return,
                 Err(f) => {
-                    if !Retry::retry(&self.resolve(f.dfsr, f.far)) {
+                    if !self.resolve(f.dfsr, f.far) {
                         return;
                     }
                 }
@@ -261,7 +261,7 @@ impl Kernel {
                 e
             );
             if let Some(t) = tcm::tcm() {
-                if let Some((entry, mva)) = tcm::user_entry(&self.strategy, t_root(t), cur, pg.va) {
+                if let Some((entry, mva)) = tcm::user_entry(&self.strategy, t.root(), cur, pg.va) {
                     // SAFETY: the resource slot's own descriptor; the TLB
                     // entry of its MVA is invalidated right after.
                     unsafe { entry.write_volatile(0) };
@@ -508,26 +508,4 @@ impl Kernel {
             self.kernel_job_step();
         }
     }
-}
-
-/// Whether `Kernel::resolve`'s answer lets the access be retried (it
-/// answers `bool` or `Option<Flushed>`, depending on the fault path's version).
-trait Retry {
-    fn retry(&self) -> bool;
-}
-
-impl Retry for bool {
-    fn retry(&self) -> bool {
-        *self
-    }
-}
-
-impl<T> Retry for Option<T> {
-    fn retry(&self) -> bool {
-        self.is_some()
-    }
-}
-
-fn t_root(t: &tcm::Tcm) -> *mut u32 {
-    t.root()
 }
