@@ -729,8 +729,8 @@ impl Exchange {
                 // side: a write that still reaches a page not yet
                 // protected comes before its copy, just as one before a
                 // single window would.
-                self.protect(maps, hw, irq, 0, old);
-                self.protect(maps, hw, irq, 1, new);
+                self.set_protection(maps, hw, irq, 0, old, true);
+                self.set_protection(maps, hw, irq, 1, new, true);
             }
         } else if self.page == 0 {
             // A directory is protected whole, before its first page is
@@ -748,7 +748,14 @@ impl Exchange {
             if writable {
                 for i in 0..pages {
                     for (side, base) in [old, new].into_iter().enumerate() {
-                        self.protect(maps, hw, irq, side, frame_at(base, i * size.frames()));
+                        self.set_protection(
+                            maps,
+                            hw,
+                            irq,
+                            side,
+                            frame_at(base, i * size.frames()),
+                            true,
+                        );
                     }
                 }
             }
@@ -758,22 +765,28 @@ impl Exchange {
         Ok(())
     }
 
-    /// Write-protects `page` (side `side`, see [`Exchange::each`]) in one
-    /// masked window and invalidates its mappings' TLB entries.
-    fn protect<M, H, I>(
+    /// Write-protects `page` (side `side`, see [`Exchange::each`]) or gives
+    /// its write access back (`protect` false), in one masked window, and
+    /// invalidates its mappings' TLB entries.
+    fn set_protection<M, H, I>(
         &mut self,
         maps: &mut M,
         hw: &mut H,
         irq: &mut I,
         side: usize,
         page: PhysAddr,
+        protect: bool,
     ) where
         M: Mappings + ?Sized,
         H: LineMaintenance + ?Sized,
         I: InterruptControl + ?Sized,
     {
         let mut w = Window::open(irq);
-        maps.write_protect(page, self.req.size);
+        if protect {
+            maps.write_protect(page, self.req.size);
+        } else {
+            maps.restore_write(page, self.req.size);
+        }
         w.ops += 1;
         w.ops += self.invalidate_tlb(maps, hw, side, page);
         w.close(irq, &mut self.stats);
@@ -870,8 +883,8 @@ impl Exchange {
                 // as for the protection: a writer that still faults on a
                 // page not yet given back waits and retries.
                 for i in 0..pages {
-                    self.unprotect(maps, hw, irq, 1, frame_at(new0, i * size.frames()));
-                    self.unprotect(maps, hw, irq, 0, frame_at(old0, i * size.frames()));
+                    self.set_protection(maps, hw, irq, 1, frame_at(new0, i * size.frames()), false);
+                    self.set_protection(maps, hw, irq, 0, frame_at(old0, i * size.frames()), false);
                 }
             }
             // Release the frames this exchange holds: no address lookup,
@@ -899,27 +912,6 @@ impl Exchange {
             self.protected = false;
         }
         self.known.clear();
-    }
-
-    /// Gives write access back to `page` (side `side`) in one masked
-    /// window and invalidates its mappings' TLB entries.
-    fn unprotect<M, H, I>(
-        &mut self,
-        maps: &mut M,
-        hw: &mut H,
-        irq: &mut I,
-        side: usize,
-        page: PhysAddr,
-    ) where
-        M: Mappings + ?Sized,
-        H: LineMaintenance + ?Sized,
-        I: InterruptControl + ?Sized,
-    {
-        let mut w = Window::open(irq);
-        maps.restore_write(page, self.req.size);
-        w.ops += 1;
-        w.ops += self.invalidate_tlb(maps, hw, side, page);
-        w.close(irq, &mut self.stats);
     }
 
     /// Calls `f` for every mapping of `page`, which is side `side` (0 the
