@@ -31,7 +31,7 @@ options (run):
 options (test):
   --timeout SECS    time limit of each QEMU run (default 60)
   --skip KEY        do not run a stage (repeatable; keys: fmt clippy host-tests docs
-                    model-bench arm-v5te arm-v4 kernel integration); skipped stages do
+                    model-bench arm-v5te arm-v4 msrv kernel integration); skipped stages do
                     not count as passed
 options (bench):
   --full            criterion's default (longer) measurement instead of the short one

@@ -101,3 +101,86 @@ pub fn ensure_qemu() -> Result<PathBuf> {
     find_on_path(QEMU)
         .ok_or_else(|| Error::Missing(format!("{QEMU} still not on PATH after `{hint}`")))
 }
+
+/// The toolchain the Miri and fuzz stages run on (Miri and cargo-fuzz's
+/// sanitizer builds need nightly).
+pub const NIGHTLY: &str = "nightly";
+/// The oldest Rust the library crates declare (`rust-version`) and are checked with.
+pub const MSRV: &str = "1.87";
+
+/// Whether rustup knows `toolchain` with every one of `components`.
+fn has_toolchain(toolchain: &str, components: &[&str]) -> bool {
+    let Ok(out) = Command::new("rustup")
+        .args(["component", "list", "--installed", "--toolchain", toolchain])
+        .output()
+    else {
+        return false;
+    };
+    if !out.status.success() {
+        return false;
+    }
+    let installed = String::from_utf8_lossy(&out.stdout);
+    components.iter().all(|c| {
+        installed
+            .lines()
+            .any(|l| l == *c || l.starts_with(&format!("{c}-")))
+    })
+}
+
+/// Makes sure rustup has `toolchain` (minimal profile) with `components`,
+/// installing what is missing.
+pub fn ensure_toolchain(toolchain: &str, components: &[&str]) -> Result<()> {
+    if has_toolchain(toolchain, components) {
+        return Ok(());
+    }
+    eprintln!("xtask: installing Rust {toolchain} with {components:?} (rustup)");
+    let mut cmd = Command::new("rustup");
+    cmd.args(["toolchain", "install", toolchain, "--profile", "minimal"]);
+    for c in components {
+        cmd.args(["--component", c]);
+    }
+    run_checked(&mut cmd)?;
+    if has_toolchain(toolchain, components) {
+        Ok(())
+    } else {
+        Err(Error::Missing(format!(
+            "rustup installed {toolchain} but not all of {components:?}"
+        )))
+    }
+}
+
+/// A `cargo` of `toolchain` (through rustup), in the workspace root.
+pub fn toolchain_cargo(toolchain: &str) -> Command {
+    let mut c = Command::new("rustup");
+    c.args(["run", toolchain, "cargo"])
+        .current_dir(crate::repo_root())
+        // The proxies must not pick the outer cargo's toolchain.
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("CARGO")
+        .env_remove("RUSTC")
+        .env_remove("RUSTDOC");
+    c
+}
+
+/// Makes sure the cargo subcommand binary `bin` (e.g. `cargo-fuzz`) is on
+/// `PATH` or in cargo's bin directory, installing `krate` with
+/// `cargo install` (`--locked`) when it is missing. Returns its path.
+pub fn ensure_cargo_tool(bin: &str, krate: &str) -> Result<PathBuf> {
+    let in_cargo_home = || {
+        std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+            .map(|h| h.join("bin").join(bin))
+            .filter(|p| p.is_file())
+    };
+    if let Some(p) = find_on_path(bin).or_else(in_cargo_home) {
+        return Ok(p);
+    }
+    eprintln!("xtask: {bin} missing; running `cargo install {krate} --locked`");
+    let mut cmd = Command::new(crate::cargo::cargo_bin());
+    cmd.args(["install", krate, "--locked"]);
+    run_checked(&mut cmd)?;
+    find_on_path(bin)
+        .or_else(in_cargo_home)
+        .ok_or_else(|| Error::Missing(format!("{bin} not found after `cargo install {krate}`")))
+}

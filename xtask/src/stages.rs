@@ -72,6 +72,11 @@ pub fn all() -> Vec<Stage> {
             run: arm_v4,
         },
         Stage {
+            name: "MSRV (Rust 1.87) builds",
+            key: "msrv",
+            run: msrv,
+        },
+        Stage {
             name: "kernel tests under QEMU",
             key: "kernel",
             run: kernel_tests,
@@ -140,6 +145,43 @@ fn arm_v5te(_: &Settings) -> Result<()> {
 fn arm_v4(_: &Settings) -> Result<()> {
     arm_libs(ARMV4T, Some(STRONGARM_RUSTFLAGS))
 }
+
+/// The declared `rust-version` ([`crate::setup::MSRV`]) holds: the host
+/// crates (libraries and binaries) check, and the `no_std` crates build for
+/// ARMv5TE, with that toolchain (installed by rustup when missing). Their
+/// tests are not built: proptest, a dev-dependency, needs a newer Rust.
+fn msrv(_: &Settings) -> Result<()> {
+    use crate::setup::{ensure_toolchain, toolchain_cargo, MSRV};
+    ensure_toolchain(MSRV, &["rust-src"])?;
+    let dir = cargo::target_dir()?.join("msrv");
+    let mut host = toolchain_cargo(MSRV);
+    host.args(["check", "--lib", "--bins", "--target-dir"])
+        .arg(&dir)
+        .args(MSRV_HOST_CRATES.iter().flat_map(|c| ["-p", c]));
+    run_checked(&mut host)?;
+    let mut arm = toolchain_cargo(MSRV);
+    arm.env("RUSTC_BOOTSTRAP", "1")
+        .args([
+            "build",
+            "--target",
+            ARMV5TE,
+            "-Zbuild-std=core",
+            "--target-dir",
+        ])
+        .arg(&dir)
+        .args(NO_STD_CRATES.iter().flat_map(|c| ["-p", c]));
+    run_checked(&mut arm)
+}
+
+/// Host crates the MSRV stage checks: the libraries and the tools built on them.
+pub const MSRV_HOST_CRATES: [&str; 6] = [
+    "mmu-armv5",
+    "fass",
+    "spm",
+    "armv5-sim",
+    "mmu-difftest",
+    "bench",
+];
 
 fn kernel_tests(s: &Settings) -> Result<()> {
     crate::setup::ensure_rust_src()?;
@@ -339,6 +381,16 @@ mod tests {
             skip: vec!["b".into()],
         };
         assert!(run(&[st("a", pass), st("b", fail)], &skip_b));
+    }
+
+    #[test]
+    fn msrv_stage_checks_the_declared_rust_version() {
+        let manifest = std::fs::read_to_string(crate::repo_root().join("Cargo.toml")).unwrap();
+        let declared = manifest
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("rust-version = "))
+            .map(|v| v.trim_matches('"'));
+        assert_eq!(declared, Some(crate::setup::MSRV));
     }
 
     #[test]
