@@ -22,6 +22,8 @@ commands:
   build   build the demo kernel only (prints the ELF path)
   bench   benchmarks: model tables and plots (docs/), criterion microbenchmarks
           (short configuration), QEMU instruction counts; updates docs/benchmarks.md
+  mutants mutation testing (cargo-mutants, installed if missing) of the isolation-,
+          permission- and flush-critical files; prints the score per file
 
 options (run):
   --timeout SECS    kill QEMU after SECS seconds (default 60)
@@ -33,6 +35,12 @@ options (test):
   --skip KEY        do not run a stage (repeatable; keys: fmt clippy host-tests docs
                     model-bench arm-v5te arm-v4 msrv kernel integration); skipped stages do
                     not count as passed
+options (mutants):
+  --file PATH       mutate this file (repeatable; default: the critical files,
+                    `xtask::mutants::DEFAULT_FILES`)
+  --shard K/N       only the K-th (from 0) of N shards of the mutants
+  --jobs N          parallel cargo-mutants jobs (default 1)
+  --summary         only print the scores of the outcomes collected so far
 options (bench):
   --full            criterion's default (longer) measurement instead of the short one
   --timeout SECS    time limit of each QEMU run (default 60)
@@ -70,6 +78,8 @@ pub enum Command {
         /// QEMU time limit per scenario.
         timeout: Duration,
     },
+    /// Mutation testing.
+    Mutants(crate::mutants::MutantsOpts),
     /// Print usage.
     Help,
 }
@@ -160,6 +170,33 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                 }
             }
             Ok(Command::Bench { full, timeout })
+        }
+        "mutants" => {
+            let mut opts = crate::mutants::MutantsOpts::default();
+            while let Some(a) = it.next() {
+                match a {
+                    "--file" => opts.files.push(value(&mut it, a)?.to_string()),
+                    "--shard" => {
+                        let v = value(&mut it, a)?;
+                        opts.shard = Some(crate::mutants::parse_shard(v).ok_or_else(|| {
+                            Error::Usage(format!("--shard wants K/N with K < N, got `{v}`"))
+                        })?);
+                    }
+                    "--jobs" => {
+                        let v = value(&mut it, a)?;
+                        opts.jobs = Some(v.parse().ok().filter(|j| *j > 0).ok_or_else(|| {
+                            Error::Usage(format!("--jobs wants a positive number, got `{v}`"))
+                        })?);
+                    }
+                    "--summary" => opts.summary_only = true,
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "unknown option `{a}` for mutants\n\n{USAGE}"
+                        )))
+                    }
+                }
+            }
+            Ok(Command::Mutants(opts))
         }
         "build" => match it.next() {
             None => Ok(Command::Build),
@@ -255,6 +292,24 @@ mod tests {
     }
 
     #[test]
+    fn mutants_options() {
+        assert_eq!(
+            parse(["mutants"]).unwrap(),
+            Command::Mutants(crate::mutants::MutantsOpts::default())
+        );
+        assert_eq!(
+            parse(["mutants", "--file", "a.rs", "--file", "b.rs", "--shard", "1/3", "--jobs", "2"])
+                .unwrap(),
+            Command::Mutants(crate::mutants::MutantsOpts {
+                files: vec!["a.rs".into(), "b.rs".into()],
+                shard: Some((1, 3)),
+                jobs: Some(2),
+                summary_only: false,
+            })
+        );
+    }
+
+    #[test]
     fn bad_usage_is_an_error() {
         for args in [
             &["frobnicate"][..],
@@ -268,6 +323,9 @@ mod tests {
             &["test", "--skip"],
             &["build", "extra"],
             &["bench", "--quick"],
+            &["mutants", "--shard", "2/2"],
+            &["mutants", "--jobs", "0"],
+            &["mutants", "--file"],
         ] {
             assert!(
                 matches!(parse(args.iter().copied()), Err(Error::Usage(_))),

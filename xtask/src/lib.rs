@@ -6,6 +6,7 @@
 //! * [`bench`](mod@bench): `cargo xtask bench` (model, microbenchmarks, QEMU instruction counts);
 //! * [`cargo`]: host and ARM cargo invocations, artifact paths;
 //! * [`defmt_log`]: decoding the kernel's defmt stream;
+//! * [`mutants`]: `cargo xtask mutants` (cargo-mutants runs and scores);
 //! * [`qemu`]: booting the kernel with a timeout and collecting its log;
 //! * [`stages`]: the checks `cargo xtask test` runs, in order.
 
@@ -14,6 +15,7 @@ pub mod cargo;
 pub mod cli;
 pub mod defmt_log;
 pub mod demo;
+pub mod mutants;
 pub mod qemu;
 pub mod setup;
 pub mod stages;
