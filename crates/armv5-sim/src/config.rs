@@ -150,7 +150,7 @@ impl Region {
         if self.size == 0 {
             return Err(ConfigError::EmptyRegion { base });
         }
-        if base % 1024 != 0 || self.size % 1024 != 0 {
+        if !base.is_multiple_of(1024) || !self.size.is_multiple_of(1024) {
             return Err(ConfigError::UnalignedRegion {
                 base,
                 size: self.size,

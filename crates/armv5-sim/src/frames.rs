@@ -38,7 +38,11 @@ impl Machine {
     /// Replaces any previous pool.
     pub fn set_frame_pool(&mut self, base: PhysAddr, size: u32) -> Result<(), ConfigError> {
         let b = base.as_u32();
-        if size == 0 || b % 1024 != 0 || size % 1024 != 0 || !self.mem.is_ram_range(b, size) {
+        if size == 0
+            || !b.is_multiple_of(1024)
+            || !size.is_multiple_of(1024)
+            || !self.mem.is_ram_range(b, size)
+        {
             return Err(ConfigError::BadPool { base: b, size });
         }
         self.pool = FramePool {
@@ -89,7 +93,7 @@ unsafe impl TableAlloc for Machine {
     /// lies inside one region.
     fn table_ptr(&self, kind: TableKind, pa: PhysAddr) -> Option<NonNull<u32>> {
         let a = pa.as_u32();
-        if a % kind.size() != 0 || !self.mem.is_range(a, kind.size()) {
+        if !a.is_multiple_of(kind.size()) || !self.mem.is_range(a, kind.size()) {
             return None;
         }
         self.mem.word_ptr(a)

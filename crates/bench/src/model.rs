@@ -453,7 +453,11 @@ type Classic = TableSwitch<{ MAX_SPACES as usize }, 1>;
 
 /// Runs `w` on a fresh machine and returns what the measured rounds counted.
 pub fn run(w: &Workload) -> Result<Outcome, BenchError> {
-    if w.spaces() == 0 || w.spaces() > MAX_SPACES || w.touch > MAX_TOUCH || w.touch % 32 != 0 {
+    if w.spaces() == 0
+        || w.spaces() > MAX_SPACES
+        || w.touch > MAX_TOUCH
+        || !w.touch.is_multiple_of(32)
+    {
         return Err(BenchError::Setup("workload out of range"));
     }
     let (mut m, root) = machine(w.cpu)?;

@@ -108,7 +108,7 @@ impl Config {
     fn check(&self) -> Result<(), TableError> {
         let ok = self.backing.is_aligned(MIB)
             && self.backing_len >= MIB
-            && self.backing_len % MIB == 0
+            && self.backing_len.is_multiple_of(MIB)
             && self.test_slots >= 1
             && self.test_slots <= 4096
             && ((self.max_pid as u32 + 1) << 5) <= self.test_slots.max(32)

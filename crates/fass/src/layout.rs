@@ -86,7 +86,7 @@ impl Region {
     /// `size` non-zero, and the end at most 4 GiB.
     pub fn new(base: u32, size: u64) -> Result<Region, LayoutError> {
         mmu_armv5::addr::check_aligned(base, SLOT_SIZE).map_err(LayoutError::Misaligned)?;
-        if size % u64::from(SLOT_SIZE) != 0 {
+        if !size.is_multiple_of(u64::from(SLOT_SIZE)) {
             return Err(LayoutError::Misaligned(AddrError::Misaligned {
                 addr: size as u32,
                 align: SLOT_SIZE,

@@ -79,10 +79,10 @@ pub(crate) struct SpaceState<const SLOTS: usize> {
 
 /// Checks a range of 4 KiB pages: aligned, non-empty, not wrapping.
 pub(crate) fn check_range(va: VirtAddr, pa: Option<PhysAddr>, len: u32) -> Result<(), FassError> {
-    if len == 0 || len % PAGE_SIZE != 0 {
+    if len == 0 || !len.is_multiple_of(PAGE_SIZE) {
         return Err(FassError::BadLength(len));
     }
-    if va.as_u32() % PAGE_SIZE != 0 {
+    if !va.as_u32().is_multiple_of(PAGE_SIZE) {
         return Err(FassError::Space(SpaceError::Misaligned(va.as_u32())));
     }
     if va.as_u32().checked_add(len - 1).is_none() {

@@ -310,7 +310,7 @@ impl<const N: usize> Segments<N> {
         if slot.is_some() {
             return Err(SegmentError::Exists(id));
         }
-        let aligned = |v: u32| v % SLOT_SIZE == 0;
+        let aligned = |v: u32| v.is_multiple_of(SLOT_SIZE);
         if spec.size == 0
             || !aligned(spec.size)
             || !aligned(spec.base.as_u32())

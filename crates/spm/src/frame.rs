@@ -613,7 +613,7 @@ impl<'a, const R: usize> FrameTable<'a, R> {
         movable: bool,
     ) -> Result<(), FrameError> {
         let bad = FrameError::BadRange(pa, len);
-        if len == 0 || !pa.is_aligned(FRAME_SIZE) || len % FRAME_SIZE != 0 {
+        if len == 0 || !pa.is_aligned(FRAME_SIZE) || !len.is_multiple_of(FRAME_SIZE) {
             return Err(bad);
         }
         let last = pa.checked_add(len - 1).ok_or(bad)?;

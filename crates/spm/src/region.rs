@@ -188,7 +188,7 @@ impl Region {
         if !base.is_aligned(FRAME_SIZE) {
             return Err(RegionError::MisalignedBase(base));
         }
-        if size == 0 || size % FRAME_SIZE != 0 {
+        if size == 0 || !size.is_multiple_of(FRAME_SIZE) {
             return Err(RegionError::BadSize(size));
         }
         if base.as_u32().checked_add(size - 1).is_none() {

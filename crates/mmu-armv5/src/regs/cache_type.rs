@@ -236,7 +236,7 @@ impl CacheGeometry {
         };
         let line = 1 << (len + 3);
         let set_bytes = ways * line;
-        if size < set_bytes || size % set_bytes != 0 {
+        if size < set_bytes || !size.is_multiple_of(set_bytes) {
             return Err(CacheTypeError::Geometry {
                 cache,
                 field: (f & 0xfff) as u16,

@@ -120,7 +120,7 @@ fn chunk_size(
             let s = k.size();
             check_aligned(mva, s)?;
             check_aligned(pa, s)?;
-            if remaining < s || remaining % s != 0 {
+            if remaining < s || !remaining.is_multiple_of(s) {
                 return Err(TableError::BadLength(remaining));
             }
             Ok(k)
@@ -128,7 +128,7 @@ fn chunk_size(
         SizePolicy::Largest => {
             for k in PageSizeKind::LARGEST_FIRST {
                 let s = k.size();
-                if mva % s == 0 && pa % s == 0 && remaining >= s {
+                if mva.is_multiple_of(s) && pa.is_multiple_of(s) && remaining >= s {
                     return Ok(k);
                 }
             }
