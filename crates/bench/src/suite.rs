@@ -90,7 +90,7 @@ impl Grid {
         if self.quick {
             128
         } else {
-            2048
+            512
         }
     }
 
