@@ -386,10 +386,15 @@ pub fn table(figs: &Figures, board: &'static str) -> String {
                 Some(g) => (g.text(), verdict_cell(g, &judge(g, figs, board, &[n]))),
                 None => ("–".to_string(), "–".to_string()),
             };
+            // The old kernel's ipc counted clients, not processes.
+            let label = if kind == Kind::IpcLegacy {
+                format!("`{}` (legacy) clients={n}", kind.name())
+            } else {
+                format!("`{}` n={n}", kind.name())
+            };
             let _ = writeln!(
                 out,
-                "| `{}` n={n} | {} | {} | {} | {} | {} | {gtext} | {gverdict} |",
-                kind.name(),
+                "| {label} | {} | {} | {} | {} | {} | {gtext} | {gverdict} |",
                 cell(Mode::Naive, n),
                 cell(Mode::Fcse, n),
                 cell(Mode::Fass, n),
@@ -607,7 +612,7 @@ mod tests {
         // The legacy kind appears only when printed.
         assert!(!t.contains("`ipc`"), "{t}");
         let f = figs(&[(Kind::IpcLegacy, Mode::Fass, 2, 0, 1705.0)]);
-        assert!(table(&f, BOARD).contains("| `ipc` n=2 | not measured | not measured | 1,705 | not measured | not measured | – | – |"));
+        assert!(table(&f, BOARD).contains("| `ipc` (legacy) clients=2 | not measured | not measured | 1,705 | not measured | not measured | – | – |"));
         // No figure without a line: every value cell of the empty table is "not measured", "n/a" or "–".
         for row in t.lines().filter(|l| l.starts_with("| `")) {
             for c in row.split('|').skip(2).take(5) {
