@@ -7,6 +7,8 @@
 //! Module map:
 //! * [`model`]: the access stream and the runs on the model (figures are
 //!   MODELLED: cycles from the presets' cost models, not measurements);
+//! * [`path`]: the kernel path the model runs per switch and per abort,
+//!   its length from the demo kernel's QEMU instruction counts;
 //! * [`suite`]: the grid of runs behind each table;
 //! * [`memory`]: bytes per space and per frame, from `size_of` of the real types;
 //! * [`report`]: Markdown tables and the CSV;
@@ -15,6 +17,7 @@
 
 pub mod memory;
 pub mod model;
+pub mod path;
 pub mod plot;
 pub mod report;
 pub mod suite;
@@ -43,6 +46,8 @@ pub enum BenchError {
     },
     /// A benchmark was set up wrongly (message says how).
     Setup(&'static str),
+    /// A table of kernel path lengths could not be used (message says why).
+    KernelPath(String),
     /// A property the benchmarks assert does not hold (message says which).
     Check(String),
     /// Writing a result failed.
@@ -63,6 +68,7 @@ impl fmt::Display for BenchError {
                 write!(f, "unexpected abort at {va:#010x} (FSR {fsr:#x})")
             }
             BenchError::Setup(m) => write!(f, "bad benchmark set-up: {m}"),
+            BenchError::KernelPath(m) => write!(f, "kernel path lengths: {m}"),
             BenchError::Check(m) => write!(f, "check failed: {m}"),
             BenchError::Io(e) => write!(f, "i/o: {e}"),
             BenchError::Plot(m) => write!(f, "plot: {m}"),

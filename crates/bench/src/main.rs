@@ -3,7 +3,7 @@
 //! (`--quick --check`).
 //!
 //! ```text
-//! bench-model [--quick] [--check] --out DIR [--plots DIR] [--host-ns FILE]
+//! bench-model [--quick] [--check] --out DIR [--plots DIR] [--host-ns FILE] [--qemu-csv FILE]
 //! ```
 //!
 //! Writes `DIR/model.md` (Markdown tables, every figure modelled),
@@ -11,8 +11,12 @@
 //! `switch_cost.png` and `policies.png` into `--plots` (default `DIR`).
 //! `--host-ns` names a file of `benchmark<TAB>ns` lines from this run's
 //! criterion microbenchmarks (`cargo xtask bench` writes it): the last
-//! tie-breaker of the recommended default.
+//! tie-breaker of the recommended default. `--qemu-csv` names this run's
+//! QEMU instruction counts (`<target>/bench/qemu.csv`): the kernel path
+//! lengths of the model; without it, or for a figure it lacks, the recorded
+//! fallback table (`bench::path`).
 
+use bench::path::KernelPaths;
 use bench::{memory, plot, report, suite, BenchError};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,6 +29,7 @@ struct Args {
     out: PathBuf,
     plots: Option<PathBuf>,
     host_ns: Option<PathBuf>,
+    qemu_csv: Option<PathBuf>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -34,6 +39,7 @@ fn parse() -> Result<Args, String> {
         out: PathBuf::new(),
         plots: None,
         host_ns: None,
+        qemu_csv: None,
     };
     let mut out = None;
     let mut it = std::env::args().skip(1);
@@ -48,11 +54,14 @@ fn parse() -> Result<Args, String> {
             "--host-ns" => {
                 a.host_ns = Some(PathBuf::from(it.next().ok_or("--host-ns needs a file")?));
             }
+            "--qemu-csv" => {
+                a.qemu_csv = Some(PathBuf::from(it.next().ok_or("--qemu-csv needs a file")?));
+            }
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
     a.out = out
-        .ok_or("usage: bench-model [--quick] [--check] --out DIR [--plots DIR] [--host-ns FILE]")?;
+        .ok_or("usage: bench-model [--quick] [--check] --out DIR [--plots DIR] [--host-ns FILE] [--qemu-csv FILE]")?;
     Ok(a)
 }
 
@@ -62,8 +71,12 @@ fn run(a: &Args) -> Result<(), BenchError> {
     let plots = a.plots.clone().unwrap_or_else(|| a.out.clone());
     std::fs::create_dir_all(&plots)?;
     let grid = suite::Grid { quick: a.quick };
+    let paths = match &a.qemu_csv {
+        Some(p) => KernelPaths::from_qemu(&std::fs::read_to_string(p)?)?,
+        None => KernelPaths::fallback()?,
+    };
     let count = AtomicUsize::new(0);
-    let r = suite::run(grid, |_| {
+    let r = suite::run(grid, paths, |_| {
         count.fetch_add(1, Ordering::Relaxed);
     })?;
     let count = count.into_inner();
@@ -96,6 +109,10 @@ fn run(a: &Args) -> Result<(), BenchError> {
     let mut md = String::new();
     md.push_str("### Goals held against the model (modelled)\n\n");
     md.push_str(&report::model_goals(&r));
+    md.push_str("### lat_ctx and IPC with the real kernel path, against the seed and L4 figures (modelled)\n\n");
+    md.push_str(&report::anchors(&r));
+    md.push_str("### The kernel path the model runs\n\n");
+    md.push_str(&report::kernel_path(&r));
     md.push_str("### Memory (sizes of the real types; not modelled)\n\n");
     md.push_str(&report::memory_table(&mem));
     md.push_str("### Modelled cycles per switch and per round trip\n\n");

@@ -22,16 +22,21 @@
 //! | `0x0010_0000`..`0x0010_4000` | private data (16 KiB) | 1 |
 //! | `0x01FF_F000` | stack | 31 |
 //!
-//! One *turn* (the scheduler passes the CPU from `prev` to `next`):
+//! One *turn* (the scheduler passes the CPU from `prev` to `next`) runs the
+//! workload's [`KernelPath`] (its length is the real kernel's, from the
+//! QEMU instruction counts: [`crate::path`]):
 //!
-//! 1. kernel entry and scheduler: [`KERNEL_ENTRY_INSNS`] privileged
-//!    sequential instruction fetches from `0xC000_1000`, then 16 word stores
-//!    saving `prev`'s registers at `0xC008_0000 + prev * 64`;
+//! 1. kernel entry: the first half of the path's instructions, privileged
+//!    sequential fetches from `0xC001_0000`; then half of its data
+//!    accesses as word stores: the first 16 save `prev`'s registers at
+//!    `0xC008_0000 + prev * 64`, the rest go to the kernel stack
+//!    (`0xC009_0000`, [`KERNEL_STACK_BYTES`], sequential words, wrapping);
 //! 2. the strategy's `switch_to(next)` (its CP15 writes, cache and TLB
 //!    maintenance act on the model; the Rust code itself is not fetched);
-//! 3. kernel exit: [`KERNEL_EXIT_INSNS`] fetches from
-//!    `0xC000_1000 + 4 * KERNEL_ENTRY_INSNS`, then 16 word loads restoring
-//!    `next`'s registers;
+//! 3. kernel exit: the rest of the instructions, continuing step 1's code;
+//!    the rest of the data accesses as word loads: the kernel stack words
+//!    in reverse order (pops), then up to 16 loads restoring `next`'s
+//!    registers;
 //! 4. the process's pass (user mode): [`USER_INSNS`] sequential fetches
 //!    from its text page; for every 32-byte line of the first `touch` bytes
 //!    of its data, one word load and one word store (read-modify-write of
@@ -39,10 +44,11 @@
 //!    and the store dirties it); 4 word stores and 4 word loads at
 //!    `0x01FF_FF00` (the system-call stub's stack frame).
 //!
-//! An abort in step 4 runs the fault path: [`FAULT_PATH_INSNS`] privileged
-//! fetches from `0xC000_2000`, then the strategy's `resolve` (CPD fill or
-//! collision under FASS), then the access is retried. Any other abort is an
-//! error.
+//! An abort in step 4 runs the fault path: the path's fault instructions,
+//! privileged fetches from `0xC002_0000`, and its fault data accesses on the
+//! kernel stack (half stores, then the same words loaded), then the
+//! strategy's `resolve` (CPD fill or collision under FASS), then the access
+//! is retried. Any other abort is an error.
 //!
 //! Patterns: a *ring* runs spaces `0, 1, …, N-1, 0, …` (lmbench `lat_ctx`);
 //! *IPC* runs a server (space 0) and `N` clients as `c1, S, c2, S, …, cN, S`
@@ -56,6 +62,7 @@
 //! is cycles per switch minus the baseline's cycles per turn, as lmbench
 //! subtracts the cost of touching the data.
 
+use crate::path::KernelPath;
 use crate::BenchError;
 use armv5_sim::presets::{self, Preset};
 use armv5_sim::{encode, sctlr, Counters, Machine, Privilege, Region, RegionKind, Width};
@@ -71,21 +78,18 @@ use mmu_armv5::{Domain, PhysAddr, VirtAddr};
 use std::any::TypeId;
 use std::fmt;
 
-/// Kernel entry + scheduler instructions fetched per turn.
-pub const KERNEL_ENTRY_INSNS: u32 = 48;
-/// Kernel exit (restore, return to user) instructions fetched per turn.
-pub const KERNEL_EXIT_INSNS: u32 = 32;
 /// User instructions fetched per pass.
 pub const USER_INSNS: u32 = 64;
-/// Kernel instructions fetched per abort resolved.
-pub const FAULT_PATH_INSNS: u32 = 64;
+/// Bytes of kernel stack the kernel path's data accesses cycle through.
+pub const KERNEL_STACK_BYTES: u32 = 1024;
 /// Largest number of spaces a run may use (ring N or IPC N + 1).
 pub const MAX_SPACES: u16 = 72;
 
 const KERNEL_VA: u32 = 0xC000_0000;
-const KERNEL_TEXT: u32 = 0xC000_1000;
-const FAULT_TEXT: u32 = 0xC000_2000;
+const KERNEL_TEXT: u32 = 0xC001_0000;
+const FAULT_TEXT: u32 = 0xC002_0000;
 const TCB_BASE: u32 = 0xC008_0000;
+const KERNEL_STACK: u32 = 0xC009_0000;
 const TEXT_VA: u32 = 0x0000_8000;
 const DATA_VA: u32 = 0x0010_0000;
 const STACK_VA: u32 = 0x01FF_F000;
@@ -332,6 +336,8 @@ pub struct Workload {
     pub warmup_rounds: u32,
     /// Measured rounds.
     pub rounds: u32,
+    /// The kernel path of every switch and abort.
+    pub path: KernelPath,
 }
 
 impl Workload {
@@ -457,6 +463,7 @@ pub fn run(w: &Workload) -> Result<Outcome, BenchError> {
         || w.spaces() > MAX_SPACES
         || w.touch > MAX_TOUCH
         || !w.touch.is_multiple_of(32)
+        || !w.path.fits()
     {
         return Err(BenchError::Setup("workload out of range"));
     }
@@ -552,7 +559,7 @@ fn drive<T: SwitchStrategy>(
     let mut prev = *order.last().unwrap_or(&0);
     for _ in 0..w.warmup_rounds {
         for &s in &order {
-            turn(m, t, prev, s, w.touch)?;
+            turn(m, t, prev, s, w.touch, &w.path)?;
             prev = s;
         }
     }
@@ -560,7 +567,7 @@ fn drive<T: SwitchStrategy>(
     let mut turns = 0u64;
     for _ in 0..w.rounds {
         for &s in &order {
-            turn(m, t, prev, s, w.touch)?;
+            turn(m, t, prev, s, w.touch, &w.path)?;
             prev = s;
             turns += 1;
         }
@@ -590,6 +597,34 @@ fn tcb(s: u16) -> u32 {
     TCB_BASE + u32::from(s) * 64
 }
 
+/// The kernel stack word of the `i`-th stack access.
+fn stack_word(i: u32) -> u32 {
+    KERNEL_STACK + 4 * (i % (KERNEL_STACK_BYTES / 4))
+}
+
+fn kernel_store(m: &mut Machine, va: u32, x: u32) -> Result<(), BenchError> {
+    m.store(VirtAddr::new(va), Width::Word, x, Privilege::Privileged)
+        .map_err(|_| BenchError::Fault { va, fsr: m.dfsr() })
+}
+
+fn kernel_load(m: &mut Machine, va: u32) -> Result<(), BenchError> {
+    m.load(VirtAddr::new(va), Width::Word, Privilege::Privileged)
+        .map(|_| ())
+        .map_err(|_| BenchError::Fault { va, fsr: m.dfsr() })
+}
+
+/// `n` stores to the kernel stack, then the same words loaded back in
+/// reverse order (a push and a pop).
+fn stack_traffic(m: &mut Machine, stores: u32, loads: u32) -> Result<(), BenchError> {
+    for i in 0..stores {
+        kernel_store(m, stack_word(i), i)?;
+    }
+    for i in (0..loads).rev() {
+        kernel_load(m, stack_word(i))?;
+    }
+    Ok(())
+}
+
 #[derive(Clone, Copy)]
 enum Access {
     Fetch,
@@ -603,6 +638,7 @@ fn user<T: SwitchStrategy>(
     t: &mut T,
     va: u32,
     a: Access,
+    path: &KernelPath,
 ) -> Result<u32, BenchError> {
     // A pass touches at most 3 slots; more than 8 resolutions for one
     // access means the strategy is not making progress.
@@ -625,7 +661,9 @@ fn user<T: SwitchStrategy>(
                     Access::Fetch => va,
                     _ => m.far(),
                 };
-                kernel_fetches(m, FAULT_TEXT, FAULT_PATH_INSNS)?;
+                kernel_fetches(m, FAULT_TEXT, path.fault_insns)?;
+                let stores = path.fault_accesses / 2;
+                stack_traffic(m, stores, path.fault_accesses - stores)?;
                 match t.resolve(m, fsr, far)? {
                     Resolution::Resolved { .. } => {}
                     Resolution::NotFass(_) => return Err(BenchError::Fault { va, fsr }),
@@ -643,34 +681,41 @@ fn turn<T: SwitchStrategy>(
     prev: u16,
     next: u16,
     touch: u32,
+    path: &KernelPath,
 ) -> Result<(), BenchError> {
-    kernel_fetches(m, KERNEL_TEXT, KERNEL_ENTRY_INSNS)?;
-    for i in 0..16 {
-        let va = tcb(prev) + 4 * i;
-        m.store(VirtAddr::new(va), Width::Word, i, Privilege::Privileged)
-            .map_err(|_| BenchError::Fault { va, fsr: m.dfsr() })?;
+    let entry = path.switch_insns / 2;
+    let stores = path.switch_accesses / 2;
+    let loads = path.switch_accesses - stores;
+    let (tcb_stores, tcb_loads) = (stores.min(16), loads.min(16));
+    kernel_fetches(m, KERNEL_TEXT, entry)?;
+    for i in 0..tcb_stores {
+        kernel_store(m, tcb(prev) + 4 * i, i)?;
+    }
+    for i in 0..stores - tcb_stores {
+        kernel_store(m, stack_word(i), i)?;
     }
     t.switch_to(m, SpaceId(next))?;
-    kernel_fetches(m, KERNEL_TEXT + 4 * KERNEL_ENTRY_INSNS, KERNEL_EXIT_INSNS)?;
-    for i in 0..16 {
-        let va = tcb(next) + 4 * i;
-        m.load(VirtAddr::new(va), Width::Word, Privilege::Privileged)
-            .map_err(|_| BenchError::Fault { va, fsr: m.dfsr() })?;
+    kernel_fetches(m, KERNEL_TEXT + 4 * entry, path.switch_insns - entry)?;
+    for i in (0..loads - tcb_loads).rev() {
+        kernel_load(m, stack_word(i))?;
+    }
+    for i in 0..tcb_loads {
+        kernel_load(m, tcb(next) + 4 * i)?;
     }
     for i in 0..USER_INSNS {
-        user(m, t, TEXT_VA + 4 * i, Access::Fetch)?;
+        user(m, t, TEXT_VA + 4 * i, Access::Fetch, path)?;
     }
     for off in (0..touch).step_by(32) {
         let va = DATA_VA + off;
-        let v = user(m, t, va, Access::Load)?;
-        user(m, t, va, Access::Store(v.wrapping_add(1)))?;
+        let v = user(m, t, va, Access::Load, path)?;
+        user(m, t, va, Access::Store(v.wrapping_add(1)), path)?;
     }
     let sp = STACK_VA + 0xF00;
     for i in 0..4 {
-        user(m, t, sp + 4 * i, Access::Store(i))?;
+        user(m, t, sp + 4 * i, Access::Store(i), path)?;
     }
     for i in 0..4 {
-        user(m, t, sp + 4 * i, Access::Load)?;
+        user(m, t, sp + 4 * i, Access::Load, path)?;
     }
     Ok(())
 }
@@ -698,6 +743,7 @@ mod tests {
             touch,
             warmup_rounds: 2,
             rounds: 3,
+            path: KernelPath::of(80, 64),
         }
     }
 
@@ -768,7 +814,50 @@ mod tests {
     }
 
     #[test]
+    fn every_turn_runs_the_workload_kernel_path() {
+        let short = w(Mode::Fcse, Pattern::Ring, 2, 0);
+        let long = Workload {
+            path: KernelPath::of(1600, 64),
+            ..short
+        };
+        let (a, b) = (run(&short).unwrap(), run(&long).unwrap());
+        assert_eq!(a.turns, b.turns);
+        // Fetches: the path's instructions plus the user pass, per turn.
+        assert_eq!(a.counters.i_fetches, a.turns * u64::from(80 + USER_INSNS));
+        assert_eq!(b.counters.i_fetches, b.turns * u64::from(1600 + USER_INSNS));
+        // Data: the path's accesses (0.4 per instruction, half each way)
+        // plus the pass's 4 stores and 4 loads.
+        assert_eq!(b.counters.d_writes, b.turns * (320 + 4));
+        assert_eq!(b.counters.d_reads, b.turns * (320 + 4));
+        assert!(b.cycles_per_switch() > a.cycles_per_switch());
+    }
+
+    #[test]
+    fn the_fault_path_runs_on_every_abort() {
+        // FASS at 20 spaces recycles domains: refill aborts in every round.
+        let fass = Mode::Fass(PolicyKind::RoundRobin, Rule::Exclusive);
+        let base = w(fass, Pattern::Ring, 20, 0);
+        let long = Workload {
+            path: KernelPath::of(80, 1000),
+            ..base
+        };
+        let (a, b) = (run(&base).unwrap(), run(&long).unwrap());
+        let aborts = a.counters.faults.iter().sum::<u64>();
+        assert!(aborts > 0);
+        assert_eq!(aborts, b.counters.faults.iter().sum::<u64>());
+        assert_eq!(
+            b.counters.i_fetches - a.counters.i_fetches,
+            aborts * (1000 - 64)
+        );
+    }
+
+    #[test]
     fn out_of_range_workloads_are_refused() {
+        let too_long = Workload {
+            path: KernelPath::of(crate::path::MAX_PATH_INSNS + 1, 64),
+            ..w(Mode::Naive, Pattern::Ring, 2, 0)
+        };
+        assert!(matches!(run(&too_long), Err(BenchError::Setup(_))));
         assert!(run(&w(Mode::Naive, Pattern::Ring, 0, 0)).is_err());
         assert!(run(&w(Mode::Naive, Pattern::Ring, 2, MAX_TOUCH + 32)).is_err());
         assert!(run(&w(Mode::Naive, Pattern::Ipc, MAX_SPACES, 0)).is_err());

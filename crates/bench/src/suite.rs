@@ -2,6 +2,7 @@
 //! `--check` asserts on it.
 
 use crate::model::{self, Cpu, Mode, Outcome, Pattern, PolicyKind, Rule, Workload};
+use crate::path::KernelPaths;
 use crate::BenchError;
 use fass::Layout;
 use std::collections::{BTreeMap, BTreeSet};
@@ -89,7 +90,7 @@ impl Grid {
         if self.quick {
             128
         } else {
-            2048
+            512
         }
     }
 
@@ -105,7 +106,15 @@ impl Grid {
         }
     }
 
-    fn workload(&self, cpu: Cpu, mode: Mode, pattern: Pattern, n: u16, touch: u32) -> Workload {
+    fn workload(
+        &self,
+        paths: &KernelPaths,
+        cpu: Cpu,
+        mode: Mode,
+        pattern: Pattern,
+        n: u16,
+        touch: u32,
+    ) -> Workload {
         let per_round = match pattern {
             Pattern::Ring => u32::from(n),
             Pattern::Ipc => 2 * u32::from(n),
@@ -118,6 +127,7 @@ impl Grid {
             touch,
             warmup_rounds: 2,
             rounds: self.min_switches().div_ceil(per_round.max(1)).max(2),
+            path: paths.of(mode, pattern),
         }
     }
 }
@@ -133,6 +143,8 @@ pub struct Results {
     pub runs: BTreeMap<Key, Outcome>,
     /// Baseline cycles per turn (no switch), by (cpu, mode, touch).
     pub baselines: BTreeMap<(Cpu, Mode, u32), f64>,
+    /// The kernel path lengths the runs used.
+    pub paths: KernelPaths,
 }
 
 impl Results {
@@ -163,8 +175,13 @@ enum Job {
 /// and touch size, plus the policy comparison's runs ([`policy_modes`]) not
 /// already among them. The runs are independent (a fresh model each) and
 /// are spread over the host's threads; the results do not depend on the
-/// order. `progress` is called after each run.
-pub fn run(grid: Grid, progress: impl Fn(&Outcome) + Sync) -> Result<Results, BenchError> {
+/// order. Every run's kernel path comes from `paths`. `progress` is called
+/// after each run.
+pub fn run(
+    grid: Grid,
+    paths: KernelPaths,
+    progress: impl Fn(&Outcome) + Sync,
+) -> Result<Results, BenchError> {
     let mut jobs = Vec::new();
     let mut seen = BTreeSet::new();
     let mut add = |cpu: Cpu, mode: Mode, touch: u32, jobs: &mut Vec<Job>| {
@@ -172,6 +189,7 @@ pub fn run(grid: Grid, progress: impl Fn(&Outcome) + Sync) -> Result<Results, Be
             return;
         }
         jobs.push(Job::Baseline(model::baseline_of(&grid.workload(
+            &paths,
             cpu,
             mode,
             Pattern::Ring,
@@ -180,7 +198,9 @@ pub fn run(grid: Grid, progress: impl Fn(&Outcome) + Sync) -> Result<Results, Be
         ))));
         for pattern in [Pattern::Ring, Pattern::Ipc] {
             for &n in grid.ns() {
-                jobs.push(Job::Run(grid.workload(cpu, mode, pattern, n, touch)));
+                jobs.push(Job::Run(
+                    grid.workload(&paths, cpu, mode, pattern, n, touch),
+                ));
             }
         }
     };
@@ -240,6 +260,7 @@ pub fn run(grid: Grid, progress: impl Fn(&Outcome) + Sync) -> Result<Results, Be
         grid,
         runs,
         baselines,
+        paths,
     })
 }
 
@@ -375,6 +396,10 @@ pub struct CheckSummary {
 mod tests {
     use super::*;
 
+    fn paths() -> KernelPaths {
+        KernelPaths::fallback().unwrap()
+    }
+
     /// A small grid that passes [`check`]: naive and FASS within the free
     /// domains, FASS under both rules beyond them (SA-1100, ring and IPC).
     fn small() -> Results {
@@ -410,7 +435,7 @@ mod tests {
             ),
         ];
         for (mode, pattern, n) in set {
-            let w = grid.workload(Cpu::Sa1100, mode, pattern, n, 0);
+            let w = grid.workload(&paths(), Cpu::Sa1100, mode, pattern, n, 0);
             let o = model::run(&w).unwrap();
             runs.insert((w.cpu, w.pattern, w.mode, w.touch, w.n), o);
         }
@@ -418,6 +443,7 @@ mod tests {
             grid,
             runs,
             baselines: BTreeMap::new(),
+            paths: paths(),
         }
     }
 
@@ -437,6 +463,7 @@ mod tests {
             grid: r.grid,
             runs,
             baselines: BTreeMap::new(),
+            paths: paths(),
         })
     }
 
@@ -447,6 +474,7 @@ mod tests {
             grid: r.grid,
             runs,
             baselines: BTreeMap::new(),
+            paths: paths(),
         })
     }
 
@@ -556,6 +584,7 @@ mod tests {
                         grid: r.grid,
                         runs,
                         baselines: BTreeMap::new(),
+                        paths: paths(),
                     })
                 },
             ),
@@ -570,6 +599,7 @@ mod tests {
                         grid: r.grid,
                         runs,
                         baselines: BTreeMap::new(),
+                        paths: paths(),
                     })
                 },
             ),
@@ -585,6 +615,7 @@ mod tests {
                     grid: r.grid,
                     runs: BTreeMap::new(),
                     baselines: BTreeMap::new(),
+                    paths: paths(),
                 }),
             ),
         ];
