@@ -485,6 +485,14 @@ impl<'a, const R: usize> FrameTable<'a, R> {
         self.slots.iter().map(|s| s.region.frames() as usize).sum()
     }
 
+    /// Number of described frames marked busy (part of an exchange in
+    /// progress). O(frames): for checks and reports, not fast paths.
+    #[must_use]
+    pub fn busy_frames(&self) -> usize {
+        let n = self.frame_count().min(self.frames.len());
+        self.frames[..n].iter().filter(|d| d.is_busy()).count()
+    }
+
     /// Bytes of frame descriptions and section summaries in use.
     #[must_use]
     pub fn overhead_bytes(&self) -> usize {

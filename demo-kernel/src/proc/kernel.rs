@@ -295,6 +295,9 @@ pub struct Kernel {
     pub pending: Option<Pending>,
     /// TCM: timing of each completed user exchange (in order).
     pub xtimes: [Option<(u32, tcm::XTiming)>; 8],
+    /// TCM: user exchanges preempted between two steps, by the caller's
+    /// instruction set ([ARM, Thumb]).
+    pub tcm_preempted: [u32; 2],
 }
 
 /// The precomputed DACR and FCSEIDR of a FASS process, valid while
@@ -636,6 +639,7 @@ impl Kernel {
             fault_clock: FaultClock::default(),
             pending: None,
             xtimes: [None; 8],
+            tcm_preempted: [0; 2],
         })
     }
 

@@ -491,6 +491,12 @@ impl Tcm {
         self.used[0].count_ones() + self.used[1].count_ones()
     }
 
+    /// Write-protect records held (mappings an exchange took write access
+    /// from and has not given back yet).
+    pub fn protect_records(&self) -> usize {
+        self.wp.iter().filter(|r| r.is_some()).count()
+    }
+
     /// The kernel's read-only view of TCM frame `pa`.
     pub fn kernel_view(&self, pa: u32) -> Option<u32> {
         self.kmaps[1..]

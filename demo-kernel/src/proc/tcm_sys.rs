@@ -319,6 +319,8 @@ impl Kernel {
                 self.counters.irqs += taken;
                 self.counters.preemptions += 1;
                 p.t.preempted += 1;
+                let thumb = self.procs[cur].ctx.cpsr & (1 << 5) != 0;
+                self.tcm_preempted[usize::from(thumb)] += 1;
                 self.procs[cur].ctx.pc = self.procs[cur].ctx.pc.wrapping_sub(4);
                 self.pending = Some(p);
                 return (None, After::Yield);
