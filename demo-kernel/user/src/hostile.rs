@@ -317,6 +317,11 @@ fn arm_round(me: u32, k: u32, victim: u32) -> (u32, bool, bool) {
                 let _ = unmap(va);
             }
         }
+        // Also a range that only reaches into the slots.
+        if sys::map(TCM_RES_VA - PAGE, 2 * PAGE, prot::RW) == 0 {
+            esc().accepted += 1;
+            let _ = syscall(nr::UNMAP, [TCM_RES_VA - PAGE, 2 * PAGE, 0, 0]);
+        }
         ask(victim, victim::ALLOC);
         if mapped {
             tcm_ok &= tcm_arm(nr::TCM_RELEASE, ATTACK_VA, 0) == 0;
