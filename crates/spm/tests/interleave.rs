@@ -223,23 +223,25 @@ fn a_second_exchange_gets_the_frames_of_a_failed_one() {
 /// switch.
 #[test]
 fn write_access_given_back_mid_copy_is_changed() {
-    let mut st = Storage::new();
-    let mut k = Kernel::new(&mut st);
-    let mut x = begun(&mut k, true);
-    assert_eq!(k.step(&mut x), Ok(Progress::Pending));
-    assert!(k.store(us(1), TARGET + 0x10, 0xee).is_err(), "protected");
-    k.maps
-        .set_page_writable(us(1), TARGET, PageSize::Small, true);
-    k.store(us(1), TARGET + 0x10, 0xee).unwrap();
-    assert_eq!(k.step(&mut x), Err(ExchangeError::Changed(va(TARGET))));
-    assert!(k.maps.swaps.is_empty());
-    assert_eq!(maps_to(&k, us(1), TARGET), Some(OLD));
-    assert_eq!(
-        k.load(us(1), TARGET + 0x10).unwrap(),
-        0xee,
-        "the write was lost"
-    );
-    assert!(!any_busy(&k, &[OLD, ITCM]));
+    for remember in [true, false] {
+        let mut st = Storage::new();
+        let mut k = Kernel::new(&mut st);
+        let mut x = begun(&mut k, remember);
+        assert_eq!(k.step(&mut x), Ok(Progress::Pending));
+        assert!(k.store(us(1), TARGET + 0x10, 0xee).is_err(), "protected");
+        k.maps
+            .set_page_writable(us(1), TARGET, PageSize::Small, true);
+        k.store(us(1), TARGET + 0x10, 0xee).unwrap();
+        assert_eq!(k.step(&mut x), Err(ExchangeError::Changed(va(TARGET))));
+        assert!(k.maps.swaps.is_empty());
+        assert_eq!(maps_to(&k, us(1), TARGET), Some(OLD));
+        assert_eq!(
+            k.load(us(1), TARGET + 0x10).unwrap(),
+            0xee,
+            "the write was lost"
+        );
+        assert!(!any_busy(&k, &[OLD, ITCM]));
+    }
 }
 
 /// A frame of a 64 KiB resource is freed and handed to another space
