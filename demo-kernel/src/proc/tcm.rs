@@ -1265,6 +1265,7 @@ impl Mappings for Maps<'_> {
 
     /// The descriptors only (inside `spm`'s masked window); the records
     /// follow in [`Mappings::swapped`].
+    #[inline(always)]
     fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
         if size != PageSize::Small {
             return;
@@ -1323,6 +1324,7 @@ impl Mappings for Maps<'_> {
     /// The page records, kernel mapping records and reverse index follow
     /// the descriptors [`Mappings::swap`] changed (nothing reads them from
     /// an interrupt handler).
+    #[inline(always)]
     fn swapped(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
         if size != PageSize::Small {
             return;
