@@ -75,7 +75,9 @@ fn run_icount(append: &str) -> QemuOutcome {
 }
 
 /// Frames, table memory, domains, PIDs and user entries of the kernel
-/// table are back to their counts from before the scenario.
+/// table, TCM frames, busy frames of `spm`'s frame table and the kernel's
+/// write-protect records are back to their counts from before the
+/// scenario, and no exchange is left in progress.
 fn check_baseline(out: &QemuOutcome, name: &str, mode: &str, n: &str) {
     let b = records(out, "BASELINE");
     let r = find(&b, &[("name", name), ("mode", mode), ("n", n)])
@@ -86,6 +88,10 @@ fn check_baseline(out: &QemuOutcome, name: &str, mode: &str, n: &str) {
     assert_eq!(num(r, "pids_after"), 0, "{r:?}");
     assert_eq!(num(r, "live"), 0, "{r:?}");
     assert_eq!(num(r, "user_l1_after"), 0, "{r:?}");
+    assert_eq!(num(r, "tcm_before"), num(r, "tcm_after"), "{r:?}");
+    assert_eq!(num(r, "busy_before"), num(r, "busy_after"), "{r:?}");
+    assert_eq!(num(r, "wp_before"), num(r, "wp_after"), "{r:?}");
+    assert_eq!(num(r, "exchanges_after"), 0, "{r:?}");
 }
 
 const RING_NS: [u64; 7] = [2, 4, 8, 14, 16, 24, 32];
@@ -347,8 +353,10 @@ fn tcm_exchanges_user_and_kernel_pages_while_processes_run() {
         // own included: 28 of them (the code page in and back, 3 each at
         // the switch; the writable data page in and back, 3 each at the
         // protection, the switch and the restore; the kernel page out and
-        // back, 2 each at the switch), 29 the scenario's mapping changes.
-        assert_eq!(num(r, "tlb_entries"), 57, "{r:?}");
+        // back, 2 each at the switch), 39 the scenario's mapping changes
+        // (29 before the hostile scenario's roles grew the user image from
+        // 3 to 5 pages: each of the 5 processes unmaps 2 more at its exit).
+        assert_eq!(num(r, "tlb_entries"), 67, "{r:?}");
         let procs = proc_lines(&out, "BASELINE", &format!("RESULT name=tcm mode={mode} "));
         let user = procs.iter().find(|p| p["role"] == "10").unwrap();
         assert_eq!(user["code"], "0", "{mode}: {user:?}");
@@ -388,6 +396,49 @@ fn tcm_exchanges_user_and_kernel_pages_while_processes_run() {
             3,
             "{kind}"
         );
+    }
+}
+
+/// The hostile scenario (issue 15): a victim with secret pages and
+/// attackers that exchange pages into TCM and, between the steps of the
+/// exchange, try to unmap, re-map, exit, fault, delete, re-state, map over
+/// the resource slots and start a second exchange, from Thumb and from ARM
+/// state, or unmap a page in TCM so that the victim's secret lands in its
+/// frame. No attacker ever runs its own code mid-exchange (the kernel
+/// blocks it in the call instead of replaying the call by rewinding the
+/// pc), reads a secret word, has a refused call accepted, or loses its own
+/// data; the victim's secret never changes; every TCM frame, busy flag and
+/// write-protect record is back afterwards.
+#[test]
+fn hostile_processes_cannot_reach_a_victim_through_the_tcm_exchange() {
+    let out = run_icount("scenario=hostile mode=naive,fcse,fass rounds=4");
+    let results = records(&out, "RESULT");
+    let hostile = records(&out, "HOSTILE");
+    for mode in ["naive", "fcse", "fass"] {
+        let r = find(&results, &[("name", "hostile"), ("mode", mode)]).unwrap();
+        // The victim, seven attackers and two watchers all exit 0: the
+        // victim's secret words unchanged; each attacker read none of them
+        // (bits 0-15), never escaped mid-exchange (bit 16), had no refused
+        // call accepted (bit 17), kept its own data (bit 18) and had every
+        // exchange and release it relies on succeed (bit 19).
+        assert_eq!(num(r, "procs"), 10, "{r:?}");
+        assert_eq!(num(r, "exited_ok"), 10, "{mode}: {}", show(&out));
+        assert_eq!(num(r, "killed"), 0, "{r:?}");
+        let procs = proc_lines(
+            &out,
+            "BASELINE",
+            &format!("RESULT name=hostile mode={mode} "),
+        );
+        assert_eq!(procs.len(), 10, "{procs:?}");
+        for p in &procs {
+            assert_eq!(p["code"], "0", "{mode}: {p:?}");
+        }
+        // The exchanges were preempted between their steps, the callers
+        // in ARM and in Thumb state.
+        let h = find(&hostile, &[("mode", mode)]).unwrap();
+        assert!(num(h, "preempted_arm") > 0, "{h:?}");
+        assert!(num(h, "preempted_thumb") > 0, "{h:?}");
+        check_baseline(&out, "hostile", mode, "0");
     }
 }
 

@@ -15,7 +15,7 @@
 mod common;
 
 use armv5_sim::presets;
-use common::{Kernel, DTCM};
+use common::{Kernel, Storage, DTCM};
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::{
     AddressSpace, Exchange, ExchangeRequest, FrameDesc, FrameState, FrameTable, InitialUse,
@@ -39,7 +39,8 @@ struct Row {
 /// Exchanges one writable 4 KiB user page (every line dirty in the D-cache)
 /// into DTCM with `chunk`-byte steps on a fresh model.
 fn measure(chunk: u32, writable: bool) -> Row {
-    let mut k = Kernel::new();
+    let mut st = Storage::new();
+    let mut k = Kernel::new(&mut st);
     let me = SpaceId::new(1).expect("space");
     let space = AddressSpace::User(me);
     k.table
@@ -73,8 +74,10 @@ fn measure(chunk: u32, writable: bool) -> Row {
     let before = k.counters();
     let words_before = k.maps.table_words;
     let mut x = Exchange::begin(&mut k.table, &k.maps, req, chunk).expect("begin");
-    x.run(&mut k.table, &mut k.maps, &mut k.hw, &mut k.irq)
-        .expect("exchange");
+    // SAFETY: the model's frame table, mappings and machine are one
+    // consistent (simulated) system: nothing the exchange writes is memory
+    // of this program.
+    unsafe { x.run(&mut k.table, &mut k.maps, &mut k.hw, &mut k.irq) }.expect("exchange");
     let spent = &k.counters() - &before;
     let cost = presets::arm926ejs().cost;
     let st = x.stats();

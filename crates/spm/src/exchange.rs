@@ -47,6 +47,63 @@
 //! When no mapping of either page is writable, 1 and 5 are skipped and
 //! only the switch masks interrupts: the copies are identical throughout.
 //!
+//! # What `spm` checks at every step
+//! Between two steps the kernel runs, and whatever it does there, an
+//! exchange never acts on what it checked in an earlier step. At the start
+//! of every step (before any copy, switch, flush or restore):
+//!
+//! * **The frame table** is the one [`Exchange::begin`] marked the frames
+//!   in (its storage and regions, compared in O(1)); another table is
+//!   [`ExchangeError::WrongTable`], and nothing is changed (the exchange
+//!   can be stepped or cancelled with its own table afterwards).
+//! * **The frames** of the current page (every 4 KiB frame of it, both
+//!   sides; of every page for a page directory) are still busy and in the
+//!   state the exchange put or found them in: the first frame of each side
+//!   exactly as recorded, the others busy with the same state. A frame
+//!   that was freed, handed to another space, changed by
+//!   [`crate::ops`] or by [`FrameTable::init_range`] fails this.
+//! * **The mappings**: while [`Mappings::generation`] returns the value
+//!   under which the current page was last checked, nothing was mapped,
+//!   unmapped, re-pointed or given write access (the fast path: one
+//!   compare). Otherwise (and at every step if the kernel reports `None`)
+//!   the target and resource addresses of the page are translated again
+//!   and must lead to exactly the frames the exchange began with (old at
+//!   the target and new at the resource before the switch, the other way
+//!   round after it), with the requested size; the mappings of both
+//!   frames are collected again; and before the switch none of them may
+//!   be writable (a write would be lost in the copy).
+//! * At the start of each page the page's frames are the ones
+//!   [`Exchange::begin`] translated (remembered for every page), busy, the
+//!   old one a movable page the caller may move, the new one a page
+//!   resource.
+//!
+//! Any difference is [`ExchangeError::Changed`] with the address whose
+//! mapping or frame changed; the exchange then stops and releases what it
+//! still holds (see [`Exchange::cancel`]): no step ever copies into,
+//! swaps the mappings of, or flushes on behalf of a frame that is no
+//! longer the one it began with, so the switch never redirects anybody
+//! else's mapping, and a target unmapped mid-exchange never ends in
+//! [`Progress::Done`].
+//!
+//! # What the kernel guarantees between steps
+//! `spm` detects the changes above; it cannot undo them. A kernel keeps
+//! its own records consistent by not making them:
+//!
+//! * it does not free, unmap or re-map a busy frame or the addresses of a
+//!   running exchange, nor change its state (`spm`'s [`crate::ops`] refuse
+//!   busy frames; the kernel's own paths, such as a process exit, call
+//!   [`Exchange::cancel`] first);
+//! * [`Mappings::generation`], when it returns `Some`, changes whenever a
+//!   mapping is added, removed, re-pointed, given write access or gets
+//!   another MVA, except through `spm`'s own calls: a kernel whose
+//!   generation lies defeats the fast path's check;
+//! * no interrupt handler changes mappings (the checks run before a step's
+//!   masked window, not inside it);
+//! * a writer that faults on a protected page waits (see below); a process
+//!   that started an exchange does not run its own code until the call
+//!   ends (the kernel blocks it: a replayed call would let it act between
+//!   the steps of its own exchange).
+//!
 //! # Write faults during an exchange
 //! A write to a protected page faults. The kernel's fault handler asks
 //! [`Exchange::protects`]; if it returns true, the write must not be
@@ -54,8 +111,21 @@
 //! drives [`Exchange::finish_page`] itself) and then retries, which lands
 //! in the new frame. No write is lost, because none can happen between the
 //! clean of a line and the switch.
+//!
+//! # Safety
+//! [`Exchange::step`] (and [`Exchange::run`], [`Exchange::finish_page`],
+//! [`Exchange::cancel`]) copy physical memory into page resources, discard
+//! their cache lines, rewrite page-table entries through [`Mappings`] and,
+//! moving a page directory, load the translation table base. What makes
+//! that sound is what the kernel tells `spm`: that a page resource holds
+//! nothing anyone needs, that [`Mappings`] reports every mapping there is,
+//! that `hw` is this CPU's. `spm` cannot check these claims, so these
+//! calls are `unsafe fn`s whose `# Safety` sections name them, and the
+//! traits stay safe to implement (an implementation is only trusted by a
+//! caller that says so in its `unsafe` block). [`Exchange::begin`] only
+//! marks frames busy and stays safe. See the crate docs.
 
-use crate::frame::{FrameDesc, FrameError, FrameSlot, FrameState, FrameTable, KernelUse};
+use crate::frame::{FrameDesc, FrameError, FrameSlot, FrameState, FrameTable, KernelUse, TableId};
 use crate::irq::InterruptControl;
 use crate::lines::LineMaintenance;
 use crate::mappings::{AddressSpace, Mapping, Mappings, PageSize};
@@ -67,6 +137,12 @@ use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
 
 /// Size of a first-level table (page directory): 16 KiB.
 const DIRECTORY_SIZE: u32 = 16 << 10;
+
+/// The most pages an exchange moves whose frames are not physically
+/// contiguous on both sides: an exchange remembers the frames of every
+/// page it began with, in O(1) for contiguous ranges and in a list of this
+/// length otherwise ([`ExchangeError::Scattered`]).
+pub const MAX_SCATTERED: u32 = 8;
 
 /// What to exchange.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,6 +227,9 @@ pub enum ExchangeError {
     /// Page tables or a page directory are moved but a range is not
     /// physically contiguous.
     NotContiguous,
+    /// More than [`MAX_SCATTERED`] pages whose frames are not physically
+    /// contiguous on both sides (the count asked for).
+    Scattered(u32),
     /// A page directory must be moved whole (16 KiB, 16 KiB aligned on both
     /// sides) and alone.
     PartialDirectory,
@@ -160,14 +239,20 @@ pub enum ExchangeError {
     Aliased(PhysAddr),
     /// The frame table does not describe a frame.
     Frame(FrameError),
-    /// The mappings changed under a running exchange (page no longer maps
-    /// the frame that was validated). The pages before it are exchanged; the
-    /// busy flags of the pages not yet exchanged are cleared where their
-    /// addresses still lead to the validated frames. A frame whose mapping
-    /// was removed cannot be found again and stays busy: a kernel must not
-    /// unmap or remap a frame the frame table marks busy.
+    /// Between two steps the mapping of this address or the frame behind it
+    /// changed (unmapped, mapped elsewhere, given write access, frame freed,
+    /// handed on or changed in state): see the module docs for what is
+    /// checked. The exchange stopped and released what it still held
+    /// ([`Exchange::cancel`]'s rules): the pages before the current one
+    /// stay exchanged, a page whose switch was done is finished, the
+    /// others keep their frames; frames that are no longer the exchange's
+    /// are left alone.
     Changed(VirtAddr),
-    /// [`Exchange::step`] after the exchange finished or failed.
+    /// [`Exchange::step`] or [`Exchange::cancel`] with another frame table
+    /// than [`Exchange::begin`]'s. Nothing was done; the exchange goes on
+    /// with its own table.
+    WrongTable,
+    /// [`Exchange::step`] after the exchange finished, failed or was cancelled.
     Finished,
 }
 
@@ -197,11 +282,16 @@ impl fmt::Display for ExchangeError {
             E::NotContiguous => {
                 f.write_str("page tables move only in physically contiguous ranges")
             }
+            E::Scattered(n) => write!(
+                f,
+                "{n} pages whose frames are not contiguous (at most {MAX_SCATTERED})"
+            ),
             E::PartialDirectory => f.write_str("a page directory moves whole and alone"),
             E::Busy(pa) => write!(f, "frame {pa} is already being exchanged"),
             E::Aliased(pa) => write!(f, "frame {pa} appears twice in one range"),
             E::Frame(e) => write!(f, "{e}"),
             E::Changed(va) => write!(f, "the mapping of {va} changed during the exchange"),
+            E::WrongTable => f.write_str("the exchange was begun in another frame table"),
             E::Finished => f.write_str("the exchange has finished"),
         }
     }
@@ -251,20 +341,66 @@ enum Phase {
     Flush(u32),
     Restore,
     Done,
-    Failed,
+    /// Failed or cancelled: nothing more is done.
+    Over,
+}
+
+impl Phase {
+    /// Whether the current page's mappings are swapped.
+    fn switched(self) -> bool {
+        matches!(self, Phase::Flush(_) | Phase::Restore)
+    }
+}
+
+/// The frames of every page, as [`Exchange::begin`] translated them: both
+/// ranges physically contiguous (computed), or listed.
+#[derive(Clone, Copy, Debug)]
+struct PageFrames {
+    contiguous: bool,
+    list: [(PhysAddr, PhysAddr); MAX_SCATTERED as usize],
+}
+
+impl PageFrames {
+    /// (old, new) frame of page `i` of `size`.
+    #[inline(always)]
+    fn of(&self, i: u32, size: PageSize) -> (PhysAddr, PhysAddr) {
+        let (o, n) = self.list[0];
+        if self.contiguous {
+            let step = i.wrapping_mul(size.bytes());
+            (offset(o, step), offset(n, step))
+        } else {
+            self.list
+                .get(i as usize)
+                .copied()
+                .unwrap_or((PhysAddr::ZERO, PhysAddr::ZERO))
+        }
+    }
 }
 
 /// A page exchange in progress. Created by [`Exchange::begin`], which checks
-/// every precondition before anything changes; driven by [`Exchange::step`].
+/// every precondition before anything changes and marks the frames busy;
+/// driven by [`Exchange::step`] to [`Progress::Done`], or ended early by
+/// [`Exchange::cancel`].
 ///
 /// The exchange holds no references: the kernel keeps it wherever it likes
 /// and passes the frame table, mappings and hardware to each step.
-#[derive(Clone, Debug)]
+///
+/// **Dropping a begun exchange** that is neither done nor cancelled leaves
+/// its frames busy for ever (and, once its first step ran, write-protected
+/// until a step or cancel gives write access back): no one can change or
+/// exchange them again. `spm` cannot release them on drop (the exchange
+/// holds no reference to the frame table), hence `#[must_use]`: finish it
+/// or call [`Exchange::cancel`]. It is not `Clone`: a copy would hold the
+/// same busy frames.
+#[must_use = "a begun exchange holds its frames busy until it is run to the end or cancelled"]
+#[derive(Debug)]
 pub struct Exchange {
     req: ExchangeRequest,
     chunk: u32,
-    /// Old and new page of page 0.
-    first: (PhysAddr, PhysAddr),
+    /// The frame table `begin` marked the frames in.
+    table: TableId,
+    /// The frames of every page, as translated by `begin`.
+    pages: PageFrames,
     /// A page directory moves: protection and busy flags hold across all
     /// pages, and the translation table base moves with the last one.
     hold: bool,
@@ -273,14 +409,21 @@ pub struct Exchange {
     new: PhysAddr,
     protected: bool,
     phase: Phase,
+    /// Pages completely exchanged when the exchange ended early.
+    exchanged: u32,
     stats: ExchangeStats,
     /// The mappings of the current page's two frames.
     known: Known,
     /// [`Mappings::generation`] when `begin` translated the pages.
     begin_gen: Option<u32>,
+    /// [`Mappings::generation`] when the current page's mappings were last
+    /// checked (`None`: check at the next step).
+    checked: Option<u32>,
     /// Where the frame table describes the current page's first old and
     /// new frame (found once, at its start).
     at: [FrameSlot; 2],
+    /// Their descriptions as this exchange left them.
+    expect: [FrameDesc; 2],
 }
 
 /// Mappings remembered per frame of the current page.
@@ -373,6 +516,10 @@ pub const DEFAULT_CHUNK: u32 = 256;
 impl Exchange {
     /// Checks every precondition of `req` and marks the frames busy.
     /// `chunk` is the number of bytes copied (or flushed) per step.
+    ///
+    /// Safe: it reads the mappings and the frame table and sets busy flags,
+    /// nothing else. The exchange is bound to `table` (see
+    /// [`ExchangeError::WrongTable`]) and remembers the frames of every page.
     pub fn begin<const R: usize, M: Mappings + ?Sized>(
         table: &mut FrameTable<'_, R>,
         maps: &M,
@@ -415,8 +562,11 @@ impl Exchange {
         // Pass 1: read-only checks of every page and frame.
         let mut tables = false;
         let mut directory = false;
+        let mut pages = PageFrames {
+            contiguous: true,
+            list: [(PhysAddr::ZERO, PhysAddr::ZERO); MAX_SCATTERED as usize],
+        };
         let mut first = (PhysAddr::ZERO, PhysAddr::ZERO);
-        let mut contiguous = true;
         for i in 0..req.count {
             let (old, new) = translate_pair(maps, &req, i)?;
             if i == 0 {
@@ -424,7 +574,10 @@ impl Exchange {
             } else if old.as_u32() != first.0.as_u32().wrapping_add(i * size)
                 || new.as_u32() != first.1.as_u32().wrapping_add(i * size)
             {
-                contiguous = false;
+                pages.contiguous = false;
+            }
+            if let Some(p) = pages.list.get_mut(i as usize) {
+                *p = (old, new);
             }
             for f in 0..req.size.frames() {
                 let (o, n) = (frame_at(old, f), frame_at(new, f));
@@ -454,8 +607,11 @@ impl Exchange {
                 }
             }
         }
-        if (tables || directory) && !contiguous {
+        if (tables || directory) && !pages.contiguous {
             return Err(ExchangeError::NotContiguous);
+        }
+        if !pages.contiguous && req.count > MAX_SCATTERED {
+            return Err(ExchangeError::Scattered(req.count));
         }
         if directory {
             let whole = len == DIRECTORY_SIZE
@@ -474,20 +630,24 @@ impl Exchange {
         }
 
         // Pass 2: mark busy, catching a frame that appears twice.
-        mark(table, maps, &req, req.count, true)?;
         let at = [table.locate(first.0)?, table.locate(first.1)?];
+        mark(table, &pages, req.size, req.count)?;
         Ok(Exchange {
             begin_gen: maps.generation(),
+            checked: None,
+            table: table.id(),
+            pages,
             at,
+            expect: [table.desc_at(at[0]), table.desc_at(at[1])],
             req,
             chunk,
-            first,
             hold: directory,
             page: 0,
-            old: PhysAddr::ZERO,
-            new: PhysAddr::ZERO,
+            old: first.0,
+            new: first.1,
             protected: false,
             phase: Phase::Start,
+            exchanged: 0,
             stats: ExchangeStats::default(),
             known: Known::NONE,
         })
@@ -505,6 +665,13 @@ impl Exchange {
         self.phase == Phase::Done
     }
 
+    /// Whether the exchange is over: done, failed or cancelled (a step
+    /// answers [`ExchangeError::Finished`]; its frames are released).
+    #[must_use]
+    pub fn is_over(&self) -> bool {
+        matches!(self.phase, Phase::Done | Phase::Over)
+    }
+
     /// The work done so far.
     #[must_use]
     pub fn stats(&self) -> ExchangeStats {
@@ -517,7 +684,7 @@ impl Exchange {
     /// the new frame.
     #[must_use]
     pub fn protects(&self, frame: PhysAddr) -> bool {
-        if !self.protected || matches!(self.phase, Phase::Start | Phase::Done | Phase::Failed) {
+        if !self.protected || matches!(self.phase, Phase::Start | Phase::Done | Phase::Over) {
             return false;
         }
         let size = self.req.size.bytes();
@@ -525,8 +692,9 @@ impl Exchange {
             frame.as_u32() >= base.as_u32() && frame.as_u32() - base.as_u32() < len
         };
         if self.hold {
+            let (o, n) = self.pages.of(0, self.req.size);
             let len = size * self.req.count;
-            within(self.first.0, len) || within(self.first.1, len)
+            within(o, len) || within(n, len)
         } else {
             within(self.old, size) || within(self.new, size)
         }
@@ -534,7 +702,10 @@ impl Exchange {
 
     /// Runs steps until the current page is finished (bounded by one page's
     /// remaining work): what a write-fault handler does instead of waiting.
-    pub fn finish_page<const R: usize, M, H, I>(
+    ///
+    /// # Safety
+    /// As [`Exchange::step`].
+    pub unsafe fn finish_page<const R: usize, M, H, I>(
         &mut self,
         table: &mut FrameTable<'_, R>,
         maps: &mut M,
@@ -548,7 +719,8 @@ impl Exchange {
     {
         let page = self.page;
         loop {
-            let p = self.step(table, maps, hw, irq)?;
+            // SAFETY: the caller's promises, as for `step`.
+            let p = unsafe { self.step(table, maps, hw, irq) }?;
             if p == Progress::Done || self.page != page {
                 return Ok(p);
             }
@@ -556,7 +728,10 @@ impl Exchange {
     }
 
     /// Runs every remaining step.
-    pub fn run<const R: usize, M, H, I>(
+    ///
+    /// # Safety
+    /// As [`Exchange::step`].
+    pub unsafe fn run<const R: usize, M, H, I>(
         &mut self,
         table: &mut FrameTable<'_, R>,
         maps: &mut M,
@@ -568,13 +743,39 @@ impl Exchange {
         H: PhysMemory + LineMaintenance + Cp15 + ?Sized,
         I: InterruptControl + ?Sized,
     {
-        while self.step(table, maps, hw, irq)? == Progress::Pending {}
+        // SAFETY: the caller's promises, as for `step`.
+        while unsafe { self.step(table, maps, hw, irq) }? == Progress::Pending {}
         Ok(())
     }
 
-    /// Does one bounded piece of work. Interrupts are masked at most inside
-    /// this call, never across calls.
-    pub fn step<const R: usize, M, H, I>(
+    /// Does one bounded piece of work, after checking that nothing it
+    /// relies on changed since the last step (module docs). Interrupts are
+    /// masked at most inside this call, never across calls.
+    ///
+    /// On an error other than [`ExchangeError::WrongTable`] (and
+    /// [`ExchangeError::Finished`]) the exchange is over: it released what
+    /// it still held as [`Exchange::cancel`] does, and further steps answer
+    /// [`ExchangeError::Finished`].
+    ///
+    /// # Safety
+    /// The caller vouches for what `spm` acts on and cannot check:
+    /// * `table` describes memory truthfully: a frame it calls a page
+    ///   resource holds nothing anyone needs, and no frame of the exchange
+    ///   is memory the program reaches through Rust references (only
+    ///   through MMU mappings and `hw`): a step copies into it and
+    ///   discards its cache lines;
+    /// * `maps` is the kernel's page tables: [`Mappings::translate`],
+    ///   [`Mappings::for_each_mapping`] and [`Mappings::collect_mappings`]
+    ///   report every mapping of a frame, in every address space, as the
+    ///   MMU walks it; its changing methods do what their docs say; and
+    ///   [`Mappings::generation`] changes as documented there (a step
+    ///   that sees the generation unchanged trusts the mappings it checked);
+    /// * `hw` is the CPU those mappings are used on: its caches, TLB and
+    ///   translation table base (loaded when a page directory moves), and
+    ///   [`PhysMemory`] acting on physical memory;
+    /// * `irq` masks that CPU's interrupts, and no interrupt handler
+    ///   changes mappings.
+    pub unsafe fn step<const R: usize, M, H, I>(
         &mut self,
         table: &mut FrameTable<'_, R>,
         maps: &mut M,
@@ -586,14 +787,75 @@ impl Exchange {
         H: PhysMemory + LineMaintenance + Cp15 + ?Sized,
         I: InterruptControl + ?Sized,
     {
+        if self.is_over() {
+            return Err(ExchangeError::Finished);
+        }
+        if table.id() != self.table {
+            return Err(ExchangeError::WrongTable);
+        }
         let r = self.step_inner(table, maps, hw, irq);
-        if r.is_err() && !matches!(self.phase, Phase::Done | Phase::Failed) {
-            // Release the frames of the pages not yet exchanged.
-            let from = if self.hold { 0 } else { self.page };
-            self.phase = Phase::Failed;
-            let _ = mark_range(table, maps, &self.req, from, self.req.count, false);
+        if r.is_err() && !self.is_over() {
+            self.exchanged = self.abort(table, maps, hw, irq);
+            self.phase = Phase::Over;
         }
         r
+    }
+
+    /// Ends the exchange early and releases its frames; returns how many
+    /// pages (from the first) are exchanged, i.e. have their target
+    /// mapping the new frame.
+    ///
+    /// What happens to the current page depends on how far it got:
+    /// * **not started** (before the first step, or between pages):
+    ///   nothing to undo;
+    /// * **protected, copying, or copied and not switched**: write access
+    ///   goes back to the mappings that had it (TLB entries invalidated,
+    ///   one masked window per side), both frames are released. The target
+    ///   keeps its old frame and content; the resource holds part of a copy
+    ///   of it (a page resource holds nothing anyone relies on);
+    /// * **switched** (flushing or restoring): the page is finished first:
+    ///   the rest of its flush, then its restore. It counts as exchanged.
+    ///
+    /// The pages after the current one are released untouched; the pages
+    /// before it stay exchanged. A **page directory** moves all or
+    /// nothing: cancelled before the switch of its last page (the one that
+    /// moves the translation table base), every page already switched is
+    /// switched back (masked, TLB entries invalidated, states back), write
+    /// access is given back and all its frames are released: 0 pages.
+    /// After that switch it is finished: all of it.
+    ///
+    /// Frames that are no longer this exchange's (freed, handed on,
+    /// changed: see the module docs) are left alone. Cancelling an
+    /// exchange that is over does nothing and answers its count again.
+    /// With another frame table: [`ExchangeError::WrongTable`], nothing
+    /// done. The work is bounded by one page's remaining flush (for a
+    /// directory, plus one switch-back per page).
+    ///
+    /// # Safety
+    /// As [`Exchange::step`].
+    pub unsafe fn cancel<const R: usize, M, H, I>(
+        &mut self,
+        table: &mut FrameTable<'_, R>,
+        maps: &mut M,
+        hw: &mut H,
+        irq: &mut I,
+    ) -> Result<u32, ExchangeError>
+    where
+        M: Mappings + ?Sized,
+        H: PhysMemory + LineMaintenance + Cp15 + ?Sized,
+        I: InterruptControl + ?Sized,
+    {
+        match self.phase {
+            Phase::Done => return Ok(self.req.count),
+            Phase::Over => return Ok(self.exchanged),
+            _ => {}
+        }
+        if table.id() != self.table {
+            return Err(ExchangeError::WrongTable);
+        }
+        self.exchanged = self.abort(table, maps, hw, irq);
+        self.phase = Phase::Over;
+        Ok(self.exchanged)
     }
 
     fn step_inner<const R: usize, M, H, I>(
@@ -610,17 +872,17 @@ impl Exchange {
     {
         self.stats.steps += 1;
         let gen = maps.generation();
-        if self.known.gen.is_some() && gen != self.known.gen {
-            // The kernel changed mappings since they were collected.
-            let (old, new, size) = (self.old, self.new, self.req.size);
-            self.stats.total_ops += self.known.collect(maps, gen, old, new, size);
+        if self.phase != Phase::Start && !self.unchanged(table, gen) {
+            // What the earlier steps of this page relied on, in full.
+            self.check_frames(table)?;
+            self.stats.total_ops += self.check_mappings(maps, gen)?;
         }
         // A step does at most one chunk of copying or flushing; the cheap
         // phases around them (start, switch, restore) join the chunk next
         // to them instead of taking a step of their own.
         loop {
             match self.phase {
-                Phase::Done | Phase::Failed => return Err(ExchangeError::Finished),
+                Phase::Done | Phase::Over => return Err(ExchangeError::Finished),
                 Phase::Start => {
                     self.start(table, maps, hw, irq, gen)?;
                     self.phase = Phase::Copy(0);
@@ -649,7 +911,7 @@ impl Exchange {
                     self.phase = Phase::Restore;
                 }
                 Phase::Restore => {
-                    self.restore(table, maps, hw, irq);
+                    self.restore(table, maps, hw, irq, true);
                     self.page += 1;
                     self.phase = if self.page == self.req.count {
                         Phase::Done
@@ -667,10 +929,183 @@ impl Exchange {
         })
     }
 
-    /// Start of a page: finds its frames (checking they are the validated,
-    /// busy ones), collects their mappings and write-protects both pages
-    /// if any mapping is writable. `gen` is the kernel's mapping generation
-    /// now.
+    /// The address of side `side` (0 the old frame, 1 the new frame) of
+    /// the current page: the target's before the switch, the resource's
+    /// after it for the old frame, and the other way round.
+    fn changed(&self, side: usize) -> ExchangeError {
+        let at_target = (side == 0) != self.phase.switched();
+        ExchangeError::Changed(if at_target {
+            self.target_va(self.page)
+        } else {
+            self.resource_va(self.page)
+        })
+    }
+
+    /// Whether side `side`'s first frame is as this exchange left it.
+    fn owns<const R: usize>(&self, table: &FrameTable<'_, R>, side: usize) -> bool {
+        table.desc_at(self.at[side]) == self.expect[side]
+    }
+
+    /// The fast path of the checks at the start of a step: a small page
+    /// whose two frames are exactly as this exchange left them, and a
+    /// mapping generation equal to the one its mappings were checked under.
+    #[inline(always)]
+    fn unchanged<const R: usize>(&self, table: &FrameTable<'_, R>, gen: Option<u32>) -> bool {
+        gen.is_some()
+            && gen == self.checked
+            && self.req.size == PageSize::Small
+            && !self.hold
+            && self.owns(table, 0)
+            && self.owns(table, 1)
+    }
+
+    /// Every frame of the current page (of every page for a directory) is
+    /// still busy and as this exchange left it.
+    #[cold]
+    #[inline(never)]
+    fn check_frames<const R: usize>(&self, table: &FrameTable<'_, R>) -> Result<(), ExchangeError> {
+        for side in 0..2 {
+            if !self.owns(table, side) {
+                return Err(self.changed(side));
+            }
+        }
+        let n = self.req.size.frames();
+        if n > 1 {
+            for (side, base) in [(0, self.old), (1, self.new)] {
+                if !run_consistent(table, base, n, self.expect[side]) {
+                    return Err(self.changed(side));
+                }
+            }
+        }
+        if self.hold {
+            self.check_held(table)?;
+        }
+        Ok(())
+    }
+
+    /// Whether page `i` of a directory move is switched now.
+    fn held_switched(&self, i: u32) -> bool {
+        i < self.page || (i == self.page && self.phase.switched())
+    }
+
+    /// Whether frame `pa`, side `side` of directory page `i`, is busy and
+    /// in the state this exchange gives it (`switched`: the page is).
+    fn held_ok<const R: usize>(
+        table: &FrameTable<'_, R>,
+        pa: PhysAddr,
+        side: usize,
+        switched: bool,
+    ) -> bool {
+        let want = if (side == 0) != switched {
+            FrameState::Kernel(KernelUse::PageDirectory)
+        } else {
+            FrameState::Resource
+        };
+        table
+            .desc(pa)
+            .is_ok_and(|d| d.is_busy() && d.state() == want)
+    }
+
+    /// A page directory's frames, all held from the first page to the last.
+    #[cold]
+    #[inline(never)]
+    fn check_held<const R: usize>(&self, table: &FrameTable<'_, R>) -> Result<(), ExchangeError> {
+        let size = self.req.size;
+        for i in 0..self.req.count {
+            let sw = self.held_switched(i);
+            let (o, n) = self.pages.of(i, size);
+            for f in 0..size.frames() {
+                if !Self::held_ok(table, frame_at(o, f), 0, sw) {
+                    return Err(ExchangeError::Changed(if sw {
+                        self.resource_va(i)
+                    } else {
+                        self.target_va(i)
+                    }));
+                }
+                if !Self::held_ok(table, frame_at(n, f), 1, sw) {
+                    return Err(ExchangeError::Changed(if sw {
+                        self.target_va(i)
+                    } else {
+                        self.resource_va(i)
+                    }));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Unless the kernel's mapping generation is the one the current page
+    /// was last checked under: the page's addresses still lead to its
+    /// frames (every page's, for a directory), its frames' mappings are
+    /// collected again, and before the switch none of them is writable.
+    /// Returns the number of [`Mappings`] calls.
+    #[cold]
+    #[inline(never)]
+    fn check_mappings<M: Mappings + ?Sized>(
+        &mut self,
+        maps: &M,
+        gen: Option<u32>,
+    ) -> Result<u32, ExchangeError> {
+        if gen.is_some() && gen == self.checked {
+            return Ok(0);
+        }
+        let size = self.req.size;
+        let mut ops = 0;
+        let pages = if self.hold {
+            0..self.req.count
+        } else {
+            self.page..self.page + 1
+        };
+        for i in pages.clone() {
+            let (o, n) = self.pages.of(i, size);
+            let (t, r) = if self.held_switched(i) {
+                (n, o)
+            } else {
+                (o, n)
+            };
+            let (tt, rr) = translate_pair(maps, &self.req, i).map_err(as_changed)?;
+            ops += 2;
+            if tt != t {
+                return Err(ExchangeError::Changed(self.target_va(i)));
+            }
+            if rr != r {
+                return Err(ExchangeError::Changed(self.resource_va(i)));
+            }
+        }
+        if !self.hold {
+            ops += self.known.collect(maps, gen, self.old, self.new, size);
+        }
+        if matches!(self.phase, Phase::Copy(_) | Phase::Switch) {
+            // A writable mapping now would let a write miss the copy.
+            let mut writable = false;
+            if !self.hold && self.known.gen.is_some() {
+                writable = self
+                    .known
+                    .of(0)
+                    .iter()
+                    .chain(self.known.of(1))
+                    .any(|m| m.writable);
+            } else {
+                for i in pages {
+                    let (o, n) = self.pages.of(i, size);
+                    maps.for_each_mapping(o, size, &mut |m| writable |= m.writable);
+                    maps.for_each_mapping(n, size, &mut |m| writable |= m.writable);
+                    ops += 2;
+                }
+            }
+            if writable {
+                return Err(ExchangeError::Changed(self.target_va(self.page)));
+            }
+        }
+        self.checked = gen;
+        Ok(ops)
+    }
+
+    /// Start of a page: checks that its addresses lead to the frames
+    /// `begin` found (unless nothing was mapped or unmapped since) and that
+    /// those are busy and as `begin` left them, collects their mappings and
+    /// write-protects both pages if any mapping is writable. `gen` is the
+    /// kernel's mapping generation now.
     fn start<const R: usize, M, H, I>(
         &mut self,
         table: &mut FrameTable<'_, R>,
@@ -685,29 +1120,55 @@ impl Exchange {
         I: InterruptControl + ?Sized,
     {
         let size = self.req.size;
-        // Page 0 was translated by `begin`; while no mapping was added or
-        // removed since (same generation) it still leads to those frames.
-        let (old, new) = if self.page == 0 && gen.is_some() && gen == self.begin_gen {
-            self.first
-        } else {
-            translate_pair(maps, &self.req, self.page)?
-        };
-        // The validated frames are busy; anything else means the
-        // mappings changed since `begin`.
-        let at = if (old, new) == self.first {
+        let (old, new) = self.pages.of(self.page, size);
+        let tva = || ExchangeError::Changed(self.target_va(self.page));
+        let rva = || ExchangeError::Changed(self.resource_va(self.page));
+        if gen.is_none() || gen != self.begin_gen {
+            let (t, r) = translate_pair(maps, &self.req, self.page).map_err(as_changed)?;
+            if t != old {
+                return Err(tva());
+            }
+            if r != new {
+                return Err(rva());
+            }
+        }
+        let at = if self.page == 0 {
             self.at
         } else {
             [table.locate(old)?, table.locate(new)?]
         };
-        if !table.desc_at(at[0]).is_busy() {
-            return Err(ExchangeError::Changed(self.target_va(self.page)));
+        let (d0, d1) = (table.desc_at(at[0]), table.desc_at(at[1]));
+        if self.page == 0 {
+            // Exactly as `begin` left them.
+            if d0 != self.expect[0] {
+                return Err(tva());
+            }
+            if d1 != self.expect[1] {
+                return Err(rva());
+            }
+        } else {
+            if !d0.is_busy() || check_old(&self.req, old, d0.with_busy(false)).is_err() {
+                return Err(tva());
+            }
+            if !d1.is_busy() || !d1.is_resource() {
+                return Err(rva());
+            }
         }
-        if !table.desc_at(at[1]).is_busy() {
-            return Err(ExchangeError::Changed(self.resource_va(self.page)));
+        let n = size.frames();
+        if n > 1 && !run_consistent(table, old, n, d0) {
+            return Err(tva());
+        }
+        if n > 1 && !run_consistent(table, new, n, d1) {
+            return Err(rva());
         }
         self.at = at;
+        self.expect = [d0, d1];
         self.old = old;
         self.new = new;
+        if self.hold {
+            self.check_held(table)?;
+        }
+        self.checked = gen;
         if !self.hold {
             // One page, both sides: from the lists just collected when the
             // kernel keeps them, else asking it.
@@ -739,24 +1200,17 @@ impl Exchange {
             let pages = self.req.count;
             let mut writable = false;
             for i in 0..pages {
-                for base in [old, new] {
-                    let p = frame_at(base, i * size.frames());
+                let (o, n) = self.pages.of(i, size);
+                for p in [o, n] {
                     maps.for_each_mapping(p, size, &mut |m| writable |= m.writable);
                 }
             }
             self.protected = writable;
             if writable {
                 for i in 0..pages {
-                    for (side, base) in [old, new].into_iter().enumerate() {
-                        self.set_protection(
-                            maps,
-                            hw,
-                            irq,
-                            side,
-                            frame_at(base, i * size.frames()),
-                            true,
-                        );
-                    }
+                    let (o, n) = self.pages.of(i, size);
+                    self.set_protection(maps, hw, irq, 0, o, true);
+                    self.set_protection(maps, hw, irq, 1, n, true);
                 }
             }
         } else {
@@ -794,9 +1248,11 @@ impl Exchange {
 
     /// Copies the chunk at `off`, with interrupts enabled: no mapping of
     /// either page is writable now (protected by the start, or never
-    /// writable), so the chunk cannot change under the copy and nothing
-    /// needs the copy to be atomic. Reads may go on and fill clean lines;
-    /// the flush after the switch removes them.
+    /// writable, and checked at the start of this step), so the chunk
+    /// cannot change under the copy and nothing needs the copy to be
+    /// atomic. Reads may go on and fill clean lines; the flush after the
+    /// switch removes them.
+    #[inline(always)]
     fn copy_chunk<M, H>(&mut self, maps: &M, hw: &mut H, off: u32)
     where
         M: Mappings + ?Sized,
@@ -817,10 +1273,12 @@ impl Exchange {
         // after the copy, would overwrite the copied data.
         self.each(maps, 1, self.new, |m| {
             if m.cached {
-                // SAFETY: the new page is a page resource being
-                // overwritten by this exchange; its cached data is
-                // garbage by definition, and no mapping of it is
-                // writable (protected above when any was).
+                // SAFETY: the new page is a page resource this exchange
+                // holds (checked at the start of this step) and is
+                // overwriting: its cached data is garbage (the `step`
+                // caller's promise on the frame table), no mapping of it
+                // is writable (checked likewise), and these are exactly
+                // its mappings (the caller's promise on `Mappings`).
                 unsafe { hw.invalidate_dcache_lines(at(m.mva, off), self.chunk) };
                 ops += lines;
             }
@@ -833,6 +1291,7 @@ impl Exchange {
 
     /// Flushes the chunk at `off` at every cacheable address of both pages
     /// (after the switch), so no line filled before it survives.
+    #[inline(always)]
     fn flush_chunk<M, H>(&mut self, maps: &M, hw: &mut H, off: u32)
     where
         M: Mappings + ?Sized,
@@ -852,10 +1311,81 @@ impl Exchange {
         self.stats.total_ops += ops + 1;
     }
 
+    /// Clears the busy flags of side `side`'s frames of the current page,
+    /// whose first frame is still as this exchange left it, of those that
+    /// are too.
+    #[inline(always)]
+    fn release_side<const R: usize>(&self, table: &mut FrameTable<'_, R>, side: usize) {
+        table.set_busy_at(self.at[side], false);
+        let base = if side == 0 { self.old } else { self.new };
+        for f in 1..self.req.size.frames() {
+            let p = frame_at(base, f);
+            if let Ok(d) = table.desc(p) {
+                if consistent(self.expect[side], d) {
+                    let _ = table.set(p, d.with_busy(false));
+                }
+            }
+        }
+    }
+
     /// End of a page: gives write access back (masked) and releases the
     /// frames this exchange holds (for a directory, all of them, after the
-    /// last page).
+    /// last page). Only frames that are still the exchange's are touched
+    /// (`verified`: the step checked them at its start).
+    #[inline(always)]
     fn restore<const R: usize, M, H, I>(
+        &mut self,
+        table: &mut FrameTable<'_, R>,
+        maps: &mut M,
+        hw: &mut H,
+        irq: &mut I,
+        verified: bool,
+    ) where
+        M: Mappings + ?Sized,
+        H: LineMaintenance + ?Sized,
+        I: InterruptControl + ?Sized,
+    {
+        let last = self.page + 1 == self.req.count;
+        if !self.hold {
+            // Verified at the start of the step on the normal path; an
+            // abort may find a side changed.
+            let own = if verified {
+                [true; 2]
+            } else {
+                [self.owns(table, 0), self.owns(table, 1)]
+            };
+            if self.protected {
+                // The write memory moved with the mappings: the target's
+                // mappings now map the new frames, the resource's the old
+                // ones. One window per side, as for the protection: a
+                // writer that still faults on a page not yet given back
+                // waits and retries.
+                if own[1] {
+                    self.set_protection(maps, hw, irq, 1, self.new, false);
+                }
+                if own[0] {
+                    self.set_protection(maps, hw, irq, 0, self.old, false);
+                }
+            }
+            if own[1] {
+                self.release_side(table, 1);
+            }
+            if own[0] {
+                self.release_side(table, 0);
+            }
+            self.protected = false;
+        } else if last {
+            // A directory's pages are released together, after the TTB moved.
+            self.release_held(table, maps, hw, irq);
+        }
+        self.known.clear();
+    }
+
+    /// A directory's end: write access back and every frame released
+    /// (those in the state the pages' switches left them in).
+    #[cold]
+    #[inline(never)]
+    fn release_held<const R: usize, M, H, I>(
         &mut self,
         table: &mut FrameTable<'_, R>,
         maps: &mut M,
@@ -867,57 +1397,198 @@ impl Exchange {
         I: InterruptControl + ?Sized,
     {
         let size = self.req.size;
-        let last = self.page + 1 == self.req.count;
-        if !self.hold || last {
-            // A directory's pages are released together, after the TTB moved.
-            let (first_page, new0, old0) = if self.hold {
-                (0, self.first.1, self.first.0)
-            } else {
-                (self.page, self.new, self.old)
-            };
-            let pages = self.page + 1 - first_page;
+        for i in 0..self.req.count {
+            let sw = self.held_switched(i);
+            let (o, n) = self.pages.of(i, size);
+            let own = [
+                Self::held_ok(table, o, 0, sw),
+                Self::held_ok(table, n, 1, sw),
+            ];
             if self.protected {
-                // The write memory moved with the mappings: the
-                // target's mappings now map the new frames, the
-                // resource's the old ones. One window per page and side,
-                // as for the protection: a writer that still faults on a
-                // page not yet given back waits and retries.
-                for i in 0..pages {
-                    self.set_protection(maps, hw, irq, 1, frame_at(new0, i * size.frames()), false);
-                    self.set_protection(maps, hw, irq, 0, frame_at(old0, i * size.frames()), false);
+                if own[1] {
+                    self.set_protection(maps, hw, irq, 1, n, false);
+                }
+                if own[0] {
+                    self.set_protection(maps, hw, irq, 0, o, false);
                 }
             }
-            // Release the frames this exchange holds: no address lookup,
-            // the frames are known (a directory is contiguous).
-            if self.hold {
-                for base in [old0, new0] {
-                    for f in 0..pages * size.frames() {
-                        let p = frame_at(base, f);
-                        if let Ok(d) = table.desc(p) {
-                            let _ = table.set(p, d.with_busy(false));
-                        }
-                    }
-                }
-            } else {
-                table.set_busy_at(self.at[0], false);
-                table.set_busy_at(self.at[1], false);
-                for f in 1..size.frames() {
-                    for p in [frame_at(old0, f), frame_at(new0, f)] {
+            for (side, base) in [(0, o), (1, n)] {
+                for f in 0..size.frames() {
+                    let p = frame_at(base, f);
+                    if Self::held_ok(table, p, side, sw) {
                         if let Ok(d) = table.desc(p) {
                             let _ = table.set(p, d.with_busy(false));
                         }
                     }
                 }
             }
-            self.protected = false;
         }
+        self.protected = false;
+    }
+
+    /// Stops the exchange: finishes a switched page, gives write access
+    /// back, releases the frames still held (see [`Exchange::cancel`]);
+    /// returns the number of pages exchanged.
+    #[cold]
+    #[inline(never)]
+    fn abort<const R: usize, M, H, I>(
+        &mut self,
+        table: &mut FrameTable<'_, R>,
+        maps: &mut M,
+        hw: &mut H,
+        irq: &mut I,
+    ) -> u32
+    where
+        M: Mappings + ?Sized,
+        H: PhysMemory + LineMaintenance + Cp15 + ?Sized,
+        I: InterruptControl + ?Sized,
+    {
+        // Remembered mappings are used only if nothing changed since.
+        let gen = maps.generation();
+        if gen.is_none() || gen != self.known.gen {
+            self.known.clear();
+        }
+        let size = self.req.size;
+        if self.hold {
+            return self.abort_directory(table, maps, hw, irq);
+        }
+        let mut done = self.page;
+        let mut from = self.page;
+        match self.phase {
+            Phase::Flush(_) | Phase::Restore => {
+                // Switched: the page is finished (flush, then restore).
+                let mut off = match self.phase {
+                    Phase::Flush(o) => o,
+                    _ => size.bytes(),
+                };
+                while off < size.bytes() {
+                    self.flush_chunk(maps, hw, off);
+                    off += self.chunk;
+                }
+                self.restore(table, maps, hw, irq, false);
+                done += 1;
+                from += 1;
+            }
+            Phase::Copy(_) | Phase::Switch => {
+                // Not switched: write access back, both frames released.
+                self.restore(table, maps, hw, irq, false);
+                from += 1;
+            }
+            Phase::Start | Phase::Done | Phase::Over => {}
+        }
+        for i in from..self.req.count {
+            self.release_untouched(table, i);
+        }
+        self.protected = false;
         self.known.clear();
+        done
+    }
+
+    /// Clears the busy flags of page `i`, not started: of its frames that
+    /// are busy and what `begin` found (an old page the caller may move, a
+    /// page resource).
+    #[cold]
+    #[inline(never)]
+    fn release_untouched<const R: usize>(&self, table: &mut FrameTable<'_, R>, i: u32) {
+        let size = self.req.size;
+        let (o, n) = self.pages.of(i, size);
+        for f in 0..size.frames() {
+            for (side, p) in [(0, frame_at(o, f)), (1, frame_at(n, f))] {
+                let Ok(d) = table.desc(p) else { continue };
+                let ours = d.is_busy()
+                    && if side == 0 {
+                        check_old(&self.req, p, d.with_busy(false)).is_ok()
+                    } else {
+                        d.is_resource()
+                    };
+                if ours {
+                    let _ = table.set(p, d.with_busy(false));
+                }
+            }
+        }
+    }
+
+    /// [`Exchange::abort`] of a page directory: all or nothing.
+    #[cold]
+    #[inline(never)]
+    fn abort_directory<const R: usize, M, H, I>(
+        &mut self,
+        table: &mut FrameTable<'_, R>,
+        maps: &mut M,
+        hw: &mut H,
+        irq: &mut I,
+    ) -> u32
+    where
+        M: Mappings + ?Sized,
+        H: PhysMemory + LineMaintenance + Cp15 + ?Sized,
+        I: InterruptControl + ?Sized,
+    {
+        let size = self.req.size;
+        let count = self.req.count;
+        if self.phase == Phase::Start && self.page == 0 {
+            // Not begun: nothing protected.
+            for i in 0..count {
+                self.release_untouched(table, i);
+            }
+            return 0;
+        }
+        if self.page + 1 == count && self.phase.switched() {
+            // The translation table base moved: finish.
+            let mut off = match self.phase {
+                Phase::Flush(o) => o,
+                _ => size.bytes(),
+            };
+            while off < size.bytes() {
+                self.flush_chunk(maps, hw, off);
+                off += self.chunk;
+            }
+            self.release_held(table, maps, hw, irq);
+            return count;
+        }
+        // Switch back every switched page whose frames are still held.
+        for i in (0..count).rev() {
+            if !self.held_switched(i) {
+                continue;
+            }
+            let (o, n) = self.pages.of(i, size);
+            let ours = (0..size.frames()).all(|f| {
+                Self::held_ok(table, frame_at(o, f), 0, true)
+                    && Self::held_ok(table, frame_at(n, f), 1, true)
+            });
+            if !ours {
+                continue;
+            }
+            let mut w = Window::open(irq);
+            maps.swap(o, n, size);
+            w.ops += 1;
+            for p in [o, n] {
+                maps.for_each_mapping(p, size, &mut |m| {
+                    hw.invalidate_tlb_entry(m.mva);
+                    w.ops += 1;
+                });
+            }
+            w.close(irq, &mut self.stats);
+            maps.swapped(o, n, size);
+            for f in 0..size.frames() {
+                if let (Ok(o_at), Ok(n_at)) =
+                    (table.locate(frame_at(o, f)), table.locate(frame_at(n, f)))
+                {
+                    move_state(table, n_at, o_at);
+                }
+            }
+        }
+        // Every page is as before its switch now.
+        self.page = 0;
+        self.phase = Phase::Copy(0);
+        self.release_held(table, maps, hw, irq);
+        0
     }
 
     /// Calls `f` for every mapping of `page`, which is side `side` (0 the
     /// old frame, 1 the new frame) of the current page or, in a directory
     /// move, a frame of another of its pages: from the remembered lists
     /// when they are valid, else from the kernel.
+    #[inline(always)]
     fn each<M: Mappings + ?Sized, F: FnMut(&Mapping)>(
         &self,
         maps: &M,
@@ -952,7 +1623,8 @@ impl Exchange {
     }
 
     /// The switch: mappings, tables and TTB in one masked window, then the
-    /// bookkeeping ([`Mappings::swapped`], the frame table).
+    /// bookkeeping ([`Mappings::swapped`], the frame table). The frames and
+    /// mappings were checked at the start of this step.
     fn switch<const R: usize, M, H, I>(
         &mut self,
         table: &mut FrameTable<'_, R>,
@@ -992,15 +1664,17 @@ impl Exchange {
         w.ops += self.invalidate_tlb(maps, hw, 0, self.old);
         if self.hold && self.page + 1 == self.req.count {
             // Every frame of the directory now holds an identical copy.
-            let (base_old, base_new) = self.first;
+            let (base_old, base_new) = self.pages.of(0, size);
             maps.move_first_level(base_old, base_new);
             let ttbr = hw.read(Cp15Reg::Ttbr);
             w.ops += 2;
             if ttbr & !(DIRECTORY_SIZE - 1) == base_old.as_u32() {
                 // SAFETY: all four frames of the directory hold an identical
-                // copy at `base_new` (copied while write-protected, and the old
-                // frames stay busy until now, so no entry changed); interrupts
-                // are masked, and the whole TLB is invalidated after.
+                // copy at `base_new` (copied while write-protected, and the
+                // old frames stay busy until now, checked at the start of
+                // this step, so no entry changed); interrupts are masked,
+                // and the whole TLB is invalidated after. `hw` is the CPU
+                // whose TTB this is (the `step` caller's promise).
                 unsafe {
                     hw.write(
                         Cp15Reg::Ttbr,
@@ -1014,7 +1688,7 @@ impl Exchange {
         if tables {
             for f in 0..size.frames() {
                 let (o, n) = (frame_at(self.old, f), frame_at(self.new, f));
-                if table.desc(o)?.state() == FrameState::Kernel(KernelUse::PageTable) {
+                if table.desc(o).is_ok_and(|d| d.is_page_table()) {
                     maps.move_second_level(o, n);
                     w.ops += 1;
                 }
@@ -1026,10 +1700,14 @@ impl Exchange {
         self.stats.total_ops += 1;
         move_state(table, self.at[0], self.at[1]);
         for f in 1..size.frames() {
-            let o_at = table.locate(frame_at(self.old, f))?;
-            let n_at = table.locate(frame_at(self.new, f))?;
-            move_state(table, o_at, n_at);
+            if let (Ok(o_at), Ok(n_at)) = (
+                table.locate(frame_at(self.old, f)),
+                table.locate(frame_at(self.new, f)),
+            ) {
+                move_state(table, o_at, n_at);
+            }
         }
+        self.expect = [table.desc_at(self.at[0]), table.desc_at(self.at[1])];
         Ok(())
     }
 
@@ -1076,6 +1754,31 @@ fn move_state<const R: usize>(table: &mut FrameTable<'_, R>, o_at: FrameSlot, n_
     }
 }
 
+/// Whether `d`, a frame of the same page and side as the one described by
+/// `first`, is busy and holds the same kind of content: the same state, or
+/// a kernel page of either use (a kernel page may mix plain frames and
+/// page tables).
+fn consistent(first: FrameDesc, d: FrameDesc) -> bool {
+    d.is_busy() && (d.state() == first.state() || (first.is_kernel() && d.is_kernel()))
+}
+
+/// Whether frames 1..n from `base` are [`consistent`] with `first`.
+fn run_consistent<const R: usize>(
+    table: &FrameTable<'_, R>,
+    base: PhysAddr,
+    n: u32,
+    first: FrameDesc,
+) -> bool {
+    match table.run(base, n) {
+        Some(ds) => ds.iter().skip(1).all(|&d| consistent(first, d)),
+        None => (1..n).all(|f| {
+            table
+                .desc(frame_at(base, f))
+                .is_ok_and(|d| consistent(first, d))
+        }),
+    }
+}
+
 fn frame_at(base: PhysAddr, f: u32) -> PhysAddr {
     PhysAddr::new(base.as_u32().wrapping_add(f * FRAME_SIZE))
 }
@@ -1087,6 +1790,16 @@ fn offset(base: PhysAddr, off: u32) -> PhysAddr {
 /// `mva + off`.
 fn at(mva: ModifiedVirtAddr, off: u32) -> ModifiedVirtAddr {
     ModifiedVirtAddr::new(mva.as_u32().wrapping_add(off))
+}
+
+/// A translation that no longer works, as the change it is.
+fn as_changed(e: ExchangeError) -> ExchangeError {
+    match e {
+        ExchangeError::NotMapped(va)
+        | ExchangeError::TinyPage(va)
+        | ExchangeError::SizeMismatch { va, .. } => ExchangeError::Changed(va),
+        e => e,
+    }
 }
 
 /// Translates page `i` of both ranges to (old page, new page).
@@ -1138,64 +1851,43 @@ fn check_old(req: &ExchangeRequest, frame: PhysAddr, d: FrameDesc) -> Result<(),
     Ok(())
 }
 
-/// Sets or clears the busy flag of every frame of pages `0..upto`; when
-/// setting, a frame already busy is an alias and everything is rolled back.
-fn mark<const R: usize, M: Mappings + ?Sized>(
+/// Marks every frame of every page busy; a frame already busy is an alias
+/// (the same frame twice) and everything marked so far is cleared again.
+fn mark<const R: usize>(
     table: &mut FrameTable<'_, R>,
-    maps: &M,
-    req: &ExchangeRequest,
-    upto: u32,
-    busy: bool,
+    pages: &PageFrames,
+    size: PageSize,
+    count: u32,
 ) -> Result<(), ExchangeError> {
-    for i in 0..upto {
-        let (old, new) = translate_pair(maps, req, i)?;
-        for f in 0..req.size.frames() {
-            for (k, pa) in [frame_at(old, f), frame_at(new, f)].into_iter().enumerate() {
-                let d = table.desc(pa)?;
-                if busy && d.is_busy() {
-                    // Roll back: pages before i, and page i up to this frame.
-                    let _ = mark(table, maps, req, i, false);
-                    for g in 0..=f {
-                        for (k2, b) in [old, new].into_iter().enumerate() {
-                            if g == f && k2 >= k {
-                                continue;
-                            }
-                            let p = frame_at(b, g);
-                            if let Ok(d) = table.desc(p) {
-                                let _ = table.set(p, d.with_busy(false));
-                            }
-                        }
-                    }
-                    return Err(ExchangeError::Aliased(pa));
+    let frames = |i: u32| {
+        let (o, n) = pages.of(i, size);
+        (0..size.frames()).flat_map(move |f| [frame_at(o, f), frame_at(n, f)])
+    };
+    let mut marked = 0usize;
+    let mut failed = None;
+    'all: for i in 0..count {
+        for pa in frames(i) {
+            let d = match table.desc(pa) {
+                Ok(d) => d,
+                Err(e) => {
+                    failed = Some(ExchangeError::Frame(e));
+                    break 'all;
                 }
-                table.set(pa, d.with_busy(busy))?;
+            };
+            if d.is_busy() {
+                failed = Some(ExchangeError::Aliased(pa));
+                break 'all;
             }
+            let _ = table.set(pa, d.with_busy(true));
+            marked += 1;
         }
     }
-    Ok(())
-}
-
-/// Sets or clears the busy flags of pages `from..to` (release, or after a failure).
-fn mark_range<const R: usize, M: Mappings + ?Sized>(
-    table: &mut FrameTable<'_, R>,
-    maps: &M,
-    req: &ExchangeRequest,
-    from: u32,
-    to: u32,
-    busy: bool,
-) -> Result<(), ExchangeError> {
-    for i in from..to {
-        // A page whose mapping changed cannot be found again; skip it.
-        let Ok((old, new)) = translate_pair(maps, req, i) else {
-            continue;
-        };
-        for f in 0..req.size.frames() {
-            for pa in [frame_at(old, f), frame_at(new, f)] {
-                if let Ok(d) = table.desc(pa) {
-                    table.set(pa, d.with_busy(busy))?;
-                }
-            }
+    let Some(e) = failed else { return Ok(()) };
+    // Roll back exactly the frames marked, in the same order.
+    for pa in (0..count).flat_map(frames).take(marked) {
+        if let Ok(d) = table.desc(pa) {
+            let _ = table.set(pa, d.with_busy(false));
         }
     }
-    Ok(())
+    Err(e)
 }

@@ -368,6 +368,19 @@ pub(crate) struct FrameSlot {
     section: usize,
 }
 
+/// What tells one frame table from another ([`FrameTable::id`]): the
+/// address of its description storage, and a digest of its length and
+/// regions. Two live tables never share their storage (each holds it
+/// `&mut`), so two tables in use at the same time always differ; a table
+/// rebuilt later over the same storage with the same regions is the same
+/// table to an exchange (which then finds its frames no longer busy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TableId {
+    frames: usize,
+    /// The regions' digest, with the storage length mixed in.
+    regions: u32,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     region: Region,
@@ -383,6 +396,8 @@ pub struct FrameTable<'a, const R: usize> {
     slots: heapless::Vec<Slot, R>,
     frames: &'a mut [FrameDesc],
     sections: &'a mut [SectionSummary],
+    /// A digest of the regions, part of [`FrameTable::id`].
+    regions: u32,
 }
 
 impl<'a, const R: usize> FrameTable<'a, R> {
@@ -467,11 +482,35 @@ impl<'a, const R: usize> FrameTable<'a, R> {
             f0 += n;
             s0 += r.sections() as usize;
         }
+        // FNV-1a over the storage length and every region's base, size,
+        // location and movability.
+        let mut digest: u32 = (0x811c_9dc5 ^ frames.len() as u32).wrapping_mul(0x0100_0193);
+        for r in regions {
+            for w in [
+                r.base().as_u32(),
+                r.size(),
+                r.location() as u32,
+                u32::from(r.movable()),
+            ] {
+                digest = (digest ^ w).wrapping_mul(0x0100_0193);
+            }
+        }
         Ok(FrameTable {
             slots,
             frames,
             sections,
+            regions: digest,
         })
+    }
+
+    /// This table's identity, which an exchange compares at every step
+    /// (see [`TableId`]): two words and a digest, no search.
+    #[inline]
+    pub(crate) fn id(&self) -> TableId {
+        TableId {
+            frames: self.frames.as_ptr().addr(),
+            regions: self.regions,
+        }
     }
 
     /// The described regions.
@@ -483,6 +522,14 @@ impl<'a, const R: usize> FrameTable<'a, R> {
     #[must_use]
     pub fn frame_count(&self) -> usize {
         self.slots.iter().map(|s| s.region.frames() as usize).sum()
+    }
+
+    /// Number of described frames marked busy (part of an exchange in
+    /// progress). O(frames): for checks and reports, not fast paths.
+    #[must_use]
+    pub fn busy_frames(&self) -> usize {
+        let n = self.frame_count().min(self.frames.len());
+        self.frames[..n].iter().filter(|d| d.is_busy()).count()
     }
 
     /// Bytes of frame descriptions and section summaries in use.
@@ -576,14 +623,41 @@ impl<'a, const R: usize> FrameTable<'a, R> {
         Ok(FrameSlot { frame, section })
     }
 
-    /// The description stored at `at` ([`FrameTable::locate`]).
+    /// The description stored at `at` ([`FrameTable::locate`] of this
+    /// table). A slot this table has not handed out reads as
+    /// [`FrameDesc::UNDEFINED`] (never busy), never a panic.
+    #[inline]
     pub(crate) fn desc_at(&self, at: FrameSlot) -> FrameDesc {
-        self.frames[at.frame]
+        self.frames
+            .get(at.frame)
+            .copied()
+            .unwrap_or(FrameDesc::UNDEFINED)
     }
 
-    /// [`FrameTable::set`] at a located frame.
+    /// The descriptions of the `n` frames from `pa` on, if they lie in one
+    /// region (then they are stored one after the other): a page's frames
+    /// checked without a search per frame. `None` if any is not described
+    /// or the run crosses a region's end.
+    pub(crate) fn run(&self, pa: PhysAddr, n: u32) -> Option<&[FrameDesc]> {
+        let s = self.slot(pa).ok()?;
+        let last = pa
+            .as_u32()
+            .checked_add((n.checked_sub(1)?).checked_mul(FRAME_SIZE)?)?;
+        if last > s.region.last() {
+            return None;
+        }
+        let first =
+            s.first_frame + ((pa.as_u32() - s.region.base().as_u32()) / FRAME_SIZE) as usize;
+        self.frames.get(first..first.checked_add(n as usize)?)
+    }
+
+    /// [`FrameTable::set`] at a located frame (nothing for a slot this
+    /// table has not handed out).
     pub(crate) fn set_at(&mut self, at: FrameSlot, desc: FrameDesc) {
-        let old = core::mem::replace(&mut self.frames[at.frame], desc);
+        let Some(d) = self.frames.get_mut(at.frame) else {
+            return;
+        };
+        let old = core::mem::replace(d, desc);
         // The summary counts resources and pinned frames only.
         if (old.0 ^ desc.0) & (STATE_MASK | PINNED) != 0
             && (old.is_resource() != desc.is_resource() || old.is_movable() != desc.is_movable())
@@ -597,8 +671,9 @@ impl<'a, const R: usize> FrameTable<'a, R> {
     /// Sets or clears the busy flag of a located frame (no summary counts
     /// the flag).
     pub(crate) fn set_busy_at(&mut self, at: FrameSlot, busy: bool) {
-        let d = &mut self.frames[at.frame];
-        *d = d.with_busy(busy);
+        if let Some(d) = self.frames.get_mut(at.frame) {
+            *d = d.with_busy(busy);
+        }
     }
 
     /// Boot-time set-up, by the kernel: puts every frame of `[pa, pa + len)`

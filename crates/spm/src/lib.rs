@@ -55,6 +55,37 @@
 //! memory access); `tests/common/mod.rs` is a complete small one over the
 //! `armv5-sim` model, and `examples/overhead.rs` measures it.
 //!
+//! # What is `unsafe`, and why there
+//! `spm` owns no page tables and no memory: it acts on what the kernel
+//! tells it. Three kinds of claims make its actions sound, and `spm` can
+//! check none of them: that the frame table is true (a page resource holds
+//! nothing anyone needs; no frame it moves is memory the program reaches
+//! through Rust references), that [`Mappings`] reports every mapping of a
+//! frame as the MMU walks it, and that the hardware handed in is the CPU
+//! those mappings are used on. Decided per operation:
+//!
+//! * **`unsafe fn`** where `spm` writes memory or hardware state on the
+//!   strength of those claims: [`Exchange::step`], [`Exchange::run`],
+//!   [`Exchange::finish_page`] and [`Exchange::cancel`] (they copy into page
+//!   resources, discard their cache lines, rewrite page-table entries, and
+//!   load the translation table base when a page directory moves), and
+//!   [`ops::change_state`] / [`ops::create_user_page`] (they zero a page
+//!   resource after discarding its cache lines). Each `# Safety` section
+//!   names the claims; the caller states them once per call site.
+//! * **Safe** where `spm` only reads or keeps its own books:
+//!   [`Exchange::begin`] (marks busy flags), [`ops::query_state`],
+//!   [`ops::delete_user_page`], the frame table itself.
+//! * **The traits stay safe to implement** ([`Mappings`], [`PhysMemory`],
+//!   [`LineMaintenance`], [`InterruptControl`]): an implementation is only
+//!   trusted by the `unsafe` call that hands it in, and test doubles over a
+//!   simulated machine need no `unsafe impl`. Making them `unsafe trait`s
+//!   instead would leave the frame table's truth, which no trait
+//!   implementation can vouch for, unaccounted.
+//!
+//! Everything an exchange relied on in an earlier step is checked again at
+//! every step (see [`exchange`]): a kernel that breaks the rules between
+//! steps gets [`ExchangeError::Changed`], not a corrupted mapping.
+//!
 //! `no_std`, no allocator.
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -79,7 +110,9 @@ mod testkit;
 #[cfg(test)]
 mod tests;
 
-pub use exchange::{Exchange, ExchangeError, ExchangeRequest, ExchangeStats, Progress};
+pub use exchange::{
+    Exchange, ExchangeError, ExchangeRequest, ExchangeStats, Progress, MAX_SCATTERED,
+};
 pub use frame::{
     FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, SpaceId,
 };

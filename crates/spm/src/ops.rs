@@ -162,7 +162,9 @@ where
         while a < FRAME_SIZE {
             let mva = ModifiedVirtAddr::new(m.mva.as_u32().wrapping_add(a));
             // SAFETY: the frame is a page resource whose content is being
-            // destroyed; no one may rely on data in its cache lines.
+            // destroyed; no one may rely on data in its cache lines (the
+            // `unsafe` caller's promise on the frame table), and these are
+            // exactly its mappings (its promise on `Mappings`).
             unsafe { hw.invalidate_dcache_line(mva) };
             a += H::DCACHE_LINE;
         }
@@ -170,11 +172,32 @@ where
     hw.zero(frame, FRAME_SIZE);
 }
 
+/// The state of the frame `va` lies in, in `actor`'s space (anyone with a
+/// mapping may ask). Reads only: safe.
+pub fn query_state<const R: usize, M: Mappings + ?Sized>(
+    table: &FrameTable<'_, R>,
+    maps: &M,
+    actor: AddressSpace,
+    va: VirtAddr,
+) -> Result<FrameState, OpError> {
+    let frame = frame_of(maps, actor, va)?;
+    Ok(table.desc(frame)?.state())
+}
+
 /// Changes (or, with [`StateRequest::Query`], reports) the state of the
 /// frame `va` lies in, as `actor`, following [`check_transition`]. A
 /// resource becoming a user page is zeroed first. Returns the state after
-/// the call.
-pub fn change_state<const R: usize, M, H>(
+/// the call. [`query_state`] is the safe form of the query.
+///
+/// # Safety
+/// A resource that becomes a user page is zeroed through `hw` (physical
+/// memory) after its cache lines are discarded at every address `maps`
+/// reports for it. The caller vouches that `table` is truthful (a page
+/// resource holds nothing anyone needs and is not memory the program
+/// reaches through Rust references), that `maps` reports every mapping of
+/// the frame as the MMU walks it, and that `hw` is the CPU those mappings
+/// are used on.
+pub unsafe fn change_state<const R: usize, M, H>(
     table: &mut FrameTable<'_, R>,
     maps: &M,
     hw: &mut H,
@@ -222,7 +245,10 @@ where
 
 /// Turns the page resource `va` is mapped to in `caller`'s space into a
 /// zeroed user page owned by `caller`. Returns the frame.
-pub fn create_user_page<const R: usize, M, H>(
+///
+/// # Safety
+/// As [`change_state`]: the frame is zeroed and its cache lines discarded.
+pub unsafe fn create_user_page<const R: usize, M, H>(
     table: &mut FrameTable<'_, R>,
     maps: &M,
     hw: &mut H,

@@ -126,8 +126,22 @@ pub enum State {
         /// Who must reply.
         from: u16,
     },
+    /// Blocked in a TCM call whose exchange is in progress
+    /// ([`Kernel::pending`]): scheduled like a ready process, but the
+    /// scheduler continues the exchange ([`Kernel::tcm_continue`]) and
+    /// never returns it to user mode before the call is over.
+    InTcm,
     /// Ended (see [`Proc::exit`]).
     Dead,
+}
+
+impl State {
+    /// Whether the scheduler may pick a process in this state: ready, or
+    /// blocked in a TCM call (whose exchange it then continues).
+    #[inline(always)]
+    pub fn runnable(self) -> bool {
+        matches!(self, State::Ready | State::InTcm)
+    }
 }
 
 /// A page a process owns: virtual address and frame.
@@ -295,6 +309,9 @@ pub struct Kernel {
     pub pending: Option<Pending>,
     /// TCM: timing of each completed user exchange (in order).
     pub xtimes: [Option<(u32, tcm::XTiming)>; 8],
+    /// TCM: user exchanges preempted between two steps, by the caller's
+    /// instruction set ([ARM, Thumb]).
+    pub tcm_preempted: [u32; 2],
 }
 
 /// The precomputed DACR and FCSEIDR of a FASS process, valid while
@@ -636,6 +653,7 @@ impl Kernel {
             fault_clock: FaultClock::default(),
             pending: None,
             xtimes: [None; 8],
+            tcm_preempted: [0; 2],
         })
     }
 
@@ -795,6 +813,11 @@ impl Kernel {
         if va < 0x1000 || end > crate::mmu::USER_TOP {
             return err::EINVAL;
         }
+        // The TCM resource slots are the kernel's.
+        let res_end = tcm::USER_RES_VA + (RES_SLOTS as u32) * 4096;
+        if va < res_end && tcm::USER_RES_VA < end {
+            return err::EINVAL;
+        }
         let pages = (len / 4096) as usize;
         let free_slots = self.procs[idx]
             .user_pages
@@ -894,6 +917,10 @@ impl Kernel {
             if !p.user_pages.iter().flatten().any(|pg| pg.va == pva) {
                 return err::EINVAL;
             }
+            // In TCM or being exchanged: its frames stay (`TCM_RELEASE` first).
+            if self.tcm_busy(idx, pva) {
+                return err::EBUSY;
+            }
         }
         for k in 0..len / 4096 {
             let r = self.unmap_page(idx, va + k * 4096);
@@ -966,7 +993,9 @@ impl Kernel {
         }
         self.bump_epoch();
         self.procs[idx].fast = Fast::NONE;
-        self.finish_pending(idx);
+        // Its exchange in progress (it was blocked in the call) is
+        // cancelled before anything of it is freed.
+        self.cancel_pending(idx);
         if matches!(exit, Exit::Killed { .. }) {
             self.counters.kills += 1;
         }
@@ -1137,14 +1166,35 @@ impl Kernel {
         let start = self.current.map_or(0, |c| c + 1);
         (0..MAX_PROCS)
             .map(|k| (start + k) % MAX_PROCS)
-            .find(|j| self.procs[*j].state == State::Ready)
+            .find(|j| self.procs[*j].state.runnable())
     }
 
-    /// The process a [`Wish`] comes to. When none can run (every process
+    /// The process a [`Wish`] comes to, ready to return to user mode: one
+    /// blocked in a TCM call has its exchange continued first, as itself
+    /// (switched to), and is taken only when the call is over; preempted
+    /// again, the next one is chosen. When none can run (every process
     /// ended, or the rest are deadlocked, and then they are ended) the
     /// kernel leaves user mode for good.
     #[inline(never)]
     fn choose(&mut self, w: Wish) -> usize {
+        let mut next = self.choose_runnable(w);
+        while self.procs[next].state == State::InTcm {
+            let over = if self.current == Some(next) || self.switch_full(next, timer::now()) {
+                self.tcm_continue(next)
+            } else {
+                self.end(next, Exit::SwitchFailed);
+                false
+            };
+            if over {
+                break;
+            }
+            next = self.choose_runnable(Wish::Next(self.pick_after(next)));
+        }
+        next
+    }
+
+    /// [`Kernel::choose`] without the TCM continuation: any runnable process.
+    fn choose_runnable(&mut self, w: Wish) -> usize {
         let next = match w {
             Wish::Next(Some(n)) => Some(n),
             Wish::Next(None) => self.pick(None),
@@ -1183,7 +1233,8 @@ impl Kernel {
     #[inline(always)]
     fn finish(&mut self, w: Wish) -> *mut TrapFrame {
         let next = match (w, self.current) {
-            (Wish::Next(Some(n)), Some(c)) if n == c => c,
+            // (Never a process blocked in a TCM call: `choose` continues it.)
+            (Wish::Next(Some(n)), Some(c)) if n == c && self.procs[c].state != State::InTcm => c,
             _ => self.choose(w),
         };
         // The decision is taken: the clock starts (the time stamp is
@@ -1438,10 +1489,10 @@ impl Kernel {
 
     /// The next ready process after `cur` in round-robin order (possibly `cur`).
     #[link_section = ".text.kswitch"]
-    fn pick_after(&self, cur: usize) -> Option<usize> {
+    pub(super) fn pick_after(&self, cur: usize) -> Option<usize> {
         (1..=MAX_PROCS)
             .map(|k| (cur + k) % MAX_PROCS)
-            .find(|j| self.procs[*j].state == State::Ready)
+            .find(|j| self.procs[*j].state.runnable())
     }
 }
 

@@ -78,6 +78,12 @@ struct Baseline {
     frames: usize,
     pool: usize,
     user_entries: usize,
+    /// TCM frames in use.
+    tcm: u32,
+    /// Frames the frame table marks busy (part of an exchange).
+    busy: usize,
+    /// Write-protect records the kernel's `Mappings` holds.
+    wp: usize,
 }
 
 fn user_l1_entries() -> usize {
@@ -87,10 +93,14 @@ fn user_l1_entries() -> usize {
 }
 
 fn baseline() -> Baseline {
+    let t = super::tcm::tcm();
     Baseline {
         frames: kernel::frames().free(),
         pool: crate::mmu::with_tables(|_, p| p.free_units()),
         user_entries: user_l1_entries(),
+        tcm: t.as_ref().map_or(0, |t| t.in_use()),
+        busy: t.as_ref().map_or(0, |t| t.table.busy_frames()),
+        wp: t.map_or(0, |t| t.protect_records()),
     }
 }
 
@@ -110,6 +120,34 @@ fn spawn_colliders(k: &mut Kernel, p: &Params) -> Result<(), kernel::SpawnError>
                 0,
             ],
         )?;
+    }
+    Ok(())
+}
+
+/// The hostile scenario: a victim (process 0) with secret pages, and
+/// attackers ([`abi::attack`]) that interleave TCM exchanges preempted in
+/// ARM and Thumb state with unmap, exit, re-map, faults and the page
+/// operations. The attacks that end their process mid-exchange have a
+/// watcher that reports them done to the victim.
+fn spawn_hostile(k: &mut Kernel, p: &Params) -> Result<(), kernel::SpawnError> {
+    use abi::attack as a;
+    let dying = [a::THUMB_EXIT, a::THUMB_FAULT];
+    let kinds = [
+        a::THUMB_UNMAP,
+        a::THUMB_EXIT,
+        a::THUMB_REMAP,
+        a::THUMB_OPS,
+        a::THUMB_FAULT,
+        a::ARM_PREEMPT,
+        a::UNMAP_IN_TCM,
+    ];
+    // Every attacker, or its watcher, sends one DONE.
+    let victim = k.spawn(role::VICTIM, [kinds.len() as u32, 0, 0, 0, 0, 0, 0])? as u32;
+    for kind in kinds {
+        let id = k.spawn(role::ATTACKER, [kind, victim, p.rounds, 0, 0, 0, 0])?;
+        if dying.contains(&kind) {
+            k.spawn(role::ATTACKER, [a::WATCH, victim, 0, id as u32, 0, 0, 0])?;
+        }
     }
     Ok(())
 }
@@ -185,6 +223,7 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
         "tcmops" => {
             k.spawn(role::TCMOPS, [0; 7])?;
         }
+        "hostile" => spawn_hostile(k, p)?,
         "fuzz" => {
             if let Err(e) = k.define_segment(0, abi::SEGMENT_VA, SEGMENT_PHYS) {
                 defmt::error!("cannot define segment 0: {}", e);
@@ -202,8 +241,9 @@ fn takes_n(name: &str) -> bool {
     matches!(name, "ring" | "ipc")
 }
 
-const KNOWN: [&str; 10] = [
+const KNOWN: [&str; 11] = [
     "ring", "ipc", "collide", "share", "faults", "badcalls", "fuzz", "fault", "tcm", "tcmops",
+    "hostile",
 ];
 
 /// Runs every scenario of `p` under every mode; `false` if one could not be set up.
@@ -284,11 +324,12 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
     }
     let start = k.mark_now();
     // The TCM scenario's kernel job advances on timer ticks: a short slice
-    // keeps it well inside the processes' run time.
-    Kernel::run(if name == "tcm" {
-        p.slice.min(1000)
-    } else {
-        p.slice
+    // keeps it well inside the processes' run time. The hostile scenario's
+    // exchanges are to be preempted between their steps.
+    Kernel::run(match name {
+        "tcm" => p.slice.min(1000),
+        "hostile" => p.slice.min(1000),
+        _ => p.slice,
     });
     let Some(k) = kernel::kernel() else {
         return false;
@@ -300,6 +341,15 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
     report(k, name, m, n, p, procs, &start, &end);
     if name == "tcm" {
         report_tcm(k, m);
+    }
+    if name == "hostile" {
+        let [arm, thumb] = k.tcm_preempted;
+        defmt::info!(
+            "HOSTILE mode={=str} preempted_arm={=u32} preempted_thumb={=u32}",
+            m,
+            arm,
+            thumb
+        );
     }
     if name == "tcmops" {
         if let Some(t) = super::tcm::tcm() {
@@ -347,10 +397,18 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
     let domains_after = k.strategy.free_domains();
     let pids_after = k.strategy.pids_in_use();
     let live = k.procs.iter().filter(|q| q.alive()).count();
+    // Exchanges still in progress: a process's, and the kernel's own job.
+    let exchanges = usize::from(k.pending.is_some())
+        + usize::from(super::tcm::tcm().is_some_and(|t| {
+            !matches!(
+                t.job,
+                super::tcm::KernelJob::Idle | super::tcm::KernelJob::Done
+            )
+        }));
     teardown();
     let after = baseline();
     defmt::info!(
-        "BASELINE name={=str} mode={=str} n={=u32} frames_before={=usize} frames_after={=usize} pool_before={=usize} pool_after={=usize} domains_before={=usize} domains_after={=usize} pids_after={=usize} live={=usize} user_l1_before={=usize} user_l1_after={=usize}",
+        "BASELINE name={=str} mode={=str} n={=u32} frames_before={=usize} frames_after={=usize} pool_before={=usize} pool_after={=usize} domains_before={=usize} domains_after={=usize} pids_after={=usize} live={=usize} user_l1_before={=usize} user_l1_after={=usize} tcm_before={=u32} tcm_after={=u32} busy_before={=usize} busy_after={=usize} wp_before={=usize} wp_after={=usize} exchanges_after={=usize}",
         name,
         m,
         n,
@@ -363,7 +421,14 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
         pids_after.unwrap_or(0),
         live,
         before.user_entries,
-        after.user_entries
+        after.user_entries,
+        before.tcm,
+        after.tcm,
+        before.busy,
+        after.busy,
+        before.wp,
+        after.wp,
+        exchanges
     );
     true
 }

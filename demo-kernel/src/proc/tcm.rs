@@ -32,6 +32,19 @@
 //! * **Bounded windows**: [`Irq`] masks IRQs around `spm`'s masked steps
 //!   and times each window with the 24 MHz counter; between steps the
 //!   system call opens an interrupt window (`kernel_irq` takes the tick).
+//! * **Why `spm`'s `unsafe` calls are sound here** ([`step`], [`cancel`],
+//!   and `spm::ops::create_user_page`/`change_state` in `tcm_ops.rs`):
+//!   the frame table describes this machine's RAM and TCM, and a frame it
+//!   calls a page resource is a free frame of the user frame allocator or
+//!   of a TCM bank (kernel code and data are never resources; the kernel's
+//!   own page that moves is copied whole and re-mapped); no Rust reference
+//!   points into user frames or TCM. [`Maps`] reports every mapping of a
+//!   frame `spm` may move (the records above, one user mapping per private
+//!   frame plus the kernel's records), its generation changes on every
+//!   `note_mapper` (every user map and unmap; the kernel never changes a
+//!   user mapping's access otherwise), and the kernel's IRQ handler
+//!   (`kernel_irq`) changes no mapping. [`Hw`] is this CPU; [`Irq`] masks
+//!   its IRQs (FIQs stay masked in every privileged mode).
 
 use core::cell::UnsafeCell;
 
@@ -65,8 +78,9 @@ pub const KTCM_VA: u32 = 0xFF00_0000;
 pub const KTCM_RW_VA: u32 = KTCM_VA + 2 * MAX_BANK_SIZE;
 /// All RAM, uncached, for `spm`'s physical copies.
 pub const PHYS_WINDOW: u32 = 0xD000_0000;
-/// Where a process's TCM resource pages are mapped (kernel-only access).
-pub const USER_RES_VA: u32 = 0x01F0_0000;
+/// Where a process's TCM resource pages are mapped (kernel-only access;
+/// `MAP` and `TCM_CREATE` there are refused). The user ABI names it too.
+pub const USER_RES_VA: u32 = crate::abi::TCM_RES_VA;
 /// TCM resource pages per process.
 pub const RES_SLOTS: usize = 4;
 /// Chunk of one exchange step (bytes copied or flushed per step).
@@ -491,6 +505,12 @@ impl Tcm {
         self.used[0].count_ones() + self.used[1].count_ones()
     }
 
+    /// Write-protect records held (mappings an exchange took write access
+    /// from and has not given back yet).
+    pub fn protect_records(&self) -> usize {
+        self.wp.iter().filter(|r| r.is_some()).count()
+    }
+
     /// The kernel's read-only view of TCM frame `pa`.
     pub fn kernel_view(&self, pa: u32) -> Option<u32> {
         self.kmaps[1..]
@@ -767,11 +787,16 @@ impl Cp15 for Hw {
 
 fn cpsr() -> u32 {
     let v: u32;
-    // SAFETY: reads the CPSR.
-    unsafe { core::arch::asm!("mrs {}, cpsr", out(reg) v, options(nomem, nostack)) };
+    // SAFETY: reads the CPSR. Not `nomem`: with the write below it orders
+    // the program's memory accesses around the change of the mask.
+    unsafe { core::arch::asm!("mrs {}, cpsr", out(reg) v, options(nostack, preserves_flags)) };
     v
 }
 
+/// Masks or unmasks IRQs. Like `critical.rs`, without `nomem`: the
+/// compiler must not move a memory access across the change of the mask
+/// (an access meant to be inside a masked window would otherwise race the
+/// IRQ handler, or one meant to be outside it lengthen the window).
 fn set_irq_masked(masked: bool) {
     let v = if masked {
         cpsr() | 0x80
@@ -781,7 +806,7 @@ fn set_irq_masked(masked: bool) {
     // SAFETY: changes only the I bit of the current (privileged) mode; the
     // kernel's IRQ handler for SVC mode (`kernel_irq`) only acknowledges
     // the timer and counts.
-    unsafe { core::arch::asm!("msr cpsr_c, {}", in(reg) v, options(nomem, nostack)) };
+    unsafe { core::arch::asm!("msr cpsr_c, {}", in(reg) v, options(nostack, preserves_flags)) };
 }
 
 /// Enables (or masks again) IRQs in SVC mode around an exchange step: a
@@ -858,6 +883,35 @@ impl<'a> Maps<'a> {
             root: t.root,
         }
     }
+}
+
+/// One step of `x` over this kernel's frame table, mappings and CPU.
+pub fn step(
+    x: &mut Exchange,
+    procs: &mut [Proc; MAX_PROCS],
+    strategy: &Strategy,
+    t: &mut Tcm,
+    hw: &mut Hw,
+    irq: &mut Irq,
+) -> Result<spm::Progress, spm::ExchangeError> {
+    let (table, tt) = split(t);
+    let mut maps = Maps::new(procs, strategy, tt);
+    // SAFETY: this kernel's frame table, mappings, CPU and interrupt mask
+    // (see the module docs, "why `spm`'s unsafe calls are sound here").
+    unsafe { x.step(table, &mut maps, hw, irq) }
+}
+
+/// Cancels `x` (see `spm::Exchange::cancel`): the pages exchanged.
+pub fn cancel(
+    x: &mut Exchange,
+    procs: &mut [Proc; MAX_PROCS],
+    strategy: &Strategy,
+    t: &mut Tcm,
+) -> Result<u32, spm::ExchangeError> {
+    let (table, tt) = split(t);
+    let mut maps = Maps::new(procs, strategy, tt);
+    // SAFETY: as in `step`.
+    unsafe { x.cancel(table, &mut maps, &mut Hw::new(), &mut Irq::default()) }
 }
 
 /// Split borrows of a TCM state for an exchange step.
@@ -1018,10 +1072,11 @@ fn cacheable(desc: u32) -> bool {
 
 impl Mappings for Maps<'_> {
     fn generation(&self) -> Option<u32> {
-        // User mappings are added and removed only with a `note_mapper`;
-        // kernel mapping records never change except through `swap`. A
-        // space's FCSE PID (its MVAs) changes only through its own calls,
-        // and a process is blocked in its exchange call until it ends.
+        // User mappings are added and removed only with a `note_mapper`,
+        // and never given write access except by `spm`; kernel mapping
+        // records never change except through `swap`. A space's FCSE PID
+        // (its MVAs) changes only through its own calls, and a process is
+        // blocked in its exchange call until it ends (`State::InTcm`).
         Some(rindex().generation)
     }
 
@@ -1210,6 +1265,7 @@ impl Mappings for Maps<'_> {
 
     /// The descriptors only (inside `spm`'s masked window); the records
     /// follow in [`Mappings::swapped`].
+    #[inline(always)]
     fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
         if size != PageSize::Small {
             return;
@@ -1268,6 +1324,7 @@ impl Mappings for Maps<'_> {
     /// The page records, kernel mapping records and reverse index follow
     /// the descriptors [`Mappings::swap`] changed (nothing reads them from
     /// an interrupt handler).
+    #[inline(always)]
     fn swapped(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
         if size != PageSize::Small {
             return;

@@ -140,7 +140,7 @@ impl Kernel {
         if !p.user_pages.iter().flatten().any(|pg| pg.va == va) {
             return Err(err::EFAULT);
         }
-        if p.tcm_targets.contains(&Some(va)) {
+        if self.tcm_busy(cur, va) {
             return Err(err::EBUSY);
         }
         Ok(())
@@ -203,7 +203,11 @@ impl Kernel {
         let t = tcm::tcm().ok_or(err::ENOSYS)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
-        let r = spm::ops::create_user_page(table, &maps, &mut Hw::new(), sid, VirtAddr::new(va));
+        // SAFETY: this kernel's frame table, mappings and CPU (`tcm.rs`,
+        // "why `spm`'s unsafe calls are sound here").
+        let r = unsafe {
+            spm::ops::create_user_page(table, &maps, &mut Hw::new(), sid, VirtAddr::new(va))
+        };
         match r {
             Ok(_) => Ok(0),
             Err(e) => {
@@ -238,14 +242,17 @@ impl Kernel {
         let t = tcm::tcm().ok_or(err::ENOSYS)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
-        let r = spm::ops::change_state(
-            table,
-            &maps,
-            &mut Hw::new(),
-            AddressSpace::User(sid),
-            VirtAddr::new(va),
-            StateRequest::Set(to),
-        );
+        // SAFETY: as in `tcm_create`.
+        let r = unsafe {
+            spm::ops::change_state(
+                table,
+                &maps,
+                &mut Hw::new(),
+                AddressSpace::User(sid),
+                VirtAddr::new(va),
+                StateRequest::Set(to),
+            )
+        };
         match r {
             Ok(s) => Ok(tcm::state_code(s) as i32),
             Err(e) => {

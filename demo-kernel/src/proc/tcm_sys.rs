@@ -10,13 +10,25 @@
 //!   DTCM never grants: refused with `EINVAL`.
 //! * `TCM_RELEASE(va)`: the reverse exchange, then the TCM frame is
 //!   unmapped and free again.
-//! * `TCM_STATE(va)`: `spm`'s state query (`spm::ops::change_state` with
-//!   `Query`): state code | location code << 4 ([`super::tcm::state_code`]).
+//! * `TCM_STATE(va)`: `spm`'s state query (`spm::ops::query_state`):
+//!   state code | location code << 4 ([`super::tcm::state_code`]).
 //!
 //! An exchange runs step by step with IRQs enabled (only `spm`'s own
 //! windows mask them); after a step that let the timer tick in, the
-//! caller is preempted: its `SVC` is re-issued when it runs again and the
-//! kernel continues the same exchange ([`Pending`]).
+//! caller is preempted if another process can run: it is blocked in its
+//! call ([`State::InTcm`]), never returned to user mode while the exchange
+//! is in progress, and the scheduler continues the exchange
+//! ([`Kernel::tcm_continue`], from `choose`) in its address space before
+//! it runs again; only then is the result in its r0. Nothing is replayed
+//! (a replay by rewinding the pc is wrong in Thumb state, and would let
+//! the caller run its own code between the steps of its exchange).
+//!
+//! While a process has an exchange in progress or a page in TCM, the
+//! calls that would change or free the frames involved are refused
+//! ([`Kernel::tcm_busy`]: `UNMAP`, `TCM_DELETE`, `TCM_SET_STATE` with
+//! `EBUSY`; `MAP` and `TCM_CREATE` at the resource slots with `EINVAL`);
+//! the kernel's own paths (a process ending) cancel its exchange first
+//! ([`Kernel::cancel_pending`]).
 
 use fass::{SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
@@ -24,7 +36,7 @@ use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::tcm::TcmKind;
 use spm::{AddressSpace, ExchangeError, ExchangeRequest, PageSize, Progress, Rights};
 
-use super::kernel::{free_frame, After, Kernel, Page, Pending};
+use super::kernel::{free_frame, set_owner, After, Kernel, Page, Pending, State};
 use super::strategy::{dispatch, Strategy};
 use super::tcm::{self, Hw, Irq, KernelJob, Maps, XTiming, CHUNK, USER_RES_VA};
 use super::timer;
@@ -82,7 +94,8 @@ impl Kernel {
     }
 
     /// `TCM_EXCHANGE`, `TCM_RELEASE` and `TCM_STATE` of process `cur`.
-    /// `None`: preempted between steps (the call is re-issued).
+    /// `None`: preempted between steps; `cur` is blocked in the call
+    /// ([`State::InTcm`]) until [`Kernel::tcm_continue`] ends it.
     pub fn sys_tcm(&mut self, cur: usize, call: u32, va: u32, kind: u32) -> (Option<i32>, After) {
         if tcm::tcm().is_none() {
             return (Some(err::ENOSYS), After::Continue);
@@ -90,18 +103,49 @@ impl Kernel {
         if call == nr::TCM_STATE {
             return (Some(self.tcm_state(cur, va)), After::Continue);
         }
-        let args = [call, va, kind];
-        match &self.pending {
-            Some(p) if p.proc != cur || p.call != args => {
-                return (Some(err::EBUSY), After::Continue)
-            }
-            Some(_) => {}
-            None => match self.tcm_begin(cur, args) {
-                Ok(p) => self.pending = Some(p),
-                Err(e) => return (Some(e), After::Continue),
-            },
+        // One exchange at a time, another process's (the caller's own
+        // cannot be pending: it would still be blocked in its call).
+        if self.pending.is_some() {
+            return (Some(err::EBUSY), After::Continue);
         }
-        self.tcm_run(cur)
+        match self.tcm_begin(cur, [call, va, kind]) {
+            Ok(p) => self.pending = Some(p),
+            Err(e) => return (Some(e), After::Continue),
+        }
+        match self.tcm_run(cur) {
+            Some(r) => (Some(r), After::Continue),
+            None => (None, After::Yield),
+        }
+    }
+
+    /// Continues the exchange of process `idx`, blocked in its TCM call
+    /// and now the current process (the scheduler switched to it, so its
+    /// slots can be touched). `true`: the call is over, `idx` is ready
+    /// with the result in r0; `false`: preempted again, still blocked.
+    pub(super) fn tcm_continue(&mut self, idx: usize) -> bool {
+        match self.tcm_run(idx) {
+            None => false,
+            Some(r) => {
+                if r < 0 {
+                    self.procs[idx].errors += 1;
+                }
+                self.procs[idx].ctx.r[0] = r as u32;
+                self.procs[idx].state = State::Ready;
+                true
+            }
+        }
+    }
+
+    /// Whether page `va` of process `idx` is in TCM or part of an exchange
+    /// in progress: its frames must not be changed or freed.
+    pub(super) fn tcm_busy(&self, idx: usize, va: u32) -> bool {
+        let p = &self.procs[idx];
+        if p.tcm_targets.contains(&Some(va)) {
+            return true;
+        }
+        self.pending.as_ref().is_some_and(|x| {
+            x.proc == idx && (x.call[1] == va || p.res_pages[x.slot].is_some_and(|r| r.va == va))
+        })
     }
 
     fn tcm_state(&mut self, cur: usize, va: u32) -> i32 {
@@ -114,14 +158,7 @@ impl Kernel {
         };
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
-        let r = spm::ops::change_state(
-            table,
-            &maps,
-            &mut Hw::new(),
-            space(cur),
-            VirtAddr::new(va),
-            spm::StateRequest::Query,
-        );
+        let r = spm::ops::query_state(table, &maps, space(cur), VirtAddr::new(va));
         let frame = spm::Mappings::translate(&maps, space(cur), VirtAddr::new(va));
         match (r, frame) {
             (Ok(state), Some(tr)) => {
@@ -238,6 +275,10 @@ impl Kernel {
                 );
                 if call == nr::TCM_EXCHANGE {
                     self.drop_resource(cur, slot);
+                } else if let Some(r) = self.procs[cur].res_pages[slot] {
+                    // The frame the release made a page resource is the
+                    // caller's user page again.
+                    set_owner(r.pa, Some(cur));
                 }
                 Err(xerr(e))
             }
@@ -280,26 +321,33 @@ impl Kernel {
         free_frame(pg.pa);
     }
 
-    fn tcm_run(&mut self, cur: usize) -> (Option<i32>, After) {
-        let Some(mut p) = self.pending.take() else {
-            return (Some(err::EINVAL), After::Continue);
-        };
+    /// Runs the pending exchange of `cur` (the current process) until it
+    /// ends, or until a tick came in between two steps while another
+    /// process can run: then `cur` is blocked in its call
+    /// ([`State::InTcm`]) and the answer is `None`. `Some`: the call's result.
+    fn tcm_run(&mut self, cur: usize) -> Option<i32> {
+        let mut p = self.pending.take()?;
+        if p.proc != cur {
+            self.pending = Some(p);
+            return Some(err::EBUSY);
+        }
         let req = *p.x.request();
         self.touch(cur, req.target.as_u32());
         self.touch(cur, req.resource.as_u32());
-        let Some(t) = tcm::tcm() else {
-            return (Some(err::ENOSYS), After::Continue);
-        };
+        let t = tcm::tcm()?;
         let mut irq = Irq::default();
         let mut hw = Hw::new();
         let result = loop {
             let t0 = timer::now();
             tcm::set_irqs_enabled(true);
-            let r = {
-                let (table, tt) = tcm::split(t);
-                let mut maps = Maps::new(&mut self.procs, &self.strategy, tt);
-                p.x.step(table, &mut maps, &mut hw, &mut irq)
-            };
+            let r = tcm::step(
+                &mut p.x,
+                &mut self.procs,
+                &self.strategy,
+                t,
+                &mut hw,
+                &mut irq,
+            );
             tcm::set_irqs_enabled(false);
             p.t.ticks += timer::now().wrapping_sub(t0);
             p.t.steps += 1;
@@ -314,36 +362,51 @@ impl Kernel {
                 Ok(Progress::Pending) => {}
             }
             let taken = tcm::take_kernel_irqs();
-            if taken > 0 {
-                // The tick came in between two steps: preempt the caller.
-                self.counters.irqs += taken;
+            self.counters.irqs += taken;
+            if taken > 0 && self.pick_after(cur).is_some_and(|n| n != cur) {
+                // The tick came in between two steps and another process
+                // can run: block the caller in its call.
                 self.counters.preemptions += 1;
                 p.t.preempted += 1;
-                self.procs[cur].ctx.pc = self.procs[cur].ctx.pc.wrapping_sub(4);
+                let thumb = self.procs[cur].ctx.cpsr & (1 << 5) != 0;
+                self.tcm_preempted[usize::from(thumb)] += 1;
                 self.pending = Some(p);
-                return (None, After::Yield);
+                self.procs[cur].state = State::InTcm;
+                return None;
             }
         };
         let taken = tcm::take_kernel_irqs();
         self.counters.irqs += taken;
-        self.complete(cur, &p, result.is_ok());
+        // A failed exchange released its frames; a page whose switch was
+        // done was finished (it counts as exchanged).
+        let exchanged = result.is_ok()
+            || tcm::cancel(&mut p.x, &mut self.procs, &self.strategy, t).is_ok_and(|n| n == 1);
+        self.complete(cur, &p, exchanged);
         if let Some(slot) = self.xtimes.iter_mut().find(|s| s.is_none()) {
             *slot = Some((p.call[0], p.t));
         }
-        (Some(result.err().unwrap_or(0)), After::Continue)
+        Some(result.err().unwrap_or(0))
     }
 
-    fn complete(&mut self, cur: usize, p: &Pending, ok: bool) {
-        match (p.call[0], ok) {
+    fn complete(&mut self, cur: usize, p: &Pending, exchanged: bool) {
+        match (p.call[0], exchanged) {
             (nr::TCM_EXCHANGE, true) => self.procs[cur].tcm_targets[p.slot] = Some(p.call[1]),
             (nr::TCM_EXCHANGE, false) => self.drop_resource(cur, p.slot),
             (_, true) => self.drop_resource(cur, p.slot),
-            _ => {}
+            (_, false) => {
+                // The page stays in TCM; the frame it left is the caller's
+                // user page again (the release made it a page resource).
+                if let Some(r) = self.procs[cur].res_pages[p.slot] {
+                    set_owner(r.pa, Some(cur));
+                }
+            }
         }
     }
 
-    /// Finishes a pending exchange of process `idx` (it is ending).
-    pub fn finish_pending(&mut self, idx: usize) {
+    /// Process `idx` is ending: its exchange in progress, if any, is
+    /// cancelled (both frames back, `spm::Exchange::cancel`) before
+    /// anything of it is freed, and its records follow the outcome.
+    pub fn cancel_pending(&mut self, idx: usize) {
         if self.pending.as_ref().is_none_or(|p| p.proc != idx) {
             return;
         }
@@ -351,18 +414,14 @@ impl Kernel {
             return;
         };
         let Some(t) = tcm::tcm() else { return };
-        let mut irq = Irq::default();
-        let mut hw = Hw::new();
-        let ok = loop {
-            let (table, tt) = tcm::split(t);
-            let mut maps = Maps::new(&mut self.procs, &self.strategy, tt);
-            match p.x.step(table, &mut maps, &mut hw, &mut irq) {
-                Ok(Progress::Pending) => {}
-                Ok(Progress::Done) => break true,
-                Err(_) => break false,
+        let exchanged = match tcm::cancel(&mut p.x, &mut self.procs, &self.strategy, t) {
+            Ok(n) => n == 1,
+            Err(e) => {
+                defmt::error!("cancelling the exchange of process {=usize}: {}", idx, e);
+                false
             }
         };
-        self.complete(idx, &p, ok);
+        self.complete(idx, &p, exchanged);
     }
 
     /// Starts moving the switch/IPC page into ITCM (advanced on timer ticks).
@@ -424,9 +483,7 @@ impl Kernel {
         let mut irq = Irq::default();
         let mut hw = Hw::new();
         let mut step = |x: &mut spm::Exchange, procs, strategy, t: &mut tcm::Tcm| {
-            let (table, tt) = tcm::split(t);
-            let mut maps = Maps::new(procs, strategy, tt);
-            x.step(table, &mut maps, &mut hw, &mut irq)
+            tcm::step(x, procs, strategy, t, &mut hw, &mut irq)
         };
         t.job = match job {
             KernelJob::Out { mut x, frame, res } => {
@@ -444,7 +501,12 @@ impl Kernel {
                         }
                     }
                     Err(e) => {
+                        // The failed exchange released its frames: the
+                        // ITCM frame goes back unless the page got into it.
                         t.job_error = Some(e);
+                        if tcm::cancel(&mut x, &mut self.procs, &self.strategy, t) != Ok(1) {
+                            t.free(frame);
+                        }
                         KernelJob::Done
                     }
                 }
@@ -487,7 +549,12 @@ impl Kernel {
                         KernelJob::Done
                     }
                     Err(e) => {
+                        // The page is back in RAM if the failed exchange
+                        // got that far: then the ITCM frame is free.
                         t.job_error = Some(e);
+                        if tcm::cancel(&mut x, &mut self.procs, &self.strategy, t) == Ok(1) {
+                            t.free(frame);
+                        }
                         KernelJob::Done
                     }
                 }

@@ -105,6 +105,71 @@ pub mod role {
     pub const TCM: u32 = 10;
     /// TCM page operations (create, delete, state changes); no arguments.
     pub const TCMOPS: u32 = 11;
+    /// Hostile scenario's victim: keeps secret pages and serves the
+    /// requests of [`super::victim`]; r1 `DONE` messages to wait for.
+    /// Exits with the number of its secret words that changed.
+    pub const VICTIM: u32 = 12;
+    /// Hostile scenario's attacker: r1 attack ([`super::attack`]), r2 the
+    /// victim's id, r3 rounds, r4 the process it watches (`WATCH` only).
+    /// Exits with [`super::attack::result`] bits (0: nothing reached).
+    pub const ATTACKER: u32 = 13;
+}
+
+/// Requests a hostile scenario's victim serves (word 0 of a `CALL`).
+pub mod victim {
+    /// Map one more page (the lowest free frame: the one an attacker just
+    /// gave back) and fill it with the secret.
+    pub const ALLOC: u32 = 1;
+    /// Exchange the first secret page into DTCM, or back out of it.
+    pub const TCM: u32 = 2;
+    /// One attacker is done (or, sent by a watcher, ended).
+    pub const DONE: u32 = 3;
+    /// Bits 31..16 of every secret word: an attacker that reads a word
+    /// with them has read the victim's memory.
+    pub const SECRET_TAG: u32 = 0x5EC2;
+}
+
+/// The attacks of a hostile scenario's attacker ([`super::role::ATTACKER`]).
+/// "Mid-exchange" is what a kernel that replays a preempted `TCM_EXCHANGE`
+/// by rewinding the pc by 4 allows in Thumb state (the SVC is 2 bytes
+/// there): the caller resumes 2 bytes early, at its own code.
+pub mod attack {
+    /// Thumb: mid-exchange, unmap the page being exchanged, let the victim
+    /// map a page (it gets the freed frame), re-enter the exchange.
+    pub const THUMB_UNMAP: u32 = 0;
+    /// Thumb: as `THUMB_UNMAP`, then exit mid-exchange (the kernel ends it).
+    pub const THUMB_EXIT: u32 = 1;
+    /// Thumb: mid-exchange, unmap the page and map it again (re-map),
+    /// let the victim map a page, re-enter.
+    pub const THUMB_REMAP: u32 = 2;
+    /// Thumb: mid-exchange, delete and re-state the page, map over the TCM
+    /// resource slots, start a second exchange and a release, then unmap.
+    pub const THUMB_OPS: u32 = 3;
+    /// Thumb: mid-exchange, store into the page being exchanged (killed
+    /// by the write protection's permission fault).
+    pub const THUMB_FAULT: u32 = 4;
+    /// ARM: exchanges preempted in ARM state; in between, unmap the page
+    /// in TCM and map over the resource slots (both must be refused).
+    pub const ARM_PREEMPT: u32 = 5;
+    /// Unmap a page in TCM, let the victim exchange its secret page into
+    /// the bank, map the page again and release it.
+    pub const UNMAP_IN_TCM: u32 = 6;
+    /// Waits until process r4 ended, then sends `DONE` for it.
+    pub const WATCH: u32 = 7;
+
+    /// Exit-code bits of an attacker.
+    pub mod result {
+        /// Bits 15..0: secret words of the victim it read (saturating).
+        pub const LEAKED: u32 = 0xFFFF;
+        /// It ran its own code while its exchange was in progress.
+        pub const ESCAPED: u32 = 1 << 16;
+        /// A call that must be refused was accepted.
+        pub const ACCEPTED: u32 = 1 << 17;
+        /// Its own data changed under it.
+        pub const OWN_DATA: u32 = 1 << 18;
+        /// A TCM call it relies on failed.
+        pub const TCM_FAILED: u32 = 1 << 19;
+    }
 }
 
 /// Faults a [`role::FAULTER`] commits.
@@ -148,6 +213,13 @@ pub const PAGE: u32 = 4096;
 pub const SEGMENT_VA: u32 = 0x8000_0000;
 /// The fixed address colliders map (above 32 MiB: not relocated).
 pub const COLLIDE_VA: u32 = 0x0400_0000;
+/// Where a hostile scenario's victim maps its secret pages.
+pub const VICTIM_VA: u32 = 0x0060_0000;
+/// Where a hostile scenario's attacker maps the page it exchanges.
+pub const ATTACK_VA: u32 = 0x0050_0000;
+/// The TCM resource slots of a process (kernel-only, `tcm::USER_RES_VA`):
+/// `MAP` there is refused.
+pub const TCM_RES_VA: u32 = 0x01F0_0000;
 /// The second fixed address colliders map, in the next first-level slot
 /// (1 MiB further): touching both makes every other collision flush-free
 /// under FASS (see the collider role).

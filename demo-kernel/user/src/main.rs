@@ -11,6 +11,8 @@
 #[cfg(target_os = "none")]
 mod abi;
 #[cfg(target_os = "none")]
+mod hostile;
+#[cfg(target_os = "none")]
 mod roles;
 #[cfg(target_os = "none")]
 mod sys;

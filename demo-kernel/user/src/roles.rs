@@ -20,6 +20,8 @@ pub fn run(r: u32, a: [u32; 7]) -> u32 {
         role::WORKER => worker(a[0]),
         role::TCM => tcm(a[0]),
         role::TCMOPS => tcm_ops(),
+        role::VICTIM => crate::hostile::victim(a[0]),
+        role::ATTACKER => crate::hostile::attacker(a[0], a[1], a[2], a[3]),
         _ => 0xBAD0,
     }
 }

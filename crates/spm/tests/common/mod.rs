@@ -18,6 +18,8 @@
 //!   counters spent inside it.
 #![allow(dead_code)]
 
+pub mod ext;
+
 use armv5_sim::{
     presets, sctlr, CostModel, Counters, Machine, Privilege, Region, RegionKind, Width,
 };
@@ -110,12 +112,34 @@ pub fn regions() -> [SpmRegion; 4] {
     ]
 }
 
-/// A frame table over [`regions`], in leaked storage.
-pub fn frame_table() -> FrameTable<'static, 4> {
-    let r = regions();
-    let f = Box::leak(vec![FrameDesc::default(); FrameTable::<4>::frames_needed(&r)].into());
-    let s = Box::leak(vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&r)].into());
-    FrameTable::new(&r, f, s).unwrap()
+/// Storage for a frame table over [`regions`], owned by the test (so
+/// nothing is leaked: Miri reports leaks).
+pub struct Storage {
+    frames: Vec<FrameDesc>,
+    sections: Vec<SectionSummary>,
+}
+
+impl Storage {
+    /// Enough descriptions and summaries for [`regions`].
+    pub fn new() -> Storage {
+        let r = regions();
+        Storage {
+            frames: vec![FrameDesc::default(); FrameTable::<4>::frames_needed(&r)],
+            sections: vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&r)],
+        }
+    }
+
+    /// A frame table over [`regions`] in this storage, every frame in its
+    /// initial state.
+    pub fn table(&mut self) -> FrameTable<'_, 4> {
+        FrameTable::new(&regions(), &mut self.frames, &mut self.sections).unwrap()
+    }
+}
+
+impl Default for Storage {
+    fn default() -> Self {
+        Storage::new()
+    }
 }
 
 /// Performs the part of a table flush the [`Mappings`] contract leaves to
@@ -280,6 +304,16 @@ impl Maps {
             .expect("unmap");
         f.flush(&mut *m);
         self.pages.retain(|&(s, v, _)| (s, v) != (space, va));
+        self.generation = self.generation.map(|g| g + 1);
+    }
+
+    /// Gives the page at `va` in `space` write access or takes it away, as
+    /// a kernel's `mprotect` would: the descriptor, its TLB entry, and a
+    /// new generation.
+    pub fn set_page_writable(&mut self, space: AddressSpace, va: u32, size: PageSize, w: bool) {
+        let at = mva(space, va);
+        self.set_writable(space, at, size, w);
+        CacheMaintenance::invalidate_tlb_entry(&mut *self.m.borrow_mut(), at);
         self.generation = self.generation.map(|g| g + 1);
     }
 
@@ -569,12 +603,12 @@ impl InterruptControl for Irq {
     }
 }
 
-/// The whole test kernel.
-pub struct Kernel {
+/// The whole test kernel, its frame table in the test's [`Storage`].
+pub struct Kernel<'a> {
     /// The machine.
     pub m: Shared,
     /// The frame table.
-    pub table: FrameTable<'static, 4>,
+    pub table: FrameTable<'a, 4>,
     /// Mappings.
     pub maps: Maps,
     /// Hardware.
@@ -583,9 +617,10 @@ pub struct Kernel {
     pub irq: Irq,
 }
 
-impl Kernel {
-    /// A booted kernel: page table live, window mapped, MMU, caches and S on.
-    pub fn new() -> Kernel {
+impl<'a> Kernel<'a> {
+    /// A booted kernel: page table live, window mapped, MMU, caches and S
+    /// on; its frame table in `storage`.
+    pub fn new(storage: &'a mut Storage) -> Kernel<'a> {
         let m = machine();
         let on = Rc::new(Cell::new(true));
         let pt = PageTable::new(&mut *m.borrow_mut()).expect("table");
@@ -626,7 +661,7 @@ impl Kernel {
             mm.set_sctlr(sctlr::M | sctlr::C | sctlr::I | sctlr::S);
         }
         Kernel {
-            table: frame_table(),
+            table: storage.table(),
             hw: Hw { m: m.clone() },
             irq: Irq {
                 m: m.clone(),
