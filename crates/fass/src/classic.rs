@@ -28,6 +28,7 @@
 
 use crate::error::FassError;
 use crate::id::{SegmentId, SpaceId};
+use crate::kernel_table::KernelTable;
 use crate::layout::{Layout, RegionKind, SLOTS_PER_WINDOW};
 use crate::manager::{check_range, purge_page};
 use crate::pid::{FlushDecision, PidAllocator, PidContext, PidMode};
@@ -36,13 +37,11 @@ use crate::segment::{SegmentAccess, SegmentError, SegmentSet, SegmentSpec, Segme
 use crate::space::{SpaceError, PAGE_SIZE};
 use crate::stats::{Event, Stats};
 use mmu_armv5::addr::{FCSE_PID_SHIFT, FCSE_WINDOW_SIZE};
-use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor, L1Encoding};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15Ext, Ttbr};
 use mmu_armv5::size::PageSizeKind;
-use mmu_armv5::table::{
-    MapAttrs, PageTable, SizePolicy, TableError, TableFlush, TableKind as HwTable, TableRef,
-};
+use mmu_armv5::table::{MapAttrs, PageTable, SizePolicy, TableError, TableFlush};
 use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 
 /// Which classic strategy a [`TableSwitch`] implements.
@@ -72,8 +71,7 @@ pub struct TableSwitch<const SPACES: usize, const SEGMENTS: usize> {
     pub(crate) kind: TableKind,
     pub(crate) layout: Layout,
     pub(crate) user: Domain,
-    pub(crate) encoding: L1Encoding,
-    pub(crate) kernel_root: PhysAddr,
+    pub(crate) kernel: KernelTable,
     pub(crate) pids: PidAllocator,
     pub(crate) spaces: [Option<TableSpace>; SPACES],
     pub(crate) segments: Segments<SEGMENTS>,
@@ -82,34 +80,30 @@ pub struct TableSwitch<const SPACES: usize, const SEGMENTS: usize> {
 }
 
 impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
-    /// A strategy of `kind`. `kernel_root` is the boot first-level table:
-    /// its kernel-region entries are copied into every new space's table,
-    /// and it is loaded when the running space is destroyed. User mappings
-    /// go in domain `user`; first-level entries are written in `encoding`.
-    pub fn new(
-        kind: TableKind,
-        layout: Layout,
-        user: Domain,
-        encoding: L1Encoding,
-        kernel_root: PhysAddr,
-    ) -> Result<Self, FassError> {
-        TableRef::new(HwTable::L1, kernel_root)?;
+    /// A strategy of `kind` over the kernel's table `kernel` (the boot
+    /// first-level table), in the layout it was checked against: its
+    /// kernel-region entries are copied into every new space's table, and
+    /// it is loaded when the running space is destroyed. User mappings go in
+    /// domain `user`; first-level entries are written in the kernel table's
+    /// encoding.
+    #[must_use]
+    pub fn new(kind: TableKind, user: Domain, kernel: KernelTable) -> Self {
+        let layout = *kernel.layout();
         let mode = match kind {
             TableKind::Fcse(m) => m,
             TableKind::Naive => PidMode::BestEffort,
         };
-        Ok(TableSwitch {
+        TableSwitch {
             kind,
             layout,
             user,
-            encoding,
-            kernel_root,
+            kernel,
             pids: PidAllocator::new(&layout, mode),
             spaces: core::array::from_fn(|_| None),
             segments: Segments::new(),
             stats: Stats::ZERO,
             current: None,
-        })
+        }
     }
 
     /// The strategy.
@@ -196,17 +190,12 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         if entry.is_some() {
             return Err(FassError::SpaceExists(id));
         }
-        let mut table = PageTable::with_encoding(sys, self.encoding)?;
-        let kernel = TableRef::new(HwTable::L1, self.kernel_root)?;
-        let mut flush = TableFlush::new();
-        for slot in self.layout.kernel().slots() {
-            let w = kernel.read(&*sys, slot)?;
-            if w & 3 != 0 {
-                let f = table.set_l1_entry(&*sys, slot, L1Descriptor::from_bits(w))?;
-                flush.merge(f);
-            }
+        let mut table = PageTable::with_encoding(sys, self.kernel.encoding())?;
+        if let Err(e) = self.copy_kernel(sys, &mut table) {
+            // SAFETY: the table was never loaded nor linked anywhere.
+            let _ = unsafe { self.release_table(sys, table) };
+            return Err(e);
         }
-        flush.flush(sys);
         let pid = match self.kind {
             TableKind::Naive => None,
             TableKind::Fcse(_) => match self.pids.allocate(id) {
@@ -231,6 +220,27 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
                 segs: SegmentSet::EMPTY,
             });
         }
+        Ok(())
+    }
+
+    /// Copies the kernel table's entries into `table` (a fresh space
+    /// table): every valid first-level entry of the kernel region, so the
+    /// kernel stays mapped whenever `table` is loaded (the kernel maps
+    /// nothing outside its region, checked by [`KernelTable::new`]).
+    fn copy_kernel<S: Platform + ?Sized>(
+        &self,
+        sys: &mut S,
+        table: &mut PageTable,
+    ) -> Result<(), FassError> {
+        let kernel = self.kernel.table();
+        let mut flush = TableFlush::new();
+        for slot in self.layout.kernel().slots() {
+            let w = kernel.read(&*sys, slot)?;
+            if w & 3 != 0 {
+                flush.merge(table.set_l1_entry(&*sys, slot, L1Descriptor::from_bits(w))?);
+            }
+        }
+        flush.flush(sys);
         Ok(())
     }
 
@@ -520,7 +530,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
             // every space's table does; no user space runs until the next
             // switch loads one.
             unsafe {
-                sys.set_ttbr(Ttbr::new(self.kernel_root).map_err(TableError::from)?);
+                sys.set_ttbr(Ttbr::new(self.kernel.root()).map_err(TableError::from)?);
             }
             sys.invalidate_tlb();
             self.current = None;

@@ -526,7 +526,12 @@ mod tests {
             Err(LayoutError::Relocated(RegionKind::Kernel))
         );
         assert_eq!(
-            Layout::new(pid(2), pid(63), Region::new(0, u64::from(MIB)).unwrap(), kernel),
+            Layout::new(
+                pid(2),
+                pid(63),
+                Region::new(0, u64::from(MIB)).unwrap(),
+                kernel
+            ),
             Err(LayoutError::Relocated(RegionKind::Shared))
         );
         // Right above it is fine.

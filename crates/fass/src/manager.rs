@@ -189,19 +189,18 @@ impl Hot {
 impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize>
     Fass<P, SPACES, SLOTS, SEGMENTS>
 {
-    /// FASS over the CPD `cpd` (already loaded in the translation table
-    /// base, holding the kernel's mappings in domain `kernel`), with
-    /// `kernel` and `reserved` domains never handed out. PIDs are shared
-    /// when they run out (collisions are caught by domains). Domains are
-    /// recycled under the default [`RecycleRule`]
+    /// FASS over the CPD `cpd` (the kernel's table, loaded in the
+    /// translation table base for good, with the kernel's mappings in the
+    /// kernel's domain), in the layout its [`KernelTable`] was checked
+    /// against, with the kernel's domain and `reserved` never handed out.
+    /// PIDs are shared when they run out (collisions are caught by
+    /// domains). Domains are recycled under the default [`RecycleRule`]
     /// ([`RecycleRule::ExclusiveWindows`]); see [`Fass::with_recycle_rule`].
-    pub fn new(
-        layout: Layout,
-        kernel: Domain,
-        reserved: DomainSet,
-        policy: P,
-        cpd: Cpd,
-    ) -> Result<Self, FassError> {
+    ///
+    /// [`KernelTable`]: crate::KernelTable
+    pub fn new(cpd: Cpd, reserved: DomainSet, policy: P) -> Result<Self, FassError> {
+        let layout = *cpd.kernel().layout();
+        let kernel = cpd.kernel().domain();
         Ok(Fass {
             hot: Hot::NONE,
             layout,
@@ -326,7 +325,14 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     ///
     /// Errors: unknown space, or a space without a domain (it was never
     /// switched to, or lost its domain, which changed the generation).
-    pub fn note_switched(&mut self, id: SpaceId) -> Result<(), FassError> {
+    ///
+    /// # Safety
+    /// The CPU runs `id` now: its DACR and FCSEIDR hold the values a
+    /// `switch_to(id)` wrote in the current generation. The manager's
+    /// bookkeeping (which domains may have lines in the caches, which space
+    /// the fault path resolves for) follows this claim; a false one lets a
+    /// later recycle skip a flush another space's lines needed.
+    pub unsafe fn note_switched(&mut self, id: SpaceId) -> Result<(), FassError> {
         let Some(d) = self.space(id)?.domain else {
             return Err(FassError::UnknownSpace(id));
         };

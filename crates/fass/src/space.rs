@@ -291,10 +291,17 @@ pub(crate) mod tests {
     use mmu_armv5::table::{PoolBlock, TablePool};
     use std::boxed::Box;
 
-    /// A heap-backed table pool for host tests.
-    pub(crate) fn pool() -> TablePool<'static, 64> {
-        let mem: &'static mut [PoolBlock; 64] =
-            Box::leak(Box::new([const { PoolBlock([0; 4096]) }; 64]));
+    /// Table memory for host tests: 64 blocks of 16 KiB on the heap, owned
+    /// by the test (no leak for Miri to report).
+    pub(crate) type Mem = Box<[PoolBlock; 64]>;
+
+    /// Fresh zeroed table memory.
+    pub(crate) fn mem() -> Mem {
+        Box::new([PoolBlock::ZERO; 64])
+    }
+
+    /// A table pool over `mem`, at PA 16 MiB, reached at MVA 0xC100_0000.
+    pub(crate) fn pool(mem: &mut Mem) -> TablePool<'_, 64> {
         TablePool::new(
             mem,
             PhysAddr::new(0x0100_0000),
@@ -311,7 +318,8 @@ pub(crate) mod tests {
 
     #[test]
     fn map_lookup_unmap() {
-        let mut a = pool();
+        let mut m = mem();
+        let mut a = pool(&mut m);
         let mut dir: SpaceDir<4> = SpaceDir::new();
         let va = ModifiedVirtAddr::new(0x0210_3000);
         let c = dir
@@ -374,7 +382,8 @@ pub(crate) mod tests {
 
     #[test]
     fn directory_capacity_and_alignment_are_typed_errors() {
-        let mut a = pool();
+        let mut m = mem();
+        let mut a = pool(&mut m);
         let mut dir: SpaceDir<2> = SpaceDir::new();
         for s in 0..2u32 {
             let c = dir

@@ -402,45 +402,39 @@ mod tests {
     use super::*;
     use crate::cpd::Cpd;
     use crate::domain::DomainSet;
+    use crate::kernel_table::tests::kernel_table;
     use crate::layout::Layout;
     use crate::layout::Region;
     use crate::manager::RecycleRule;
+    use crate::pid::PidMode;
     use crate::platform::Split;
     use crate::policy::DefaultPolicy;
     use crate::resolve::{Flushed, Resolution};
-    use crate::space::tests::pool;
-    use mmu_armv5::descriptor::L1Encoding;
+    use crate::space::tests::{mem as table_mem, pool, Mem};
     use mmu_armv5::maint::Arm926;
     use mmu_armv5::regs::{Cp15Event, Cp15Reg, MockCp15};
     use mmu_armv5::table::TablePool;
-    use mmu_armv5::table::{TableKind, TableRef};
+    use mmu_armv5::table::{TableKind as HwTableKind, TableRef};
     use mmu_armv5::Domain;
     use mmu_armv5::{Fault, FcsePid};
     use std::vec::Vec;
 
     type Hw = Arm926<MockCp15>;
     type F = Fass<DefaultPolicy, 64, 40, 4>;
-    type Sys = Split<Hw, TablePool<'static, 64>>;
+    type Sys<'m> = Split<Hw, TablePool<'m, 64>>;
 
     fn d(n: u8) -> Domain {
         Domain::new(n).unwrap()
     }
 
-    pub(crate) fn setup(layout: Layout, reserved: DomainSet) -> (F, Sys) {
-        let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool());
-        let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
-        let f = F::new(
-            layout,
-            d(0),
-            reserved,
-            DefaultPolicy::default(),
-            Cpd::new(root.pa, L1Encoding::Arm9).unwrap(),
-        )
-        .unwrap();
+    pub(crate) fn setup(mem: &mut Mem, layout: Layout, reserved: DomainSet) -> (F, Sys<'_>) {
+        let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool(mem));
+        let cpd = Cpd::new(kernel_table(&mut sys, &layout));
+        let f = F::new(cpd, reserved, DefaultPolicy::default()).unwrap();
         (f, sys)
     }
 
-    fn map(f: &mut F, sys: &mut Sys, s: u16, va: u32, pa: u32) {
+    fn map(f: &mut F, sys: &mut Sys<'_>, s: u16, va: u32, pa: u32) {
         f.map_page(
             sys,
             SpaceId(s),
@@ -464,7 +458,8 @@ mod tests {
 
     #[test]
     fn steady_state_switch_is_exactly_one_dacr_and_one_fcseidr_write() {
-        let (mut f, mut sys) = setup(Layout::DEMO, DomainSet::EMPTY);
+        let mut mem = table_mem();
+        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
         let n = 15u16; // every free domain
         for s in 0..n {
             f.create_space(SpaceId(s)).unwrap();
@@ -518,7 +513,8 @@ mod tests {
 
     #[test]
     fn collisions_on_a_shared_pid_move_the_slot_and_flush_a_dirty_owner() {
-        let (mut f, mut sys) = setup(one_pid_layout(), DomainSet::EMPTY);
+        let mut mem = table_mem();
+        let (mut f, mut sys) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
         f.create_space(SpaceId(0)).unwrap();
         f.create_space(SpaceId(1)).unwrap();
         assert_eq!(f.stats().pid_shares, 1);
@@ -571,7 +567,8 @@ mod tests {
     #[test]
     fn clean_previous_owner_costs_a_tlb_invalidation_only() {
         use mmu_armv5::regs::Cp15Op;
-        let (mut f, mut sys) = setup(one_pid_layout(), DomainSet::EMPTY);
+        let mut mem = table_mem();
+        let (mut f, mut sys) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
         for s in 0..3 {
             f.create_space(SpaceId(s)).unwrap();
             map(
@@ -635,7 +632,8 @@ mod tests {
     fn running_out_of_domains_recycles_never_the_current_or_kernel() {
         // Only domains 1 and 2 can be handed out.
         let reserved = DomainSet::ALL.without(d(1)).without(d(2));
-        let (f, mut sys) = setup(Layout::DEMO, reserved);
+        let mut mem = table_mem();
+        let (f, mut sys) = setup(&mut mem, Layout::DEMO, reserved);
         let mut f = f.with_recycle_rule(RecycleRule::Conservative);
         for s in 0..3 {
             f.create_space(SpaceId(s)).unwrap();
@@ -656,7 +654,7 @@ mod tests {
         }
     }
 
-    fn only_ops(sys: &Sys) -> Vec<Cp15Event> {
+    fn only_ops(sys: &Sys<'_>) -> Vec<Cp15Event> {
         use mmu_armv5::regs::Cp15Op;
         // CPD writes clean their table line and drain: not what is judged here.
         sys.hw
@@ -690,9 +688,13 @@ mod tests {
     /// page at 0x8000 (plus `extra` for space 0); 0 and 1 run and fill
     /// their slot; then the switch to 2 must recycle space 0's dirty domain.
     /// Returns the CP15 events of that switch (without CPD line cleaning).
-    fn recycle_space_0(rule: RecycleRule, extra: Option<u32>) -> (F, Sys, Vec<Cp15Event>) {
+    fn recycle_space_0(
+        mem: &mut Mem,
+        rule: RecycleRule,
+        extra: Option<u32>,
+    ) -> (F, Sys<'_>, Vec<Cp15Event>) {
         let reserved = DomainSet::ALL.without(d(1)).without(d(2));
-        let (f, mut sys) = setup(Layout::DEMO, reserved);
+        let (f, mut sys) = setup(mem, Layout::DEMO, reserved);
         let mut f = f.with_recycle_rule(rule);
         for s in 0..3 {
             f.create_space(SpaceId(s)).unwrap();
@@ -743,7 +745,8 @@ mod tests {
     #[test]
     fn evicting_a_window_exclusive_dirty_domain_clears_its_slots_and_the_tlb_only() {
         use mmu_armv5::regs::Cp15Op;
-        let (f, sys, ev) = recycle_space_0(RecycleRule::ExclusiveWindows, None);
+        let mut mem = table_mem();
+        let (f, sys, ev) = recycle_space_0(&mut mem, RecycleRule::ExclusiveWindows, None);
         let mut want = std::vec![Cp15Event::Op(Cp15Op::InvalidateTlb, 0)];
         want.extend(switch_events(&f, 2));
         assert_eq!(ev, want);
@@ -782,7 +785,9 @@ mod tests {
     fn evicting_a_dirty_domain_flushes_unless_the_space_is_window_exclusive() {
         use mmu_armv5::regs::Cp15Op;
         // A fixed page above 32 MiB outside its window (in window 1).
-        let (f, _sys, ev) = recycle_space_0(RecycleRule::ExclusiveWindows, Some(0x0200_8000));
+        let mut mem = table_mem();
+        let (f, _sys, ev) =
+            recycle_space_0(&mut mem, RecycleRule::ExclusiveWindows, Some(0x0200_8000));
         assert!(!f.is_window_exclusive(SpaceId(0)).unwrap());
         assert!(f.is_window_exclusive(SpaceId(1)).unwrap());
         let mut want = full_flush_events().to_vec();
@@ -795,7 +800,8 @@ mod tests {
         );
         assert!(!f.window_lines().any());
         // The conservative rule flushes an exclusive space's dirty domain.
-        let (f, _sys, ev) = recycle_space_0(RecycleRule::Conservative, None);
+        let mut mem = table_mem();
+        let (f, _sys, ev) = recycle_space_0(&mut mem, RecycleRule::Conservative, None);
         assert!(f.is_window_exclusive(SpaceId(0)).unwrap());
         let mut want = full_flush_events().to_vec();
         want.extend(switch_events(&f, 2));
@@ -806,13 +812,17 @@ mod tests {
         );
         // A fixed page inside its own window keeps a space exclusive: it
         // is the window's own MVA space (it may not alias a mapped low page).
-        let (f, _sys, ev) =
-            recycle_space_0(RecycleRule::ExclusiveWindows, Some(63 << 25 | 0x0030_0000));
+        let (f, _sys, ev) = recycle_space_0(
+            &mut mem,
+            RecycleRule::ExclusiveWindows,
+            Some(63 << 25 | 0x0030_0000),
+        );
         assert!(f.is_window_exclusive(SpaceId(0)).unwrap());
         assert_eq!(ev[0], Cp15Event::Op(Cp15Op::InvalidateTlb, 0));
         assert_eq!(f.stats().full_flushes, 0);
         // A shared PID is never exclusive.
-        let (mut f, _) = setup(one_pid_layout(), DomainSet::EMPTY);
+        let mut mem = table_mem();
+        let (mut f, _) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
         f.create_space(SpaceId(0)).unwrap();
         assert!(f.is_window_exclusive(SpaceId(0)).unwrap());
         f.create_space(SpaceId(1)).unwrap();
@@ -822,7 +832,8 @@ mod tests {
 
     #[test]
     fn filling_a_slot_in_a_window_holding_another_spaces_lines_flushes_first() {
-        let (mut f, mut sys, _) = recycle_space_0(RecycleRule::ExclusiveWindows, None);
+        let mut mem = table_mem();
+        let (mut f, mut sys, _) = recycle_space_0(&mut mem, RecycleRule::ExclusiveWindows, None);
         // Space 2 (running) maps a fixed page at space 0's MVA.
         map(&mut f, &mut sys, 2, 63 << 25 | 0x8000, 0x0030_0000);
         sys.hw.cp15_mut().clear();
@@ -861,7 +872,8 @@ mod tests {
 
     #[test]
     fn after_a_full_flush_the_same_fill_needs_no_flush() {
-        let (mut f, mut sys, _) = recycle_space_0(RecycleRule::ExclusiveWindows, None);
+        let mut mem = table_mem();
+        let (mut f, mut sys, _) = recycle_space_0(&mut mem, RecycleRule::ExclusiveWindows, None);
         map(&mut f, &mut sys, 2, 63 << 25 | 0x8000, 0x0030_0000);
         f.full_flush(&mut sys);
         assert!(!f.window_lines().any());
@@ -882,7 +894,8 @@ mod tests {
 
     #[test]
     fn destroying_a_space_flushes_only_if_its_left_lines_may_be_cached() {
-        let (mut f, mut sys, _) = recycle_space_0(RecycleRule::ExclusiveWindows, None);
+        let mut mem = table_mem();
+        let (mut f, mut sys, _) = recycle_space_0(&mut mem, RecycleRule::ExclusiveWindows, None);
         // Space 1 has lines in its dirty domain: destroyed with a flush.
         // Space 0 left lines in window 63: destroyed with a flush too,
         // unless a flush came first.
@@ -900,7 +913,8 @@ mod tests {
 
     #[test]
     fn other_faults_are_not_fass_faults() {
-        let (mut f, mut sys) = setup(Layout::DEMO, DomainSet::EMPTY);
+        let mut mem = table_mem();
+        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
         f.create_space(SpaceId(0)).unwrap();
         map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
@@ -939,7 +953,8 @@ mod tests {
 
     #[test]
     fn unmapping_the_last_page_of_an_owned_slot_clears_the_cpd_copy() {
-        let (mut f, mut sys) = setup(Layout::DEMO, DomainSet::EMPTY);
+        let mut mem = table_mem();
+        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
         f.create_space(SpaceId(0)).unwrap();
         map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
@@ -960,10 +975,9 @@ mod tests {
         );
     }
 
-    fn classic(kind: crate::classic::TableKind) -> (TableSwitch<8, 2>, Sys) {
-        let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool());
-        let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
-        let t = TableSwitch::new(kind, Layout::DEMO, d(1), L1Encoding::Arm9, root.pa).unwrap();
+    fn classic(mem: &mut Mem, kind: crate::classic::TableKind) -> (TableSwitch<8, 2>, Sys<'_>) {
+        let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool(mem));
+        let t = TableSwitch::new(kind, d(1), kernel_table(&mut sys, &Layout::DEMO));
         (t, sys)
     }
 
@@ -971,7 +985,11 @@ mod tests {
     fn fcse_guaranteed_switch_is_ttbr_tlb_pid_and_never_a_flush() {
         use crate::pid::PidMode;
         use mmu_armv5::regs::Cp15Op;
-        let (mut t, mut sys) = classic(crate::classic::TableKind::Fcse(PidMode::Guaranteed));
+        let mut mem = table_mem();
+        let (mut t, mut sys) = classic(
+            &mut mem,
+            crate::classic::TableKind::Fcse(PidMode::Guaranteed),
+        );
         for s in 0..3 {
             t.create_space(&mut sys, SpaceId(s)).unwrap();
         }
@@ -1010,10 +1028,75 @@ mod tests {
         );
     }
 
+    /// The kernel-region entries of the table at `root` equal the kernel
+    /// table's, slot by slot.
+    fn holds_kernel_entries(t: &TableSwitch<8, 2>, sys: &Sys<'_>, root: PhysAddr) -> bool {
+        let k = t.kernel.table();
+        let r = TableRef::new(HwTableKind::L1, root).unwrap();
+        Layout::DEMO
+            .kernel()
+            .slots()
+            .all(|s| k.read(sys, s).unwrap() == r.read(sys, s).unwrap())
+    }
+
+    #[test]
+    fn every_table_a_classic_strategy_loads_holds_the_kernels_entries() {
+        use crate::classic::TableKind as Kind;
+        for kind in [
+            Kind::Naive,
+            Kind::Fcse(PidMode::Guaranteed),
+            Kind::Fcse(PidMode::BestEffort),
+        ] {
+            let mut mem = table_mem();
+            let (mut t, mut sys) = classic(&mut mem, kind);
+            // A second kernel entry, so a copy of only the first would show.
+            let k = t.kernel.table();
+            k.write(&sys, 0xF00, k.read(&sys, 0xC00).unwrap() + (1 << 20))
+                .unwrap();
+            for s in 0..3 {
+                t.create_space(&mut sys, SpaceId(s)).unwrap();
+                map_table(&mut t, &mut sys, s, 0x8000);
+            }
+            if kind == Kind::Fcse(PidMode::BestEffort) {
+                // Grows large: its low entries move to window 0.
+                map_table(&mut t, &mut sys, 1, 0x0400_0000);
+            }
+            for s in 0..3 {
+                t.switch_to(&mut sys, SpaceId(s)).unwrap();
+                let ttbr = sys.hw.cp15().register(Cp15Reg::Ttbr);
+                assert_eq!(ttbr, t.root_of(SpaceId(s)).unwrap().as_u32());
+                assert!(
+                    holds_kernel_entries(&t, &sys, PhysAddr::new(ttbr)),
+                    "{kind:?} space {s}"
+                );
+            }
+            // Destroying the running space loads the kernel's own table.
+            t.destroy_space(&mut sys, SpaceId(2)).unwrap();
+            assert_eq!(
+                sys.hw.cp15().register(Cp15Reg::Ttbr),
+                t.kernel.root().as_u32()
+            );
+        }
+    }
+
+    fn map_table(t: &mut TableSwitch<8, 2>, sys: &mut Sys<'_>, s: u16, va: u32) {
+        t.map_pages(
+            sys,
+            SpaceId(s),
+            VirtAddr::new(va),
+            PhysAddr::new(0x0030_0000 + u32::from(s) * 0x1000),
+            0x1000,
+            AccessPermission::ReadWrite,
+            CachePolicy::WriteBack,
+        )
+        .unwrap();
+    }
+
     #[test]
     fn naive_switch_flushes_caches_then_loads_ttbr_and_invalidates_tlb() {
         use mmu_armv5::regs::Cp15Op;
-        let (mut t, mut sys) = classic(crate::classic::TableKind::Naive);
+        let mut mem = table_mem();
+        let (mut t, mut sys) = classic(&mut mem, crate::classic::TableKind::Naive);
         t.create_space(&mut sys, SpaceId(0)).unwrap();
         t.create_space(&mut sys, SpaceId(1)).unwrap();
         t.switch_to(&mut sys, SpaceId(0)).unwrap();

@@ -17,12 +17,12 @@
 //!   number of free domains, zero cache flushes and zero TLB invalidations
 //!   per switch on the model's own counters; beyond, recycling is counted.
 
-use armv5_sim::{presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
+use armv5_sim::{encode, presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
 use fass::policy::CleanFirstRoundRobin;
 use fass::{
-    Cpd, DomainSet, Fass, FassError, Flushed, Layout, PidError, PidMode, RecycleRule, Resolution,
-    SegmentAccess, SegmentError, SegmentId, SegmentSpec, SpaceId, SwitchStrategy, TableKind,
-    TableSwitch,
+    Cpd, DomainSet, Fass, FassError, Flushed, KernelTable, Layout, PidError, PidMode, RecycleRule,
+    Resolution, SegmentAccess, SegmentError, SegmentId, SegmentSpec, SpaceId, SwitchStrategy,
+    TableKind, TableSwitch,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
@@ -80,33 +80,42 @@ fn fass_on(m: &mut Machine, layout: Layout) -> FassModel {
     fass_with(m, layout, RecycleRule::default())
 }
 
-fn fass_with(m: &mut Machine, layout: Layout, rule: RecycleRule) -> FassModel {
+/// The kernel's table on the model: a fresh first-level table with one
+/// section of kernel RAM (the start of the kernel region, PA 0, kernel
+/// only, domain 0), loaded in the TTBR, vouched for.
+fn kernel_table(m: &mut Machine, layout: &Layout) -> KernelTable {
     let root = TableRef::allocate(m, HwTable::L1).unwrap();
+    root.write(
+        m,
+        layout.kernel().slots().start,
+        encode::section(0, 1, 0, true, true),
+    )
+    .unwrap();
     m.set_ttbr(root.pa.as_u32());
+    // SAFETY: the model's register writes reach no host memory; the table
+    // stays allocated in the machine for as long as it lives.
+    unsafe { KernelTable::new(&*m, root.pa, L1Encoding::Arm9, layout, d(0)) }.unwrap()
+}
+
+fn fass_with(m: &mut Machine, layout: Layout, rule: RecycleRule) -> FassModel {
+    let table = kernel_table(m, &layout);
     m.set_dacr(Dacr::only(d(0), DomainAccess::Client));
     m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
-    let mut cpd = Cpd::new(root.pa, L1Encoding::Arm9).unwrap();
+    let mut cpd = Cpd::new(table);
     // SAFETY: the model's RAM banks are heap memory that stays put when the
     // machine moves, and every test keeps its machine beside its manager
     // for as long as the manager is used; the CPD is never freed.
     unsafe { cpd.pin(&*m) }.unwrap();
-    Fass::new(
-        layout,
-        d(0),
-        DomainSet::EMPTY,
-        CleanFirstRoundRobin::default(),
-        cpd,
-    )
-    .unwrap()
-    .with_recycle_rule(rule)
+    Fass::new(cpd, DomainSet::EMPTY, CleanFirstRoundRobin::default())
+        .unwrap()
+        .with_recycle_rule(rule)
 }
 
 fn classic_on(m: &mut Machine, kind: TableKind, layout: Layout) -> Classic {
-    let root = TableRef::allocate(m, HwTable::L1).unwrap();
-    m.set_ttbr(root.pa.as_u32());
+    let table = kernel_table(m, &layout);
     m.set_dacr(Dacr::only(d(0), DomainAccess::Client).with(d(1), DomainAccess::Client));
     m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
-    TableSwitch::new(kind, layout, d(1), L1Encoding::Arm9, root.pa).unwrap()
+    TableSwitch::new(kind, d(1), table)
 }
 
 fn seg_spec(g: usize) -> SegmentSpec {
@@ -1105,18 +1114,11 @@ fn the_fast_fault_path_does_what_the_general_one_does_or_declines() {
 #[test]
 fn the_fast_fault_path_needs_a_pinned_cpd() {
     let mut m = machine();
-    let root = TableRef::allocate(&mut m, HwTable::L1).unwrap();
-    let cpd = Cpd::new(root.pa, L1Encoding::Arm9).unwrap();
+    let cpd = Cpd::new(kernel_table(&mut m, &Layout::DEMO));
     assert!(!cpd.is_pinned());
     assert_eq!(cpd.read_pinned(0), None);
-    let mut f: FassModel = Fass::new(
-        Layout::DEMO,
-        d(0),
-        DomainSet::EMPTY,
-        CleanFirstRoundRobin::default(),
-        cpd,
-    )
-    .unwrap();
+    let mut f: FassModel =
+        Fass::new(cpd, DomainSet::EMPTY, CleanFirstRoundRobin::default()).unwrap();
     f.create_space(SpaceId(0)).unwrap();
     f.map_page(
         &mut m,

@@ -595,7 +595,11 @@ impl Kernel {
         if let (Strategy::Fass(fs), Some(c)) = (&mut self.strategy, self.current) {
             let id = SpaceId(c as u16);
             if fs.current() != Some(id) {
-                if let Err(e) = fs.note_switched(id) {
+                // SAFETY: process `c` runs with the DACR and FCSEIDR `fass`
+                // last wrote for it: a full switch, or the lean path of
+                // `finish`, which writes them only while their generation
+                // is the current one.
+                if let Err(e) = unsafe { fs.note_switched(id) } {
                     defmt::error!("re-synchronising fass on process {=usize} failed: {}", c, e);
                 }
             }
@@ -1403,7 +1407,9 @@ impl Kernel {
             return false;
         };
         let id = SpaceId(cur as u16);
-        if !fs.runs(id) && fs.note_switched(id).is_err() {
+        // SAFETY: as in `sync`: the current process runs with the registers
+        // `fass` last wrote for it, in the current generation.
+        if !fs.runs(id) && unsafe { fs.note_switched(id) }.is_err() {
             // After lean switches (see `sync`).
             return false;
         }
