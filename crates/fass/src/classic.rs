@@ -460,19 +460,27 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
             return Err(SegmentError::ManagerUnsupported(seg).into());
         }
         let attrs = MapAttrs::new(self.user, spec.ap, spec.cache);
+        self.segments.add_sharer(seg)?;
         let st = self.space_mut(space)?;
-        let f = st.table.map(
+        let mapped = st.table.map(
             sys,
             ModifiedVirtAddr::new(spec.base.as_u32()),
             spec.pa,
             spec.size,
             attrs,
             SizePolicy::Exactly(PageSizeKind::Section),
-        )?;
-        f.flush(sys);
-        st.segs = st.segs.with(seg);
-        self.segments.add_sharer(seg)?;
-        Ok(())
+        );
+        match mapped {
+            Ok(f) => {
+                f.flush(sys);
+                st.segs = st.segs.with(seg);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.segments.remove_sharer(seg);
+                Err(e.into())
+            }
+        }
     }
 
     /// Unmaps segment `seg` from `space`. After the last sharer the caches

@@ -165,7 +165,7 @@ pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const 
 pub(crate) struct Hot {
     /// The current space's index, if it holds a domain; [`Hot::NONE`]
     /// otherwise (the fast path declines).
-    pub(crate) space: u16,
+    pub(crate) space: u32,
     /// Its domain's number (valid with `space`).
     pub(crate) domain: u8,
     /// Its FCSE PID in FCSEIDR position (`pid << 25`): OR-ed into a fault
@@ -179,7 +179,7 @@ pub(crate) struct Hot {
 impl Hot {
     /// No current space holding a domain.
     pub(crate) const NONE: Hot = Hot {
-        space: u16::MAX,
+        space: u32::MAX,
         domain: u8::MAX,
         pid_bits: 0,
         tag: 0,
@@ -235,7 +235,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
                 let st = self.spaces.get(usize::from(c.0))?.as_ref()?;
                 let d = st.domain?;
                 Some(Hot {
-                    space: c.0,
+                    space: u32::from(c.0),
                     domain: d.get(),
                     pid_bits: u32::from(st.pid.pid().get()) << 25,
                     tag: (u32::from(d.get()) << 5) | bit4 | 0b01,
@@ -250,7 +250,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     #[must_use]
     #[inline]
     pub fn runs(&self, id: SpaceId) -> bool {
-        self.hot.space == id.0
+        self.hot.space == u32::from(id.0)
     }
 
     /// This manager with recycling rule `rule` (for a fresh manager, e.g.

@@ -62,6 +62,9 @@ pub enum PidError {
     LargeNotSupported,
     /// A window number above 127.
     WindowOutOfRange(u8),
+    /// Best effort: the PID already has 65,535 users (every PID has, when
+    /// allocating), the most its count holds.
+    TooManyUsers(FcsePid),
 }
 
 impl fmt::Display for PidError {
@@ -73,6 +76,9 @@ impl fmt::Display for PidError {
                 f.write_str("address spaces larger than 32 MiB need best-effort mode")
             }
             PidError::WindowOutOfRange(w) => write!(f, "FCSE window {w} is above 127"),
+            PidError::TooManyUsers(p) => {
+                write!(f, "FCSE PID {} already has {} users", p.get(), u16::MAX)
+            }
         }
     }
 }
@@ -153,19 +159,19 @@ impl fmt::Debug for FlushReasons {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[must_use = "report the finished flush with PidAllocator::flush_done"]
 pub struct FlushTicket {
-    epoch: u32,
+    epoch: u64,
 }
 
 impl FlushTicket {
     /// A ticket for a flush decided at `epoch` (for other epoch-counted
     /// trackers of this crate, such as [`crate::window::WindowLines`]).
-    pub(crate) const fn at(epoch: u32) -> FlushTicket {
+    pub(crate) const fn at(epoch: u64) -> FlushTicket {
         FlushTicket { epoch }
     }
 
     /// The epoch the flush was decided in.
     #[must_use]
-    pub const fn epoch(&self) -> u32 {
+    pub const fn epoch(&self) -> u64 {
         self.epoch
     }
 }
@@ -288,7 +294,9 @@ pub struct PidAllocator {
     dirty: u128,
     /// Highest window of any large space that ran since the last flush (0: none).
     large_cached_highest: u8,
-    epoch: u32,
+    /// Advanced by every switch; 64 bits, so a ticket cannot meet its
+    /// epoch again (2^64 switches).
+    epoch: u64,
     share_cursor: u8,
     current: Option<Current>,
     /// A released space had written shared-writable pages: flush at the next switch.
@@ -365,7 +373,7 @@ impl PidAllocator {
 
     /// The current flush epoch (advanced by every switch).
     #[must_use]
-    pub const fn epoch(&self) -> u32 {
+    pub const fn epoch(&self) -> u64 {
         self.epoch
     }
 
@@ -386,6 +394,8 @@ impl PidAllocator {
 
     /// Gives `space` a PID: a free clean one first, from the top down; then a
     /// free dirty one; then (best effort) a shared one with the fewest users.
+    /// A PID counts at most 65,535 users: beyond, [`PidError::TooManyUsers`]
+    /// (nothing changes).
     pub fn allocate(&mut self, space: SpaceId) -> Result<Allocation, PidError> {
         let mut free_dirty = None;
         let mut chosen = None;
@@ -419,7 +429,7 @@ impl PidAllocator {
                 PidMode::Guaranteed => return Err(PidError::Exhausted),
                 PidMode::BestEffort => {
                     shared = true;
-                    self.least_shared()
+                    self.least_shared()?
                 }
             },
         };
@@ -437,8 +447,9 @@ impl PidAllocator {
         })
     }
 
-    /// The PID with the fewest users, searching down from a rotating cursor.
-    fn least_shared(&mut self) -> u8 {
+    /// The PID with the fewest users, searching down from a rotating
+    /// cursor; an error if even that one cannot count another user.
+    fn least_shared(&mut self) -> Result<u8, PidError> {
         let n = (self.last - self.first) as usize + 1;
         let mut best = self.share_cursor;
         let mut best_users = u16::MAX;
@@ -450,12 +461,15 @@ impl PidAllocator {
             }
             p = if p == self.first { self.last } else { p - 1 };
         }
+        if best_users == u16::MAX {
+            return Err(PidError::TooManyUsers(Self::pid_unchecked(best)));
+        }
         self.share_cursor = if best == self.first {
             self.last
         } else {
             best - 1
         };
-        best
+        Ok(best)
     }
 
     fn check(&self, ctx: &PidContext) -> Result<(), PidError> {
@@ -491,6 +505,8 @@ impl PidAllocator {
     /// Moving needs the space's lines out of the cache
     /// ([`FlushReasons::BECAME_LARGE`]); reaching windows that small spaces
     /// have in the cache needs a flush too ([`FlushReasons::LARGE_OVERLAP`]).
+    /// If PID 0 already counts 65,535 users, moving is
+    /// [`PidError::TooManyUsers`] and nothing changes.
     pub fn set_large(
         &mut self,
         ctx: &mut PidContext,
@@ -503,6 +519,9 @@ impl PidAllocator {
             return Err(PidError::WindowOutOfRange(highest_window));
         }
         self.check(ctx)?;
+        if !ctx.large && self.users[0] == u16::MAX {
+            return Err(PidError::TooManyUsers(FcsePid::ZERO));
+        }
         let mut reasons = FlushReasons::NONE;
         if !ctx.large {
             let old = ctx.pid.get() as usize;
@@ -900,6 +919,31 @@ mod tests {
             b.switch(None, &y).unwrap_err(),
             PidError::NotAllocated(pid(1))
         );
+    }
+
+    #[test]
+    fn a_pids_user_count_never_overflows() {
+        // One PID, shared by everyone: 65,535 users is the most it counts.
+        let mut a = PidAllocator::new(&small_layout(1), PidMode::BestEffort);
+        let mut held: Vec<PidContext> = (0..u16::MAX)
+            .map(|s| a.allocate(SpaceId(s)).unwrap().context)
+            .collect();
+        assert_eq!(a.users(pid(1)), u16::MAX);
+        assert_eq!(a.allocate(SpaceId(7)), Err(PidError::TooManyUsers(pid(1))));
+        assert_eq!(a.users(pid(1)), u16::MAX);
+        // The PID still counts as in use after the refusal, and frees up.
+        a.release(held.pop().unwrap()).unwrap();
+        assert_eq!(a.users(pid(1)), u16::MAX - 1);
+        held.push(a.allocate(SpaceId(7)).unwrap().context);
+        // Moving to PID 0 is bounded the same way.
+        let mut big = held.pop().unwrap();
+        a.users[0] = u16::MAX;
+        assert_eq!(
+            a.set_large(&mut big, 2),
+            Err(PidError::TooManyUsers(FcsePid::ZERO))
+        );
+        assert!(!big.is_large());
+        assert_eq!(a.users(pid(1)), u16::MAX);
     }
 
     #[test]

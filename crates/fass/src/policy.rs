@@ -210,8 +210,9 @@ impl VictimPolicy for FewestSlots {
 /// Flush-free (clean) first, then least recently used (by [`VictimPolicy::touch`]).
 #[derive(Clone, Debug, Default)]
 pub struct CleanFirstLru {
-    clock: u32,
-    last_use: [u32; Domain::COUNT],
+    /// 64 bits: never wraps (2^64 touches), so "least recent" stays true.
+    clock: u64,
+    last_use: [u64; Domain::COUNT],
 }
 
 impl VictimPolicy for CleanFirstLru {

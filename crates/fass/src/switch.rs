@@ -915,6 +915,9 @@ mod tests {
     fn other_faults_are_not_fass_faults() {
         let mut mem = table_mem();
         let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
+        // No space runs: none is reported running, not even the one whose
+        // number is the "nobody" marker's.
+        assert!(!f.runs(SpaceId(0)) && !f.runs(SpaceId(u16::MAX)));
         f.create_space(SpaceId(0)).unwrap();
         map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
