@@ -30,6 +30,7 @@ use crate::error::FassError;
 use crate::id::{SegmentId, SpaceId};
 use crate::kernel_table::KernelTable;
 use crate::layout::{Layout, RegionKind, SLOTS_PER_WINDOW};
+use crate::lean::{LeanKind, LeanSwitch, LeanTable};
 use crate::manager::{check_range, purge_page};
 use crate::pid::{FlushDecision, PidAllocator, PidContext, PidMode};
 use crate::platform::Platform;
@@ -77,6 +78,8 @@ pub struct TableSwitch<const SPACES: usize, const SEGMENTS: usize> {
     pub(crate) segments: Segments<SEGMENTS>,
     pub(crate) stats: Stats,
     pub(crate) current: Option<SpaceId>,
+    /// Per space, its precomputed switch ([`crate::lean`]).
+    pub(crate) lean: LeanTable<SPACES>,
 }
 
 impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
@@ -103,6 +106,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
             segments: Segments::new(),
             stats: Stats::ZERO,
             current: None,
+            lean: [None; SPACES],
         }
     }
 
@@ -167,12 +171,66 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         self.stats.record(Event::FullFlush);
     }
 
-    /// Acts on a PID flush decision: full flush, then reports it done.
+    /// Acts on a PID flush decision: full flush, then reports it done
+    /// (the running space's precomputed switch stays valid: its PID stays
+    /// cache-dirty).
     pub(crate) fn act<S: CacheMaintenance + ?Sized>(&mut self, sys: &mut S, d: FlushDecision) {
         if let FlushDecision::Flush { ticket, .. } = d {
             sys.flush_all();
             self.stats.record(Event::FullFlush);
+            let old = self.pids.generation();
             let _ = self.pids.flush_done(ticket);
+            self.carry_current_record(old);
+        }
+    }
+
+    /// The running space's record, if it was valid in generation `old`,
+    /// made valid in the current one (after an event that left it right).
+    fn carry_current_record(&mut self, old: u64) {
+        let gen = self.pids.generation();
+        let Some(c) = self.current else { return };
+        if let Some(Some(r)) = self.lean.get_mut(usize::from(c.0)) {
+            if r.gen == old {
+                r.gen = gen;
+            }
+        }
+    }
+
+    /// The generation of the precomputed switches ([`crate::lean`]): the
+    /// PID allocator's ([`PidAllocator::generation`]); never changes under
+    /// [`TableKind::Naive`].
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        self.pids.generation()
+    }
+
+    /// The record a full switch to `id` makes now, if a switch to it can
+    /// be done from one: always under [`TableKind::Naive`]; under FCSE
+    /// while the switch would need no flush and change nothing in the PID
+    /// allocator but its epoch and running space
+    /// ([`PidAllocator::lean_ok`]).
+    pub(crate) fn fresh_lean(&self, id: SpaceId) -> Option<LeanSwitch> {
+        let st = self.space(id).ok()?;
+        let ttbr = Ttbr::new(st.table.root()).ok()?;
+        let gen = self.pids.generation();
+        match (self.kind, st.pid.as_ref()) {
+            (TableKind::Naive, _) => {
+                Some(LeanSwitch::table(gen, LeanKind::Naive, ttbr, FcsePid::ZERO))
+            }
+            (TableKind::Fcse(_), Some(ctx)) if self.pids.lean_ok(ctx) => {
+                Some(LeanSwitch::table(gen, LeanKind::Fcse, ttbr, ctx.pid()))
+            }
+            (TableKind::Fcse(_), _) => None,
+        }
+    }
+
+    /// Records `id`'s precomputed switch after a full switch to it (whose
+    /// TTBR was `ttbr`), or none if a switch to it cannot be done from one.
+    pub(crate) fn record_lean(&mut self, id: SpaceId, ttbr: Ttbr) {
+        let rec = self.fresh_lean(id);
+        debug_assert!(rec.is_none_or(|r| r.ttbr() == Some(ttbr)));
+        if let Some(r) = self.lean.get_mut(usize::from(id.0)) {
+            *r = rec;
         }
     }
 
@@ -213,6 +271,9 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
                 }
             },
         };
+        if let Some(r) = self.lean.get_mut(usize::from(id.0)) {
+            *r = None;
+        }
         if let Some(e) = self.spaces.get_mut(usize::from(id.0)) {
             *e = Some(TableSpace {
                 table,
@@ -550,6 +611,9 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         else {
             return Err(FassError::UnknownSpace(id));
         };
+        if let Some(r) = self.lean.get_mut(usize::from(id.0)) {
+            *r = None;
+        }
         // SAFETY: the TTBR does not point at this table (loaded elsewhere
         // above if it was running), no other table links the tables it
         // allocated, and the TLB was invalidated when it stopped running.

@@ -540,6 +540,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::proptest_config())]
         #[test]
         fn overlap_is_symmetric_and_matches_slot_sets(
             a0 in 0usize..4096, an in 1u64..200, b0 in 0usize..4096, bn in 1u64..200

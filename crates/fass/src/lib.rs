@@ -34,6 +34,7 @@
 //! Module map:
 //! * [`id`]: identifiers of address spaces and shared segments;
 //! * [`layout`]: the validated virtual address-space layout;
+//! * [`kernel_table`]: the kernel's first-level table, checked and vouched for;
 //! * [`platform`]: the CPU + table memory every operation runs on;
 //! * [`pid`]: the FCSE PID allocator, guaranteed and best-effort modes, and
 //!   its flush decisions;
@@ -49,6 +50,7 @@
 //! * [`classic`]: the per-space-table strategies [`TableSwitch`] (FCSE-only
 //!   and naive);
 //! * [`switch`]: the [`SwitchStrategy`] trait and the three switch paths;
+//! * [`lean`]: the precomputed switches every strategy keeps per space;
 //! * [`resolve`]: FASS fault resolution (CPD fills, collisions, the window
 //!   guard);
 //! * [`window`]: per FCSE window, the lines recycled domains left in the
@@ -154,6 +156,22 @@
 #[cfg(test)]
 extern crate std;
 
+/// The property tests' configuration: proptest's defaults natively; under
+/// Miri a few cases each and no failure file (Miri isolates the file
+/// system, and interprets every case).
+#[cfg(test)]
+pub(crate) fn proptest_config() -> proptest::test_runner::Config {
+    if cfg!(miri) {
+        proptest::test_runner::Config {
+            cases: 4,
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        }
+    } else {
+        proptest::test_runner::Config::default()
+    }
+}
+
 pub mod classic;
 pub mod cpd;
 pub mod domain;
@@ -161,6 +179,7 @@ pub mod error;
 pub mod id;
 pub mod kernel_table;
 pub mod layout;
+pub mod lean;
 pub mod manager;
 pub mod pid;
 pub mod platform;
@@ -180,6 +199,7 @@ pub use error::FassError;
 pub use id::{SegmentId, SpaceId};
 pub use kernel_table::{KernelTable, KernelTableError};
 pub use layout::{Layout, LayoutError, Region, RegionKind};
+pub use lean::{LeanKind, LeanSwitch, Maintenance, StaleSwitch};
 pub use manager::{Fass, RecycleRule};
 pub use pid::{
     FlushDecision, FlushReasons, FlushTicket, PidAllocator, PidContext, PidError, PidMode,

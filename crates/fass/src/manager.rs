@@ -54,6 +54,7 @@ use crate::domain::{DomainSet, DomainTable, Eviction, Owner};
 use crate::error::FassError;
 use crate::id::{SegmentId, SpaceId};
 use crate::layout::{Layout, RegionKind};
+use crate::lean::{LeanSwitch, LeanTable};
 use crate::pid::{PidAllocator, PidContext, PidMode};
 use crate::platform::Platform;
 use crate::policy::VictimPolicy;
@@ -64,7 +65,7 @@ use crate::window::WindowLines;
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess};
-use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
+use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 
 pub(crate) struct SpaceState<const SLOTS: usize> {
     pub(crate) pid: PidContext,
@@ -143,8 +144,11 @@ pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const 
     pub(crate) cpd: Cpd,
     pub(crate) stats: Stats,
     pub(crate) current: Option<SpaceId>,
-    pub(crate) generation: u32,
+    pub(crate) generation: u64,
     pub(crate) kernel: Domain,
+    /// The low bits of a coarse CPD entry of this encoding: bit 4 (ARM9
+    /// only) and the coarse type (see [`Hot::tag`]).
+    pub(crate) tag_base: u32,
     pub(crate) rule: RecycleRule,
     pub(crate) windows: WindowLines,
     pub(crate) domains: DomainTable,
@@ -152,6 +156,8 @@ pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const 
     pub(crate) pids: PidAllocator,
     pub(crate) policy: P,
     pub(crate) segments: Segments<SEGMENTS>,
+    /// Per space, its precomputed switch ([`crate::lean`]).
+    pub(crate) lean: LeanTable<SPACES>,
     pub(crate) spaces: [Option<SpaceState<SLOTS>>; SPACES],
 }
 
@@ -201,8 +207,14 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     pub fn new(cpd: Cpd, reserved: DomainSet, policy: P) -> Result<Self, FassError> {
         let layout = *cpd.kernel().layout();
         let kernel = cpd.kernel().domain();
+        let tag_base = match cpd.encoding() {
+            mmu_armv5::descriptor::L1Encoding::Arm9 => 1 << 4 | 0b01,
+            mmu_armv5::descriptor::L1Encoding::XScale => 0b01,
+        };
         Ok(Fass {
             hot: Hot::NONE,
+            tag_base,
+            lean: [None; SPACES],
             layout,
             kernel,
             pids: PidAllocator::new(&layout, PidMode::BestEffort),
@@ -226,10 +238,6 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
 
     /// [`Hot`] as the current space and its domain make it.
     pub(crate) fn computed_hot(&self) -> Hot {
-        let bit4 = match self.cpd.encoding() {
-            mmu_armv5::descriptor::L1Encoding::Arm9 => 1 << 4,
-            mmu_armv5::descriptor::L1Encoding::XScale => 0,
-        };
         self.current
             .and_then(|c| {
                 let st = self.spaces.get(usize::from(c.0))?.as_ref()?;
@@ -238,7 +246,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
                     space: u32::from(c.0),
                     domain: d.get(),
                     pid_bits: u32::from(st.pid.pid().get()) << 25,
-                    tag: (u32::from(d.get()) << 5) | bit4 | 0b01,
+                    tag: (u32::from(d.get()) << 5) | self.tag_base,
                 })
             })
             .unwrap_or(Hot::NONE)
@@ -299,15 +307,23 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             .all(|s| s / crate::layout::SLOTS_PER_WINDOW == w)
     }
 
-    /// A counter that changes (wrapping) whenever the DACR and FCSEIDR
-    /// values a [`switch_to`](crate::SwitchStrategy::switch_to) wrote for a
-    /// space may stop being what a switch to it would write, or a domain
-    /// stops being marked dirty: a domain taken back or released, a full
-    /// flush, a segment mapped or unmapped. While it is unchanged, a kernel
-    /// may switch back to a space by writing those two values itself and
-    /// then tell [`Fass::note_switched`].
+    /// The generation of the precomputed switches ([`crate::lean`]): it
+    /// changes whenever the DACR and FCSEIDR values a
+    /// [`switch_to`](crate::SwitchStrategy::switch_to) wrote for a space may
+    /// stop being what a switch to it would write, or a domain one of them
+    /// opens stops being marked dirty: a domain taken back or released, a
+    /// segment mapped or unmapped, a full flush that cleans a domain. Nothing
+    /// else changes it. 64 bits: it never comes back to an earlier value
+    /// (2^64 such events).
+    ///
+    /// While it is unchanged, a kernel may also switch back to a space by
+    /// writing those two values itself and then tell
+    /// [`Fass::note_switched`]; [`SwitchStrategy::switch_lean`] does the
+    /// same, checked.
+    ///
+    /// [`SwitchStrategy::switch_lean`]: crate::SwitchStrategy::switch_lean
     #[must_use]
-    pub fn generation(&self) -> u32 {
+    pub fn generation(&self) -> u64 {
         self.generation
     }
 
@@ -455,6 +471,9 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         }
         // Best-effort allocation never asks for a flush; FASS relies on domains anyway.
         let _ = a.flush;
+        if let Some(r) = self.lean.get_mut(usize::from(id.0)) {
+            *r = None;
+        }
         *entry = Some(SpaceState {
             pid: a.context,
             dir: SpaceDir::new(),
@@ -467,14 +486,17 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     }
 
     /// After a full flush: every domain clean but those the running space
-    /// uses, no window holding left lines.
+    /// uses, no window holding left lines. If that cleaned a domain, the
+    /// generation changes (a record of another space would skip marking it
+    /// dirty again); the running space's record, whose domains stay dirty,
+    /// is carried over to the new generation.
     pub(crate) fn full_flush<S: CacheMaintenance + ?Sized>(&mut self, sys: &mut S) {
         let ticket = self.windows.flush_ticket();
         sys.flush_all();
         // Nothing can be left in between here (the flush is not
         // preemptible), but the ticket keeps the rule of `crate::pid`.
         let _ = self.windows.flush_done(ticket);
-        self.bump_generation();
+        let before = self.domains.dirty_mask();
         self.domains.mark_all_clean();
         self.stats.record(Event::FullFlush);
         if let Some(st) = self.current.and_then(|c| self.space(c).ok()) {
@@ -482,6 +504,49 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
                 let v = self.user_dacr(st, d);
                 self.domains.mark_dirty(v);
             }
+        }
+        if before.bits() & !self.domains.dirty_mask().bits() != 0 {
+            let old = self.generation;
+            self.bump_generation();
+            self.carry_current_record(old);
+        }
+    }
+
+    /// The running space's record, if it was valid in generation `old`,
+    /// made valid in the current one (after an event that left it right).
+    fn carry_current_record(&mut self, old: u64) {
+        let Some(c) = self.current else { return };
+        if let Some(Some(r)) = self.lean.get_mut(usize::from(c.0)) {
+            if r.gen == old {
+                r.gen = self.generation;
+            }
+        }
+    }
+
+    /// The record a full switch to `id` makes now, if a switch to it can be
+    /// done from one: `id` holds a domain and every domain its DACR opens is
+    /// marked dirty (which a lean switch does not do again).
+    pub(crate) fn fresh_lean(&self, id: SpaceId) -> Option<LeanSwitch> {
+        let st = self.space(id).ok()?;
+        let d = st.domain?;
+        let user = self.user_dacr(st, d);
+        if self.domains.dirty_mask().bits() & user.bits() != user.bits() {
+            return None;
+        }
+        Some(LeanSwitch::fass(
+            self.generation,
+            user.with(self.kernel, DomainAccess::Client),
+            st.pid.pid(),
+            d,
+        ))
+    }
+
+    /// Records `id`'s precomputed switch: `dacr` and the FCSEIDR of `pid`,
+    /// `id` holding `d`, in the current generation. Called by a full switch
+    /// to it, which just wrote those values and marked `dacr`'s domains dirty.
+    pub(crate) fn record_lean(&mut self, id: SpaceId, dacr: Dacr, pid: FcsePid, d: Domain) {
+        if let Some(r) = self.lean.get_mut(usize::from(id.0)) {
+            *r = Some(LeanSwitch::fass(self.generation, dacr, pid, d));
         }
     }
 
@@ -900,6 +965,9 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         else {
             return Err(FassError::UnknownSpace(id));
         };
+        if let Some(r) = self.lean.get_mut(usize::from(id.0)) {
+            *r = None;
+        }
         // SAFETY: the CPD slots pointing at this space's tables were cleared
         // above (every CPD copy of its entries is in its domain's slot set).
         unsafe { st.dir.release(sys) };

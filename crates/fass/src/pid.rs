@@ -301,6 +301,12 @@ pub struct PidAllocator {
     current: Option<Current>,
     /// A released space had written shared-writable pages: flush at the next switch.
     orphan_shared_writes: bool,
+    /// Contexts with shared writes noted and not yet flushed by a switch away.
+    pending_shared_writes: u32,
+    /// Changes whenever a switch that needed no flush and changed nothing
+    /// but the epoch and the running space may stop being one (see
+    /// [`PidAllocator::generation`]).
+    generation: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -341,6 +347,8 @@ impl PidAllocator {
             share_cursor: layout.last_pid().get(),
             current: None,
             orphan_shared_writes: false,
+            pending_shared_writes: 0,
+            generation: 0,
         }
     }
 
@@ -381,6 +389,78 @@ impl PidAllocator {
     #[must_use]
     pub const fn large_cached_highest(&self) -> u8 {
         self.large_cached_highest
+    }
+
+    /// A counter that changes exactly when a space [`PidAllocator::lean_ok`]
+    /// held for may stop being one (the precomputed switches of
+    /// [`crate::lean`] are stamped with it): a PID's last user replaced or
+    /// forgotten (a PID shared, a space moved to PID 0 or released), a
+    /// finished flush that cleans a PID, a large space's windows reaching
+    /// further into the cache, shared writes noted or left by a released
+    /// space. Switches that change none of these leave it alone. 64 bits:
+    /// it never comes back to an earlier value (2^64 such events).
+    #[must_use]
+    pub const fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn bump(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+    }
+
+    /// Sets `pid`'s last user to `user`, changing the generation if it
+    /// replaces or forgets another space.
+    fn set_last_user(&mut self, pid: u8, user: Option<SpaceId>) {
+        let Some(slot) = self.last_user.get_mut(usize::from(pid)) else {
+            return;
+        };
+        let old = core::mem::replace(slot, user);
+        if old.is_some() && old != user {
+            self.bump();
+        }
+    }
+
+    /// Raises the highest cached large window to `highest`, changing the
+    /// generation if it grows.
+    fn cache_large(&mut self, highest: u8) {
+        if highest > self.large_cached_highest {
+            self.large_cached_highest = highest;
+            self.bump();
+        }
+    }
+
+    /// Whether a switch to `ctx` now needs no flush and changes nothing
+    /// here but the epoch and the running space, whichever space it comes
+    /// from: `ctx` is not large and its PID is cache-dirty with `ctx` as its
+    /// last user, no large space's windows in the cache reach its PID, and no
+    /// shared writes await a flush. Stays true until the
+    /// [generation](PidAllocator::generation) changes; a switch to `ctx`
+    /// done meanwhile is [`PidAllocator::switched_lean`].
+    #[must_use]
+    pub fn lean_ok(&self, ctx: &PidContext) -> bool {
+        let p = ctx.pid.get();
+        let no_shared_writes = self.mode == PidMode::Guaranteed
+            || (!ctx.shared_dirty && self.pending_shared_writes == 0 && !self.orphan_shared_writes);
+        !ctx.large
+            && p != 0
+            && self.dirty & bit(p) != 0
+            && self.last_user(ctx.pid) == Some(ctx.space)
+            && self.large_cached_highest < p
+            && no_shared_writes
+    }
+
+    /// Records a switch to `space` at `pid` for which [`PidAllocator::lean_ok`]
+    /// held in the current generation: what [`PidAllocator::switch`] would
+    /// do then (advance the epoch, note the running space), without
+    /// deciding anything.
+    #[inline]
+    pub fn switched_lean(&mut self, space: SpaceId, pid: FcsePid) {
+        self.epoch = self.epoch.wrapping_add(1);
+        self.current = Some(Current {
+            space,
+            pid,
+            large_highest: 0,
+        });
     }
 
     fn pid_unchecked(p: u8) -> FcsePid {
@@ -487,13 +567,17 @@ impl PidAllocator {
         let p = ctx.pid.get() as usize;
         self.users[p] -= 1;
         if self.last_user[p] == Some(ctx.space) {
-            self.last_user[p] = None;
+            self.set_last_user(ctx.pid.get(), None);
         }
         if self.current.is_some_and(|c| c.space == ctx.space) {
             self.current = None;
         }
         if ctx.shared_dirty {
             self.orphan_shared_writes = true;
+            if self.mode == PidMode::BestEffort {
+                // Still pending, now as the orphan flag.
+                self.pending_shared_writes = self.pending_shared_writes.saturating_sub(1);
+            }
         }
         Ok(())
     }
@@ -530,7 +614,7 @@ impl PidAllocator {
             }
             self.users[old] -= 1;
             if self.last_user[old] == Some(ctx.space) {
-                self.last_user[old] = None;
+                self.set_last_user(old as u8, None);
             }
             self.users[0] += 1;
             ctx.pid = FcsePid::ZERO;
@@ -549,8 +633,8 @@ impl PidAllocator {
                 c.pid = FcsePid::ZERO;
                 c.large_highest = highest_window;
                 self.dirty |= bit(0);
-                self.last_user[0] = Some(ctx.space);
-                self.large_cached_highest = self.large_cached_highest.max(highest_window);
+                self.set_last_user(0, Some(ctx.space));
+                self.cache_large(highest_window);
             }
         }
         if reasons.is_empty() {
@@ -565,8 +649,15 @@ impl PidAllocator {
 
     /// Records that the space wrote a shared-writable page (best effort: the
     /// next switch away from it flushes).
-    pub fn note_shared_write(&self, ctx: &mut PidContext) {
-        ctx.shared_dirty = true;
+    pub fn note_shared_write(&mut self, ctx: &mut PidContext) {
+        if !ctx.shared_dirty {
+            ctx.shared_dirty = true;
+            if self.mode == PidMode::BestEffort {
+                // Every switch away from `ctx` must flush now.
+                self.pending_shared_writes = self.pending_shared_writes.saturating_add(1);
+                self.bump();
+            }
+        }
     }
 
     /// Switches from `prev` (if any) to `next`: decides the flush, then marks
@@ -594,14 +685,17 @@ impl PidAllocator {
                 // The flush about to happen writes those lines back.
                 core::mem::take(&mut prev.shared_dirty)
             });
+            if prev_wrote {
+                self.pending_shared_writes = self.pending_shared_writes.saturating_sub(1);
+            }
             if prev_wrote || core::mem::take(&mut self.orphan_shared_writes) {
                 reasons = reasons.union(FlushReasons::SHARED_WRITES);
             }
         }
         self.dirty |= bit(p);
-        self.last_user[p as usize] = Some(next.space);
+        self.set_last_user(p, Some(next.space));
         let large_highest = if next.large { next.highest_window } else { 0 };
-        self.large_cached_highest = self.large_cached_highest.max(large_highest);
+        self.cache_large(large_highest);
         self.current = Some(Current {
             space: next.space,
             pid: next.pid,
@@ -629,11 +723,15 @@ impl PidAllocator {
         if ticket.epoch != self.epoch {
             return false;
         }
+        let before = self.dirty;
         self.dirty = 0;
         self.large_cached_highest = 0;
         if let Some(c) = self.current {
             self.dirty = bit(c.pid.get());
             self.large_cached_highest = c.large_highest;
+        }
+        if before & !self.dirty != 0 {
+            self.bump();
         }
         true
     }
@@ -975,6 +1073,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::proptest_config())]
         /// Soundness: whenever the next space could see a line another space
         /// left at one of its addresses, the allocator demands a flush.
         #[test]

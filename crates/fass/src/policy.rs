@@ -364,6 +364,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::proptest_config())]
         #[test]
         fn choice_is_always_eligible_and_clean_if_possible(
             eligible in 0u16..=0xFFFF, dirty in proptest::collection::vec(1u8..16, 0..15), seed in any::<u32>()

@@ -17,7 +17,8 @@ use crate::classic::{TableKind, TableSwitch};
 use crate::domain::Owner;
 use crate::error::FassError;
 use crate::id::{SegmentId, SpaceId};
-use crate::manager::Fass;
+use crate::lean::{self, LeanKind, LeanSwitch, StaleSwitch};
+use crate::manager::{Fass, Hot};
 use crate::pid::FlushDecision;
 use crate::platform::Platform;
 use crate::policy::VictimPolicy;
@@ -25,9 +26,10 @@ use crate::resolve::Resolution;
 use crate::segment::{SegmentAccess, SegmentSpec};
 use crate::stats::{Event, Stats};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
-use mmu_armv5::regs::{Cp15Ext, Ttbr};
+use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::regs::{Cp15, Cp15Ext, Dacr, Ttbr};
 use mmu_armv5::table::TableError;
-use mmu_armv5::{Fault, ModifiedVirtAddr, PhysAddr, VirtAddr};
+use mmu_armv5::{Domain, Fault, ModifiedVirtAddr, PhysAddr, VirtAddr};
 
 /// A way of managing and switching address spaces.
 ///
@@ -100,6 +102,24 @@ pub trait SwitchStrategy {
         fsr: u32,
         far: u32,
     ) -> Result<Resolution, FassError>;
+    /// The generation precomputed switches are stamped with
+    /// ([`crate::lean`]): a record of another generation is stale.
+    fn generation(&self) -> u64;
+    /// A copy of space `id`'s precomputed switch, if it holds one valid in
+    /// the current generation (what [`SwitchStrategy::switch_lean`] would
+    /// apply).
+    fn lean_switch(&self, id: SpaceId) -> Option<LeanSwitch>;
+    /// Makes `next` the running space through its precomputed switch: the
+    /// record's register writes and maintenance, and the bookkeeping of a
+    /// full switch, exactly what [`SwitchStrategy::switch_to`] would do now
+    /// (nothing if `next` is already running). [`StaleSwitch`], with nothing
+    /// written, if `next` holds no record of the current generation: call
+    /// `switch_to`, which records a fresh one.
+    fn switch_lean<S: Cp15 + CacheMaintenance + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        next: SpaceId,
+    ) -> Result<(), StaleSwitch>;
     /// The modified virtual address `va` of space `id` is known by now.
     fn mva_of(&self, id: SpaceId, va: VirtAddr) -> Result<ModifiedVirtAddr, FassError>;
     /// The running space.
@@ -219,6 +239,51 @@ where
         }
         self.current = Some(next);
         self.refresh_hot();
+        self.record_lean(next, dacr, pid, d);
+        Ok(())
+    }
+
+    fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn lean_switch(&self, id: SpaceId) -> Option<LeanSwitch> {
+        lean::valid(&self.lean, id.0, self.generation)
+    }
+
+    /// Two register writes (DACR, FCSEIDR), the switch counted, the policy
+    /// told, the fault path's record of the running space set.
+    #[inline]
+    fn switch_lean<S: Cp15 + CacheMaintenance + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        next: SpaceId,
+    ) -> Result<(), StaleSwitch> {
+        let rec = lean::valid(&self.lean, next.0, self.generation).ok_or(StaleSwitch)?;
+        if self.current == Some(next) {
+            return Ok(());
+        }
+        debug_assert_eq!(Some(rec), self.fresh_lean(next), "stale FASS record");
+        self.stats.record(Event::Switch);
+        let d = Domain::from_low_bits(u32::from(rec.domain));
+        self.policy.touch(d);
+        // SAFETY: the values `switch_to` wrote for `next` in this generation
+        // (the record is stamped with it): since then no domain changed
+        // hands, no segment was mapped or unmapped and no domain they open
+        // was cleaned (each changes the generation), so they are what a
+        // switch to `next` writes now, with the same justification.
+        unsafe {
+            sys.set_dacr(Dacr::from_bits(rec.reg));
+            sys.set_fcse_pid(rec.pid);
+        }
+        self.current = Some(next);
+        self.hot = Hot {
+            space: u32::from(next.0),
+            domain: rec.domain,
+            pid_bits: rec.pid.fcseidr_value(),
+            tag: (u32::from(rec.domain) << 5) | self.tag_base,
+        };
+        debug_assert_eq!(self.hot, self.computed_hot());
         Ok(())
     }
 
@@ -373,6 +438,56 @@ impl<const SPACES: usize, const SEGMENTS: usize> SwitchStrategy for TableSwitch<
             }
         }
         self.current = Some(next);
+        self.record_lean(next, ttbr);
+        Ok(())
+    }
+
+    fn generation(&self) -> u64 {
+        self.pids.generation()
+    }
+
+    fn lean_switch(&self, id: SpaceId) -> Option<LeanSwitch> {
+        lean::valid(&self.lean, id.0, self.pids.generation())
+    }
+
+    /// Naive: D-cache clean+invalidate, I-cache invalidation, TTBR write,
+    /// TLB invalidation. FCSE: TTBR write, TLB invalidation, FCSEIDR write,
+    /// and the PID allocator told (its epoch and running space, two words:
+    /// the record exists only while the switch changes nothing else there).
+    #[inline]
+    fn switch_lean<S: Cp15 + CacheMaintenance + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        next: SpaceId,
+    ) -> Result<(), StaleSwitch> {
+        let rec = lean::valid(&self.lean, next.0, self.pids.generation()).ok_or(StaleSwitch)?;
+        if self.current == Some(next) {
+            return Ok(());
+        }
+        debug_assert_eq!(Some(rec), self.fresh_lean(next), "stale table record");
+        self.stats.record(Event::Switch);
+        let ttbr = Ttbr::from_bits(rec.reg);
+        if rec.kind == LeanKind::Naive {
+            self.flush_caches(sys);
+            // SAFETY: `next`'s table (it exists: a destroyed space's record
+            // goes with it), which holds the kernel's entries; the caches
+            // were just cleaned and invalidated.
+            unsafe { sys.set_ttbr(ttbr) };
+            sys.invalidate_tlb();
+        } else {
+            self.stats.record(Event::TlbOnlyInvalidation);
+            // SAFETY: `next`'s table, holding the kernel's entries; the
+            // kernel runs above 32 MiB. The record exists only while a
+            // switch to `next` needs no flush (its PID is cache-dirty with
+            // `next` as its last user, no large space's windows or shared
+            // writes in the cache: each change moves the generation).
+            unsafe { sys.set_ttbr(ttbr) };
+            sys.invalidate_tlb();
+            // SAFETY: as above.
+            unsafe { sys.set_fcse_pid(rec.pid) };
+            self.pids.switched_lean(next, rec.pid);
+        }
+        self.current = Some(next);
         Ok(())
     }
 
@@ -398,7 +513,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> SwitchStrategy for TableSwitch<
     }
 }
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::cpd::Cpd;
     use crate::domain::DomainSet;
@@ -420,10 +535,10 @@ mod tests {
     use std::vec::Vec;
 
     type Hw = Arm926<MockCp15>;
-    type F = Fass<DefaultPolicy, 64, 40, 4>;
-    type Sys<'m> = Split<Hw, TablePool<'m, 64>>;
+    pub(crate) type F = Fass<DefaultPolicy, 64, 40, 4>;
+    pub(crate) type Sys<'m> = Split<Hw, TablePool<'m, 64>>;
 
-    fn d(n: u8) -> Domain {
+    pub(crate) fn d(n: u8) -> Domain {
         Domain::new(n).unwrap()
     }
 
@@ -434,7 +549,7 @@ mod tests {
         (f, sys)
     }
 
-    fn map(f: &mut F, sys: &mut Sys<'_>, s: u16, va: u32, pa: u32) {
+    pub(crate) fn map(f: &mut F, sys: &mut Sys<'_>, s: u16, va: u32, pa: u32) {
         f.map_page(
             sys,
             SpaceId(s),
@@ -446,7 +561,7 @@ mod tests {
         .unwrap();
     }
 
-    fn one_pid_layout() -> Layout {
+    pub(crate) fn one_pid_layout() -> Layout {
         Layout::new(
             FcsePid::new(1).unwrap(),
             FcsePid::new(1).unwrap(),
@@ -654,7 +769,7 @@ mod tests {
         }
     }
 
-    fn only_ops(sys: &Sys<'_>) -> Vec<Cp15Event> {
+    pub(crate) fn only_ops(sys: &Sys<'_>) -> Vec<Cp15Event> {
         use mmu_armv5::regs::Cp15Op;
         // CPD writes clean their table line and drain: not what is judged here.
         sys.hw
@@ -978,9 +1093,21 @@ mod tests {
         );
     }
 
-    fn classic(mem: &mut Mem, kind: crate::classic::TableKind) -> (TableSwitch<8, 2>, Sys<'_>) {
+    pub(crate) fn classic(
+        mem: &mut Mem,
+        kind: crate::classic::TableKind,
+    ) -> (TableSwitch<8, 2>, Sys<'_>) {
+        classic_in(mem, kind, Layout::DEMO)
+    }
+
+    /// A classic strategy of `kind` in `layout`, on the recording mock.
+    pub(crate) fn classic_in(
+        mem: &mut Mem,
+        kind: crate::classic::TableKind,
+        layout: Layout,
+    ) -> (TableSwitch<8, 2>, Sys<'_>) {
         let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool(mem));
-        let t = TableSwitch::new(kind, d(1), kernel_table(&mut sys, &Layout::DEMO));
+        let t = TableSwitch::new(kind, d(1), kernel_table(&mut sys, &layout));
         (t, sys)
     }
 
@@ -1082,7 +1209,7 @@ mod tests {
         }
     }
 
-    fn map_table(t: &mut TableSwitch<8, 2>, sys: &mut Sys<'_>, s: u16, va: u32) {
+    pub(crate) fn map_table(t: &mut TableSwitch<8, 2>, sys: &mut Sys<'_>, s: u16, va: u32) {
         t.map_pages(
             sys,
             SpaceId(s),

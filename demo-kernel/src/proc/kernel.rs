@@ -613,7 +613,11 @@ impl Kernel {
     #[inline]
     fn refresh_gen(&mut self) {
         if let Strategy::Fass(f) = &self.strategy {
-            self.gen = f.generation().wrapping_add(self.epoch).wrapping_shl(1) | 1;
+            // The low 32 bits, as before `fass` widened its generation (the
+            // kernel's own lean path keeps its 32-bit stamp until it moves
+            // to `SwitchStrategy::switch_lean`).
+            let low = f.generation() as u32;
+            self.gen = low.wrapping_add(self.epoch).wrapping_shl(1) | 1;
         }
     }
 
