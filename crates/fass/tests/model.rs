@@ -5,8 +5,11 @@
 //! * Isolation property: random sequences of create/destroy space, map and
 //!   unmap private pages inside and above the 32 MiB window (fixed pages in
 //!   other spaces' windows, so CPD collisions happen), map/unmap shared
-//!   segments, switches, and user-mode loads and stores checked against a
-//!   reference: every load returns the last value stored at that physical
+//!   segments, switches (half of them lean: through the space's
+//!   precomputed switch whenever it holds a valid one, as a kernel would;
+//!   the other half, and every stale one, full), and user-mode loads and
+//!   stores checked against a reference: every load returns the last value
+//!   stored at that physical
 //!   word (by the space, or by any sharer of a segment); an access to
 //!   anything the running space does not map faults and is never served.
 //!   Run for FASS with more spaces than domains, and for the best-effort
@@ -137,10 +140,13 @@ enum Op {
     Unmap(u16, u8),
     MapSeg(u16, u8, bool),
     UnmapSeg(u16, u8),
-    Switch(u16),
+    /// Switch to the space: with `true`, through its precomputed switch
+    /// when it holds a valid one (the lean path a kernel takes whenever it
+    /// can), else (and with `false`) the full way.
+    Switch(u16, bool),
     /// Switch to the n-th live space (mod their number), so that with many
     /// space ids most switches still run something and domains recycle.
-    SwitchLive(u8),
+    SwitchLive(u8, bool),
     Load(u8, u16),
     Store(u8, u16, u32),
 }
@@ -155,8 +161,8 @@ fn op(spaces: u16) -> impl Strategy<Value = Op> {
         3 => (s.clone(), any::<u8>()).prop_map(|(s, i)| Op::Unmap(s, i)),
         1 => (s.clone(), 0..2u8, any::<bool>()).prop_map(|(s, g, w)| Op::MapSeg(s, g, w)),
         1 => (s.clone(), 0..2u8).prop_map(|(s, g)| Op::UnmapSeg(s, g)),
-        2 => s.prop_map(Op::Switch),
-        6 => any::<u8>().prop_map(Op::SwitchLive),
+        2 => (s, any::<bool>()).prop_map(|(s, l)| Op::Switch(s, l)),
+        6 => (any::<u8>(), any::<bool>()).prop_map(|(n, l)| Op::SwitchLive(n, l)),
         10 => (0..32u8, any::<u16>()).prop_map(|(a, o)| Op::Load(a, o)),
         10 => (0..32u8, any::<u16>(), any::<u32>()).prop_map(|(a, o, v)| Op::Store(a, o, v)),
     ]
@@ -190,6 +196,8 @@ struct Harness<T: SwitchStrategy> {
     fast: Fast<T>,
     /// Faults the fast path resolved.
     fast_hits: u64,
+    /// Switches made through a precomputed record.
+    lean_switches: u64,
     m: Machine,
     t: T,
     r: Reference,
@@ -400,17 +408,23 @@ impl<T: SwitchStrategy> Harness<T> {
                     )?,
                 }
             }
-            Op::SwitchLive(n) => {
+            Op::SwitchLive(n, lean) => {
                 if self.r.spaces.is_empty() {
                     return Ok(());
                 }
                 let mut live: Vec<u16> = self.r.spaces.keys().copied().collect();
                 live.sort_unstable();
                 let s = live[usize::from(n) % live.len()];
-                return self.step(&Op::Switch(s));
+                return self.step(&Op::Switch(s, lean));
             }
-            Op::Switch(s) => {
-                let r = self.t.switch_to(&mut self.m, SpaceId(s));
+            Op::Switch(s, lean) => {
+                let running = self.t.current() == Some(SpaceId(s));
+                let r = if lean && self.t.switch_lean(&mut self.m, SpaceId(s)).is_ok() {
+                    self.lean_switches += u64::from(!running);
+                    Ok(())
+                } else {
+                    self.t.switch_to(&mut self.m, SpaceId(s))
+                };
                 if self.r.spaces.contains_key(&s) {
                     check(r.is_ok(), "switch", &r)?;
                     self.r.current = Some(s);
@@ -566,7 +580,7 @@ fn run_isolation<T: SwitchStrategy>(
     make: impl Fn(&mut Machine) -> (T, [u32; 3], bool),
     describe: fn(&T, &Machine, u16, u32) -> String,
     fast: Fast<T>,
-) -> [u64; 7] {
+) -> [u64; 8] {
     let mut runner = TestRunner::new(PtConfig {
         cases: cases(default_cases),
         failure_persistence: None,
@@ -575,7 +589,7 @@ fn run_isolation<T: SwitchStrategy>(
         rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
         ..PtConfig::default()
     });
-    let totals = std::cell::Cell::new([0u64; 7]);
+    let totals = std::cell::Cell::new([0u64; 8]);
     let result = runner.run(&proptest::collection::vec(op(spaces), 500), |ops| {
         let mut m = machine();
         let (mut t, windows, guaranteed) = make(&mut m);
@@ -586,6 +600,7 @@ fn run_isolation<T: SwitchStrategy>(
             describe,
             fast,
             fast_hits: 0,
+            lean_switches: 0,
             m,
             t,
             r: Reference {
@@ -609,6 +624,7 @@ fn run_isolation<T: SwitchStrategy>(
         t[4] += s.recycles_exclusive;
         t[5] += s.window_flushes;
         t[6] += h.fast_hits;
+        t[7] += h.lean_switches;
         totals.set(t);
         Ok(())
     });
@@ -616,12 +632,15 @@ fn run_isolation<T: SwitchStrategy>(
         panic!("{name}: {e}");
     }
     let totals = totals.get();
-    // The runs must exercise what they claim to.
-    assert!(totals[0] > 0 && totals[3] > 0, "{name}: {totals:?}");
+    // The runs must exercise what they claim to: lean switches mixed in.
+    assert!(
+        totals[0] > 0 && totals[3] > 0 && totals[7] > 0,
+        "{name}: {totals:?}"
+    );
     eprintln!(
-        "{name}: switches {} full flushes {} collisions+pid shares {} write-backs {} \
+        "{name}: switches {} (lean {}) full flushes {} collisions+pid shares {} write-backs {} \
          unflushed exclusive recycles {} window-guard flushes {} fast-path resolutions {}",
-        totals[0], totals[1], totals[2], totals[3], totals[4], totals[5], totals[6]
+        totals[0], totals[7], totals[1], totals[2], totals[3], totals[4], totals[5], totals[6]
     );
     totals
 }
