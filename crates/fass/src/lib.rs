@@ -29,7 +29,8 @@
 //!
 //! It also implements the two strategies FASS is measured against (per-space
 //! tables with FCSE PIDs, as the Linux FCSE patch; and a naive full flush),
-//! all behind one trait, [`SwitchStrategy`].
+//! all behind one trait, [`SwitchStrategy`], each with a precomputed
+//! ("lean") switch per space for the context-switch path ([`lean`]).
 //!
 //! Module map:
 //! * [`id`]: identifiers of address spaces and shared segments;

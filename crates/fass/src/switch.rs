@@ -12,6 +12,10 @@
 //! | [`TableSwitch`] with [`TableKind::Naive`] | D-cache clean+invalidate, I-cache invalidate, TTBR write, TLB invalidate | every switch |
 //!
 //! Switching to the space already running does nothing.
+//!
+//! Each strategy also switches through a precomputed record per space
+//! ([`SwitchStrategy::switch_lean`], see [`crate::lean`]): the same register
+//! writes and maintenance as the table above, without the decisions.
 
 use crate::classic::{TableKind, TableSwitch};
 use crate::domain::Owner;
@@ -561,7 +565,7 @@ pub(crate) mod tests {
         .unwrap();
     }
 
-    pub(crate) fn one_pid_layout() -> Layout {
+    fn one_pid_layout() -> Layout {
         Layout::new(
             FcsePid::new(1).unwrap(),
             FcsePid::new(1).unwrap(),
@@ -769,7 +773,7 @@ pub(crate) mod tests {
         }
     }
 
-    pub(crate) fn only_ops(sys: &Sys<'_>) -> Vec<Cp15Event> {
+    fn only_ops(sys: &Sys<'_>) -> Vec<Cp15Event> {
         use mmu_armv5::regs::Cp15Op;
         // CPD writes clean their table line and drain: not what is judged here.
         sys.hw
