@@ -30,7 +30,7 @@ use crate::error::FassError;
 use crate::id::{SegmentId, SpaceId};
 use crate::kernel_table::KernelTable;
 use crate::layout::{Layout, RegionKind, SLOTS_PER_WINDOW};
-use crate::lean::{LeanKind, LeanSwitch, LeanTable};
+use crate::lean::{self, LeanKind, LeanSwitch, LeanTable};
 use crate::manager::{check_range, purge_page};
 use crate::pid::{FlushDecision, PidAllocator, PidContext, PidMode};
 use crate::platform::Platform;
@@ -180,19 +180,8 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
             self.stats.record(Event::FullFlush);
             let old = self.pids.generation();
             let _ = self.pids.flush_done(ticket);
-            self.carry_current_record(old);
-        }
-    }
-
-    /// The running space's record, if it was valid in generation `old`,
-    /// made valid in the current one (after an event that left it right).
-    fn carry_current_record(&mut self, old: u64) {
-        let gen = self.pids.generation();
-        let Some(c) = self.current else { return };
-        if let Some(Some(r)) = self.lean.get_mut(usize::from(c.0)) {
-            if r.gen == old {
-                r.gen = gen;
-            }
+            let new = self.pids.generation();
+            lean::carry(&mut self.lean, self.current, old, new);
         }
     }
 
@@ -229,9 +218,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
     pub(crate) fn record_lean(&mut self, id: SpaceId, ttbr: Ttbr) {
         let rec = self.fresh_lean(id);
         debug_assert!(rec.is_none_or(|r| r.ttbr() == Some(ttbr)));
-        if let Some(r) = self.lean.get_mut(usize::from(id.0)) {
-            *r = rec;
-        }
+        lean::set(&mut self.lean, id, rec);
     }
 
     /// Creates an empty space `id` with its own first-level table (holding
@@ -271,9 +258,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
                 }
             },
         };
-        if let Some(r) = self.lean.get_mut(usize::from(id.0)) {
-            *r = None;
-        }
+        lean::set(&mut self.lean, id, None);
         if let Some(e) = self.spaces.get_mut(usize::from(id.0)) {
             *e = Some(TableSpace {
                 table,
@@ -611,9 +596,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         else {
             return Err(FassError::UnknownSpace(id));
         };
-        if let Some(r) = self.lean.get_mut(usize::from(id.0)) {
-            *r = None;
-        }
+        lean::set(&mut self.lean, id, None);
         // SAFETY: the TTBR does not point at this table (loaded elsewhere
         // above if it was running), no other table links the tables it
         // allocated, and the TLB was invalidated when it stopped running.

@@ -28,19 +28,21 @@
 //! wrong, and on nothing else:
 //! * FASS ([`Fass::generation`](crate::Fass::generation)): a domain taken
 //!   back (recycled) or released, a segment mapped or unmapped (a DACR
-//!   changes), a full flush that cleans a domain (a lean switch does not mark
-//!   its domains dirty again; the running space's record is carried over to
-//!   the new generation, its domains stay dirty);
+//!   changes), a full flush that cleans an owned domain (a lean switch
+//!   does not mark its domains dirty again; the running space's record is
+//!   carried over to the new generation, its domains stay dirty);
 //! * FCSE ([`PidAllocator::generation`](crate::PidAllocator::generation)):
-//!   a PID's last user replaced (a PID shared or reassigned, a space moved to
-//!   PID 0 or released), a finished flush that cleans a PID (the running
-//!   space's record carried over), a large space's windows reaching further
-//!   into the cache, shared writes noted;
-//! * naive: never (a space's record goes with the space).
+//!   a PID's last user replaced (a PID shared or reused, a space moved to
+//!   PID 0), a finished flush that cleans a PID (the running space's record
+//!   carried over), a large space's windows reaching further into the
+//!   cache, shared writes noted;
+//! * naive: never.
 //!
-//! A destroyed space's record is dropped with it; creating, mapping and
-//! unmapping pages, resolving faults without a full flush, and switches
-//! leave the generation alone.
+//! A destroyed space's record is dropped with it (under FCSE and naive
+//! that is all destroying does to the records: no other record rested on
+//! the space); creating spaces, mapping and unmapping pages, resolving
+//! faults without a full flush, and switches leave the generation alone.
+//! A switch to the running space makes its record afresh.
 //!
 //! ```
 //! use fass::{Cpd, DefaultPolicy, DomainSet, Fass, KernelTable, Layout, LeanKind, SpaceId, Split,
@@ -93,6 +95,7 @@
 //! assert_eq!(fass.lean_switch(b).unwrap().generation(), fass.generation());
 //! ```
 
+use crate::id::SpaceId;
 use core::fmt;
 use mmu_armv5::regs::{Dacr, Ttbr};
 use mmu_armv5::{Domain, FcsePid};
@@ -241,6 +244,35 @@ pub(crate) fn valid<const SPACES: usize>(
     match table.get(usize::from(id)) {
         Some(Some(r)) if r.gen == gen => Some(*r),
         _ => None,
+    }
+}
+
+/// Sets space `id`'s record in `table` (`None`: drops it).
+#[inline]
+pub(crate) fn set<const SPACES: usize>(
+    table: &mut LeanTable<SPACES>,
+    id: SpaceId,
+    rec: Option<LeanSwitch>,
+) {
+    if let Some(r) = table.get_mut(usize::from(id.0)) {
+        *r = rec;
+    }
+}
+
+/// After an event that changed the generation from `old` to `new` but left
+/// the running space's record right: the record of `running`, if it was
+/// valid in `old`, stamped valid in `new`.
+pub(crate) fn carry<const SPACES: usize>(
+    table: &mut LeanTable<SPACES>,
+    running: Option<SpaceId>,
+    old: u64,
+    new: u64,
+) {
+    let Some(c) = running else { return };
+    if let Some(Some(r)) = table.get_mut(usize::from(c.0)) {
+        if r.gen == old {
+            r.gen = new;
+        }
     }
 }
 

@@ -54,7 +54,7 @@ use crate::domain::{DomainSet, DomainTable, Eviction, Owner};
 use crate::error::FassError;
 use crate::id::{SegmentId, SpaceId};
 use crate::layout::{Layout, RegionKind};
-use crate::lean::{LeanSwitch, LeanTable};
+use crate::lean::{self, LeanSwitch, LeanTable};
 use crate::pid::{PidAllocator, PidContext, PidMode};
 use crate::platform::Platform;
 use crate::policy::VictimPolicy;
@@ -312,8 +312,8 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     /// [`switch_to`](crate::SwitchStrategy::switch_to) wrote for a space may
     /// stop being what a switch to it would write, or a domain one of them
     /// opens stops being marked dirty: a domain taken back or released, a
-    /// segment mapped or unmapped, a full flush that cleans a domain. Nothing
-    /// else changes it. 64 bits: it never comes back to an earlier value
+    /// segment mapped or unmapped, a full flush that cleans an owned domain.
+    /// Nothing else changes it. 64 bits: it never comes back to an earlier value
     /// (2^64 such events).
     ///
     /// While it is unchanged, a kernel may also switch back to a space by
@@ -471,9 +471,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         }
         // Best-effort allocation never asks for a flush; FASS relies on domains anyway.
         let _ = a.flush;
-        if let Some(r) = self.lean.get_mut(usize::from(id.0)) {
-            *r = None;
-        }
+        lean::set(&mut self.lean, id, None);
         *entry = Some(SpaceState {
             pid: a.context,
             dir: SpaceDir::new(),
@@ -486,10 +484,10 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     }
 
     /// After a full flush: every domain clean but those the running space
-    /// uses, no window holding left lines. If that cleaned a domain, the
-    /// generation changes (a record of another space would skip marking it
-    /// dirty again); the running space's record, whose domains stay dirty,
-    /// is carried over to the new generation.
+    /// uses, no window holding left lines. If that cleaned an owned domain,
+    /// the generation changes (a record of another space would skip marking
+    /// it dirty again); the running space's record, whose domains stay
+    /// dirty, is carried over to the new generation.
     pub(crate) fn full_flush<S: CacheMaintenance + ?Sized>(&mut self, sys: &mut S) {
         let ticket = self.windows.flush_ticket();
         sys.flush_all();
@@ -505,21 +503,12 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
                 self.domains.mark_dirty(v);
             }
         }
-        if before.bits() & !self.domains.dirty_mask().bits() != 0 {
+        // Only an owned domain can be in a record's DACR.
+        let owned = self.domains.owned().to_dacr(DomainAccess::Manager).bits();
+        if before.bits() & !self.domains.dirty_mask().bits() & owned != 0 {
             let old = self.generation;
             self.bump_generation();
-            self.carry_current_record(old);
-        }
-    }
-
-    /// The running space's record, if it was valid in generation `old`,
-    /// made valid in the current one (after an event that left it right).
-    fn carry_current_record(&mut self, old: u64) {
-        let Some(c) = self.current else { return };
-        if let Some(Some(r)) = self.lean.get_mut(usize::from(c.0)) {
-            if r.gen == old {
-                r.gen = self.generation;
-            }
+            lean::carry(&mut self.lean, self.current, old, self.generation);
         }
     }
 
@@ -545,9 +534,11 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     /// `id` holding `d`, in the current generation. Called by a full switch
     /// to it, which just wrote those values and marked `dacr`'s domains dirty.
     pub(crate) fn record_lean(&mut self, id: SpaceId, dacr: Dacr, pid: FcsePid, d: Domain) {
-        if let Some(r) = self.lean.get_mut(usize::from(id.0)) {
-            *r = Some(LeanSwitch::fass(self.generation, dacr, pid, d));
-        }
+        lean::set(
+            &mut self.lean,
+            id,
+            Some(LeanSwitch::fass(self.generation, dacr, pid, d)),
+        );
     }
 
     /// Acts on an eviction or release whose CPD slots were already cleared.
@@ -965,9 +956,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         else {
             return Err(FassError::UnknownSpace(id));
         };
-        if let Some(r) = self.lean.get_mut(usize::from(id.0)) {
-            *r = None;
-        }
+        lean::set(&mut self.lean, id, None);
         // SAFETY: the CPD slots pointing at this space's tables were cleared
         // above (every CPD copy of its entries is in its domain's slot set).
         unsafe { st.dir.release(sys) };

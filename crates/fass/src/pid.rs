@@ -391,14 +391,15 @@ impl PidAllocator {
         self.large_cached_highest
     }
 
-    /// A counter that changes exactly when a space [`PidAllocator::lean_ok`]
-    /// held for may stop being one (the precomputed switches of
-    /// [`crate::lean`] are stamped with it): a PID's last user replaced or
-    /// forgotten (a PID shared, a space moved to PID 0 or released), a
-    /// finished flush that cleans a PID, a large space's windows reaching
-    /// further into the cache, shared writes noted or left by a released
-    /// space. Switches that change none of these leave it alone. 64 bits:
-    /// it never comes back to an earlier value (2^64 such events).
+    /// A counter that changes exactly when [`PidAllocator::lean_ok`] may
+    /// turn false for a live context (the precomputed switches of
+    /// [`crate::lean`] are stamped with it): a PID's last user replaced (a
+    /// PID shared or reused, a space moved to PID 0), a finished flush that
+    /// cleans a PID, a large space's windows reaching further into the
+    /// cache, shared writes noted or left by a released space. Allocating,
+    /// releasing (the released context is gone, and no other one's answer
+    /// rested on it) and switches that change none of these leave it alone.
+    /// 64 bits: it never comes back to an earlier value (2^64 such events).
     #[must_use]
     pub const fn generation(&self) -> u64 {
         self.generation
@@ -566,17 +567,22 @@ impl PidAllocator {
         self.check(&ctx)?;
         let p = ctx.pid.get() as usize;
         self.users[p] -= 1;
+        // No other context's `lean_ok` rests on this last user (theirs
+        // would be themselves): the generation stays.
         if self.last_user[p] == Some(ctx.space) {
-            self.set_last_user(ctx.pid.get(), None);
+            self.last_user[p] = None;
         }
         if self.current.is_some_and(|c| c.space == ctx.space) {
             self.current = None;
         }
         if ctx.shared_dirty {
-            self.orphan_shared_writes = true;
+            let was = core::mem::replace(&mut self.orphan_shared_writes, true);
             if self.mode == PidMode::BestEffort {
                 // Still pending, now as the orphan flag.
                 self.pending_shared_writes = self.pending_shared_writes.saturating_sub(1);
+                if !was {
+                    self.bump();
+                }
             }
         }
         Ok(())

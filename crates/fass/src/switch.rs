@@ -215,6 +215,9 @@ where
             (st.domain, st.pid.pid())
         };
         if self.current == Some(next) {
+            // Nothing to write; its record made afresh if it went stale.
+            let rec = self.fresh_lean(next);
+            lean::set(&mut self.lean, next, rec);
             return Ok(());
         }
         self.stats.record(Event::Switch);
@@ -388,6 +391,9 @@ impl<const SPACES: usize, const SEGMENTS: usize> SwitchStrategy for TableSwitch<
     ) -> Result<(), FassError> {
         let root = self.space(next)?.table.root();
         if self.current == Some(next) {
+            // Nothing to write; its record made afresh if it went stale.
+            let rec = self.fresh_lean(next);
+            lean::set(&mut self.lean, next, rec);
             return Ok(());
         }
         let ttbr = Ttbr::new(root).map_err(TableError::from)?;

@@ -334,6 +334,52 @@ fn the_fass_generation_changes_exactly_on_the_events_that_stale_a_record() {
     f.switch_lean(&mut sys, SpaceId(2)).unwrap();
 }
 
+#[test]
+fn the_running_spaces_record_survives_what_leaves_it_right() {
+    // FASS: a switch to the running space makes its stale record afresh.
+    let mut mem = table_mem();
+    let (mut f, mut sys) = fass_ring(&mut mem, 2);
+    f.create_segment(SegmentId(0), seg_spec(0)).unwrap();
+    f.map_segment(
+        &mut sys,
+        SpaceId(1),
+        SegmentId(0),
+        seg_spec(0).base,
+        SegmentAccess::Client,
+    )
+    .unwrap();
+    assert_eq!(f.lean_switch(SpaceId(1)), None);
+    sys.hw.cp15_mut().clear();
+    f.switch_to(&mut sys, SpaceId(1)).unwrap();
+    assert!(events(&sys).is_empty());
+    let rec = f.lean_switch(SpaceId(1)).unwrap();
+    let dom = f.domain_of(SpaceId(1)).unwrap().unwrap();
+    assert_eq!(rec.dacr(), Some(f.dacr_of(SpaceId(1), dom).unwrap()));
+    f.switch_to(&mut sys, SpaceId(0)).unwrap();
+    f.switch_lean(&mut sys, SpaceId(1)).unwrap();
+
+    // FCSE guaranteed: a new space handed the dirty PID of a destroyed one
+    // costs a flush, which cleans every PID but the running space's: only
+    // the running space's record is carried over.
+    let mut mem = table_mem();
+    let (mut t, mut sys) = classic_in(&mut mem, Kind::Fcse(PidMode::Guaranteed), pids(3));
+    for s in 0..3 {
+        t.create_space(&mut sys, SpaceId(s)).unwrap();
+        t.switch_to(&mut sys, SpaceId(s)).unwrap();
+    }
+    t.destroy_space(&mut sys, SpaceId(0)).unwrap();
+    let before = *t.stats();
+    t.create_space(&mut sys, SpaceId(3)).unwrap();
+    assert_eq!(t.stats().since(&before).full_flushes, 1);
+    assert_eq!(t.lean_switch(SpaceId(1)), None);
+    assert_eq!(
+        t.lean_switch(SpaceId(2)).unwrap().generation(),
+        t.generation()
+    );
+    t.switch_to(&mut sys, SpaceId(1)).unwrap();
+    t.switch_lean(&mut sys, SpaceId(2)).unwrap();
+}
+
 fn tgen_change(
     t: &mut TableSwitch<8, 2>,
     sys: &mut Sys<'_>,
@@ -430,13 +476,22 @@ fn the_fcse_generation_changes_exactly_on_the_events_that_stale_a_record() {
     tgen_change(
         &mut t,
         &mut sys,
-        true,
-        "release of a PID's last user",
+        false,
+        "release (the record goes with the space)",
         |t, sys| {
             t.destroy_space(sys, SpaceId(2)).unwrap();
-            t.create_space(sys, SpaceId(3)).unwrap();
+        },
+    );
+    assert_eq!(t.lean_switch(SpaceId(2)), None);
+    t.create_space(&mut sys, SpaceId(3)).unwrap();
+    assert_eq!(t.pid_of(SpaceId(3)).unwrap(), FcsePid::new(2).unwrap());
+    tgen_change(
+        &mut t,
+        &mut sys,
+        true,
+        "a released PID's next user runs",
+        |t, sys| {
             sw(t, sys, 3);
-            t.destroy_space(sys, SpaceId(3)).unwrap();
         },
     );
     tgen_change(
