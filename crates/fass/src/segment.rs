@@ -480,13 +480,17 @@ mod tests {
             .unwrap();
         assert_eq!(t.remove_sharer(g), Err(SegmentError::NoSharer(g)));
         assert_eq!(t.add_sharer(g), Ok(true));
-        for _ in 1..u16::MAX {
+        // Under Miri, which interprets every call, start near the top.
+        let skip = if cfg!(miri) { u16::MAX - 4 } else { 0 };
+        t.get_mut(g).unwrap().sharers += skip;
+        for _ in (1 + skip)..u16::MAX {
             assert_eq!(t.add_sharer(g), Ok(false));
         }
         assert_eq!(t.add_sharer(g), Err(SegmentError::TooManySharers(g)));
         assert_eq!(t.get(g).unwrap().sharers(), u16::MAX);
         // Every sharer still counted: the last one is the 65,535th.
-        for _ in 1..u16::MAX {
+        t.get_mut(g).unwrap().sharers -= skip;
+        for _ in (1 + skip)..u16::MAX {
             assert_eq!(t.remove_sharer(g), Ok(false));
         }
         assert_eq!(t.remove_sharer(g), Ok(true));

@@ -274,8 +274,10 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
     /// # Safety
     /// No CPD entry may still point at these tables.
     pub unsafe fn release<A: TableAlloc + ?Sized>(&mut self, alloc: &mut A) {
-        for slot in 0..4096usize {
-            if let Some(t) = self.table_of(slot) {
+        // O(slots in use), each slot once.
+        for &(_, w) in &self.entries {
+            let table = L1Descriptor::from_bits(w).table();
+            if let Some(t) = table.and_then(|(kind, pa)| TableRef::new(kind, pa).ok()) {
                 // SAFETY: allocated here as `t.kind`; the caller guarantees
                 // nothing points at it any more.
                 unsafe { alloc.deallocate(t.kind, t.pa) };
@@ -378,6 +380,32 @@ pub(crate) mod tests {
             dir.unmap(&mut a, va).unwrap_err(),
             SpaceError::NotMapped(va)
         );
+    }
+
+    #[test]
+    fn release_frees_every_second_level_table_once() {
+        let mut m = mem();
+        let mut a = pool(&mut m);
+        let free = a.free_units();
+        let mut dir: SpaceDir<4> = SpaceDir::new();
+        for va in [0x0210_3000, 0x0210_4000, 0x0230_0000, 0x0240_0000] {
+            let c = dir
+                .map(
+                    &mut a,
+                    ModifiedVirtAddr::new(va),
+                    PhysAddr::new(0x0030_0000),
+                    AccessPermission::ReadWrite,
+                    CachePolicy::WriteBack,
+                )
+                .unwrap();
+            let _ = c.flush;
+        }
+        assert_eq!(dir.len(), 3);
+        assert!(a.free_units() < free);
+        // SAFETY: no CPD entry points at these tables (none was written).
+        unsafe { dir.release(&mut a) };
+        assert!(dir.is_empty());
+        assert_eq!(a.free_units(), free);
     }
 
     #[test]

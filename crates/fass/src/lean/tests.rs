@@ -541,6 +541,9 @@ enum Op {
 
 const SPACES: u16 = 7;
 
+/// Longest op sequence (Miri interprets every op of every case).
+const MAX_OPS: usize = if cfg!(miri) { 12 } else { 120 };
+
 fn op() -> impl Strategy<Value = Op> {
     let s = 0..SPACES;
     prop_oneof![
@@ -692,14 +695,18 @@ fn make_best_effort(mem: &mut Mem) -> (TableSwitch<8, 2>, Sys<'_>) {
 }
 
 proptest! {
-    #![proptest_config(crate::proptest_config())]
+    // Under Miri one case: every case builds eight strategies.
+    #![proptest_config(proptest::test_runner::Config {
+        cases: if cfg!(miri) { 1 } else { crate::proptest_config().cases },
+        ..crate::proptest_config()
+    })]
 
     /// Whenever a space's record is valid, applying it does exactly what
     /// a full switch would: same writes, same maintenance, same counters,
     /// same state afterwards (every later op agrees too).
     #[test]
     fn a_lean_switch_does_what_the_full_switch_would(
-        ops in proptest::collection::vec(op(), 1..120)
+        ops in proptest::collection::vec(op(), 1..MAX_OPS)
     ) {
         lean_matches_full(&ops, make_fass)?;
         lean_matches_full(&ops, make_naive)?;
