@@ -21,9 +21,8 @@ use fass::{
     Cpd, DefaultPolicy, DomainSet, DomainTable, Fass, Layout, PidAllocator, PidMode, SpaceId,
     SwitchStrategy, VictimPolicy,
 };
-use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::regs::{Dacr, DomainAccess};
-use mmu_armv5::table::{TableKind, TableRef};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
 use spm::{AddressSpace, FrameDesc, FrameState, FrameTable, InitialUse, Location, Region};
 use std::hint::black_box;
@@ -96,18 +95,11 @@ fn fass_ready() -> (Machine, F) {
     let mut m = Machine::new(cfg).expect("model");
     m.set_frame_pool(PhysAddr::new(1 << 20), 1 << 20)
         .expect("frame pool");
-    let root = TableRef::allocate(&mut m, TableKind::L1).expect("CPD");
-    m.set_ttbr(root.pa.as_u32());
+    let table = bench::model::kernel_table(&mut m).expect("CPD");
+    m.set_ttbr(table.root().as_u32());
     m.set_dacr(Dacr::only(kernel(), DomainAccess::Client));
     m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
-    let mut f = F::new(
-        Layout::DEMO,
-        kernel(),
-        DomainSet::EMPTY,
-        DefaultPolicy::default(),
-        Cpd::new(root.pa, L1Encoding::Arm9).expect("CPD"),
-    )
-    .expect("fass");
+    let mut f = F::new(Cpd::new(table), DomainSet::EMPTY, DefaultPolicy::default()).expect("fass");
     f.create_space(SpaceId(1)).expect("space");
     f.map_pages(
         &mut m,

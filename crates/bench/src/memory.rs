@@ -17,11 +17,11 @@ use crate::BenchError;
 use core::ptr::NonNull;
 use fass::policy::DefaultPolicy;
 use fass::space::SpaceDir;
-use fass::{Cpd, DomainSet, Fass, Layout, PidMode, SpaceId, Split, SwitchStrategy, TableSwitch};
-use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
+use fass::{Cpd, DomainSet, Fass, PidMode, SpaceId, Split, SwitchStrategy, TableSwitch};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::maint::Arm926;
 use mmu_armv5::regs::MockCp15;
-use mmu_armv5::table::{AllocError, PoolBlock, TableAlloc, TableKind, TablePool, TableRef};
+use mmu_armv5::table::{AllocError, PoolBlock, TableAlloc, TableKind, TablePool};
 use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::{FrameDesc, FrameTable, InitialUse, Location, Region, SectionSummary};
 
@@ -152,21 +152,15 @@ pub fn measure() -> Result<Memory, BenchError> {
     .enumerate()
     {
         let mut s = sys(&mut mem)?;
-        let root = TableRef::allocate(&mut s, TableKind::L1)?;
-        let mut t: TableSwitch<8, 1> =
-            TableSwitch::new(kind, Layout::DEMO, domain(1)?, L1Encoding::Arm9, root.pa)?;
+        let kernel = crate::model::kernel_table(&mut s)?;
+        let mut t: TableSwitch<8, 1> = TableSwitch::new(kind, domain(1)?, kernel);
         tables[i] = space_tables(&mut s, &mut t)?;
     }
     let mut s = sys(&mut mem)?;
-    let root = TableRef::allocate(&mut s, TableKind::L1)?;
+    let kernel = crate::model::kernel_table(&mut s)?;
     let fass_shared_tables = s.tables.bytes;
-    let mut f: Fass<DefaultPolicy, 8, 32, 1> = Fass::new(
-        Layout::DEMO,
-        domain(0)?,
-        DomainSet::EMPTY,
-        DefaultPolicy::default(),
-        Cpd::new(root.pa, L1Encoding::Arm9)?,
-    )?;
+    let mut f: Fass<DefaultPolicy, 8, 32, 1> =
+        Fass::new(Cpd::new(kernel), DomainSet::EMPTY, DefaultPolicy::default())?;
     tables[2] = space_tables(&mut s, &mut f)?;
 
     let ram = Region::new(

@@ -68,12 +68,12 @@ use armv5_sim::presets::{self, Preset};
 use armv5_sim::{encode, sctlr, Counters, Machine, Privilege, Region, RegionKind, Width};
 use fass::policy::{CleanFirstLru, CleanFirstRandom, CleanFirstRoundRobin, FewestSlots};
 use fass::{
-    Cpd, DomainSet, Fass, Layout, PidMode, RecycleRule, Resolution, SpaceId, Stats, SwitchStrategy,
-    TableKind, TableSwitch, VictimPolicy,
+    Cpd, DomainSet, Fass, KernelTable, Layout, PidMode, RecycleRule, Resolution, SpaceId, Stats,
+    SwitchStrategy, TableKind, TableSwitch, VictimPolicy,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
-use mmu_armv5::table::{TableKind as HwTable, TableRef};
+use mmu_armv5::table::{TableAlloc, TableKind as HwTable, TableRef};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
 use std::any::TypeId;
 use std::fmt;
@@ -428,7 +428,24 @@ impl Outcome {
     }
 }
 
-fn machine(cpu: Cpu) -> Result<(Machine, PhysAddr), BenchError> {
+/// The kernel's table for a benchmark: a fresh first-level table from
+/// `alloc` with the kernel's one write-back section at [`KERNEL_VA`] (PA 0,
+/// domain 0, privileged read/write), checked against the demo layout and
+/// vouched for.
+pub fn kernel_table<A: TableAlloc + ?Sized>(alloc: &mut A) -> Result<KernelTable, BenchError> {
+    let root = TableRef::allocate(alloc, HwTable::L1)?;
+    root.write(
+        alloc,
+        (KERNEL_VA >> 20) as usize,
+        encode::section(0, 1, 0, true, true),
+    )?;
+    // SAFETY: the benchmarks drive the model or `MockCp15`, whose register
+    // writes reach no host memory; the table stays in `alloc`'s memory.
+    unsafe { KernelTable::new(alloc, root.pa, L1Encoding::Arm9, &Layout::DEMO, dom(0)?) }
+        .map_err(|e| BenchError::Fass(e.into()))
+}
+
+fn machine(cpu: Cpu) -> Result<(Machine, KernelTable), BenchError> {
     let mut cfg = cpu.preset().config;
     cfg.regions.push(Region {
         base: PhysAddr::new(0),
@@ -438,16 +455,10 @@ fn machine(cpu: Cpu) -> Result<(Machine, PhysAddr), BenchError> {
     });
     let mut m = Machine::new(cfg)?;
     m.set_frame_pool(PhysAddr::new(RAM - TABLE_POOL), TABLE_POOL)?;
-    let root = TableRef::allocate(&mut m, HwTable::L1)?;
-    // The kernel: one write-back section, domain 0, privileged RW (AP=01).
-    m.phys_write(
-        PhysAddr::new(encode::l1_entry_addr(root.pa.as_u32(), KERNEL_VA)),
-        Width::Word,
-        encode::section(0, 1, 0, true, true),
-    )?;
-    m.set_ttbr(root.pa.as_u32());
+    let kernel = kernel_table(&mut m)?;
+    m.set_ttbr(kernel.root().as_u32());
     m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
-    Ok((m, root.pa))
+    Ok((m, kernel))
 }
 
 fn dom(n: u8) -> Result<Domain, BenchError> {
@@ -467,8 +478,8 @@ pub fn run(w: &Workload) -> Result<Outcome, BenchError> {
     {
         return Err(BenchError::Setup("workload out of range"));
     }
-    let (mut m, root) = machine(w.cpu)?;
-    let kernel = dom(0)?;
+    let (mut m, table) = machine(w.cpu)?;
+    let kernel = table.domain();
     match w.mode {
         Mode::Naive | Mode::Fcse => {
             let kind = if w.mode == Mode::Naive {
@@ -479,26 +490,19 @@ pub fn run(w: &Workload) -> Result<Outcome, BenchError> {
             m.set_dacr(
                 Dacr::only(kernel, DomainAccess::Client).with(dom(1)?, DomainAccess::Client),
             );
-            let mut t = Classic::new(kind, Layout::DEMO, dom(1)?, L1Encoding::Arm9, root)?;
+            let mut t = Classic::new(kind, dom(1)?, table);
             drive(&mut m, &mut t, w)
         }
         Mode::Fass(p, rule) => {
             m.set_dacr(Dacr::only(kernel, DomainAccess::Client));
-            let cpd = Cpd::new(root, L1Encoding::Arm9)?;
+            let cpd = Cpd::new(table);
             match p {
-                PolicyKind::RoundRobin => run_fass(
-                    &mut m,
-                    CleanFirstRoundRobin::default(),
-                    rule,
-                    kernel,
-                    cpd,
-                    w,
-                ),
-                PolicyKind::Random => {
-                    run_fass(&mut m, CleanFirstRandom::default(), rule, kernel, cpd, w)
+                PolicyKind::RoundRobin => {
+                    run_fass(&mut m, CleanFirstRoundRobin::default(), rule, cpd, w)
                 }
-                PolicyKind::FewestSlots => run_fass(&mut m, FewestSlots, rule, kernel, cpd, w),
-                PolicyKind::Lru => run_fass(&mut m, CleanFirstLru::default(), rule, kernel, cpd, w),
+                PolicyKind::Random => run_fass(&mut m, CleanFirstRandom::default(), rule, cpd, w),
+                PolicyKind::FewestSlots => run_fass(&mut m, FewestSlots, rule, cpd, w),
+                PolicyKind::Lru => run_fass(&mut m, CleanFirstLru::default(), rule, cpd, w),
             }
         }
     }
@@ -508,12 +512,11 @@ fn run_fass<P: VictimPolicy>(
     m: &mut Machine,
     policy: P,
     rule: Rule,
-    kernel: Domain,
     cpd: Cpd,
     w: &Workload,
 ) -> Result<Outcome, BenchError> {
-    let mut f: FassOf<P> = Fass::new(Layout::DEMO, kernel, DomainSet::EMPTY, policy, cpd)?
-        .with_recycle_rule(rule.recycle_rule());
+    let mut f: FassOf<P> =
+        Fass::new(cpd, DomainSet::EMPTY, policy)?.with_recycle_rule(rule.recycle_rule());
     drive(m, &mut f, w)
 }
 

@@ -29,11 +29,11 @@
 //!
 //! Run with `cargo run --release -p fass --example policy_table`.
 
-use armv5_sim::{presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
+use armv5_sim::{encode, presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
 use fass::policy::{CleanFirstLru, CleanFirstRandom, CleanFirstRoundRobin, FewestSlots};
 use fass::{
-    Cpd, DomainSet, Fass, Layout, PidMode, RecycleRule, Resolution, SpaceId, SwitchStrategy,
-    TableKind, TableSwitch, VictimPolicy,
+    Cpd, DomainSet, Fass, KernelTable, Layout, PidMode, RecycleRule, Resolution, SpaceId,
+    SwitchStrategy, TableKind, TableSwitch, VictimPolicy,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
@@ -150,6 +150,28 @@ fn run<T: SwitchStrategy>(m: &mut Machine, t: &mut T, n: u16, mixed: bool) -> (u
     (s.switches, s.full_flushes, c.cache_whole_ops)
 }
 
+/// The kernel's table on the model: a fresh first-level table with one
+/// section of kernel RAM at 3 GiB (PA 0, kernel only, domain 0), loaded in
+/// the TTBR, vouched for.
+fn kernel_table(m: &mut Machine) -> KernelTable {
+    let root = TableRef::allocate(m, HwTable::L1).expect("kernel table");
+    root.write(m, 0xC00, encode::section(0, 1, 0, true, true))
+        .expect("kernel entry");
+    m.set_ttbr(root.pa.as_u32());
+    // SAFETY: the model's register writes reach no host memory; the table
+    // stays allocated in the machine for as long as it lives.
+    let t = unsafe {
+        KernelTable::new(
+            &*m,
+            root.pa,
+            L1Encoding::Arm9,
+            &Layout::DEMO,
+            Domain::default(),
+        )
+    };
+    t.expect("kernel table")
+}
+
 fn fass_row<P: VictimPolicy>(name: &str, rule: RecycleRule, mixed: bool, make: impl Fn() -> P) {
     let rule_name = match rule {
         RecycleRule::Conservative => "conservative",
@@ -158,19 +180,11 @@ fn fass_row<P: VictimPolicy>(name: &str, rule: RecycleRule, mixed: bool, make: i
     print!("| {name:<26} | {rule_name:<17} |");
     for n in NS {
         let mut m = machine();
-        let root = TableRef::allocate(&mut m, HwTable::L1).expect("CPD");
-        m.set_ttbr(root.pa.as_u32());
-        let kernel = Domain::new(0).expect("domain 0");
-        m.set_dacr(Dacr::only(kernel, DomainAccess::Client));
-        let mut f: Fass<P, 64, 8, 1> = Fass::new(
-            Layout::DEMO,
-            kernel,
-            DomainSet::EMPTY,
-            make(),
-            Cpd::new(root.pa, L1Encoding::Arm9).expect("CPD"),
-        )
-        .expect("FASS")
-        .with_recycle_rule(rule);
+        let cpd = Cpd::new(kernel_table(&mut m));
+        m.set_dacr(Dacr::only(Domain::default(), DomainAccess::Client));
+        let mut f: Fass<P, 64, 8, 1> = Fass::new(cpd, DomainSet::EMPTY, make())
+            .expect("FASS")
+            .with_recycle_rule(rule);
         let (sw, fl, ops) = run(&mut m, &mut f, n, mixed);
         // Each full flush is one D clean+invalidate and one I invalidate.
         assert_eq!(ops, 2 * fl, "model and FASS counters disagree");
@@ -183,12 +197,10 @@ fn table_row(name: &str, kind: TableKind, mixed: bool) {
     print!("| {name:<26} | {:<17} |", "-");
     for n in NS {
         let mut m = machine();
-        let root = TableRef::allocate(&mut m, HwTable::L1).expect("kernel table");
-        m.set_ttbr(root.pa.as_u32());
+        let table = kernel_table(&mut m);
         let (k, u) = (Domain::new(0).expect("0"), Domain::new(1).expect("1"));
         m.set_dacr(Dacr::only(k, DomainAccess::Client).with(u, DomainAccess::Client));
-        let mut t: TableSwitch<64, 1> =
-            TableSwitch::new(kind, Layout::DEMO, u, L1Encoding::Arm9, root.pa).expect("tables");
+        let mut t: TableSwitch<64, 1> = TableSwitch::new(kind, u, table);
         let (sw, fl, _) = run(&mut m, &mut t, n, mixed);
         print!(" {:>7.1} |", fl as f64 * 1000.0 / sw as f64);
     }

@@ -28,7 +28,9 @@
 
 use crate::error::FassError;
 use crate::id::{SegmentId, SpaceId};
+use crate::kernel_table::KernelTable;
 use crate::layout::{Layout, RegionKind, SLOTS_PER_WINDOW};
+use crate::lean::{self, LeanKind, LeanSwitch, LeanTable};
 use crate::manager::{check_range, purge_page};
 use crate::pid::{FlushDecision, PidAllocator, PidContext, PidMode};
 use crate::platform::Platform;
@@ -36,13 +38,11 @@ use crate::segment::{SegmentAccess, SegmentError, SegmentSet, SegmentSpec, Segme
 use crate::space::{SpaceError, PAGE_SIZE};
 use crate::stats::{Event, Stats};
 use mmu_armv5::addr::{FCSE_PID_SHIFT, FCSE_WINDOW_SIZE};
-use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor, L1Encoding};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15Ext, Ttbr};
 use mmu_armv5::size::PageSizeKind;
-use mmu_armv5::table::{
-    MapAttrs, PageTable, SizePolicy, TableError, TableFlush, TableKind as HwTable, TableRef,
-};
+use mmu_armv5::table::{MapAttrs, PageTable, SizePolicy, TableError, TableFlush};
 use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 
 /// Which classic strategy a [`TableSwitch`] implements.
@@ -72,44 +72,42 @@ pub struct TableSwitch<const SPACES: usize, const SEGMENTS: usize> {
     pub(crate) kind: TableKind,
     pub(crate) layout: Layout,
     pub(crate) user: Domain,
-    pub(crate) encoding: L1Encoding,
-    pub(crate) kernel_root: PhysAddr,
+    pub(crate) kernel: KernelTable,
     pub(crate) pids: PidAllocator,
     pub(crate) spaces: [Option<TableSpace>; SPACES],
     pub(crate) segments: Segments<SEGMENTS>,
     pub(crate) stats: Stats,
     pub(crate) current: Option<SpaceId>,
+    /// Per space, its precomputed switch ([`crate::lean`]).
+    pub(crate) lean: LeanTable<SPACES>,
 }
 
 impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
-    /// A strategy of `kind`. `kernel_root` is the boot first-level table:
-    /// its kernel-region entries are copied into every new space's table,
-    /// and it is loaded when the running space is destroyed. User mappings
-    /// go in domain `user`; first-level entries are written in `encoding`.
-    pub fn new(
-        kind: TableKind,
-        layout: Layout,
-        user: Domain,
-        encoding: L1Encoding,
-        kernel_root: PhysAddr,
-    ) -> Result<Self, FassError> {
-        TableRef::new(HwTable::L1, kernel_root)?;
+    /// A strategy of `kind` over the kernel's table `kernel` (the boot
+    /// first-level table), in the layout it was checked against: its
+    /// kernel-region entries are copied into every new space's table, and
+    /// it is loaded when the running space is destroyed. User mappings go in
+    /// domain `user`; first-level entries are written in the kernel table's
+    /// encoding.
+    #[must_use]
+    pub fn new(kind: TableKind, user: Domain, kernel: KernelTable) -> Self {
+        let layout = *kernel.layout();
         let mode = match kind {
             TableKind::Fcse(m) => m,
             TableKind::Naive => PidMode::BestEffort,
         };
-        Ok(TableSwitch {
+        TableSwitch {
             kind,
             layout,
             user,
-            encoding,
-            kernel_root,
+            kernel,
             pids: PidAllocator::new(&layout, mode),
             spaces: core::array::from_fn(|_| None),
             segments: Segments::new(),
             stats: Stats::ZERO,
             current: None,
-        })
+            lean: [None; SPACES],
+        }
     }
 
     /// The strategy.
@@ -173,13 +171,54 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         self.stats.record(Event::FullFlush);
     }
 
-    /// Acts on a PID flush decision: full flush, then reports it done.
+    /// Acts on a PID flush decision: full flush, then reports it done
+    /// (the running space's precomputed switch stays valid: its PID stays
+    /// cache-dirty).
     pub(crate) fn act<S: CacheMaintenance + ?Sized>(&mut self, sys: &mut S, d: FlushDecision) {
         if let FlushDecision::Flush { ticket, .. } = d {
             sys.flush_all();
             self.stats.record(Event::FullFlush);
+            let old = self.pids.generation();
             let _ = self.pids.flush_done(ticket);
+            let new = self.pids.generation();
+            lean::carry(&mut self.lean, self.current, old, new);
         }
+    }
+
+    /// The generation of the precomputed switches ([`crate::lean`]): the
+    /// PID allocator's ([`PidAllocator::generation`]); never changes under
+    /// [`TableKind::Naive`].
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        self.pids.generation()
+    }
+
+    /// The record a full switch to `id` makes now, if a switch to it can
+    /// be done from one: always under [`TableKind::Naive`]; under FCSE
+    /// while the switch would need no flush and change nothing in the PID
+    /// allocator but its epoch and running space
+    /// ([`PidAllocator::lean_ok`]).
+    pub(crate) fn fresh_lean(&self, id: SpaceId) -> Option<LeanSwitch> {
+        let st = self.space(id).ok()?;
+        let ttbr = Ttbr::new(st.table.root()).ok()?;
+        let gen = self.pids.generation();
+        match (self.kind, st.pid.as_ref()) {
+            (TableKind::Naive, _) => {
+                Some(LeanSwitch::table(gen, LeanKind::Naive, ttbr, FcsePid::ZERO))
+            }
+            (TableKind::Fcse(_), Some(ctx)) if self.pids.lean_ok(ctx) => {
+                Some(LeanSwitch::table(gen, LeanKind::Fcse, ttbr, ctx.pid()))
+            }
+            (TableKind::Fcse(_), _) => None,
+        }
+    }
+
+    /// Records `id`'s precomputed switch after a full switch to it (whose
+    /// TTBR was `ttbr`), or none if a switch to it cannot be done from one.
+    pub(crate) fn record_lean(&mut self, id: SpaceId, ttbr: Ttbr) {
+        let rec = self.fresh_lean(id);
+        debug_assert!(rec.is_none_or(|r| r.ttbr() == Some(ttbr)));
+        lean::set(&mut self.lean, id, rec);
     }
 
     /// Creates an empty space `id` with its own first-level table (holding
@@ -196,17 +235,12 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         if entry.is_some() {
             return Err(FassError::SpaceExists(id));
         }
-        let mut table = PageTable::with_encoding(sys, self.encoding)?;
-        let kernel = TableRef::new(HwTable::L1, self.kernel_root)?;
-        let mut flush = TableFlush::new();
-        for slot in self.layout.kernel().slots() {
-            let w = kernel.read(&*sys, slot)?;
-            if w & 3 != 0 {
-                let f = table.set_l1_entry(&*sys, slot, L1Descriptor::from_bits(w))?;
-                flush.merge(f);
-            }
+        let mut table = PageTable::with_encoding(sys, self.kernel.encoding())?;
+        if let Err(e) = self.copy_kernel(sys, &mut table) {
+            // SAFETY: the table was never loaded nor linked anywhere.
+            let _ = unsafe { self.release_table(sys, table) };
+            return Err(e);
         }
-        flush.flush(sys);
         let pid = match self.kind {
             TableKind::Naive => None,
             TableKind::Fcse(_) => match self.pids.allocate(id) {
@@ -224,6 +258,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
                 }
             },
         };
+        lean::set(&mut self.lean, id, None);
         if let Some(e) = self.spaces.get_mut(usize::from(id.0)) {
             *e = Some(TableSpace {
                 table,
@@ -231,6 +266,27 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
                 segs: SegmentSet::EMPTY,
             });
         }
+        Ok(())
+    }
+
+    /// Copies the kernel table's entries into `table` (a fresh space
+    /// table): every valid first-level entry of the kernel region, so the
+    /// kernel stays mapped whenever `table` is loaded (the kernel maps
+    /// nothing outside its region, checked by [`KernelTable::new`]).
+    fn copy_kernel<S: Platform + ?Sized>(
+        &self,
+        sys: &mut S,
+        table: &mut PageTable,
+    ) -> Result<(), FassError> {
+        let kernel = self.kernel.table();
+        let mut flush = TableFlush::new();
+        for slot in self.layout.kernel().slots() {
+            let w = kernel.read(&*sys, slot)?;
+            if w & 3 != 0 {
+                flush.merge(table.set_l1_entry(&*sys, slot, L1Descriptor::from_bits(w))?);
+            }
+        }
+        flush.flush(sys);
         Ok(())
     }
 
@@ -450,19 +506,27 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
             return Err(SegmentError::ManagerUnsupported(seg).into());
         }
         let attrs = MapAttrs::new(self.user, spec.ap, spec.cache);
+        self.segments.add_sharer(seg)?;
         let st = self.space_mut(space)?;
-        let f = st.table.map(
+        let mapped = st.table.map(
             sys,
             ModifiedVirtAddr::new(spec.base.as_u32()),
             spec.pa,
             spec.size,
             attrs,
             SizePolicy::Exactly(PageSizeKind::Section),
-        )?;
-        f.flush(sys);
-        st.segs = st.segs.with(seg);
-        self.segments.add_sharer(seg)?;
-        Ok(())
+        );
+        match mapped {
+            Ok(f) => {
+                f.flush(sys);
+                st.segs = st.segs.with(seg);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.segments.remove_sharer(seg);
+                Err(e.into())
+            }
+        }
     }
 
     /// Unmaps segment `seg` from `space`. After the last sharer the caches
@@ -520,7 +584,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
             // every space's table does; no user space runs until the next
             // switch loads one.
             unsafe {
-                sys.set_ttbr(Ttbr::new(self.kernel_root).map_err(TableError::from)?);
+                sys.set_ttbr(Ttbr::new(self.kernel.root()).map_err(TableError::from)?);
             }
             sys.invalidate_tlb();
             self.current = None;
@@ -532,6 +596,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         else {
             return Err(FassError::UnknownSpace(id));
         };
+        lean::set(&mut self.lean, id, None);
         // SAFETY: the TTBR does not point at this table (loaded elsewhere
         // above if it was running), no other table links the tables it
         // allocated, and the TLB was invalidated when it stopped running.

@@ -9,7 +9,13 @@
 //! ([`L1Encoding`]: bit 4 set on ARM9/StrongARM, clear on XScale). Which
 //! slot to fill, and what to flush, is decided by the caller
 //! ([`crate::manager::Fass`]).
+//!
+//! A CPD is built only from a [`KernelTable`], the kernel's table vouched
+//! for as the one the CPU walks; its writes are therefore this crate's own
+//! (crate-private): no safe caller can put an arbitrary descriptor into the
+//! live table.
 
+use crate::kernel_table::KernelTable;
 use mmu_armv5::descriptor::{L1Descriptor, L1Encoding};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::table::{TableAlloc, TableError, TableKind, TableRef};
@@ -18,8 +24,7 @@ use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
 /// The caching page directory.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Cpd {
-    table: TableRef,
-    encoding: L1Encoding,
+    kernel: KernelTable,
     /// Where the table is reached, once [`Cpd::pin`] cached it.
     pinned: Option<Pinned>,
 }
@@ -37,19 +42,30 @@ struct Pinned {
 }
 
 impl Cpd {
-    /// Takes over the 16 KiB first-level table at `root` (the boot table,
-    /// holding the kernel's own mappings); entries are written in `encoding`.
-    pub fn new(root: PhysAddr, encoding: L1Encoding) -> Result<Cpd, TableError> {
-        Ok(Cpd {
-            table: TableRef::new(TableKind::L1, root)?,
-            encoding,
+    /// Takes over the kernel's table (the boot table, holding the kernel's
+    /// own mappings, loaded in the translation table base for good); entries
+    /// are written in its encoding.
+    #[must_use]
+    pub fn new(kernel: KernelTable) -> Cpd {
+        Cpd {
+            kernel,
             pinned: None,
-        })
+        }
+    }
+
+    fn table(&self) -> TableRef {
+        self.kernel.table()
+    }
+
+    /// The kernel table this CPD was built from.
+    #[must_use]
+    pub const fn kernel(&self) -> &KernelTable {
+        &self.kernel
     }
 
     /// Caches where the table is reached through `alloc` (its pointer and
-    /// the MVA of its D-cache lines), so that [`Cpd::read_pinned`] and
-    /// [`Cpd::write_pinned`] need no allocator lookup: what the fast fault
+    /// the MVA of its D-cache lines), so that [`Cpd::read_pinned`] and the
+    /// crate's pinned writes need no allocator lookup: what the fast fault
     /// path ([`Fass::resolve_fast`](crate::Fass::resolve_fast)) works with.
     /// Errors if `alloc` cannot reach the table.
     ///
@@ -62,11 +78,11 @@ impl Cpd {
     /// allocator declared before the manager).
     pub unsafe fn pin<A: TableAlloc + ?Sized>(&mut self, alloc: &A) -> Result<(), TableError> {
         let p = alloc
-            .table_ptr(TableKind::L1, self.table.pa)
-            .ok_or(TableError::UnreachableTable(self.table.pa))?;
+            .table_ptr(TableKind::L1, self.table().pa)
+            .ok_or(TableError::UnreachableTable(self.table().pa))?;
         self.pinned = Some(Pinned {
             va: p.as_ptr() as usize,
-            mva: alloc.table_mva(self.table.pa).as_u32(),
+            mva: alloc.table_mva(self.table().pa).as_u32(),
         });
         Ok(())
     }
@@ -94,7 +110,7 @@ impl Cpd {
     /// D-cache line and drains the write buffer, as [`Cpd::write`] does;
     /// `false` (nothing written) if not pinned.
     #[inline]
-    pub fn write_pinned<S: CacheMaintenance + ?Sized>(
+    pub(crate) fn write_pinned<S: CacheMaintenance + ?Sized>(
         &mut self,
         sys: &mut S,
         slot: usize,
@@ -116,18 +132,18 @@ impl Cpd {
     /// The first-level encoding entries are written in.
     #[must_use]
     pub const fn encoding(&self) -> L1Encoding {
-        self.encoding
+        self.kernel.encoding()
     }
 
     /// The physical address to load into the translation table base.
     #[must_use]
     pub const fn root(&self) -> PhysAddr {
-        self.table.pa
+        self.kernel.root()
     }
 
     /// The raw word in `slot`.
     pub fn raw<A: TableAlloc + ?Sized>(&self, alloc: &A, slot: usize) -> Result<u32, TableError> {
-        self.table.read(alloc, slot)
+        self.table().read(alloc, slot)
     }
 
     /// The descriptor in `slot`.
@@ -136,40 +152,41 @@ impl Cpd {
         alloc: &A,
         slot: usize,
     ) -> Result<L1Descriptor, TableError> {
-        Ok(L1Descriptor::from_bits(self.table.read(alloc, slot)?))
+        Ok(L1Descriptor::from_bits(self.table().read(alloc, slot)?))
     }
 
     /// Writes `desc` into `slot` (in the CPD's encoding), then cleans the
     /// entry's D-cache line and drains the write buffer so the walker sees
     /// it. TLB maintenance for the old entry is the caller's.
-    pub fn write<S: TableAlloc + CacheMaintenance + ?Sized>(
+    pub(crate) fn write<S: TableAlloc + CacheMaintenance + ?Sized>(
         &mut self,
         sys: &mut S,
         slot: usize,
         desc: L1Descriptor,
     ) -> Result<(), TableError> {
-        self.table.write(sys, slot, desc.encode(self.encoding))?;
-        let mva = self.table.entry_mva(sys, slot);
+        self.table()
+            .write(sys, slot, desc.encode(self.encoding()))?;
+        let mva = self.table().entry_mva(sys, slot);
         sys.clean_dcache_range(mva, 4);
         Ok(())
     }
 
     /// Writes the raw word `raw`, already in the CPD's encoding, into
     /// `slot`, with the same maintenance as [`Cpd::write`].
-    pub fn write_raw<S: TableAlloc + CacheMaintenance + ?Sized>(
+    pub(crate) fn write_raw<S: TableAlloc + CacheMaintenance + ?Sized>(
         &mut self,
         sys: &mut S,
         slot: usize,
         raw: u32,
     ) -> Result<(), TableError> {
-        self.table.write(sys, slot, raw)?;
-        let mva = self.table.entry_mva(sys, slot);
+        self.table().write(sys, slot, raw)?;
+        let mva = self.table().entry_mva(sys, slot);
         sys.clean_dcache_range(mva, 4);
         Ok(())
     }
 
     /// Clears `slot` to a fault descriptor (with the same maintenance as [`Cpd::write`]).
-    pub fn clear<S: TableAlloc + CacheMaintenance + ?Sized>(
+    pub(crate) fn clear<S: TableAlloc + CacheMaintenance + ?Sized>(
         &mut self,
         sys: &mut S,
         slot: usize,

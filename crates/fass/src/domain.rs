@@ -775,6 +775,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::proptest_config())]
         /// Ownership bookkeeping: every slot has at most one owner, each
         /// domain's set is what the model says, eviction clears exactly it.
         #[test]

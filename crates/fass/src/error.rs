@@ -2,6 +2,7 @@
 
 use crate::domain::DomainError;
 use crate::id::SpaceId;
+use crate::kernel_table::KernelTableError;
 use crate::pid::PidError;
 use crate::segment::SegmentError;
 use crate::space::SpaceError;
@@ -34,6 +35,8 @@ pub enum FassError {
     Segment(SegmentError),
     /// A table access failed.
     Table(TableError),
+    /// The kernel's table cannot be used.
+    KernelTable(KernelTableError),
 }
 
 impl fmt::Display for FassError {
@@ -49,6 +52,7 @@ impl fmt::Display for FassError {
             FassError::Space(e) => write!(f, "{e}"),
             FassError::Segment(e) => write!(f, "{e}"),
             FassError::Table(e) => write!(f, "{e}"),
+            FassError::KernelTable(e) => write!(f, "{e}"),
         }
     }
 }
@@ -65,4 +69,4 @@ macro_rules! from {
     )*};
 }
 
-from!(PidError => Pid, DomainError => Domain, SpaceError => Space, SegmentError => Segment, TableError => Table);
+from!(PidError => Pid, DomainError => Domain, SpaceError => Space, SegmentError => Segment, TableError => Table, KernelTableError => KernelTable);

@@ -51,6 +51,11 @@ pub enum LayoutError {
         /// The second.
         b: RegionKind,
     },
+    /// The kernel or shared region reaches into the low 32 MiB, which the
+    /// FCSE relocates into the running process's window: the kernel would
+    /// move with every FCSEIDR write, and a segment would sit at a
+    /// different address in every sharer.
+    Relocated(RegionKind),
 }
 
 impl fmt::Display for LayoutError {
@@ -67,6 +72,9 @@ impl fmt::Display for LayoutError {
             }
             LayoutError::PidZero => f.write_str("PID 0 cannot be a window of the layout"),
             LayoutError::Overlap { a, b } => write!(f, "{a:?} region overlaps {b:?} region"),
+            LayoutError::Relocated(k) => {
+                write!(f, "{k:?} region reaches into the FCSE-relocated low 32 MiB")
+            }
         }
     }
 }
@@ -198,7 +206,9 @@ pub enum RegionKind {
 ///   sharer);
 /// * the kernel region.
 ///
-/// All three are 1 MiB aligned and pairwise disjoint.
+/// All three are 1 MiB aligned and pairwise disjoint, and none reaches into
+/// the low 32 MiB the FCSE relocates (PID 0's window, [`RegionKind::Low`]):
+/// a kernel there would be relocated by every switch's FCSEIDR write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Layout {
@@ -231,8 +241,10 @@ impl Layout {
         },
     };
 
-    /// Builds a layout, checking that every part is non-empty and that
-    /// the PID windows, the shared region and the kernel region are disjoint.
+    /// Builds a layout, checking that every part is non-empty, that the
+    /// kernel and shared regions lie above the FCSE-relocated 32 MiB, and
+    /// that the PID windows, the shared region and the kernel region are
+    /// disjoint.
     pub fn new(
         first_pid: FcsePid,
         last_pid: FcsePid,
@@ -247,6 +259,15 @@ impl Layout {
                 first: first_pid.get(),
                 last: last_pid.get(),
             });
+        }
+        let low = Region {
+            first_slot: 0,
+            slots: SLOTS_PER_WINDOW as u16,
+        };
+        for (r, k) in [(kernel, RegionKind::Kernel), (shared, RegionKind::Shared)] {
+            if r.overlaps(low) {
+                return Err(LayoutError::Relocated(k));
+            }
         }
         let windows = Self::windows_of(first_pid, last_pid);
         let checks = [
@@ -488,7 +509,38 @@ mod tests {
         assert!(Layout::new(pid(1), pid(95), s, k).is_ok());
     }
 
+    #[test]
+    fn kernel_and_shared_regions_must_lie_above_the_relocated_32_mib() {
+        let shared = Region::new(0x8000_0000, GIB).unwrap();
+        let kernel = Region::new(0xC000_0000, GIB).unwrap();
+        // A kernel at 16 MiB: every FCSEIDR write would relocate it.
+        let low_kernel = Region::new(16 * MIB, u64::from(MIB)).unwrap();
+        assert_eq!(
+            Layout::new(pid(2), pid(63), shared, low_kernel),
+            Err(LayoutError::Relocated(RegionKind::Kernel))
+        );
+        // Straddling the 32 MiB boundary is relocated too.
+        let straddling = Region::new(31 * MIB, 2 * u64::from(MIB)).unwrap();
+        assert_eq!(
+            Layout::new(pid(2), pid(63), shared, straddling),
+            Err(LayoutError::Relocated(RegionKind::Kernel))
+        );
+        assert_eq!(
+            Layout::new(
+                pid(2),
+                pid(63),
+                Region::new(0, u64::from(MIB)).unwrap(),
+                kernel
+            ),
+            Err(LayoutError::Relocated(RegionKind::Shared))
+        );
+        // Right above it is fine.
+        let k = Region::new(32 * MIB, u64::from(MIB)).unwrap();
+        assert!(Layout::new(pid(2), pid(63), shared, k).is_ok());
+    }
+
     proptest! {
+        #![proptest_config(crate::proptest_config())]
         #[test]
         fn overlap_is_symmetric_and_matches_slot_sets(
             a0 in 0usize..4096, an in 1u64..200, b0 in 0usize..4096, bn in 1u64..200
@@ -511,6 +563,8 @@ mod tests {
                 return Ok(());
             };
             if let Ok(l) = Layout::new(pid(first), pid(last), s, k) {
+                prop_assert!(l.kernel().slots().start >= SLOTS_PER_WINDOW);
+                prop_assert!(l.shared().slots().start >= SLOTS_PER_WINDOW);
                 for slot in 0..SLOT_COUNT {
                     let owners = [l.pid_windows(), l.shared(), l.kernel()]
                         .iter()
@@ -519,9 +573,10 @@ mod tests {
                     prop_assert!(owners <= 1, "slot {} in {} regions", slot, owners);
                 }
             } else {
+                let low = |r: Region| r.slots().start < SLOTS_PER_WINDOW;
                 prop_assert!(
-                    l_overlaps(first, last, s, k),
-                    "rejected a disjoint layout"
+                    l_overlaps(first, last, s, k) || low(s) || low(k),
+                    "rejected a disjoint layout above 32 MiB"
                 );
             }
         }

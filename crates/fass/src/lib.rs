@@ -29,11 +29,13 @@
 //!
 //! It also implements the two strategies FASS is measured against (per-space
 //! tables with FCSE PIDs, as the Linux FCSE patch; and a naive full flush),
-//! all behind one trait, [`SwitchStrategy`].
+//! all behind one trait, [`SwitchStrategy`], each with a precomputed
+//! ("lean") switch per space for the context-switch path ([`lean`]).
 //!
 //! Module map:
 //! * [`id`]: identifiers of address spaces and shared segments;
 //! * [`layout`]: the validated virtual address-space layout;
+//! * [`kernel_table`]: the kernel's first-level table, checked and vouched for;
 //! * [`platform`]: the CPU + table memory every operation runs on;
 //! * [`pid`]: the FCSE PID allocator, guaranteed and best-effort modes, and
 //!   its flush decisions;
@@ -49,6 +51,7 @@
 //! * [`classic`]: the per-space-table strategies [`TableSwitch`] (FCSE-only
 //!   and naive);
 //! * [`switch`]: the [`SwitchStrategy`] trait and the three switch paths;
+//! * [`lean`]: the precomputed switches every strategy keeps per space;
 //! * [`resolve`]: FASS fault resolution (CPD fills, collisions, the window
 //!   guard);
 //! * [`window`]: per FCSE window, the lines recycled domains left in the
@@ -59,24 +62,69 @@
 //! `mmu-armv5` traits, so the same code drives real CP15 registers, the
 //! recording mock and the `armv5-sim` model.
 //!
+//! # Safety model
+//! The strategies write the translation registers (TTBR, DACR, FCSEIDR)
+//! and the live first-level table from safe methods. What makes that sound
+//! is checked where it can be and promised once where it cannot:
+//!
+//! * checked: the [`Layout`] keeps the kernel (and the shared region) out
+//!   of the FCSE-relocated 32 MiB, so no FCSEIDR write moves the kernel;
+//!   the kernel's table maps something, only inside the kernel region, only
+//!   in the kernel's domain ([`KernelTable::new`]); every table a classic
+//!   strategy loads is built with the kernel's entries copied in; every
+//!   DACR FASS writes keeps the kernel's domain open; the live table (the
+//!   CPD) is written by this crate only ([`Cpd`]'s writers are private);
+//! * promised, by calling an `unsafe` function with a `# Safety` section:
+//!   that the kernel table maps all memory the kernel uses and is the table
+//!   the CPU walks ([`KernelTable::new`], in the style of `x86_64`'s
+//!   `OffsetPageTable::new`); that a pinned CPD stays put ([`Cpd::pin`]);
+//!   that the CPU already runs a space whose registers the kernel wrote
+//!   itself ([`Fass::note_switched`]).
+//!
+//! Every strategy is built from a [`KernelTable`], so every safe register
+//! write rests on that one promise. Host tests make it too, one `unsafe`
+//! block per fixture: no backend gets a safe way around it. A marker trait
+//! for backends whose register writes cannot reach the host's memory
+//! (`MockCp15`, the `armv5-sim` model) was considered and left out: a
+//! strategy is not tied to the backend it is later driven with (each call
+//! takes its platform), so a strategy built on such a safe path could then
+//! drive `HwCp15` with nothing promised; tying them would put a backend
+//! type parameter on every strategy and a `fass` trait on the model crate,
+//! to save one `unsafe` line per test fixture.
+//!
 //! ```
-//! use fass::{Cpd, DefaultPolicy, DomainSet, Fass, Layout, Resolution, SpaceId, Split, SwitchStrategy};
-//! use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
+//! use fass::{Cpd, DefaultPolicy, DomainSet, Fass, KernelTable, Layout, Resolution, SpaceId, Split, SwitchStrategy};
+//! use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor, L1Encoding, SectionDesc};
 //! use mmu_armv5::maint::Arm926;
 //! use mmu_armv5::regs::{Cp15Event, Cp15Reg, MockCp15};
+//! use mmu_armv5::size::Frame;
 //! use mmu_armv5::table::{PoolBlock, TableKind, TablePool, TableRef};
 //! use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
 //!
 //! // Table memory and a recording ARM926EJ-S, joined into one platform.
-//! let mem = Box::leak(Box::new([PoolBlock::ZERO; 8]));
-//! let pool = TablePool::new(mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000)).unwrap();
+//! let mut mem = Box::new([PoolBlock::ZERO; 8]);
+//! let pool = TablePool::new(&mut *mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000)).unwrap();
 //! let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool);
-//! // The CPD: the boot first-level table, loaded in the TTBR for good.
-//! let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
-//! let cpd = Cpd::new(root.pa, L1Encoding::Arm9).unwrap();
+//! // The kernel's table (the boot first-level table, loaded in the TTBR for
+//! // good): here one section of kernel RAM at 3 GiB, in the kernel's domain.
 //! let kernel = Domain::new(0).unwrap();
+//! let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
+//! let ram = L1Descriptor::Section(SectionDesc {
+//!     frame: Frame::containing(PhysAddr::new(0)),
+//!     ap: AccessPermission::PrivRw,
+//!     cache: CachePolicy::WriteBack,
+//!     domain: kernel,
+//!     p: false,
+//!     tex: Default::default(),
+//! });
+//! root.write(&mut sys, 0xC00, ram.to_bits()).unwrap();
+//! // SAFETY: `MockCp15` only records register writes; on hardware this is
+//! // the promise that the table maps all the kernel uses and is the one the
+//! // CPU walks (see `KernelTable::new`).
+//! let table = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, &Layout::DEMO, kernel) }.unwrap();
+//! // The CPD is that table.
 //! let mut fass: Fass<DefaultPolicy, 8, 8, 4> =
-//!     Fass::new(Layout::DEMO, kernel, DomainSet::EMPTY, DefaultPolicy::default(), cpd).unwrap();
+//!     Fass::new(Cpd::new(table), DomainSet::EMPTY, DefaultPolicy::default()).unwrap();
 //!
 //! let a = SpaceId(1);
 //! fass.create_space(a).unwrap();
@@ -109,12 +157,30 @@
 #[cfg(test)]
 extern crate std;
 
+/// The property tests' configuration: proptest's defaults natively; under
+/// Miri a few cases each and no failure file (Miri isolates the file
+/// system, and interprets every case).
+#[cfg(test)]
+pub(crate) fn proptest_config() -> proptest::test_runner::Config {
+    if cfg!(miri) {
+        proptest::test_runner::Config {
+            cases: 4,
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        }
+    } else {
+        proptest::test_runner::Config::default()
+    }
+}
+
 pub mod classic;
 pub mod cpd;
 pub mod domain;
 pub mod error;
 pub mod id;
+pub mod kernel_table;
 pub mod layout;
+pub mod lean;
 pub mod manager;
 pub mod pid;
 pub mod platform;
@@ -132,7 +198,9 @@ pub use cpd::Cpd;
 pub use domain::{DomainError, DomainOwner, DomainSet, DomainTable};
 pub use error::FassError;
 pub use id::{SegmentId, SpaceId};
+pub use kernel_table::{KernelTable, KernelTableError};
 pub use layout::{Layout, LayoutError, Region, RegionKind};
+pub use lean::{LeanKind, LeanSwitch, Maintenance, StaleSwitch};
 pub use manager::{Fass, RecycleRule};
 pub use pid::{
     FlushDecision, FlushReasons, FlushTicket, PidAllocator, PidContext, PidError, PidMode,

@@ -54,6 +54,7 @@ use crate::domain::{DomainSet, DomainTable, Eviction, Owner};
 use crate::error::FassError;
 use crate::id::{SegmentId, SpaceId};
 use crate::layout::{Layout, RegionKind};
+use crate::lean::{self, LeanSwitch, LeanTable};
 use crate::pid::{PidAllocator, PidContext, PidMode};
 use crate::platform::Platform;
 use crate::policy::VictimPolicy;
@@ -64,7 +65,7 @@ use crate::window::WindowLines;
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess};
-use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
+use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 
 pub(crate) struct SpaceState<const SLOTS: usize> {
     pub(crate) pid: PidContext,
@@ -143,8 +144,11 @@ pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const 
     pub(crate) cpd: Cpd,
     pub(crate) stats: Stats,
     pub(crate) current: Option<SpaceId>,
-    pub(crate) generation: u32,
+    pub(crate) generation: u64,
     pub(crate) kernel: Domain,
+    /// The low bits of a coarse CPD entry of this encoding: bit 4 (ARM9
+    /// only) and the coarse type (see [`Hot::tag`]).
+    pub(crate) tag_base: u32,
     pub(crate) rule: RecycleRule,
     pub(crate) windows: WindowLines,
     pub(crate) domains: DomainTable,
@@ -152,6 +156,8 @@ pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const 
     pub(crate) pids: PidAllocator,
     pub(crate) policy: P,
     pub(crate) segments: Segments<SEGMENTS>,
+    /// Per space, its precomputed switch ([`crate::lean`]).
+    pub(crate) lean: LeanTable<SPACES>,
     pub(crate) spaces: [Option<SpaceState<SLOTS>>; SPACES],
 }
 
@@ -165,7 +171,7 @@ pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const 
 pub(crate) struct Hot {
     /// The current space's index, if it holds a domain; [`Hot::NONE`]
     /// otherwise (the fast path declines).
-    pub(crate) space: u16,
+    pub(crate) space: u32,
     /// Its domain's number (valid with `space`).
     pub(crate) domain: u8,
     /// Its FCSE PID in FCSEIDR position (`pid << 25`): OR-ed into a fault
@@ -179,7 +185,7 @@ pub(crate) struct Hot {
 impl Hot {
     /// No current space holding a domain.
     pub(crate) const NONE: Hot = Hot {
-        space: u16::MAX,
+        space: u32::MAX,
         domain: u8::MAX,
         pid_bits: 0,
         tag: 0,
@@ -189,21 +195,26 @@ impl Hot {
 impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize>
     Fass<P, SPACES, SLOTS, SEGMENTS>
 {
-    /// FASS over the CPD `cpd` (already loaded in the translation table
-    /// base, holding the kernel's mappings in domain `kernel`), with
-    /// `kernel` and `reserved` domains never handed out. PIDs are shared
-    /// when they run out (collisions are caught by domains). Domains are
-    /// recycled under the default [`RecycleRule`]
+    /// FASS over the CPD `cpd` (the kernel's table, loaded in the
+    /// translation table base for good, with the kernel's mappings in the
+    /// kernel's domain), in the layout its [`KernelTable`] was checked
+    /// against, with the kernel's domain and `reserved` never handed out.
+    /// PIDs are shared when they run out (collisions are caught by
+    /// domains). Domains are recycled under the default [`RecycleRule`]
     /// ([`RecycleRule::ExclusiveWindows`]); see [`Fass::with_recycle_rule`].
-    pub fn new(
-        layout: Layout,
-        kernel: Domain,
-        reserved: DomainSet,
-        policy: P,
-        cpd: Cpd,
-    ) -> Result<Self, FassError> {
+    ///
+    /// [`KernelTable`]: crate::KernelTable
+    pub fn new(cpd: Cpd, reserved: DomainSet, policy: P) -> Result<Self, FassError> {
+        let layout = *cpd.kernel().layout();
+        let kernel = cpd.kernel().domain();
+        let tag_base = match cpd.encoding() {
+            mmu_armv5::descriptor::L1Encoding::Arm9 => 1 << 4 | 0b01,
+            mmu_armv5::descriptor::L1Encoding::XScale => 0b01,
+        };
         Ok(Fass {
             hot: Hot::NONE,
+            tag_base,
+            lean: [None; SPACES],
             layout,
             kernel,
             pids: PidAllocator::new(&layout, PidMode::BestEffort),
@@ -227,19 +238,15 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
 
     /// [`Hot`] as the current space and its domain make it.
     pub(crate) fn computed_hot(&self) -> Hot {
-        let bit4 = match self.cpd.encoding() {
-            mmu_armv5::descriptor::L1Encoding::Arm9 => 1 << 4,
-            mmu_armv5::descriptor::L1Encoding::XScale => 0,
-        };
         self.current
             .and_then(|c| {
                 let st = self.spaces.get(usize::from(c.0))?.as_ref()?;
                 let d = st.domain?;
                 Some(Hot {
-                    space: c.0,
+                    space: u32::from(c.0),
                     domain: d.get(),
                     pid_bits: u32::from(st.pid.pid().get()) << 25,
-                    tag: (u32::from(d.get()) << 5) | bit4 | 0b01,
+                    tag: (u32::from(d.get()) << 5) | self.tag_base,
                 })
             })
             .unwrap_or(Hot::NONE)
@@ -251,7 +258,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     #[must_use]
     #[inline]
     pub fn runs(&self, id: SpaceId) -> bool {
-        self.hot.space == id.0
+        self.hot.space == u32::from(id.0)
     }
 
     /// This manager with recycling rule `rule` (for a fresh manager, e.g.
@@ -300,15 +307,23 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             .all(|s| s / crate::layout::SLOTS_PER_WINDOW == w)
     }
 
-    /// A counter that changes (wrapping) whenever the DACR and FCSEIDR
-    /// values a [`switch_to`](crate::SwitchStrategy::switch_to) wrote for a
-    /// space may stop being what a switch to it would write, or a domain
-    /// stops being marked dirty: a domain taken back or released, a full
-    /// flush, a segment mapped or unmapped. While it is unchanged, a kernel
-    /// may switch back to a space by writing those two values itself and
-    /// then tell [`Fass::note_switched`].
+    /// The generation of the precomputed switches ([`crate::lean`]): it
+    /// changes whenever the DACR and FCSEIDR values a
+    /// [`switch_to`](crate::SwitchStrategy::switch_to) wrote for a space may
+    /// stop being what a switch to it would write, or a domain one of them
+    /// opens stops being marked dirty: a domain taken back or released, a
+    /// segment mapped or unmapped, a full flush that cleans an owned domain.
+    /// Nothing else changes it. 64 bits: it never comes back to an earlier value
+    /// (2^64 such events).
+    ///
+    /// While it is unchanged, a kernel may also switch back to a space by
+    /// writing those two values itself and then tell
+    /// [`Fass::note_switched`]; [`SwitchStrategy::switch_lean`] does the
+    /// same, checked.
+    ///
+    /// [`SwitchStrategy::switch_lean`]: crate::SwitchStrategy::switch_lean
     #[must_use]
-    pub fn generation(&self) -> u32 {
+    pub fn generation(&self) -> u64 {
         self.generation
     }
 
@@ -326,7 +341,14 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     ///
     /// Errors: unknown space, or a space without a domain (it was never
     /// switched to, or lost its domain, which changed the generation).
-    pub fn note_switched(&mut self, id: SpaceId) -> Result<(), FassError> {
+    ///
+    /// # Safety
+    /// The CPU runs `id` now: its DACR and FCSEIDR hold the values a
+    /// `switch_to(id)` wrote in the current generation. The manager's
+    /// bookkeeping (which domains may have lines in the caches, which space
+    /// the fault path resolves for) follows this claim; a false one lets a
+    /// later recycle skip a flush another space's lines needed.
+    pub unsafe fn note_switched(&mut self, id: SpaceId) -> Result<(), FassError> {
         let Some(d) = self.space(id)?.domain else {
             return Err(FassError::UnknownSpace(id));
         };
@@ -449,6 +471,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         }
         // Best-effort allocation never asks for a flush; FASS relies on domains anyway.
         let _ = a.flush;
+        lean::set(&mut self.lean, id, None);
         *entry = Some(SpaceState {
             pid: a.context,
             dir: SpaceDir::new(),
@@ -461,14 +484,17 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     }
 
     /// After a full flush: every domain clean but those the running space
-    /// uses, no window holding left lines.
+    /// uses, no window holding left lines. If that cleaned an owned domain,
+    /// the generation changes (a record of another space would skip marking
+    /// it dirty again); the running space's record, whose domains stay
+    /// dirty, is carried over to the new generation.
     pub(crate) fn full_flush<S: CacheMaintenance + ?Sized>(&mut self, sys: &mut S) {
         let ticket = self.windows.flush_ticket();
         sys.flush_all();
         // Nothing can be left in between here (the flush is not
         // preemptible), but the ticket keeps the rule of `crate::pid`.
         let _ = self.windows.flush_done(ticket);
-        self.bump_generation();
+        let before = self.domains.dirty_mask();
         self.domains.mark_all_clean();
         self.stats.record(Event::FullFlush);
         if let Some(st) = self.current.and_then(|c| self.space(c).ok()) {
@@ -477,6 +503,42 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
                 self.domains.mark_dirty(v);
             }
         }
+        // Only an owned domain can be in a record's DACR.
+        let owned = self.domains.owned().to_dacr(DomainAccess::Manager).bits();
+        if before.bits() & !self.domains.dirty_mask().bits() & owned != 0 {
+            let old = self.generation;
+            self.bump_generation();
+            lean::carry(&mut self.lean, self.current, old, self.generation);
+        }
+    }
+
+    /// The record a full switch to `id` makes now, if a switch to it can be
+    /// done from one: `id` holds a domain and every domain its DACR opens is
+    /// marked dirty (which a lean switch does not do again).
+    pub(crate) fn fresh_lean(&self, id: SpaceId) -> Option<LeanSwitch> {
+        let st = self.space(id).ok()?;
+        let d = st.domain?;
+        let user = self.user_dacr(st, d);
+        if self.domains.dirty_mask().bits() & user.bits() != user.bits() {
+            return None;
+        }
+        Some(LeanSwitch::fass(
+            self.generation,
+            user.with(self.kernel, DomainAccess::Client),
+            st.pid.pid(),
+            d,
+        ))
+    }
+
+    /// Records `id`'s precomputed switch: `dacr` and the FCSEIDR of `pid`,
+    /// `id` holding `d`, in the current generation. Called by a full switch
+    /// to it, which just wrote those values and marked `dacr`'s domains dirty.
+    pub(crate) fn record_lean(&mut self, id: SpaceId, dacr: Dacr, pid: FcsePid, d: Domain) {
+        lean::set(
+            &mut self.lean,
+            id,
+            Some(LeanSwitch::fass(self.generation, dacr, pid, d)),
+        );
     }
 
     /// Acts on an eviction or release whose CPD slots were already cleared.
@@ -894,6 +956,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         else {
             return Err(FassError::UnknownSpace(id));
         };
+        lean::set(&mut self.lean, id, None);
         // SAFETY: the CPD slots pointing at this space's tables were cleared
         // above (every CPD copy of its entries is in its domain's slot set).
         unsafe { st.dir.release(sys) };

@@ -62,6 +62,9 @@ pub enum PidError {
     LargeNotSupported,
     /// A window number above 127.
     WindowOutOfRange(u8),
+    /// Best effort: the PID already has 65,535 users (every PID has, when
+    /// allocating), the most its count holds.
+    TooManyUsers(FcsePid),
 }
 
 impl fmt::Display for PidError {
@@ -73,6 +76,9 @@ impl fmt::Display for PidError {
                 f.write_str("address spaces larger than 32 MiB need best-effort mode")
             }
             PidError::WindowOutOfRange(w) => write!(f, "FCSE window {w} is above 127"),
+            PidError::TooManyUsers(p) => {
+                write!(f, "FCSE PID {} already has {} users", p.get(), u16::MAX)
+            }
         }
     }
 }
@@ -153,19 +159,19 @@ impl fmt::Debug for FlushReasons {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[must_use = "report the finished flush with PidAllocator::flush_done"]
 pub struct FlushTicket {
-    epoch: u32,
+    epoch: u64,
 }
 
 impl FlushTicket {
     /// A ticket for a flush decided at `epoch` (for other epoch-counted
     /// trackers of this crate, such as [`crate::window::WindowLines`]).
-    pub(crate) const fn at(epoch: u32) -> FlushTicket {
+    pub(crate) const fn at(epoch: u64) -> FlushTicket {
         FlushTicket { epoch }
     }
 
     /// The epoch the flush was decided in.
     #[must_use]
-    pub const fn epoch(&self) -> u32 {
+    pub const fn epoch(&self) -> u64 {
         self.epoch
     }
 }
@@ -288,11 +294,19 @@ pub struct PidAllocator {
     dirty: u128,
     /// Highest window of any large space that ran since the last flush (0: none).
     large_cached_highest: u8,
-    epoch: u32,
+    /// Advanced by every switch; 64 bits, so a ticket cannot meet its
+    /// epoch again (2^64 switches).
+    epoch: u64,
     share_cursor: u8,
     current: Option<Current>,
     /// A released space had written shared-writable pages: flush at the next switch.
     orphan_shared_writes: bool,
+    /// Contexts with shared writes noted and not yet flushed by a switch away.
+    pending_shared_writes: u32,
+    /// Changes whenever a switch that needed no flush and changed nothing
+    /// but the epoch and the running space may stop being one (see
+    /// [`PidAllocator::generation`]).
+    generation: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -333,6 +347,8 @@ impl PidAllocator {
             share_cursor: layout.last_pid().get(),
             current: None,
             orphan_shared_writes: false,
+            pending_shared_writes: 0,
+            generation: 0,
         }
     }
 
@@ -365,7 +381,7 @@ impl PidAllocator {
 
     /// The current flush epoch (advanced by every switch).
     #[must_use]
-    pub const fn epoch(&self) -> u32 {
+    pub const fn epoch(&self) -> u64 {
         self.epoch
     }
 
@@ -373,6 +389,79 @@ impl PidAllocator {
     #[must_use]
     pub const fn large_cached_highest(&self) -> u8 {
         self.large_cached_highest
+    }
+
+    /// A counter that changes exactly when [`PidAllocator::lean_ok`] may
+    /// turn false for a live context (the precomputed switches of
+    /// [`crate::lean`] are stamped with it): a PID's last user replaced (a
+    /// PID shared or reused, a space moved to PID 0), a finished flush that
+    /// cleans a PID, a large space's windows reaching further into the
+    /// cache, shared writes noted or left by a released space. Allocating,
+    /// releasing (the released context is gone, and no other one's answer
+    /// rested on it) and switches that change none of these leave it alone.
+    /// 64 bits: it never comes back to an earlier value (2^64 such events).
+    #[must_use]
+    pub const fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn bump(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+    }
+
+    /// Sets `pid`'s last user to `user`, changing the generation if it
+    /// replaces or forgets another space.
+    fn set_last_user(&mut self, pid: u8, user: Option<SpaceId>) {
+        let Some(slot) = self.last_user.get_mut(usize::from(pid)) else {
+            return;
+        };
+        let old = core::mem::replace(slot, user);
+        if old.is_some() && old != user {
+            self.bump();
+        }
+    }
+
+    /// Raises the highest cached large window to `highest`, changing the
+    /// generation if it grows.
+    fn cache_large(&mut self, highest: u8) {
+        if highest > self.large_cached_highest {
+            self.large_cached_highest = highest;
+            self.bump();
+        }
+    }
+
+    /// Whether a switch to `ctx` now needs no flush and changes nothing
+    /// here but the epoch and the running space, whichever space it comes
+    /// from: `ctx` is not large and its PID is cache-dirty with `ctx` as its
+    /// last user, no large space's windows in the cache reach its PID, and no
+    /// shared writes await a flush. Stays true until the
+    /// [generation](PidAllocator::generation) changes; a switch to `ctx`
+    /// done meanwhile is [`PidAllocator::switched_lean`].
+    #[must_use]
+    pub fn lean_ok(&self, ctx: &PidContext) -> bool {
+        let p = ctx.pid.get();
+        let no_shared_writes = self.mode == PidMode::Guaranteed
+            || (!ctx.shared_dirty && self.pending_shared_writes == 0 && !self.orphan_shared_writes);
+        !ctx.large
+            && p != 0
+            && self.dirty & bit(p) != 0
+            && self.last_user(ctx.pid) == Some(ctx.space)
+            && self.large_cached_highest < p
+            && no_shared_writes
+    }
+
+    /// Records a switch to `space` at `pid` for which [`PidAllocator::lean_ok`]
+    /// held in the current generation: what [`PidAllocator::switch`] would
+    /// do then (advance the epoch, note the running space), without
+    /// deciding anything.
+    #[inline]
+    pub fn switched_lean(&mut self, space: SpaceId, pid: FcsePid) {
+        self.epoch = self.epoch.wrapping_add(1);
+        self.current = Some(Current {
+            space,
+            pid,
+            large_highest: 0,
+        });
     }
 
     fn pid_unchecked(p: u8) -> FcsePid {
@@ -386,6 +475,8 @@ impl PidAllocator {
 
     /// Gives `space` a PID: a free clean one first, from the top down; then a
     /// free dirty one; then (best effort) a shared one with the fewest users.
+    /// A PID counts at most 65,535 users: beyond, [`PidError::TooManyUsers`]
+    /// (nothing changes).
     pub fn allocate(&mut self, space: SpaceId) -> Result<Allocation, PidError> {
         let mut free_dirty = None;
         let mut chosen = None;
@@ -419,7 +510,7 @@ impl PidAllocator {
                 PidMode::Guaranteed => return Err(PidError::Exhausted),
                 PidMode::BestEffort => {
                     shared = true;
-                    self.least_shared()
+                    self.least_shared()?
                 }
             },
         };
@@ -437,8 +528,9 @@ impl PidAllocator {
         })
     }
 
-    /// The PID with the fewest users, searching down from a rotating cursor.
-    fn least_shared(&mut self) -> u8 {
+    /// The PID with the fewest users, searching down from a rotating
+    /// cursor; an error if even that one cannot count another user.
+    fn least_shared(&mut self) -> Result<u8, PidError> {
         let n = (self.last - self.first) as usize + 1;
         let mut best = self.share_cursor;
         let mut best_users = u16::MAX;
@@ -450,12 +542,15 @@ impl PidAllocator {
             }
             p = if p == self.first { self.last } else { p - 1 };
         }
+        if best_users == u16::MAX {
+            return Err(PidError::TooManyUsers(Self::pid_unchecked(best)));
+        }
         self.share_cursor = if best == self.first {
             self.last
         } else {
             best - 1
         };
-        best
+        Ok(best)
     }
 
     fn check(&self, ctx: &PidContext) -> Result<(), PidError> {
@@ -472,6 +567,8 @@ impl PidAllocator {
         self.check(&ctx)?;
         let p = ctx.pid.get() as usize;
         self.users[p] -= 1;
+        // No other context's `lean_ok` rests on this last user (theirs
+        // would be themselves): the generation stays.
         if self.last_user[p] == Some(ctx.space) {
             self.last_user[p] = None;
         }
@@ -479,7 +576,14 @@ impl PidAllocator {
             self.current = None;
         }
         if ctx.shared_dirty {
-            self.orphan_shared_writes = true;
+            let was = core::mem::replace(&mut self.orphan_shared_writes, true);
+            if self.mode == PidMode::BestEffort {
+                // Still pending, now as the orphan flag.
+                self.pending_shared_writes = self.pending_shared_writes.saturating_sub(1);
+                if !was {
+                    self.bump();
+                }
+            }
         }
         Ok(())
     }
@@ -491,6 +595,8 @@ impl PidAllocator {
     /// Moving needs the space's lines out of the cache
     /// ([`FlushReasons::BECAME_LARGE`]); reaching windows that small spaces
     /// have in the cache needs a flush too ([`FlushReasons::LARGE_OVERLAP`]).
+    /// If PID 0 already counts 65,535 users, moving is
+    /// [`PidError::TooManyUsers`] and nothing changes.
     pub fn set_large(
         &mut self,
         ctx: &mut PidContext,
@@ -503,6 +609,9 @@ impl PidAllocator {
             return Err(PidError::WindowOutOfRange(highest_window));
         }
         self.check(ctx)?;
+        if !ctx.large && self.users[0] == u16::MAX {
+            return Err(PidError::TooManyUsers(FcsePid::ZERO));
+        }
         let mut reasons = FlushReasons::NONE;
         if !ctx.large {
             let old = ctx.pid.get() as usize;
@@ -511,7 +620,7 @@ impl PidAllocator {
             }
             self.users[old] -= 1;
             if self.last_user[old] == Some(ctx.space) {
-                self.last_user[old] = None;
+                self.set_last_user(old as u8, None);
             }
             self.users[0] += 1;
             ctx.pid = FcsePid::ZERO;
@@ -530,8 +639,8 @@ impl PidAllocator {
                 c.pid = FcsePid::ZERO;
                 c.large_highest = highest_window;
                 self.dirty |= bit(0);
-                self.last_user[0] = Some(ctx.space);
-                self.large_cached_highest = self.large_cached_highest.max(highest_window);
+                self.set_last_user(0, Some(ctx.space));
+                self.cache_large(highest_window);
             }
         }
         if reasons.is_empty() {
@@ -546,8 +655,15 @@ impl PidAllocator {
 
     /// Records that the space wrote a shared-writable page (best effort: the
     /// next switch away from it flushes).
-    pub fn note_shared_write(&self, ctx: &mut PidContext) {
-        ctx.shared_dirty = true;
+    pub fn note_shared_write(&mut self, ctx: &mut PidContext) {
+        if !ctx.shared_dirty {
+            ctx.shared_dirty = true;
+            if self.mode == PidMode::BestEffort {
+                // Every switch away from `ctx` must flush now.
+                self.pending_shared_writes = self.pending_shared_writes.saturating_add(1);
+                self.bump();
+            }
+        }
     }
 
     /// Switches from `prev` (if any) to `next`: decides the flush, then marks
@@ -575,14 +691,17 @@ impl PidAllocator {
                 // The flush about to happen writes those lines back.
                 core::mem::take(&mut prev.shared_dirty)
             });
+            if prev_wrote {
+                self.pending_shared_writes = self.pending_shared_writes.saturating_sub(1);
+            }
             if prev_wrote || core::mem::take(&mut self.orphan_shared_writes) {
                 reasons = reasons.union(FlushReasons::SHARED_WRITES);
             }
         }
         self.dirty |= bit(p);
-        self.last_user[p as usize] = Some(next.space);
+        self.set_last_user(p, Some(next.space));
         let large_highest = if next.large { next.highest_window } else { 0 };
-        self.large_cached_highest = self.large_cached_highest.max(large_highest);
+        self.cache_large(large_highest);
         self.current = Some(Current {
             space: next.space,
             pid: next.pid,
@@ -610,11 +729,15 @@ impl PidAllocator {
         if ticket.epoch != self.epoch {
             return false;
         }
+        let before = self.dirty;
         self.dirty = 0;
         self.large_cached_highest = 0;
         if let Some(c) = self.current {
             self.dirty = bit(c.pid.get());
             self.large_cached_highest = c.large_highest;
+        }
+        if before & !self.dirty != 0 {
+            self.bump();
         }
         true
     }
@@ -903,6 +1026,35 @@ mod tests {
     }
 
     #[test]
+    fn a_pids_user_count_never_overflows() {
+        // One PID, shared by everyone: 65,535 users is the most it counts.
+        // (Under Miri the count starts near the top: it interprets every
+        // allocation.)
+        let mut a = PidAllocator::new(&small_layout(1), PidMode::BestEffort);
+        let first = if cfg!(miri) { u16::MAX - 3 } else { 0 };
+        a.users[1] = first;
+        let mut held: Vec<PidContext> = (first..u16::MAX)
+            .map(|s| a.allocate(SpaceId(s)).unwrap().context)
+            .collect();
+        assert_eq!(a.users(pid(1)), u16::MAX);
+        assert_eq!(a.allocate(SpaceId(7)), Err(PidError::TooManyUsers(pid(1))));
+        assert_eq!(a.users(pid(1)), u16::MAX);
+        // The PID still counts as in use after the refusal, and frees up.
+        a.release(held.pop().unwrap()).unwrap();
+        assert_eq!(a.users(pid(1)), u16::MAX - 1);
+        held.push(a.allocate(SpaceId(7)).unwrap().context);
+        // Moving to PID 0 is bounded the same way.
+        let mut big = held.pop().unwrap();
+        a.users[0] = u16::MAX;
+        assert_eq!(
+            a.set_large(&mut big, 2),
+            Err(PidError::TooManyUsers(FcsePid::ZERO))
+        );
+        assert!(!big.is_large());
+        assert_eq!(a.users(pid(1)), u16::MAX);
+    }
+
+    #[test]
     fn windows_mask_covers_one_to_highest() {
         assert_eq!(windows_mask(0), 0);
         assert_eq!(windows_mask(1), 0b10);
@@ -931,6 +1083,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::proptest_config())]
         /// Soundness: whenever the next space could see a line another space
         /// left at one of its addresses, the allocator demands a flush.
         #[test]

@@ -210,8 +210,9 @@ impl VictimPolicy for FewestSlots {
 /// Flush-free (clean) first, then least recently used (by [`VictimPolicy::touch`]).
 #[derive(Clone, Debug, Default)]
 pub struct CleanFirstLru {
-    clock: u32,
-    last_use: [u32; Domain::COUNT],
+    /// 64 bits: never wraps (2^64 touches), so "least recent" stays true.
+    clock: u64,
+    last_use: [u64; Domain::COUNT],
 }
 
 impl VictimPolicy for CleanFirstLru {
@@ -363,6 +364,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::proptest_config())]
         #[test]
         fn choice_is_always_eligible_and_clean_if_possible(
             eligible in 0u16..=0xFFFF, dirty in proptest::collection::vec(1u8..16, 0..15), seed in any::<u32>()

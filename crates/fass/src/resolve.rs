@@ -188,7 +188,9 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         // looked up (see `Hot`); checked against the tables in debug builds.
         let hot = self.hot;
         let d = Domain::new(hot.domain).ok()?;
-        let cur = SpaceId(hot.space);
+        // Any space index fits in 16 bits (`Hot::NONE`'s does not, but has
+        // no domain: declined above).
+        let cur = SpaceId(hot.space as u16);
         debug_assert_eq!(hot, self.computed_hot());
         let mva = if far < FCSE_WINDOW_SIZE {
             far | hot.pid_bits

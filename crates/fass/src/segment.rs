@@ -104,6 +104,10 @@ pub enum SegmentError {
     },
     /// The strategy cannot grant manager access (it has no per-segment domain).
     ManagerUnsupported(SegmentId),
+    /// The segment already counts 65,535 sharers, the most its count holds.
+    TooManySharers(SegmentId),
+    /// The segment counts no sharer to remove.
+    NoSharer(SegmentId),
 }
 
 impl fmt::Display for SegmentError {
@@ -138,6 +142,10 @@ impl fmt::Display for SegmentError {
             SegmentError::ManagerUnsupported(s) => {
                 write!(f, "manager access to segment {} is not supported here", s.0)
             }
+            SegmentError::TooManySharers(s) => {
+                write!(f, "segment {} already has {} sharers", s.0, u16::MAX)
+            }
+            SegmentError::NoSharer(s) => write!(f, "segment {} has no sharer", s.0),
         }
     }
 }
@@ -395,17 +403,22 @@ impl<const N: usize> Segments<N> {
         Ok(s)
     }
 
-    /// Counts one more sharer; returns whether it is the first.
+    /// Counts one more sharer; returns whether it is the first. At 65,535
+    /// sharers, [`SegmentError::TooManySharers`] (nothing changes).
     pub fn add_sharer(&mut self, id: SegmentId) -> Result<bool, SegmentError> {
         let s = self.get_mut(id)?;
-        s.sharers = s.sharers.saturating_add(1);
+        s.sharers = s
+            .sharers
+            .checked_add(1)
+            .ok_or(SegmentError::TooManySharers(id))?;
         Ok(s.sharers == 1)
     }
 
-    /// Counts one sharer less; returns whether it was the last.
+    /// Counts one sharer less; returns whether it was the last. With no
+    /// sharer, [`SegmentError::NoSharer`] (nothing changes).
     pub fn remove_sharer(&mut self, id: SegmentId) -> Result<bool, SegmentError> {
         let s = self.get_mut(id)?;
-        s.sharers = s.sharers.saturating_sub(1);
+        s.sharers = s.sharers.checked_sub(1).ok_or(SegmentError::NoSharer(id))?;
         Ok(s.sharers == 0)
     }
 
@@ -457,6 +470,31 @@ mod tests {
             ap: AccessPermission::ReadWrite,
             cache: CachePolicy::WriteBack,
         }
+    }
+
+    #[test]
+    fn sharer_counts_neither_wrap_nor_go_below_zero() {
+        let mut t: Segments<1> = Segments::new();
+        let g = SegmentId(0);
+        t.create(&Layout::DEMO, g, spec(0x8000_0000, 0, 1 << 20))
+            .unwrap();
+        assert_eq!(t.remove_sharer(g), Err(SegmentError::NoSharer(g)));
+        assert_eq!(t.add_sharer(g), Ok(true));
+        // Under Miri, which interprets every call, start near the top.
+        let skip = if cfg!(miri) { u16::MAX - 4 } else { 0 };
+        t.get_mut(g).unwrap().sharers += skip;
+        for _ in (1 + skip)..u16::MAX {
+            assert_eq!(t.add_sharer(g), Ok(false));
+        }
+        assert_eq!(t.add_sharer(g), Err(SegmentError::TooManySharers(g)));
+        assert_eq!(t.get(g).unwrap().sharers(), u16::MAX);
+        // Every sharer still counted: the last one is the 65,535th.
+        t.get_mut(g).unwrap().sharers -= skip;
+        for _ in (1 + skip)..u16::MAX {
+            assert_eq!(t.remove_sharer(g), Ok(false));
+        }
+        assert_eq!(t.remove_sharer(g), Ok(true));
+        assert_eq!(t.destroy(g).map(|s| s.base), Ok(VirtAddr::new(0x8000_0000)));
     }
 
     #[test]

@@ -225,6 +225,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::proptest_config())]
         #[test]
         fn behaves_like_a_btreeset(ops in proptest::collection::vec((any::<bool>(), 0usize..4100), 0..300)) {
             let mut s = SlotSet::new();

@@ -274,8 +274,10 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
     /// # Safety
     /// No CPD entry may still point at these tables.
     pub unsafe fn release<A: TableAlloc + ?Sized>(&mut self, alloc: &mut A) {
-        for slot in 0..4096usize {
-            if let Some(t) = self.table_of(slot) {
+        // O(slots in use), each slot once.
+        for &(_, w) in &self.entries {
+            let table = L1Descriptor::from_bits(w).table();
+            if let Some(t) = table.and_then(|(kind, pa)| TableRef::new(kind, pa).ok()) {
                 // SAFETY: allocated here as `t.kind`; the caller guarantees
                 // nothing points at it any more.
                 unsafe { alloc.deallocate(t.kind, t.pa) };
@@ -291,10 +293,17 @@ pub(crate) mod tests {
     use mmu_armv5::table::{PoolBlock, TablePool};
     use std::boxed::Box;
 
-    /// A heap-backed table pool for host tests.
-    pub(crate) fn pool() -> TablePool<'static, 64> {
-        let mem: &'static mut [PoolBlock; 64] =
-            Box::leak(Box::new([const { PoolBlock([0; 4096]) }; 64]));
+    /// Table memory for host tests: 64 blocks of 16 KiB on the heap, owned
+    /// by the test (no leak for Miri to report).
+    pub(crate) type Mem = Box<[PoolBlock; 64]>;
+
+    /// Fresh zeroed table memory.
+    pub(crate) fn mem() -> Mem {
+        Box::new([PoolBlock::ZERO; 64])
+    }
+
+    /// A table pool over `mem`, at PA 16 MiB, reached at MVA 0xC100_0000.
+    pub(crate) fn pool(mem: &mut Mem) -> TablePool<'_, 64> {
         TablePool::new(
             mem,
             PhysAddr::new(0x0100_0000),
@@ -311,7 +320,8 @@ pub(crate) mod tests {
 
     #[test]
     fn map_lookup_unmap() {
-        let mut a = pool();
+        let mut m = mem();
+        let mut a = pool(&mut m);
         let mut dir: SpaceDir<4> = SpaceDir::new();
         let va = ModifiedVirtAddr::new(0x0210_3000);
         let c = dir
@@ -373,8 +383,35 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn release_frees_every_second_level_table_once() {
+        let mut m = mem();
+        let mut a = pool(&mut m);
+        let free = a.free_units();
+        let mut dir: SpaceDir<4> = SpaceDir::new();
+        for va in [0x0210_3000, 0x0210_4000, 0x0230_0000, 0x0240_0000] {
+            let c = dir
+                .map(
+                    &mut a,
+                    ModifiedVirtAddr::new(va),
+                    PhysAddr::new(0x0030_0000),
+                    AccessPermission::ReadWrite,
+                    CachePolicy::WriteBack,
+                )
+                .unwrap();
+            let _ = c.flush;
+        }
+        assert_eq!(dir.len(), 3);
+        assert!(a.free_units() < free);
+        // SAFETY: no CPD entry points at these tables (none was written).
+        unsafe { dir.release(&mut a) };
+        assert!(dir.is_empty());
+        assert_eq!(a.free_units(), free);
+    }
+
+    #[test]
     fn directory_capacity_and_alignment_are_typed_errors() {
-        let mut a = pool();
+        let mut m = mem();
+        let mut a = pool(&mut m);
         let mut dir: SpaceDir<2> = SpaceDir::new();
         for s in 0..2u32 {
             let c = dir

@@ -12,12 +12,17 @@
 //! | [`TableSwitch`] with [`TableKind::Naive`] | D-cache clean+invalidate, I-cache invalidate, TTBR write, TLB invalidate | every switch |
 //!
 //! Switching to the space already running does nothing.
+//!
+//! Each strategy also switches through a precomputed record per space
+//! ([`SwitchStrategy::switch_lean`], see [`crate::lean`]): the same register
+//! writes and maintenance as the table above, without the decisions.
 
 use crate::classic::{TableKind, TableSwitch};
 use crate::domain::Owner;
 use crate::error::FassError;
 use crate::id::{SegmentId, SpaceId};
-use crate::manager::Fass;
+use crate::lean::{self, LeanKind, LeanSwitch, StaleSwitch};
+use crate::manager::{Fass, Hot};
 use crate::pid::FlushDecision;
 use crate::platform::Platform;
 use crate::policy::VictimPolicy;
@@ -25,9 +30,10 @@ use crate::resolve::Resolution;
 use crate::segment::{SegmentAccess, SegmentSpec};
 use crate::stats::{Event, Stats};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
-use mmu_armv5::regs::{Cp15Ext, Ttbr};
+use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::regs::{Cp15, Cp15Ext, Dacr, Ttbr};
 use mmu_armv5::table::TableError;
-use mmu_armv5::{Fault, ModifiedVirtAddr, PhysAddr, VirtAddr};
+use mmu_armv5::{Domain, Fault, ModifiedVirtAddr, PhysAddr, VirtAddr};
 
 /// A way of managing and switching address spaces.
 ///
@@ -100,6 +106,24 @@ pub trait SwitchStrategy {
         fsr: u32,
         far: u32,
     ) -> Result<Resolution, FassError>;
+    /// The generation precomputed switches are stamped with
+    /// ([`crate::lean`]): a record of another generation is stale.
+    fn generation(&self) -> u64;
+    /// A copy of space `id`'s precomputed switch, if it holds one valid in
+    /// the current generation (what [`SwitchStrategy::switch_lean`] would
+    /// apply).
+    fn lean_switch(&self, id: SpaceId) -> Option<LeanSwitch>;
+    /// Makes `next` the running space through its precomputed switch: the
+    /// record's register writes and maintenance, and the bookkeeping of a
+    /// full switch, exactly what [`SwitchStrategy::switch_to`] would do now
+    /// (nothing if `next` is already running). [`StaleSwitch`], with nothing
+    /// written, if `next` holds no record of the current generation: call
+    /// `switch_to`, which records a fresh one.
+    fn switch_lean<S: Cp15 + CacheMaintenance + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        next: SpaceId,
+    ) -> Result<(), StaleSwitch>;
     /// The modified virtual address `va` of space `id` is known by now.
     fn mva_of(&self, id: SpaceId, va: VirtAddr) -> Result<ModifiedVirtAddr, FassError>;
     /// The running space.
@@ -191,6 +215,9 @@ where
             (st.domain, st.pid.pid())
         };
         if self.current == Some(next) {
+            // Nothing to write; its record made afresh if it went stale.
+            let rec = self.fresh_lean(next);
+            lean::set(&mut self.lean, next, rec);
             return Ok(());
         }
         self.stats.record(Event::Switch);
@@ -219,6 +246,51 @@ where
         }
         self.current = Some(next);
         self.refresh_hot();
+        self.record_lean(next, dacr, pid, d);
+        Ok(())
+    }
+
+    fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn lean_switch(&self, id: SpaceId) -> Option<LeanSwitch> {
+        lean::valid(&self.lean, id.0, self.generation)
+    }
+
+    /// Two register writes (DACR, FCSEIDR), the switch counted, the policy
+    /// told, the fault path's record of the running space set.
+    #[inline]
+    fn switch_lean<S: Cp15 + CacheMaintenance + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        next: SpaceId,
+    ) -> Result<(), StaleSwitch> {
+        let rec = lean::valid(&self.lean, next.0, self.generation).ok_or(StaleSwitch)?;
+        if self.current == Some(next) {
+            return Ok(());
+        }
+        debug_assert_eq!(Some(rec), self.fresh_lean(next), "stale FASS record");
+        self.stats.record(Event::Switch);
+        let d = Domain::from_low_bits(u32::from(rec.domain));
+        self.policy.touch(d);
+        // SAFETY: the values `switch_to` wrote for `next` in this generation
+        // (the record is stamped with it): since then no domain changed
+        // hands, no segment was mapped or unmapped and no domain they open
+        // was cleaned (each changes the generation), so they are what a
+        // switch to `next` writes now, with the same justification.
+        unsafe {
+            sys.set_dacr(Dacr::from_bits(rec.reg));
+            sys.set_fcse_pid(rec.pid);
+        }
+        self.current = Some(next);
+        self.hot = Hot {
+            space: u32::from(next.0),
+            domain: rec.domain,
+            pid_bits: rec.pid.fcseidr_value(),
+            tag: (u32::from(rec.domain) << 5) | self.tag_base,
+        };
+        debug_assert_eq!(self.hot, self.computed_hot());
         Ok(())
     }
 
@@ -319,6 +391,9 @@ impl<const SPACES: usize, const SEGMENTS: usize> SwitchStrategy for TableSwitch<
     ) -> Result<(), FassError> {
         let root = self.space(next)?.table.root();
         if self.current == Some(next) {
+            // Nothing to write; its record made afresh if it went stale.
+            let rec = self.fresh_lean(next);
+            lean::set(&mut self.lean, next, rec);
             return Ok(());
         }
         let ttbr = Ttbr::new(root).map_err(TableError::from)?;
@@ -373,6 +448,56 @@ impl<const SPACES: usize, const SEGMENTS: usize> SwitchStrategy for TableSwitch<
             }
         }
         self.current = Some(next);
+        self.record_lean(next, ttbr);
+        Ok(())
+    }
+
+    fn generation(&self) -> u64 {
+        self.pids.generation()
+    }
+
+    fn lean_switch(&self, id: SpaceId) -> Option<LeanSwitch> {
+        lean::valid(&self.lean, id.0, self.pids.generation())
+    }
+
+    /// Naive: D-cache clean+invalidate, I-cache invalidation, TTBR write,
+    /// TLB invalidation. FCSE: TTBR write, TLB invalidation, FCSEIDR write,
+    /// and the PID allocator told (its epoch and running space, two words:
+    /// the record exists only while the switch changes nothing else there).
+    #[inline]
+    fn switch_lean<S: Cp15 + CacheMaintenance + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        next: SpaceId,
+    ) -> Result<(), StaleSwitch> {
+        let rec = lean::valid(&self.lean, next.0, self.pids.generation()).ok_or(StaleSwitch)?;
+        if self.current == Some(next) {
+            return Ok(());
+        }
+        debug_assert_eq!(Some(rec), self.fresh_lean(next), "stale table record");
+        self.stats.record(Event::Switch);
+        let ttbr = Ttbr::from_bits(rec.reg);
+        if rec.kind == LeanKind::Naive {
+            self.flush_caches(sys);
+            // SAFETY: `next`'s table (it exists: a destroyed space's record
+            // goes with it), which holds the kernel's entries; the caches
+            // were just cleaned and invalidated.
+            unsafe { sys.set_ttbr(ttbr) };
+            sys.invalidate_tlb();
+        } else {
+            self.stats.record(Event::TlbOnlyInvalidation);
+            // SAFETY: `next`'s table, holding the kernel's entries; the
+            // kernel runs above 32 MiB. The record exists only while a
+            // switch to `next` needs no flush (its PID is cache-dirty with
+            // `next` as its last user, no large space's windows or shared
+            // writes in the cache: each change moves the generation).
+            unsafe { sys.set_ttbr(ttbr) };
+            sys.invalidate_tlb();
+            // SAFETY: as above.
+            unsafe { sys.set_fcse_pid(rec.pid) };
+            self.pids.switched_lean(next, rec.pid);
+        }
+        self.current = Some(next);
         Ok(())
     }
 
@@ -398,49 +523,43 @@ impl<const SPACES: usize, const SEGMENTS: usize> SwitchStrategy for TableSwitch<
     }
 }
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::cpd::Cpd;
     use crate::domain::DomainSet;
+    use crate::kernel_table::tests::kernel_table;
     use crate::layout::Layout;
     use crate::layout::Region;
     use crate::manager::RecycleRule;
+    use crate::pid::PidMode;
     use crate::platform::Split;
     use crate::policy::DefaultPolicy;
     use crate::resolve::{Flushed, Resolution};
-    use crate::space::tests::pool;
-    use mmu_armv5::descriptor::L1Encoding;
+    use crate::space::tests::{mem as table_mem, pool, Mem};
     use mmu_armv5::maint::Arm926;
     use mmu_armv5::regs::{Cp15Event, Cp15Reg, MockCp15};
     use mmu_armv5::table::TablePool;
-    use mmu_armv5::table::{TableKind, TableRef};
+    use mmu_armv5::table::{TableKind as HwTableKind, TableRef};
     use mmu_armv5::Domain;
     use mmu_armv5::{Fault, FcsePid};
     use std::vec::Vec;
 
     type Hw = Arm926<MockCp15>;
-    type F = Fass<DefaultPolicy, 64, 40, 4>;
-    type Sys = Split<Hw, TablePool<'static, 64>>;
+    pub(crate) type F = Fass<DefaultPolicy, 64, 40, 4>;
+    pub(crate) type Sys<'m> = Split<Hw, TablePool<'m, 64>>;
 
-    fn d(n: u8) -> Domain {
+    pub(crate) fn d(n: u8) -> Domain {
         Domain::new(n).unwrap()
     }
 
-    pub(crate) fn setup(layout: Layout, reserved: DomainSet) -> (F, Sys) {
-        let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool());
-        let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
-        let f = F::new(
-            layout,
-            d(0),
-            reserved,
-            DefaultPolicy::default(),
-            Cpd::new(root.pa, L1Encoding::Arm9).unwrap(),
-        )
-        .unwrap();
+    pub(crate) fn setup(mem: &mut Mem, layout: Layout, reserved: DomainSet) -> (F, Sys<'_>) {
+        let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool(mem));
+        let cpd = Cpd::new(kernel_table(&mut sys, &layout));
+        let f = F::new(cpd, reserved, DefaultPolicy::default()).unwrap();
         (f, sys)
     }
 
-    fn map(f: &mut F, sys: &mut Sys, s: u16, va: u32, pa: u32) {
+    pub(crate) fn map(f: &mut F, sys: &mut Sys<'_>, s: u16, va: u32, pa: u32) {
         f.map_page(
             sys,
             SpaceId(s),
@@ -464,7 +583,8 @@ mod tests {
 
     #[test]
     fn steady_state_switch_is_exactly_one_dacr_and_one_fcseidr_write() {
-        let (mut f, mut sys) = setup(Layout::DEMO, DomainSet::EMPTY);
+        let mut mem = table_mem();
+        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
         let n = 15u16; // every free domain
         for s in 0..n {
             f.create_space(SpaceId(s)).unwrap();
@@ -518,7 +638,8 @@ mod tests {
 
     #[test]
     fn collisions_on_a_shared_pid_move_the_slot_and_flush_a_dirty_owner() {
-        let (mut f, mut sys) = setup(one_pid_layout(), DomainSet::EMPTY);
+        let mut mem = table_mem();
+        let (mut f, mut sys) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
         f.create_space(SpaceId(0)).unwrap();
         f.create_space(SpaceId(1)).unwrap();
         assert_eq!(f.stats().pid_shares, 1);
@@ -571,7 +692,8 @@ mod tests {
     #[test]
     fn clean_previous_owner_costs_a_tlb_invalidation_only() {
         use mmu_armv5::regs::Cp15Op;
-        let (mut f, mut sys) = setup(one_pid_layout(), DomainSet::EMPTY);
+        let mut mem = table_mem();
+        let (mut f, mut sys) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
         for s in 0..3 {
             f.create_space(SpaceId(s)).unwrap();
             map(
@@ -635,7 +757,8 @@ mod tests {
     fn running_out_of_domains_recycles_never_the_current_or_kernel() {
         // Only domains 1 and 2 can be handed out.
         let reserved = DomainSet::ALL.without(d(1)).without(d(2));
-        let (f, mut sys) = setup(Layout::DEMO, reserved);
+        let mut mem = table_mem();
+        let (f, mut sys) = setup(&mut mem, Layout::DEMO, reserved);
         let mut f = f.with_recycle_rule(RecycleRule::Conservative);
         for s in 0..3 {
             f.create_space(SpaceId(s)).unwrap();
@@ -656,7 +779,7 @@ mod tests {
         }
     }
 
-    fn only_ops(sys: &Sys) -> Vec<Cp15Event> {
+    fn only_ops(sys: &Sys<'_>) -> Vec<Cp15Event> {
         use mmu_armv5::regs::Cp15Op;
         // CPD writes clean their table line and drain: not what is judged here.
         sys.hw
@@ -690,9 +813,13 @@ mod tests {
     /// page at 0x8000 (plus `extra` for space 0); 0 and 1 run and fill
     /// their slot; then the switch to 2 must recycle space 0's dirty domain.
     /// Returns the CP15 events of that switch (without CPD line cleaning).
-    fn recycle_space_0(rule: RecycleRule, extra: Option<u32>) -> (F, Sys, Vec<Cp15Event>) {
+    fn recycle_space_0(
+        mem: &mut Mem,
+        rule: RecycleRule,
+        extra: Option<u32>,
+    ) -> (F, Sys<'_>, Vec<Cp15Event>) {
         let reserved = DomainSet::ALL.without(d(1)).without(d(2));
-        let (f, mut sys) = setup(Layout::DEMO, reserved);
+        let (f, mut sys) = setup(mem, Layout::DEMO, reserved);
         let mut f = f.with_recycle_rule(rule);
         for s in 0..3 {
             f.create_space(SpaceId(s)).unwrap();
@@ -743,7 +870,8 @@ mod tests {
     #[test]
     fn evicting_a_window_exclusive_dirty_domain_clears_its_slots_and_the_tlb_only() {
         use mmu_armv5::regs::Cp15Op;
-        let (f, sys, ev) = recycle_space_0(RecycleRule::ExclusiveWindows, None);
+        let mut mem = table_mem();
+        let (f, sys, ev) = recycle_space_0(&mut mem, RecycleRule::ExclusiveWindows, None);
         let mut want = std::vec![Cp15Event::Op(Cp15Op::InvalidateTlb, 0)];
         want.extend(switch_events(&f, 2));
         assert_eq!(ev, want);
@@ -782,7 +910,9 @@ mod tests {
     fn evicting_a_dirty_domain_flushes_unless_the_space_is_window_exclusive() {
         use mmu_armv5::regs::Cp15Op;
         // A fixed page above 32 MiB outside its window (in window 1).
-        let (f, _sys, ev) = recycle_space_0(RecycleRule::ExclusiveWindows, Some(0x0200_8000));
+        let mut mem = table_mem();
+        let (f, _sys, ev) =
+            recycle_space_0(&mut mem, RecycleRule::ExclusiveWindows, Some(0x0200_8000));
         assert!(!f.is_window_exclusive(SpaceId(0)).unwrap());
         assert!(f.is_window_exclusive(SpaceId(1)).unwrap());
         let mut want = full_flush_events().to_vec();
@@ -795,7 +925,8 @@ mod tests {
         );
         assert!(!f.window_lines().any());
         // The conservative rule flushes an exclusive space's dirty domain.
-        let (f, _sys, ev) = recycle_space_0(RecycleRule::Conservative, None);
+        let mut mem = table_mem();
+        let (f, _sys, ev) = recycle_space_0(&mut mem, RecycleRule::Conservative, None);
         assert!(f.is_window_exclusive(SpaceId(0)).unwrap());
         let mut want = full_flush_events().to_vec();
         want.extend(switch_events(&f, 2));
@@ -806,13 +937,17 @@ mod tests {
         );
         // A fixed page inside its own window keeps a space exclusive: it
         // is the window's own MVA space (it may not alias a mapped low page).
-        let (f, _sys, ev) =
-            recycle_space_0(RecycleRule::ExclusiveWindows, Some(63 << 25 | 0x0030_0000));
+        let (f, _sys, ev) = recycle_space_0(
+            &mut mem,
+            RecycleRule::ExclusiveWindows,
+            Some(63 << 25 | 0x0030_0000),
+        );
         assert!(f.is_window_exclusive(SpaceId(0)).unwrap());
         assert_eq!(ev[0], Cp15Event::Op(Cp15Op::InvalidateTlb, 0));
         assert_eq!(f.stats().full_flushes, 0);
         // A shared PID is never exclusive.
-        let (mut f, _) = setup(one_pid_layout(), DomainSet::EMPTY);
+        let mut mem = table_mem();
+        let (mut f, _) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
         f.create_space(SpaceId(0)).unwrap();
         assert!(f.is_window_exclusive(SpaceId(0)).unwrap());
         f.create_space(SpaceId(1)).unwrap();
@@ -822,7 +957,8 @@ mod tests {
 
     #[test]
     fn filling_a_slot_in_a_window_holding_another_spaces_lines_flushes_first() {
-        let (mut f, mut sys, _) = recycle_space_0(RecycleRule::ExclusiveWindows, None);
+        let mut mem = table_mem();
+        let (mut f, mut sys, _) = recycle_space_0(&mut mem, RecycleRule::ExclusiveWindows, None);
         // Space 2 (running) maps a fixed page at space 0's MVA.
         map(&mut f, &mut sys, 2, 63 << 25 | 0x8000, 0x0030_0000);
         sys.hw.cp15_mut().clear();
@@ -861,7 +997,8 @@ mod tests {
 
     #[test]
     fn after_a_full_flush_the_same_fill_needs_no_flush() {
-        let (mut f, mut sys, _) = recycle_space_0(RecycleRule::ExclusiveWindows, None);
+        let mut mem = table_mem();
+        let (mut f, mut sys, _) = recycle_space_0(&mut mem, RecycleRule::ExclusiveWindows, None);
         map(&mut f, &mut sys, 2, 63 << 25 | 0x8000, 0x0030_0000);
         f.full_flush(&mut sys);
         assert!(!f.window_lines().any());
@@ -882,7 +1019,8 @@ mod tests {
 
     #[test]
     fn destroying_a_space_flushes_only_if_its_left_lines_may_be_cached() {
-        let (mut f, mut sys, _) = recycle_space_0(RecycleRule::ExclusiveWindows, None);
+        let mut mem = table_mem();
+        let (mut f, mut sys, _) = recycle_space_0(&mut mem, RecycleRule::ExclusiveWindows, None);
         // Space 1 has lines in its dirty domain: destroyed with a flush.
         // Space 0 left lines in window 63: destroyed with a flush too,
         // unless a flush came first.
@@ -900,7 +1038,11 @@ mod tests {
 
     #[test]
     fn other_faults_are_not_fass_faults() {
-        let (mut f, mut sys) = setup(Layout::DEMO, DomainSet::EMPTY);
+        let mut mem = table_mem();
+        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
+        // No space runs: none is reported running, not even the one whose
+        // number is the "nobody" marker's.
+        assert!(!f.runs(SpaceId(0)) && !f.runs(SpaceId(u16::MAX)));
         f.create_space(SpaceId(0)).unwrap();
         map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
@@ -939,7 +1081,8 @@ mod tests {
 
     #[test]
     fn unmapping_the_last_page_of_an_owned_slot_clears_the_cpd_copy() {
-        let (mut f, mut sys) = setup(Layout::DEMO, DomainSet::EMPTY);
+        let mut mem = table_mem();
+        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
         f.create_space(SpaceId(0)).unwrap();
         map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
@@ -960,10 +1103,21 @@ mod tests {
         );
     }
 
-    fn classic(kind: crate::classic::TableKind) -> (TableSwitch<8, 2>, Sys) {
-        let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool());
-        let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
-        let t = TableSwitch::new(kind, Layout::DEMO, d(1), L1Encoding::Arm9, root.pa).unwrap();
+    pub(crate) fn classic(
+        mem: &mut Mem,
+        kind: crate::classic::TableKind,
+    ) -> (TableSwitch<8, 2>, Sys<'_>) {
+        classic_in(mem, kind, Layout::DEMO)
+    }
+
+    /// A classic strategy of `kind` in `layout`, on the recording mock.
+    pub(crate) fn classic_in(
+        mem: &mut Mem,
+        kind: crate::classic::TableKind,
+        layout: Layout,
+    ) -> (TableSwitch<8, 2>, Sys<'_>) {
+        let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool(mem));
+        let t = TableSwitch::new(kind, d(1), kernel_table(&mut sys, &layout));
         (t, sys)
     }
 
@@ -971,7 +1125,11 @@ mod tests {
     fn fcse_guaranteed_switch_is_ttbr_tlb_pid_and_never_a_flush() {
         use crate::pid::PidMode;
         use mmu_armv5::regs::Cp15Op;
-        let (mut t, mut sys) = classic(crate::classic::TableKind::Fcse(PidMode::Guaranteed));
+        let mut mem = table_mem();
+        let (mut t, mut sys) = classic(
+            &mut mem,
+            crate::classic::TableKind::Fcse(PidMode::Guaranteed),
+        );
         for s in 0..3 {
             t.create_space(&mut sys, SpaceId(s)).unwrap();
         }
@@ -1010,10 +1168,75 @@ mod tests {
         );
     }
 
+    /// The kernel-region entries of the table at `root` equal the kernel
+    /// table's, slot by slot.
+    fn holds_kernel_entries(t: &TableSwitch<8, 2>, sys: &Sys<'_>, root: PhysAddr) -> bool {
+        let k = t.kernel.table();
+        let r = TableRef::new(HwTableKind::L1, root).unwrap();
+        Layout::DEMO
+            .kernel()
+            .slots()
+            .all(|s| k.read(sys, s).unwrap() == r.read(sys, s).unwrap())
+    }
+
+    #[test]
+    fn every_table_a_classic_strategy_loads_holds_the_kernels_entries() {
+        use crate::classic::TableKind as Kind;
+        for kind in [
+            Kind::Naive,
+            Kind::Fcse(PidMode::Guaranteed),
+            Kind::Fcse(PidMode::BestEffort),
+        ] {
+            let mut mem = table_mem();
+            let (mut t, mut sys) = classic(&mut mem, kind);
+            // A second kernel entry, so a copy of only the first would show.
+            let k = t.kernel.table();
+            k.write(&sys, 0xF00, k.read(&sys, 0xC00).unwrap() + (1 << 20))
+                .unwrap();
+            for s in 0..3 {
+                t.create_space(&mut sys, SpaceId(s)).unwrap();
+                map_table(&mut t, &mut sys, s, 0x8000);
+            }
+            if kind == Kind::Fcse(PidMode::BestEffort) {
+                // Grows large: its low entries move to window 0.
+                map_table(&mut t, &mut sys, 1, 0x0400_0000);
+            }
+            for s in 0..3 {
+                t.switch_to(&mut sys, SpaceId(s)).unwrap();
+                let ttbr = sys.hw.cp15().register(Cp15Reg::Ttbr);
+                assert_eq!(ttbr, t.root_of(SpaceId(s)).unwrap().as_u32());
+                assert!(
+                    holds_kernel_entries(&t, &sys, PhysAddr::new(ttbr)),
+                    "{kind:?} space {s}"
+                );
+            }
+            // Destroying the running space loads the kernel's own table.
+            t.destroy_space(&mut sys, SpaceId(2)).unwrap();
+            assert_eq!(
+                sys.hw.cp15().register(Cp15Reg::Ttbr),
+                t.kernel.root().as_u32()
+            );
+        }
+    }
+
+    pub(crate) fn map_table(t: &mut TableSwitch<8, 2>, sys: &mut Sys<'_>, s: u16, va: u32) {
+        t.map_pages(
+            sys,
+            SpaceId(s),
+            VirtAddr::new(va),
+            PhysAddr::new(0x0030_0000 + u32::from(s) * 0x1000),
+            0x1000,
+            AccessPermission::ReadWrite,
+            CachePolicy::WriteBack,
+        )
+        .unwrap();
+    }
+
     #[test]
     fn naive_switch_flushes_caches_then_loads_ttbr_and_invalidates_tlb() {
         use mmu_armv5::regs::Cp15Op;
-        let (mut t, mut sys) = classic(crate::classic::TableKind::Naive);
+        let mut mem = table_mem();
+        let (mut t, mut sys) = classic(&mut mem, crate::classic::TableKind::Naive);
         t.create_space(&mut sys, SpaceId(0)).unwrap();
         t.create_space(&mut sys, SpaceId(1)).unwrap();
         t.switch_to(&mut sys, SpaceId(0)).unwrap();

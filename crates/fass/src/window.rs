@@ -57,7 +57,7 @@ pub struct WindowLines {
     /// (cleared with them): the fault path's one-load answer when none is.
     /// First (`repr(C)`), for that path.
     some: bool,
-    epoch: u32,
+    epoch: u64,
     left: [Leftover; PIDS],
 }
 
@@ -148,7 +148,7 @@ impl WindowLines {
 
     /// The current epoch (advanced by every [`WindowLines::note_left`]).
     #[must_use]
-    pub const fn epoch(&self) -> u32 {
+    pub const fn epoch(&self) -> u64 {
         self.epoch
     }
 

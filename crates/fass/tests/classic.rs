@@ -17,8 +17,8 @@
 
 use armv5_sim::{presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
 use fass::{
-    FassError, Layout, PidError, PidMode, SegmentAccess, SegmentId, SegmentSpec, SpaceId,
-    SwitchStrategy, TableKind, TableSwitch,
+    FassError, KernelTable, Layout, PidError, PidMode, SegmentAccess, SegmentId, SegmentSpec,
+    SpaceId, SwitchStrategy, TableKind, TableSwitch,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::fault::{FaultKind, FaultLevel};
@@ -251,8 +251,15 @@ fn setup() -> (Sys, Kernel) {
     )
 }
 
-fn strategy(kind: TableKind, k: &Kernel) -> Classic {
-    TableSwitch::new(kind, Layout::DEMO, d(1), L1Encoding::Arm9, k.root).unwrap()
+/// The kernel's table, checked against `layout` and vouched for.
+fn kernel_table(sys: &Sys, k: &Kernel, layout: &Layout) -> KernelTable {
+    // SAFETY: the model's register writes reach no host memory; the table
+    // stays allocated in the machine for as long as it lives.
+    unsafe { KernelTable::new(sys, k.root, L1Encoding::Arm9, layout, d(0)) }.unwrap()
+}
+
+fn strategy(sys: &Sys, kind: TableKind, k: &Kernel) -> Classic {
+    TableSwitch::new(kind, d(1), kernel_table(sys, k, &Layout::DEMO))
 }
 
 const KINDS: [TableKind; 3] = [
@@ -342,7 +349,7 @@ fn seg_spec(g: usize) -> SegmentSpec {
 fn own_pages_map_and_unmap_and_their_tables_come_back() {
     for kind in KINDS {
         let (mut sys, k) = setup();
-        let mut t = strategy(kind, &k);
+        let mut t = strategy(&sys, kind, &k);
         let baseline = sys.live.clone();
         for s in 0..2u16 {
             t.create_space(&mut sys, SpaceId(s)).unwrap();
@@ -449,7 +456,7 @@ fn own_pages_map_and_unmap_and_their_tables_come_back() {
 fn shared_segments_map_and_unmap_repeatedly_without_leaking_tables() {
     for kind in KINDS {
         let (mut sys, k) = setup();
-        let mut t = strategy(kind, &k);
+        let mut t = strategy(&sys, kind, &k);
         for s in 0..3u16 {
             t.create_space(&mut sys, SpaceId(s)).unwrap();
         }
@@ -581,7 +588,7 @@ fn low_space(t: &mut Classic, sys: &mut Sys, s: u16) {
 #[test]
 fn a_best_effort_space_growing_past_32_mib_keeps_running() {
     let (mut sys, k) = setup();
-    let mut t = strategy(TableKind::Fcse(PidMode::BestEffort), &k);
+    let mut t = strategy(&sys, TableKind::Fcse(PidMode::BestEffort), &k);
     let baseline = sys.live.clone();
     low_space(&mut t, &mut sys, 0);
     low_space(&mut t, &mut sys, 1);
@@ -665,7 +672,7 @@ fn a_best_effort_space_growing_past_32_mib_keeps_running() {
 #[test]
 fn above_32_mib_is_refused_in_guaranteed_mode_and_plain_in_naive_mode() {
     let (mut sys, k) = setup();
-    let mut t = strategy(TableKind::Fcse(PidMode::Guaranteed), &k);
+    let mut t = strategy(&sys, TableKind::Fcse(PidMode::Guaranteed), &k);
     low_space(&mut t, &mut sys, 0);
     t.switch_to(&mut sys, SpaceId(0)).unwrap();
     store_low(&mut sys, 7);
@@ -687,7 +694,7 @@ fn above_32_mib_is_refused_in_guaranteed_mode_and_plain_in_naive_mode() {
     check_low(&mut sys, "guaranteed", 7);
 
     let (mut sys, k) = setup();
-    let mut t = strategy(TableKind::Naive, &k);
+    let mut t = strategy(&sys, TableKind::Naive, &k);
     low_space(&mut t, &mut sys, 0);
     t.switch_to(&mut sys, SpaceId(0)).unwrap();
     store_low(&mut sys, 9);
@@ -702,7 +709,7 @@ fn above_32_mib_is_refused_in_guaranteed_mode_and_plain_in_naive_mode() {
 fn destroy_frees_exactly_what_the_space_allocated_never_the_kernels_tables() {
     for kind in KINDS {
         let (mut sys, k) = setup();
-        let mut t = strategy(kind, &k);
+        let mut t = strategy(&sys, kind, &k);
         t.create_segment(SegmentId(0), seg_spec(0)).unwrap();
         let baseline = sys.live.clone();
         for round in 0..3u32 {
@@ -769,12 +776,9 @@ fn a_failed_create_frees_its_table_but_not_the_kernels() {
     let (mut sys, k) = setup();
     let mut t: Classic = TableSwitch::new(
         TableKind::Fcse(PidMode::Guaranteed),
-        layout,
         d(1),
-        L1Encoding::Arm9,
-        k.root,
-    )
-    .unwrap();
+        kernel_table(&sys, &k, &layout),
+    );
     t.create_space(&mut sys, SpaceId(0)).unwrap();
     let before = sys.live.clone();
     assert_eq!(

@@ -5,8 +5,11 @@
 //! * Isolation property: random sequences of create/destroy space, map and
 //!   unmap private pages inside and above the 32 MiB window (fixed pages in
 //!   other spaces' windows, so CPD collisions happen), map/unmap shared
-//!   segments, switches, and user-mode loads and stores checked against a
-//!   reference: every load returns the last value stored at that physical
+//!   segments, switches (half of them lean: through the space's
+//!   precomputed switch whenever it holds a valid one, as a kernel would;
+//!   the other half, and every stale one, full), and user-mode loads and
+//!   stores checked against a reference: every load returns the last value
+//!   stored at that physical
 //!   word (by the space, or by any sharer of a segment); an access to
 //!   anything the running space does not map faults and is never served.
 //!   Run for FASS with more spaces than domains, and for the best-effort
@@ -17,12 +20,12 @@
 //!   number of free domains, zero cache flushes and zero TLB invalidations
 //!   per switch on the model's own counters; beyond, recycling is counted.
 
-use armv5_sim::{presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
+use armv5_sim::{encode, presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
 use fass::policy::CleanFirstRoundRobin;
 use fass::{
-    Cpd, DomainSet, Fass, FassError, Flushed, Layout, PidError, PidMode, RecycleRule, Resolution,
-    SegmentAccess, SegmentError, SegmentId, SegmentSpec, SpaceId, SwitchStrategy, TableKind,
-    TableSwitch,
+    Cpd, DomainSet, Fass, FassError, Flushed, KernelTable, Layout, PidError, PidMode, RecycleRule,
+    Resolution, SegmentAccess, SegmentError, SegmentId, SegmentSpec, SpaceId, SwitchStrategy,
+    TableKind, TableSwitch,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
@@ -80,33 +83,42 @@ fn fass_on(m: &mut Machine, layout: Layout) -> FassModel {
     fass_with(m, layout, RecycleRule::default())
 }
 
-fn fass_with(m: &mut Machine, layout: Layout, rule: RecycleRule) -> FassModel {
+/// The kernel's table on the model: a fresh first-level table with one
+/// section of kernel RAM (the start of the kernel region, PA 0, kernel
+/// only, domain 0), loaded in the TTBR, vouched for.
+fn kernel_table(m: &mut Machine, layout: &Layout) -> KernelTable {
     let root = TableRef::allocate(m, HwTable::L1).unwrap();
+    root.write(
+        m,
+        layout.kernel().slots().start,
+        encode::section(0, 1, 0, true, true),
+    )
+    .unwrap();
     m.set_ttbr(root.pa.as_u32());
+    // SAFETY: the model's register writes reach no host memory; the table
+    // stays allocated in the machine for as long as it lives.
+    unsafe { KernelTable::new(&*m, root.pa, L1Encoding::Arm9, layout, d(0)) }.unwrap()
+}
+
+fn fass_with(m: &mut Machine, layout: Layout, rule: RecycleRule) -> FassModel {
+    let table = kernel_table(m, &layout);
     m.set_dacr(Dacr::only(d(0), DomainAccess::Client));
     m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
-    let mut cpd = Cpd::new(root.pa, L1Encoding::Arm9).unwrap();
+    let mut cpd = Cpd::new(table);
     // SAFETY: the model's RAM banks are heap memory that stays put when the
     // machine moves, and every test keeps its machine beside its manager
     // for as long as the manager is used; the CPD is never freed.
     unsafe { cpd.pin(&*m) }.unwrap();
-    Fass::new(
-        layout,
-        d(0),
-        DomainSet::EMPTY,
-        CleanFirstRoundRobin::default(),
-        cpd,
-    )
-    .unwrap()
-    .with_recycle_rule(rule)
+    Fass::new(cpd, DomainSet::EMPTY, CleanFirstRoundRobin::default())
+        .unwrap()
+        .with_recycle_rule(rule)
 }
 
 fn classic_on(m: &mut Machine, kind: TableKind, layout: Layout) -> Classic {
-    let root = TableRef::allocate(m, HwTable::L1).unwrap();
-    m.set_ttbr(root.pa.as_u32());
+    let table = kernel_table(m, &layout);
     m.set_dacr(Dacr::only(d(0), DomainAccess::Client).with(d(1), DomainAccess::Client));
     m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
-    TableSwitch::new(kind, layout, d(1), L1Encoding::Arm9, root.pa).unwrap()
+    TableSwitch::new(kind, d(1), table)
 }
 
 fn seg_spec(g: usize) -> SegmentSpec {
@@ -128,10 +140,13 @@ enum Op {
     Unmap(u16, u8),
     MapSeg(u16, u8, bool),
     UnmapSeg(u16, u8),
-    Switch(u16),
+    /// Switch to the space: with `true`, through its precomputed switch
+    /// when it holds a valid one (the lean path a kernel takes whenever it
+    /// can), else (and with `false`) the full way.
+    Switch(u16, bool),
     /// Switch to the n-th live space (mod their number), so that with many
     /// space ids most switches still run something and domains recycle.
-    SwitchLive(u8),
+    SwitchLive(u8, bool),
     Load(u8, u16),
     Store(u8, u16, u32),
 }
@@ -146,8 +161,8 @@ fn op(spaces: u16) -> impl Strategy<Value = Op> {
         3 => (s.clone(), any::<u8>()).prop_map(|(s, i)| Op::Unmap(s, i)),
         1 => (s.clone(), 0..2u8, any::<bool>()).prop_map(|(s, g, w)| Op::MapSeg(s, g, w)),
         1 => (s.clone(), 0..2u8).prop_map(|(s, g)| Op::UnmapSeg(s, g)),
-        2 => s.prop_map(Op::Switch),
-        6 => any::<u8>().prop_map(Op::SwitchLive),
+        2 => (s, any::<bool>()).prop_map(|(s, l)| Op::Switch(s, l)),
+        6 => (any::<u8>(), any::<bool>()).prop_map(|(n, l)| Op::SwitchLive(n, l)),
         10 => (0..32u8, any::<u16>()).prop_map(|(a, o)| Op::Load(a, o)),
         10 => (0..32u8, any::<u16>(), any::<u32>()).prop_map(|(a, o, v)| Op::Store(a, o, v)),
     ]
@@ -181,6 +196,8 @@ struct Harness<T: SwitchStrategy> {
     fast: Fast<T>,
     /// Faults the fast path resolved.
     fast_hits: u64,
+    /// Switches made through a precomputed record.
+    lean_switches: u64,
     m: Machine,
     t: T,
     r: Reference,
@@ -391,17 +408,23 @@ impl<T: SwitchStrategy> Harness<T> {
                     )?,
                 }
             }
-            Op::SwitchLive(n) => {
+            Op::SwitchLive(n, lean) => {
                 if self.r.spaces.is_empty() {
                     return Ok(());
                 }
                 let mut live: Vec<u16> = self.r.spaces.keys().copied().collect();
                 live.sort_unstable();
                 let s = live[usize::from(n) % live.len()];
-                return self.step(&Op::Switch(s));
+                return self.step(&Op::Switch(s, lean));
             }
-            Op::Switch(s) => {
-                let r = self.t.switch_to(&mut self.m, SpaceId(s));
+            Op::Switch(s, lean) => {
+                let running = self.t.current() == Some(SpaceId(s));
+                let r = if lean && self.t.switch_lean(&mut self.m, SpaceId(s)).is_ok() {
+                    self.lean_switches += u64::from(!running);
+                    Ok(())
+                } else {
+                    self.t.switch_to(&mut self.m, SpaceId(s))
+                };
                 if self.r.spaces.contains_key(&s) {
                     check(r.is_ok(), "switch", &r)?;
                     self.r.current = Some(s);
@@ -557,7 +580,7 @@ fn run_isolation<T: SwitchStrategy>(
     make: impl Fn(&mut Machine) -> (T, [u32; 3], bool),
     describe: fn(&T, &Machine, u16, u32) -> String,
     fast: Fast<T>,
-) -> [u64; 7] {
+) -> [u64; 8] {
     let mut runner = TestRunner::new(PtConfig {
         cases: cases(default_cases),
         failure_persistence: None,
@@ -566,7 +589,7 @@ fn run_isolation<T: SwitchStrategy>(
         rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
         ..PtConfig::default()
     });
-    let totals = std::cell::Cell::new([0u64; 7]);
+    let totals = std::cell::Cell::new([0u64; 8]);
     let result = runner.run(&proptest::collection::vec(op(spaces), 500), |ops| {
         let mut m = machine();
         let (mut t, windows, guaranteed) = make(&mut m);
@@ -577,6 +600,7 @@ fn run_isolation<T: SwitchStrategy>(
             describe,
             fast,
             fast_hits: 0,
+            lean_switches: 0,
             m,
             t,
             r: Reference {
@@ -600,6 +624,7 @@ fn run_isolation<T: SwitchStrategy>(
         t[4] += s.recycles_exclusive;
         t[5] += s.window_flushes;
         t[6] += h.fast_hits;
+        t[7] += h.lean_switches;
         totals.set(t);
         Ok(())
     });
@@ -607,12 +632,15 @@ fn run_isolation<T: SwitchStrategy>(
         panic!("{name}: {e}");
     }
     let totals = totals.get();
-    // The runs must exercise what they claim to.
-    assert!(totals[0] > 0 && totals[3] > 0, "{name}: {totals:?}");
+    // The runs must exercise what they claim to: lean switches mixed in.
+    assert!(
+        totals[0] > 0 && totals[3] > 0 && totals[7] > 0,
+        "{name}: {totals:?}"
+    );
     eprintln!(
-        "{name}: switches {} full flushes {} collisions+pid shares {} write-backs {} \
+        "{name}: switches {} (lean {}) full flushes {} collisions+pid shares {} write-backs {} \
          unflushed exclusive recycles {} window-guard flushes {} fast-path resolutions {}",
-        totals[0], totals[1], totals[2], totals[3], totals[4], totals[5], totals[6]
+        totals[0], totals[7], totals[1], totals[2], totals[3], totals[4], totals[5], totals[6]
     );
     totals
 }
@@ -1105,18 +1133,11 @@ fn the_fast_fault_path_does_what_the_general_one_does_or_declines() {
 #[test]
 fn the_fast_fault_path_needs_a_pinned_cpd() {
     let mut m = machine();
-    let root = TableRef::allocate(&mut m, HwTable::L1).unwrap();
-    let cpd = Cpd::new(root.pa, L1Encoding::Arm9).unwrap();
+    let cpd = Cpd::new(kernel_table(&mut m, &Layout::DEMO));
     assert!(!cpd.is_pinned());
     assert_eq!(cpd.read_pinned(0), None);
-    let mut f: FassModel = Fass::new(
-        Layout::DEMO,
-        d(0),
-        DomainSet::EMPTY,
-        CleanFirstRoundRobin::default(),
-        cpd,
-    )
-    .unwrap();
+    let mut f: FassModel =
+        Fass::new(cpd, DomainSet::EMPTY, CleanFirstRoundRobin::default()).unwrap();
     f.create_space(SpaceId(0)).unwrap();
     f.map_page(
         &mut m,

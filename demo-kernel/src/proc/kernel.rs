@@ -612,7 +612,11 @@ impl Kernel {
         if let (Strategy::Fass(fs), Some(c)) = (&mut self.strategy, self.current) {
             let id = SpaceId(c as u16);
             if fs.current() != Some(id) {
-                if let Err(e) = fs.note_switched(id) {
+                // SAFETY: process `c` runs with the DACR and FCSEIDR `fass`
+                // last wrote for it: a full switch, or the lean path of
+                // `finish`, which writes them only while their generation
+                // is the current one.
+                if let Err(e) = unsafe { fs.note_switched(id) } {
                     defmt::error!("re-synchronising fass on process {=usize} failed: {}", c, e);
                 }
             }
@@ -626,7 +630,11 @@ impl Kernel {
     #[inline]
     fn refresh_gen(&mut self) {
         if let Strategy::Fass(f) = &self.strategy {
-            self.gen = f.generation().wrapping_add(self.epoch).wrapping_shl(1) | 1;
+            // The low 32 bits, as before `fass` widened its generation (the
+            // kernel's own lean path keeps its 32-bit stamp until it moves
+            // to `SwitchStrategy::switch_lean`).
+            let low = f.generation() as u32;
+            self.gen = low.wrapping_add(self.epoch).wrapping_shl(1) | 1;
         }
     }
 
@@ -1454,7 +1462,9 @@ impl Kernel {
             return false;
         };
         let id = SpaceId(cur as u16);
-        if !fs.runs(id) && fs.note_switched(id).is_err() {
+        // SAFETY: as in `sync`: the current process runs with the registers
+        // `fass` last wrote for it, in the current generation.
+        if !fs.runs(id) && unsafe { fs.note_switched(id) }.is_err() {
             // After lean switches (see `sync`).
             return false;
         }

@@ -3,8 +3,8 @@
 //! so the same workload runs under each.
 
 use fass::{
-    Cpd, DefaultPolicy, DomainSet, Fass, FassError, Layout, PidMode, SwitchStrategy, TableKind,
-    TableSwitch,
+    Cpd, DefaultPolicy, DomainSet, Fass, FassError, KernelTable, Layout, PidMode, SwitchStrategy,
+    TableKind, TableSwitch,
 };
 use mmu_armv5::descriptor::L1Encoding;
 use mmu_armv5::{Domain, PhysAddr};
@@ -84,22 +84,28 @@ impl Strategy {
     /// A fresh strategy of `mode` over the kernel's first-level table at `root`
     /// (FASS uses it as its CPD; the others copy its kernel entries).
     pub fn new(mode: SwitchMode, root: PhysAddr) -> Result<Strategy, FassError> {
+        // SAFETY: `root` is the kernel's own first-level table, allocated
+        // from the kernel's table pool, which lives in a static for the rest
+        // of the kernel's life; its kernel-region entries map everything the
+        // kernel uses (`crate::mmu`: RAM, devices, vectors, TCM views), grant
+        // user mode nothing, and stay as they are while a scenario runs; it
+        // is in the TTBR (FASS keeps it there as its CPD, the per-table
+        // strategies load it when no process runs); the kernel writes the
+        // translation registers itself only to put back what the strategy
+        // wrote (`Kernel::restore_kernel_space` after the scenario, the lean
+        // FASS switch of `Kernel::finish`).
+        let table = crate::mmu::with_tables(|_, pool| unsafe {
+            KernelTable::new(&*pool, root, L1Encoding::Arm9, &Layout::DEMO, KERNEL_DOMAIN)
+        })?;
         Ok(match mode {
             SwitchMode::Fass => {
-                let mut cpd = Cpd::new(root, L1Encoding::Arm9)?;
-                // SAFETY: `root` is the kernel's own first-level table,
-                // allocated from the kernel's table pool, which lives in a
-                // static for the rest of the kernel's life; the table is never
-                // freed nor moved (the CPD is loaded in the TTBR for good).
+                let mut cpd = Cpd::new(table);
+                // SAFETY: the table is never freed nor moved (the CPD is
+                // loaded in the TTBR for good), and the pool's memory is a
+                // static.
                 crate::mmu::with_tables(|_, pool| unsafe { cpd.pin(&*pool) })
                     .map_err(FassError::Table)?;
-                Strategy::Fass(Fass::new(
-                    Layout::DEMO,
-                    KERNEL_DOMAIN,
-                    DomainSet::EMPTY,
-                    DefaultPolicy::default(),
-                    cpd,
-                )?)
+                Strategy::Fass(Fass::new(cpd, DomainSet::EMPTY, DefaultPolicy::default())?)
             }
             SwitchMode::Fcse | SwitchMode::Naive => {
                 let kind = if mode == SwitchMode::Naive {
@@ -110,13 +116,7 @@ impl Strategy {
                     // PID 0 and pays flushes instead of being refused.
                     TableKind::Fcse(PidMode::BestEffort)
                 };
-                Strategy::Table(TableSwitch::new(
-                    kind,
-                    Layout::DEMO,
-                    USER_DOMAIN,
-                    L1Encoding::Arm9,
-                    root,
-                )?)
+                Strategy::Table(TableSwitch::new(kind, USER_DOMAIN, table))
             }
         })
     }

@@ -1,0 +1,297 @@
+//! The kernel's first-level table, checked and vouched for: the one promise
+//! every strategy's register writes rest on.
+//!
+//! A strategy writes the translation registers (TTBR, DACR, FCSEIDR) from
+//! safe methods. That is sound only if the kernel stays mapped whatever it
+//! writes: the kernel lives outside the FCSE-relocated 32 MiB (checked by
+//! [`Layout::new`]), every table the strategy loads holds the kernel's
+//! mappings, and the kernel's entries are in a domain every DACR the
+//! strategy writes keeps open. A [`KernelTable`] is the kernel's own table
+//! with the checkable part of that checked:
+//!
+//! * the table is a 16 KiB-aligned first-level table the allocator reaches;
+//! * it maps something inside the layout's kernel region (an empty kernel
+//!   table is refused: a space table copied from it would map no kernel);
+//! * it maps nothing outside the kernel region (a table built from the
+//!   kernel region alone would lack those mappings; as a CPD, a stale entry
+//!   there would be opened to whichever space later holds its domain);
+//! * every kernel entry is in the kernel's domain.
+//!
+//! What cannot be checked (that these entries map *all* the memory the
+//! kernel uses, and that the table is the one the CPU walks) is the caller's
+//! promise, made by calling the `unsafe` [`KernelTable::new`], in the style of
+//! `x86_64`'s `OffsetPageTable::new`. The witness is consumed by the
+//! strategy built on it ([`Cpd::new`](crate::Cpd::new) for FASS,
+//! [`TableSwitch::new`](crate::TableSwitch::new) for the classic ones), so
+//! every strategy is built on a vouched-for table.
+
+use crate::layout::{Layout, SLOT_COUNT};
+use core::fmt;
+use mmu_armv5::descriptor::{L1Descriptor, L1Encoding};
+use mmu_armv5::table::{TableAlloc, TableError, TableKind, TableRef};
+use mmu_armv5::{Domain, PhysAddr};
+
+/// A kernel table that cannot be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum KernelTableError {
+    /// The root is not a first-level table the allocator reaches.
+    Table(TableError),
+    /// No valid entry inside the layout's kernel region: nothing of the
+    /// kernel would stay mapped.
+    Empty,
+    /// A valid entry in first-level slot `slot`, outside the kernel region.
+    OutsideRegion {
+        /// The slot (its address's top 12 bits).
+        slot: u16,
+    },
+    /// A kernel entry in another domain than the kernel's.
+    WrongDomain {
+        /// The slot.
+        slot: u16,
+        /// The entry's domain.
+        domain: Domain,
+    },
+}
+
+impl fmt::Display for KernelTableError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            KernelTableError::Table(e) => write!(f, "kernel table: {e}"),
+            KernelTableError::Empty => {
+                f.write_str("the kernel table maps nothing in the kernel region")
+            }
+            KernelTableError::OutsideRegion { slot } => write!(
+                f,
+                "the kernel table maps slot {slot:#x}, outside the kernel region"
+            ),
+            KernelTableError::WrongDomain { slot, domain } => write!(
+                f,
+                "kernel entry {slot:#x} is in domain {}, not the kernel's",
+                domain.get()
+            ),
+        }
+    }
+}
+
+impl core::error::Error for KernelTableError {}
+
+impl From<TableError> for KernelTableError {
+    fn from(e: TableError) -> Self {
+        KernelTableError::Table(e)
+    }
+}
+
+/// The kernel's first-level table, checked against a [`Layout`] and vouched
+/// for by the caller of [`KernelTable::new`] (see the [module docs](self)).
+///
+/// Neither `Clone` nor `Copy`: one witness, one strategy.
+#[derive(Debug, PartialEq, Eq)]
+pub struct KernelTable {
+    table: TableRef,
+    encoding: L1Encoding,
+    domain: Domain,
+    layout: Layout,
+}
+
+impl KernelTable {
+    /// Checks the first-level table at `root` (entries in `encoding`)
+    /// against `layout` and the kernel's domain `domain`: see the
+    /// [module docs](self) for what is checked, and the errors.
+    ///
+    /// # Safety
+    /// The strategy built on the result writes the CPU's translation
+    /// registers from safe methods, trusting that:
+    /// 1. the table's entries inside `layout.kernel()` map all memory the
+    ///    kernel uses (code, data, stacks, table memory, devices, vectors)
+    ///    and grant user mode nothing every process may not share, and that
+    ///    these first-level entries do not change while the strategy lives
+    ///    (the second-level tables they link may: every table the strategy
+    ///    builds links the same ones);
+    /// 2. the table's memory is what `alloc`, and every platform later passed
+    ///    to the strategy, reach at `root`, and it is neither freed nor moved
+    ///    while the strategy lives; for FASS it is the table in the
+    ///    translation table base from now on (the caching page directory);
+    ///    for the classic strategies it is loaded when no space runs;
+    /// 3. no other code writes this CPU's TTBR, DACR or FCSEIDR while the
+    ///    strategy lives, except to put back what the strategy last wrote.
+    ///
+    /// On a backend whose register writes cannot reach the host's memory
+    /// (`MockCp15`, the `armv5-sim` model) nothing the strategy writes can
+    /// break the host's memory safety, so the promise is kept as far as
+    /// soundness goes; breaking it there only makes the model's answers
+    /// wrong.
+    pub unsafe fn new<A: TableAlloc + ?Sized>(
+        alloc: &A,
+        root: PhysAddr,
+        encoding: L1Encoding,
+        layout: &Layout,
+        domain: Domain,
+    ) -> Result<KernelTable, KernelTableError> {
+        let table = TableRef::new(TableKind::L1, root)?;
+        let kernel = layout.kernel();
+        let mut mapped = false;
+        for slot in 0..SLOT_COUNT {
+            let d = L1Descriptor::from_bits(table.read(alloc, slot)?);
+            let Some(dom) = d.domain() else { continue };
+            // `slot` < 4096 fits in u16.
+            let s = slot as u16;
+            if !kernel.contains_slot(slot) {
+                return Err(KernelTableError::OutsideRegion { slot: s });
+            }
+            if dom != domain {
+                return Err(KernelTableError::WrongDomain {
+                    slot: s,
+                    domain: dom,
+                });
+            }
+            mapped = true;
+        }
+        if !mapped {
+            return Err(KernelTableError::Empty);
+        }
+        Ok(KernelTable {
+            table,
+            encoding,
+            domain,
+            layout: *layout,
+        })
+    }
+
+    /// The table's physical address.
+    #[must_use]
+    pub const fn root(&self) -> PhysAddr {
+        self.table.pa
+    }
+
+    /// The table, for reading its entries.
+    #[must_use]
+    pub const fn table(&self) -> TableRef {
+        self.table
+    }
+
+    /// The first-level encoding of its entries (and of every entry a
+    /// strategy built on it writes).
+    #[must_use]
+    pub const fn encoding(&self) -> L1Encoding {
+        self.encoding
+    }
+
+    /// The kernel's domain.
+    #[must_use]
+    pub const fn domain(&self) -> Domain {
+        self.domain
+    }
+
+    /// The layout it was checked against, which the strategy built on it uses.
+    #[must_use]
+    pub const fn layout(&self) -> &Layout {
+        &self.layout
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::layout::Region;
+    use crate::space::tests::{mem, pool};
+    use mmu_armv5::descriptor::{AccessPermission, CachePolicy, SectionDesc, Tex};
+    use mmu_armv5::size::Frame;
+    use mmu_armv5::FcsePid;
+
+    /// A kernel section (1 MiB at `va`, of RAM from 0) in domain `d`.
+    fn section(d: Domain) -> L1Descriptor {
+        L1Descriptor::Section(SectionDesc {
+            frame: Frame::containing(PhysAddr::new(0)),
+            ap: AccessPermission::PrivRw,
+            cache: CachePolicy::WriteBack,
+            domain: d,
+            p: false,
+            tex: Tex::default(),
+        })
+    }
+
+    /// A fresh first-level table from `alloc` mapping one kernel section at
+    /// the start of `layout`'s kernel region in domain 0, vouched for.
+    pub(crate) fn kernel_table<A: TableAlloc + ?Sized>(
+        alloc: &mut A,
+        layout: &Layout,
+    ) -> KernelTable {
+        let root = TableRef::allocate(alloc, TableKind::L1).unwrap();
+        let slot = layout.kernel().slots().start;
+        root.write(alloc, slot, section(Domain::default()).to_bits())
+            .unwrap();
+        // SAFETY: host tests drive `MockCp15` or the model, whose register
+        // writes reach no host memory; the table stays in the allocator.
+        unsafe { KernelTable::new(alloc, root.pa, L1Encoding::Arm9, layout, Domain::default()) }
+            .unwrap()
+    }
+
+    #[test]
+    fn empty_partial_or_foreign_kernel_tables_are_refused() {
+        let mut m = mem();
+        let mut a = pool(&mut m);
+        let layout = Layout::DEMO;
+        let d0 = Domain::default();
+        let root = TableRef::allocate(&mut a, TableKind::L1).unwrap();
+        let check = |a: &TablePoolT<'_>, root: PhysAddr| vouch(a, root, &layout);
+        // Empty: a table copied from it would map no kernel.
+        assert_eq!(check(&a, root.pa), Err(KernelTableError::Empty));
+        // A kernel mapping below the kernel region: copies of the region
+        // would lack it.
+        root.write(&a, 0x900, section(d0).to_bits()).unwrap();
+        let k = layout.kernel().slots().start;
+        root.write(&a, k, section(d0).to_bits()).unwrap();
+        assert_eq!(
+            check(&a, root.pa),
+            Err(KernelTableError::OutsideRegion { slot: 0x900 })
+        );
+        root.write(&a, 0x900, 0).unwrap();
+        assert!(check(&a, root.pa).is_ok());
+        // A kernel entry in a domain a switch would close.
+        let d5 = Domain::new(5).unwrap();
+        root.write(&a, k + 7, section(d5).to_bits()).unwrap();
+        assert_eq!(
+            check(&a, root.pa),
+            Err(KernelTableError::WrongDomain {
+                slot: (k + 7) as u16,
+                domain: d5
+            })
+        );
+        // Not a first-level table of this allocator.
+        assert_eq!(
+            check(&a, PhysAddr::new(0x0100_1000)),
+            Err(KernelTableError::Table(TableError::MisalignedTable(
+                PhysAddr::new(0x0100_1000)
+            )))
+        );
+        assert!(matches!(
+            check(&a, PhysAddr::new(0x4000_0000)),
+            Err(KernelTableError::Table(_))
+        ));
+        // The layout decides what the kernel region is.
+        root.write(&a, k + 7, 0).unwrap();
+        let high = Layout::new(
+            FcsePid::new(1).unwrap(),
+            FcsePid::new(63).unwrap(),
+            Region::new(0x8000_0000, 1 << 30).unwrap(),
+            Region::new(0xE000_0000, 512 << 20).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            vouch(&a, root.pa, &high),
+            Err(KernelTableError::OutsideRegion { slot: k as u16 })
+        );
+    }
+
+    type TablePoolT<'m> = mmu_armv5::table::TablePool<'m, 64>;
+
+    fn vouch(
+        a: &TablePoolT<'_>,
+        root: PhysAddr,
+        layout: &Layout,
+    ) -> Result<KernelTable, KernelTableError> {
+        // SAFETY: a host test on a plain pool; nothing loads the table.
+        unsafe { KernelTable::new(a, root, L1Encoding::Arm9, layout, Domain::default()) }
+    }
+}
