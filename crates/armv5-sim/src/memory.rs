@@ -1,9 +1,11 @@
 //! Physical memory: described regions backed by host memory.
 //!
-//! Each region's backing store is a `Vec<Cell<u32>>` allocated once and never
-//! resized, so a pointer into it (handed out for page-table memory) stays
-//! valid for the life of the machine, and writes through such a pointer are
-//! interior mutation the model sees on its next read. Words are little-endian.
+//! Each region's backing store is a `Vec<Cell<u32>>` allocated once (zeroed)
+//! and never resized, so a pointer into it (handed out for page-table memory)
+//! stays valid for the life of the machine, and writes through such a pointer
+//! are interior mutation the model sees on its next read. Such pointers are
+//! derived from the whole store, never from a reference to one word, so they
+//! may address every word of a table. Words are little-endian.
 
 use crate::config::{Region, RegionKind};
 use crate::error::{ConfigError, MemError};
@@ -105,7 +107,7 @@ impl PhysMemory {
                 });
             }
         }
-        let words = (0..region.size / 4).map(|_| Cell::new(0)).collect();
+        let words = zeroed_words(region.size / 4);
         self.banks.push(Bank { region, words });
         Ok(())
     }
@@ -165,9 +167,15 @@ impl PhysMemory {
     }
 
     /// A stable pointer to the word at `pa` (aligned), if it is memory.
+    ///
+    /// The pointer is derived from the bank's whole store, so it may be used
+    /// for every word from `pa` to the end of the region (a table's entries),
+    /// not only the first.
     pub(crate) fn word_ptr(&self, pa: u32) -> Option<NonNull<u32>> {
         let b = self.bank(pa)?;
-        Some(NonNull::from(b.word(pa & !3)).cast())
+        let index = ((pa & !3) - b.region.base.as_u32()) >> 2;
+        // In bounds: `bank` checked that the region contains `pa`.
+        NonNull::new(b.words.as_ptr().wrapping_add(index as usize).cast_mut()).map(NonNull::cast)
     }
 
     /// Whether `[base, base + size)` lies inside one region.
@@ -185,6 +193,19 @@ impl PhysMemory {
                 .bank(base)
                 .is_some_and(|b| b.region.kind == RegionKind::Ram)
     }
+}
+
+/// `n` zeroed words, allocated as zeroed memory in one step (filling a
+/// `Vec<Cell<u32>>` word by word takes minutes for a 512 MiB region, and a
+/// minute per MiB under Miri).
+fn zeroed_words(n: u32) -> Vec<Cell<u32>> {
+    let mut words = std::mem::ManuallyDrop::new(vec![0u32; n as usize]);
+    let (ptr, len, cap) = (words.as_mut_ptr(), words.len(), words.capacity());
+    // SAFETY: `Cell<u32>` has the same in-memory representation (size,
+    // alignment, bit validity) as `u32`, so the allocation of a `Vec<u32>` is
+    // a valid `Vec<Cell<u32>>` of the same length and capacity; the original
+    // vector is never used or dropped again (`ManuallyDrop`).
+    unsafe { Vec::from_raw_parts(ptr.cast::<Cell<u32>>(), len, cap) }
 }
 
 #[inline]
@@ -273,5 +294,23 @@ mod tests {
         // which is never reallocated; nothing else borrows it right now.
         unsafe { p.as_ptr().write(0xDEAD_BEEF) };
         assert_eq!(m.read_word(0x4008), Some(0xDEAD_BEEF));
+    }
+
+    /// Regression (Miri, Stacked Borrows): the pointer was made from a
+    /// reference to one `Cell<u32>`, so writing the table's other entries
+    /// through it was undefined behaviour. It now derives from the whole
+    /// store: every entry of a 16 KiB table is reachable through it.
+    #[test]
+    fn word_pointer_reaches_a_whole_table() {
+        let mut m = PhysMemory::default();
+        m.add(ram(0x4000, 0x8000)).unwrap();
+        let p = m.word_ptr(0x4000).unwrap();
+        for i in 0..4096 {
+            // SAFETY: the bank holds 0x8000 bytes from 0x4000, so words
+            // 0..4096 from its start are in bounds; nothing else borrows them.
+            unsafe { p.as_ptr().add(i).write(i as u32) };
+        }
+        assert_eq!(m.read_word(0x4000 + 4 * 4095), Some(4095));
+        assert_eq!(m.read_word(0x8000), Some(0), "the next word is untouched");
     }
 }
