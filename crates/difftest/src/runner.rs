@@ -106,7 +106,7 @@ impl Config {
     }
 
     fn check(&self) -> Result<(), TableError> {
-        let ok = self.backing.is_aligned(MIB)
+        let ok = self.backing.is_aligned(mmu_armv5::addr::Align::MIB_1)
             && self.backing_len >= MIB
             && self.backing_len % MIB == 0
             && self.test_slots >= 1

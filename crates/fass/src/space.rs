@@ -17,6 +17,7 @@
 
 use core::fmt;
 use heapless::Vec;
+use mmu_armv5::addr::Align;
 use mmu_armv5::descriptor::{
     AccessPermission, CachePolicy, CoarseTableDesc, L1Descriptor, L2Descriptor, SmallPageDesc,
     SubpageAp,
@@ -189,10 +190,10 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
         ap: AccessPermission,
         cache: CachePolicy,
     ) -> Result<DirChange, SpaceError> {
-        if !mva.is_aligned(PAGE_SIZE) {
+        if !mva.is_aligned(Align::KIB_4) {
             return Err(SpaceError::Misaligned(mva.as_u32()));
         }
-        if !pa.is_aligned(PAGE_SIZE) {
+        if !pa.is_aligned(Align::KIB_4) {
             return Err(SpaceError::Misaligned(pa.as_u32()));
         }
         if self.lookup(alloc, mva)?.is_some() {
@@ -238,7 +239,7 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
         alloc: &mut A,
         mva: ModifiedVirtAddr,
     ) -> Result<DirChange, SpaceError> {
-        if !mva.is_aligned(PAGE_SIZE) {
+        if !mva.is_aligned(Align::KIB_4) {
             return Err(SpaceError::Misaligned(mva.as_u32()));
         }
         let slot = mva.l1_index();

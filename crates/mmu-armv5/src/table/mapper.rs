@@ -13,7 +13,7 @@ use super::alloc::{TableAlloc, TableKind};
 use super::flush::TableFlush;
 use super::raw::TableRef;
 use super::TableError;
-use crate::addr::{check_aligned, Domain, ModifiedVirtAddr, PhysAddr};
+use crate::addr::{check_aligned, Align, Domain, ModifiedVirtAddr, PhysAddr};
 use crate::descriptor::{
     AccessPermission, CachePolicy, CoarseTableDesc, FineTableDesc, L1Descriptor, L1Encoding,
     L2Descriptor, LargePageDesc, SectionDesc, SmallPageDesc, SubpageAp, Tex, TinyPageDesc,
@@ -88,8 +88,8 @@ pub struct PageTable {
 }
 
 fn kib_range(mva: ModifiedVirtAddr, pa: PhysAddr, len: u32) -> Result<(), TableError> {
-    check_aligned(mva.as_u32(), KIB)?;
-    check_aligned(pa.as_u32(), KIB)?;
+    check_aligned(mva.as_u32(), Align::KIB_1)?;
+    check_aligned(pa.as_u32(), Align::KIB_1)?;
     check_len(mva, len)?;
     if pa.as_u32().checked_add(len - 1).is_none() {
         return Err(TableError::AddressOverflow);
@@ -101,7 +101,7 @@ fn check_len(mva: ModifiedVirtAddr, len: u32) -> Result<(), TableError> {
     if len == 0 {
         return Err(TableError::EmptyRange);
     }
-    check_aligned(len, KIB).map_err(|_| TableError::BadLength(len))?;
+    check_aligned(len, Align::KIB_1).map_err(|_| TableError::BadLength(len))?;
     if mva.as_u32().checked_add(len - 1).is_none() {
         return Err(TableError::AddressOverflow);
     }
@@ -118,8 +118,8 @@ fn chunk_size(
     match policy {
         SizePolicy::Exactly(k) => {
             let s = k.size();
-            check_aligned(mva, s)?;
-            check_aligned(pa, s)?;
+            check_aligned(mva, k.align())?;
+            check_aligned(pa, k.align())?;
             if remaining < s || remaining % s != 0 {
                 return Err(TableError::BadLength(remaining));
             }
@@ -470,7 +470,7 @@ impl PageTable {
         match l1 {
             L1Descriptor::Fault { .. } => Ok(None),
             L1Descriptor::Section(s) => Ok(Some(Mapping {
-                mva: mva.align_down(MIB),
+                mva: mva.align_down(Align::MIB_1),
                 pa: s.frame.start(),
                 size: PageSizeKind::Section,
                 domain: s.domain,
@@ -496,7 +496,7 @@ impl PageTable {
         len: u32,
         mut f: impl FnMut(&Mapping) -> Result<(), TableError>,
     ) -> Result<(), TableError> {
-        check_aligned(mva.as_u32(), KIB)?;
+        check_aligned(mva.as_u32(), Align::KIB_1)?;
         check_len(mva, len)?;
         let mut off = 0u32;
         while off < len {

@@ -22,7 +22,7 @@ pub struct TableRef {
 impl TableRef {
     /// A table of `kind` at `pa`; `pa` must be aligned to the table size.
     pub const fn new(kind: TableKind, pa: PhysAddr) -> Result<TableRef, TableError> {
-        if pa.is_aligned(kind.size()) {
+        if pa.is_aligned(kind.align()) {
             Ok(TableRef { kind, pa })
         } else {
             Err(TableError::MisalignedTable(pa))
