@@ -430,7 +430,9 @@ fn rewrite_subpages<A: TableAlloc>(
         }),
         _ => return Ok(()),
     };
-    write_l2_page(alloc, TableRef::new(kind, tpa)?, m.mva, desc, flush)?;
+    // SAFETY: a second-level table of `table`, rewritten in place with a
+    // page descriptor; no first-level link changes.
+    unsafe { write_l2_page(alloc, TableRef::new(kind, tpa)?, m.mva, desc, flush)? };
     flush.tlb_stale(m.mva, m.size.size(), m.size.size());
     Ok(())
 }

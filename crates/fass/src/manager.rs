@@ -714,7 +714,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         cache: CachePolicy,
     ) -> Result<(), FassError> {
         let change = self.space_mut(id)?.dir.map(sys, mva, pa, ap, cache)?;
-        change.flush.flush(sys);
+        change.flush.flush_on(sys);
         if let Some(slot) = change.l1_changed {
             self.write_through(sys, id, slot)?;
         }
@@ -729,7 +729,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     ) -> Result<(), FassError> {
         purge_page(sys, mva);
         let change = self.space_mut(id)?.dir.unmap(sys, mva)?;
-        change.flush.flush(sys);
+        change.flush.flush_on(sys);
         if let Some(slot) = change.l1_changed {
             self.write_through(sys, id, slot)?;
         }

@@ -226,7 +226,9 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
             ap: SubpageAp::uniform(ap),
             cache,
         });
-        write_l2_page(alloc, table, mva, desc, &mut flush)?;
+        // SAFETY: one of this directory's own coarse tables (allocated here,
+        // linked only through its entries); a page descriptor is written.
+        unsafe { write_l2_page(alloc, table, mva, desc, &mut flush)? };
         Ok(DirChange { flush, l1_changed })
     }
 
@@ -249,7 +251,9 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
             return Err(SpaceError::NotMapped(mva));
         }
         let mut flush = TableFlush::new();
-        t.write(alloc, idx, 0)?;
+        // SAFETY: one of this directory's own coarse tables; a page entry
+        // becomes a fault.
+        unsafe { t.write(alloc, idx, 0)? };
         flush.table_written(t.entry_mva(alloc, idx), 4);
         flush.tlb_stale(mva, PAGE_SIZE, PAGE_SIZE);
         let mut l1_changed = None;

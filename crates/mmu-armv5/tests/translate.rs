@@ -6,9 +6,7 @@ use mmu_armv5::descriptor::{
 };
 use mmu_armv5::regs::{Dacr, DomainAccess};
 use mmu_armv5::size::{Frame, PageSizeKind};
-use mmu_armv5::table::{
-    write_l2_page, MapAttrs, PageTable, PoolBlock, SizePolicy, TableFlush, TablePool,
-};
+use mmu_armv5::table::{write_l2_page, MapAttrs, PageTable, SizePolicy, TableFlush, TablePool};
 use mmu_armv5::translate::{translate, Access, AccessType, MmuState};
 use mmu_armv5::{
     Domain, FaultKind, FaultLevel, FcsePid, ModifiedVirtAddr as Mva, PhysAddr, VirtAddr,
@@ -16,10 +14,8 @@ use mmu_armv5::{
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
-fn mem<const N: usize>() -> Box<[PoolBlock; N]> {
-    let v: Vec<PoolBlock> = (0..N).map(|_| PoolBlock::ZERO).collect();
-    v.into_boxed_slice().try_into().ok().unwrap()
-}
+mod common;
+use common::mem;
 
 fn d(n: u8) -> Domain {
     Domain::new(n).unwrap()
@@ -208,7 +204,9 @@ fn subpages_select_by_va_bits() {
         cache: CachePolicy::Uncached,
     });
     let mut f = TableFlush::new();
-    write_l2_page(&p, table, Mva::new(0x0040_0000), desc, &mut f).unwrap();
+    // SAFETY: a page descriptor rewritten in place in the table's own
+    // second-level table; no first-level link changes.
+    unsafe { write_l2_page(&p, table, Mva::new(0x0040_0000), desc, &mut f).unwrap() };
     // SAFETY: host test.
     unsafe { f.ignore() };
     let s = state(&t, Dacr::ALL_CLIENT);

@@ -54,13 +54,30 @@ pub use xscale::XScale;
 
 use crate::addr::ModifiedVirtAddr;
 
+/// The distance between line operations that covers every line of a cache
+/// whose lines are `line` bytes: `line` itself if it is a power of two of at
+/// least a word, otherwise one word (every line is then visited, several
+/// times over). Guards the loops below against an implementation whose
+/// [`CacheMaintenance::DCACHE_LINE`] is zero or odd.
+#[inline]
+#[must_use]
+pub(crate) const fn line_step(line: u32) -> u32 {
+    if line.is_power_of_two() && line >= 4 {
+        line
+    } else {
+        4
+    }
+}
+
 /// Cache, write-buffer and TLB maintenance of one CPU.
 ///
 /// Whole-cache operations that would discard dirty data are not offered
 /// without a clean: only [`CacheMaintenance::invalidate_dcache_line`] can
 /// lose writes, and it is `unsafe`.
 pub trait CacheMaintenance {
-    /// D-cache line length in bytes (32 on ARM926EJ-S, XScale and SA-1100).
+    /// D-cache line length in bytes (32 on ARM926EJ-S, XScale and SA-1100):
+    /// a power of two, at most the real line length. (Range loops in this
+    /// crate step by one word if it is not a power of two of at least 4.)
     const DCACHE_LINE: u32;
 
     /// Cleans (writes back) and invalidates the whole D-cache, then drains the write buffer.
@@ -89,7 +106,7 @@ pub trait CacheMaintenance {
     /// Cleans every D-cache line overlapping `[mva, mva + len)`, then drains the
     /// write buffer: what the hardware table walker needs after a table write.
     fn clean_dcache_range(&mut self, mva: ModifiedVirtAddr, len: u32) {
-        let line = Self::DCACHE_LINE;
+        let line = line_step(Self::DCACHE_LINE);
         let start = mva.as_u32() & !(line - 1);
         let end = mva.as_u32().saturating_add(len);
         let mut a = start;
