@@ -183,12 +183,15 @@ mod backend {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// One test, so no other test thread changes the simulated bits meanwhile.
+    /// Serialises the tests that use the process-wide simulated masks.
+    pub(crate) static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn masks_nest_and_restore_exactly() {
+        let _serial = LOCK.lock().unwrap_or_else(|e| e.into_inner());
         assert_eq!(current(), IrqState::ENABLED);
         let outer = mask();
         assert_eq!(outer, IrqState::ENABLED);
