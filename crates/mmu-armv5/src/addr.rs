@@ -555,6 +555,7 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
         #[test]
         fn alignment_helpers_agree_with_integer_arithmetic(
             addr in proptest::prelude::any::<u32>(),

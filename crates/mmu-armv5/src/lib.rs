@@ -43,6 +43,9 @@
 #[cfg(test)]
 extern crate std;
 
+#[cfg(test)]
+mod testing;
+
 pub mod addr;
 pub mod descriptor;
 pub mod fault;

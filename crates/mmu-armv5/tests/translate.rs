@@ -286,7 +286,7 @@ fn arb_op() -> impl Strategy<Value = Op> {
     (
         0u32..8 * 1024,
         0u32..32 * 1024,
-        1u32..2048,
+        1u32..if cfg!(miri) { 96 } else { 2048 },
         0u8..4,
         0u8..4,
         sizes,
@@ -308,12 +308,12 @@ fn arb_op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(common::proptest_config_with(64, 4))]
     /// Map random ranges (over 8 MiB, so they collide); keep a 1 KiB-granular
     /// reference of what succeeded; then every address translates as the
     /// reference says, and unmapped ones fault.
     #[test]
-    fn translate_agrees_with_what_was_mapped(ops in proptest::collection::vec(arb_op(), 1..12), probes in proptest::collection::vec((0u32..8 << 20, any::<bool>(), any::<bool>()), 64)) {
+    fn translate_agrees_with_what_was_mapped(ops in proptest::collection::vec(arb_op(), 1..if cfg!(miri) { 4 } else { 12 }), probes in proptest::collection::vec((0u32..8 << 20, any::<bool>(), any::<bool>()), if cfg!(miri) { 16 } else { 64 })) {
         let mut m = mem::<8>();
         let mut p = TablePool::new(&mut m, PhysAddr::new(0x0800_0000), Mva::new(0xC800_0000)).unwrap();
         let mut t = PageTable::new(&mut p).unwrap();

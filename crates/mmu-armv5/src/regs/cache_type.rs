@@ -552,6 +552,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
         #[test]
         fn decode_never_panics_and_is_consistent(bits in any::<u32>()) {
             if let Ok(info) = CacheType::from_bits(bits).decode() {

@@ -495,6 +495,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
         #[test]
         fn scopes_from_any_input_merge_and_flush_without_panicking(
             ranges in proptest::collection::vec((any::<u32>(), any::<u32>(), any::<u32>()), 1..4)

@@ -154,3 +154,26 @@ impl CacheMaintenance for LedgerMaint {
         self.0.push(Event::TlbEntry(mva.as_u32()));
     }
 }
+
+/// Most proptest cases per property under Miri (it interprets every step).
+pub const MIRI_CASES: u32 = 8;
+
+/// Proptest configuration: `cases` cases natively; under Miri at most
+/// [`MIRI_CASES`], without failure persistence (Miri isolates file access).
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest_config_with(cases, MIRI_CASES)
+}
+
+/// As [`proptest_config`], with `miri` cases under Miri (for properties
+/// whose cases each take seconds there).
+pub fn proptest_config_with(cases: u32, miri: u32) -> proptest::test_runner::Config {
+    if cfg!(miri) {
+        proptest::test_runner::Config {
+            cases: cases.min(miri),
+            failure_persistence: None,
+            ..Default::default()
+        }
+    } else {
+        proptest::test_runner::Config::with_cases(cases)
+    }
+}
