@@ -73,10 +73,8 @@ impl Machine {
             return Err(AllocError);
         }
         let pa = self.pool.alloc(size).ok_or(AllocError)?;
-        // Word by word from `pa`: `pa + size` may be 4 GiB itself.
-        for i in 0..size / 4 {
-            let _ = self.mem.write_word(pa + 4 * i, 0);
-        }
+        // The pool lies in one RAM region (`set_frame_pool` checks it).
+        self.mem.zero(pa, size);
         Ok(PhysAddr::new(pa))
     }
 

@@ -181,6 +181,18 @@ impl PhysMemory {
         Ok(())
     }
 
+    /// Zeroes the words of `[pa, pa + len)` that lie in the bank holding `pa`
+    /// (one bank lookup, not one per word).
+    pub(crate) fn zero(&self, pa: u32, len: u32) {
+        let Some(b) = self.bank(pa) else { return };
+        let first = ((pa - b.region.base.as_u32()) >> 2) as usize;
+        let end = first.saturating_add((len / 4) as usize).min(b.words.len());
+        for i in first..end {
+            // SAFETY: `i` is below the store's length; as in `Bank::word`.
+            unsafe { &*b.words.as_ptr().add(i) }.set(0);
+        }
+    }
+
     /// A stable pointer to the word at `pa` (aligned), if it is memory.
     ///
     /// The pointer is derived from the bank's whole store, so it may be used

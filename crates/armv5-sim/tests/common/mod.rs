@@ -53,9 +53,14 @@ pub const MIRI_CASES: u32 = 8;
 /// Proptest configuration: `cases` cases natively; under Miri at most
 /// [`MIRI_CASES`], without failure persistence (Miri isolates file access).
 pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest_config_with(cases, MIRI_CASES)
+}
+
+/// As [`proptest_config`], with `miri` cases under Miri.
+pub fn proptest_config_with(cases: u32, miri: u32) -> proptest::test_runner::Config {
     if cfg!(miri) {
         proptest::test_runner::Config {
-            cases: cases.min(MIRI_CASES),
+            cases: cases.min(miri),
             failure_persistence: None,
             ..Default::default()
         }
