@@ -681,7 +681,7 @@ mod sequences {
     }
 
     proptest! {
-        #![proptest_config(proptest_config_with(256, 3))]
+        #![proptest_config(proptest_config_with(256, 2))]
 
         #[test]
         fn table_operations_never_free_a_linked_table(

@@ -308,7 +308,7 @@ fn arb_op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(common::proptest_config_with(64, 4))]
+    #![proptest_config(common::proptest_config_with(64, 3))]
     /// Map random ranges (over 8 MiB, so they collide); keep a 1 KiB-granular
     /// reference of what succeeded; then every address translates as the
     /// reference says, and unmapped ones fault.
