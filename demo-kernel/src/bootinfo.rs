@@ -9,7 +9,7 @@ pub const MIDR_ARM926: u32 = 0x4106_9265;
 
 /// Size in KiB, ways and line length of an optional cache.
 fn geometry(g: Option<CacheGeometry>) -> (u32, u32, u32) {
-    g.map_or((0, 0, 0), |g| (g.size / 1024, g.ways, g.line))
+    g.map_or((0, 0, 0), |g| (g.size() / 1024, g.ways(), g.line()))
 }
 
 /// Logs the CPU identification, caches, TCMs and MMU registers.

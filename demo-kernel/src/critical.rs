@@ -1,39 +1,25 @@
-//! `critical-section` implementation: mask IRQ and FIQ in the CPSR.
+//! `critical-section` implementation: mask IRQ and FIQ with `mmu_armv5::irq`.
 //!
 //! Single core, so masking interrupts is enough. The restore state is the
-//! whole previous CPSR; only its control byte (mode and mask bits) is written
-//! back, and the mode never changes inside a critical section.
+//! previous I and F bits; `release` puts exactly those back, so nested
+//! sections restore the outermost state.
 
-/// CPSR I and F bits.
-const CPSR_IF: u32 = 0xC0;
+use mmu_armv5::irq::{self, IrqState};
 
 struct IrqMask;
 critical_section::set_impl!(IrqMask);
 
-// SAFETY: `acquire` masks IRQ and FIQ and returns the previous CPSR; `release`
-// restores exactly that control byte, so nesting restores the outermost state.
+// SAFETY: `acquire` masks IRQ and FIQ and returns their previous state;
+// `release` restores exactly that state, and `critical-section` releases
+// in the reverse order of acquisition, as `irq::restore` requires.
 unsafe impl critical_section::Impl for IrqMask {
     unsafe fn acquire() -> critical_section::RawRestoreState {
-        let cpsr: u32;
-        // SAFETY: reads the CPSR and sets its I/F bits; no memory is touched.
-        unsafe {
-            core::arch::asm!(
-                "mrs {cpsr}, cpsr",
-                "orr {tmp}, {cpsr}, #{if_bits}",
-                "msr cpsr_c, {tmp}",
-                cpsr = out(reg) cpsr,
-                tmp = out(reg) _,
-                if_bits = const CPSR_IF,
-                options(nostack, preserves_flags),
-            );
-        }
-        cpsr
+        irq::mask().bits()
     }
 
     unsafe fn release(restore: critical_section::RawRestoreState) {
-        // SAFETY: writes back the control byte saved by `acquire` (same mode).
-        unsafe {
-            core::arch::asm!("msr cpsr_c, {0}", in(reg) restore, options(nostack, preserves_flags));
-        }
+        // SAFETY: `restore` came from the matching `acquire` (the caller's
+        // contract), which ends the innermost masked section.
+        unsafe { irq::restore(IrqState::from_bits(restore)) };
     }
 }

@@ -59,7 +59,7 @@ impl Target for KernelTarget<'_> {
     }
 
     fn sync(&mut self, flush: TableFlush) {
-        flush.flush(&mut self.maint);
+        flush.flush(&mut self.maint, self.pool);
     }
 
     fn set_state(&mut self, s: &TestState) {

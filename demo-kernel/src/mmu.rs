@@ -178,7 +178,7 @@ pub fn init() -> Result<(), TableError> {
             kernel(CachePolicy::WriteBack),
             section,
         )?
-        .flush(&mut m);
+        .flush(&mut m, &mut pool);
     table
         .map(
             &mut pool,
@@ -188,7 +188,7 @@ pub fn init() -> Result<(), TableError> {
             kernel(CachePolicy::Uncached),
             section,
         )?
-        .flush(&mut m);
+        .flush(&mut m, &mut pool);
     // The high-vector page: the boot code's coarse table (outside the pool,
     // already mapping the `.vectors` page) is linked, not a pool table. The
     // per-table switching strategies copy the kernel's first-level entries

@@ -43,11 +43,13 @@ pub(crate) struct Cache {
 }
 
 impl Cache {
-    /// An empty (all invalid) cache of the given geometry (already validated).
+    /// An empty (all invalid) cache of the given geometry (already validated,
+    /// so `lines` and `sets` are powers of two, at least 1).
     pub(crate) fn new(cfg: CacheConfig, seed: u64) -> Cache {
-        let lines = cfg.lines() as usize;
+        let lines = cfg.lines().unwrap_or(1) as usize;
+        let sets = cfg.sets().unwrap_or(1);
         Cache {
-            sets: cfg.sets(),
+            sets,
             ways: cfg.ways,
             line: cfg.line,
             line_shift: cfg.line.trailing_zeros(),
@@ -58,7 +60,7 @@ impl Cache {
             data: vec![0; lines * (cfg.line / 4) as usize],
             stamp: vec![0; lines],
             clock: 0,
-            rr: vec![0; cfg.sets() as usize],
+            rr: vec![0; sets as usize],
             policy: cfg.replacement,
             rng: Rng::new(seed),
             dirty_count: 0,

@@ -3,6 +3,17 @@
 use crate::error::{CacheSide, ConfigError};
 use mmu_armv5::PhysAddr;
 
+/// The shortest D-cache line the model accepts: the
+/// [`CacheMaintenance::DCACHE_LINE`](mmu_armv5::maint::CacheMaintenance::DCACHE_LINE)
+/// the machine reports (32 bytes). Code that cleans ranges steps by that
+/// length; a shorter real line would leave lines between the steps
+/// uncleaned.
+pub const MIN_DCACHE_LINE: u32 = 32;
+
+/// The largest cache the model builds (1 MiB; the CPUs it models have at
+/// most 128 KiB).
+pub const MAX_CACHE_SIZE: u32 = 1 << 20;
+
 /// Cache line replacement policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Replacement {
@@ -26,27 +37,31 @@ pub enum TlbReplacement {
 /// Geometry and policy of one cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CacheConfig {
-    /// Capacity in bytes (a power of two).
+    /// Capacity in bytes (a power of two, at most [`MAX_CACHE_SIZE`]).
     pub size: u32,
     /// Associativity (a power of two, at most `size / line`).
     pub ways: u32,
-    /// Line length in bytes (a power of two in 8..=256).
+    /// Line length in bytes (a power of two in 8..=256; at least
+    /// [`MIN_DCACHE_LINE`] for the D-cache).
     pub line: u32,
     /// Which line a miss evicts.
     pub replacement: Replacement,
 }
 
 impl CacheConfig {
-    /// Number of lines.
+    /// Number of lines (`size / line`), or `None` if `line` is zero.
     #[must_use]
-    pub const fn lines(&self) -> u32 {
-        self.size / self.line
+    pub const fn lines(&self) -> Option<u32> {
+        self.size.checked_div(self.line)
     }
 
-    /// Number of sets (`lines / ways`).
+    /// Number of sets (`lines / ways`), or `None` if `line` or `ways` is zero.
     #[must_use]
-    pub const fn sets(&self) -> u32 {
-        self.lines() / self.ways
+    pub const fn sets(&self) -> Option<u32> {
+        match self.lines() {
+            Some(l) => l.checked_div(self.ways),
+            None => None,
+        }
     }
 
     /// Checks the geometry.
@@ -57,11 +72,20 @@ impl CacheConfig {
                 size: self.size,
             });
         }
+        if self.size > MAX_CACHE_SIZE {
+            return Err(ConfigError::CacheTooLarge {
+                side,
+                size: self.size,
+            });
+        }
         if !self.line.is_power_of_two() || !(8..=256).contains(&self.line) {
             return Err(ConfigError::BadLineSize {
                 side,
                 line: self.line,
             });
+        }
+        if side == CacheSide::Data && self.line < MIN_DCACHE_LINE {
+            return Err(ConfigError::DcacheLineTooShort { line: self.line });
         }
         if !self.ways.is_power_of_two() {
             return Err(ConfigError::WaysNotPowerOfTwo {

@@ -70,15 +70,19 @@ impl CostBreakdown {
     /// The total.
     #[must_use]
     pub fn total(&self) -> u64 {
-        self.accesses
-            + self.tlb_misses
-            + self.line_fills
-            + self.write_backs
-            + self.uncached
-            + self.maintenance
-            + self.cp15_writes
-            + self.faults
-            + self.bus
+        [
+            self.accesses,
+            self.tlb_misses,
+            self.line_fills,
+            self.write_backs,
+            self.uncached,
+            self.maintenance,
+            self.cp15_writes,
+            self.faults,
+            self.bus,
+        ]
+        .iter()
+        .fold(0, |sum, &x| sum.saturating_add(x))
     }
 }
 
@@ -97,26 +101,44 @@ impl fmt::Display for CostBreakdown {
     }
 }
 
+/// `sum(cost * count)`, saturating at `u64::MAX` (costs and counters are
+/// public fields: any value may come in).
+fn weighted(terms: &[(u64, u64)]) -> u64 {
+    terms.iter().fold(0, |sum, &(cost, n)| {
+        sum.saturating_add(cost.saturating_mul(n))
+    })
+}
+
 impl CostModel {
     /// The cycles of `c`, by component.
     #[must_use]
     pub fn breakdown(&self, c: &Counters) -> CostBreakdown {
         CostBreakdown {
-            accesses: self.access * c.accesses(),
-            tlb_misses: self.tlb_miss * c.tlb_misses(),
-            line_fills: self.line_fill * c.line_fills(),
-            write_backs: self.write_back * c.write_backs,
-            uncached: self.uncached_read * c.uncached_reads
-                + self.uncached_write * c.uncached_writes
-                + self.write_through * c.write_throughs,
-            maintenance: self.clean_line_visit * c.clean_lines_visited
-                + self.whole_cache_op * c.cache_whole_ops
-                + self.line_op * (c.cache_line_ops + c.test_clean_ops)
-                + self.tlb_invalidate * (c.tlb_invalidate_all + c.tlb_invalidate_entry)
-                + self.drain * c.write_buffer_drains,
-            cp15_writes: self.cp15_write
-                * (c.dacr_writes + c.fcseidr_writes + c.ttbr_writes + c.sctlr_writes),
-            faults: self.fault * c.total_faults(),
+            accesses: weighted(&[(self.access, c.accesses())]),
+            tlb_misses: weighted(&[(self.tlb_miss, c.tlb_misses())]),
+            line_fills: weighted(&[(self.line_fill, c.line_fills())]),
+            write_backs: weighted(&[(self.write_back, c.write_backs)]),
+            uncached: weighted(&[
+                (self.uncached_read, c.uncached_reads),
+                (self.uncached_write, c.uncached_writes),
+                (self.write_through, c.write_throughs),
+            ]),
+            maintenance: weighted(&[
+                (self.clean_line_visit, c.clean_lines_visited),
+                (self.whole_cache_op, c.cache_whole_ops),
+                (self.line_op, c.cache_line_ops),
+                (self.line_op, c.test_clean_ops),
+                (self.tlb_invalidate, c.tlb_invalidate_all),
+                (self.tlb_invalidate, c.tlb_invalidate_entry),
+                (self.drain, c.write_buffer_drains),
+            ]),
+            cp15_writes: weighted(&[
+                (self.cp15_write, c.dacr_writes),
+                (self.cp15_write, c.fcseidr_writes),
+                (self.cp15_write, c.ttbr_writes),
+                (self.cp15_write, c.sctlr_writes),
+            ]),
+            faults: weighted(&[(self.fault, c.total_faults())]),
             bus: c.bus_cycles,
         }
     }

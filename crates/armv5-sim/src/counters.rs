@@ -132,25 +132,28 @@ impl Counters {
     /// Every fault, of any kind.
     #[must_use]
     pub fn total_faults(&self) -> u64 {
-        self.faults.iter().sum()
+        self.faults.iter().fold(0, |n, &f| n.saturating_add(f))
     }
 
     /// Every CPU access (fetches, reads and writes).
     #[must_use]
     pub fn accesses(&self) -> u64 {
-        self.i_fetches + self.d_reads + self.d_writes
+        self.i_fetches
+            .saturating_add(self.d_reads)
+            .saturating_add(self.d_writes)
     }
 
     /// TLB misses, I and D.
     #[must_use]
     pub fn tlb_misses(&self) -> u64 {
-        self.itlb_misses + self.dtlb_misses
+        self.itlb_misses.saturating_add(self.dtlb_misses)
     }
 
     /// Line fills, I and D.
     #[must_use]
     pub fn line_fills(&self) -> u64 {
-        self.icache_line_fills + self.dcache_line_fills
+        self.icache_line_fills
+            .saturating_add(self.dcache_line_fills)
     }
 }
 

@@ -37,6 +37,18 @@ pub enum ConfigError {
         /// The line size in bytes.
         line: u32,
     },
+    /// A cache larger than [`MAX_CACHE_SIZE`](crate::config::MAX_CACHE_SIZE).
+    CacheTooLarge {
+        /// Which cache.
+        side: CacheSide,
+        /// The size in bytes.
+        size: u32,
+    },
+    /// A D-cache line shorter than [`MIN_DCACHE_LINE`](crate::config::MIN_DCACHE_LINE).
+    DcacheLineTooShort {
+        /// The line size in bytes.
+        line: u32,
+    },
     /// Associativity is zero or not a power of two.
     WaysNotPowerOfTwo {
         /// Which cache.
@@ -109,6 +121,13 @@ impl fmt::Display for ConfigError {
                     "{side} line size {line} is not a power of two in 8..=256"
                 )
             }
+            ConfigError::CacheTooLarge { side, size } => {
+                write!(f, "{side} size {size:#x} exceeds the model's 1 MiB limit")
+            }
+            ConfigError::DcacheLineTooShort { line } => write!(
+                f,
+                "D-cache line size {line} is below the 32 bytes cache maintenance steps by"
+            ),
             ConfigError::WaysNotPowerOfTwo { side, ways } => {
                 write!(
                     f,
@@ -146,11 +165,19 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// A physical (backdoor) access the model cannot perform.
+/// A physical (backdoor) access or frame-pool call the model cannot perform.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemError {
     /// No region contains the address.
     Unmapped(u32),
+    /// [`Machine::free_frames`](crate::Machine::free_frames) of frames the
+    /// pool did not hand out (or already took back) with that size.
+    NotAllocated {
+        /// The address given.
+        addr: u32,
+        /// The size given.
+        size: u32,
+    },
     /// The address is not aligned to the access width.
     Misaligned {
         /// The address.
@@ -164,6 +191,10 @@ impl fmt::Display for MemError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             MemError::Unmapped(a) => write!(f, "no memory region at physical {a:#010x}"),
+            MemError::NotAllocated { addr, size } => write!(
+                f,
+                "{size:#x} bytes at physical {addr:#010x} were not allocated from the frame pool"
+            ),
             MemError::Misaligned { addr, width } => {
                 write!(f, "physical {addr:#010x} is not aligned to {width} bytes")
             }

@@ -2,33 +2,49 @@
 //! implementation on top of it: page tables built by `mmu-armv5` live in the
 //! very memory the model's walker reads.
 
-use crate::error::ConfigError;
+use crate::error::{ConfigError, MemError};
 use crate::machine::Machine;
 use mmu_armv5::table::{AllocError, TableAlloc, TableKind};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
 
-/// Bump allocator with per-size free lists over one physical range.
+/// Bump allocator with per-size free lists over one physical range; it
+/// knows every block it handed out, so a free of anything else is refused.
 #[derive(Debug, Default)]
 pub(crate) struct FramePool {
     next: u64,
     end: u64,
     free: BTreeMap<u32, Vec<u32>>,
+    /// Blocks handed out: address -> size.
+    live: BTreeMap<u32, u32>,
 }
 
 impl FramePool {
     fn alloc(&mut self, size: u32) -> Option<u32> {
-        if let Some(pa) = self.free.get_mut(&size).and_then(Vec::pop) {
-            return Some(pa);
+        let pa = match self.free.get_mut(&size).and_then(Vec::pop) {
+            Some(pa) => pa,
+            None => {
+                let size64 = u64::from(size);
+                let start = self.next.div_ceil(size64) * size64;
+                if start + size64 > self.end {
+                    return None;
+                }
+                self.next = start + size64;
+                start as u32
+            }
+        };
+        self.live.insert(pa, size);
+        Some(pa)
+    }
+
+    fn free(&mut self, pa: u32, size: u32) -> Result<(), MemError> {
+        if self.live.get(&pa) != Some(&size) {
+            return Err(MemError::NotAllocated { addr: pa, size });
         }
-        let size64 = u64::from(size);
-        let start = self.next.div_ceil(size64) * size64;
-        if start + size64 > self.end {
-            return None;
-        }
-        self.next = start + size64;
-        Some(start as u32)
+        self.live.remove(&pa);
+        self.free.entry(size).or_default().push(pa);
+        Ok(())
     }
 }
 
@@ -49,6 +65,7 @@ impl Machine {
             next: u64::from(b),
             end: u64::from(b) + u64::from(size),
             free: BTreeMap::new(),
+            live: BTreeMap::new(),
         };
         Ok(())
     }
@@ -60,15 +77,20 @@ impl Machine {
             return Err(AllocError);
         }
         let pa = self.pool.alloc(size).ok_or(AllocError)?;
-        for a in (pa..pa + size).step_by(4) {
-            let _ = self.mem.write_word(a, 0);
-        }
+        // The pool lies in one RAM region (`set_frame_pool` checks it).
+        self.mem.zero(pa, size);
         Ok(PhysAddr::new(pa))
     }
 
     /// Returns frames from [`Machine::alloc_frames`] to the pool.
-    pub fn free_frames(&mut self, pa: PhysAddr, size: u32) {
-        self.pool.free.entry(size).or_default().push(pa.as_u32());
+    ///
+    /// # Errors
+    /// [`MemError::NotAllocated`] unless `pa` is a block the pool handed out
+    /// with this `size` and has not taken back: a second free of a block, or
+    /// a free of anything else, would let the pool hand one block to two
+    /// owners.
+    pub fn free_frames(&mut self, pa: PhysAddr, size: u32) -> Result<(), MemError> {
+        self.pool.free(pa.as_u32(), size)
     }
 }
 
@@ -85,7 +107,9 @@ unsafe impl TableAlloc for Machine {
     }
 
     unsafe fn deallocate(&mut self, kind: TableKind, pa: PhysAddr) {
-        self.free_frames(pa, kind.size());
+        // A table the pool never handed out is not taken in (the caller broke
+        // the contract; refusing keeps the pool's blocks single-owner).
+        let _ = self.free_frames(pa, kind.size());
     }
 
     /// A pointer into the backing store, stable for the machine's life;

@@ -71,6 +71,7 @@ pub mod walk;
 
 pub use config::{
     CacheConfig, Config, Region, RegionKind, Replacement, TlbConfig, TlbLayout, TlbReplacement,
+    MAX_CACHE_SIZE, MIN_DCACHE_LINE,
 };
 pub use cost::{CostBreakdown, CostModel};
 pub use counters::Counters;

@@ -1,9 +1,11 @@
 //! Physical memory: described regions backed by host memory.
 //!
-//! Each region's backing store is a `Vec<Cell<u32>>` allocated once and never
-//! resized, so a pointer into it (handed out for page-table memory) stays
-//! valid for the life of the machine, and writes through such a pointer are
-//! interior mutation the model sees on its next read. Words are little-endian.
+//! Each region's backing store is a `Vec<Cell<u32>>` allocated once (zeroed)
+//! and never resized, so a pointer into it (handed out for page-table memory)
+//! stays valid for the life of the machine, and writes through such a pointer
+//! are interior mutation the model sees on its next read. Such pointers are
+//! derived from the whole store, never from a reference to one word, so they
+//! may address every word of a table. Words are little-endian.
 
 use crate::config::{Region, RegionKind};
 use crate::error::{ConfigError, MemError};
@@ -74,9 +76,22 @@ impl std::fmt::Debug for Bank {
 }
 
 impl Bank {
+    /// The word holding `pa`, if the bank has it.
+    ///
+    /// Reached through the store's raw pointer, not by indexing the `Vec`:
+    /// indexing makes a reference to the whole store on every access, which
+    /// Miri's Stacked Borrows checks word by word (an 8 MiB region made each
+    /// access take about a second there).
     #[inline]
-    fn word(&self, pa: u32) -> &Cell<u32> {
-        &self.words[((pa - self.region.base.as_u32()) >> 2) as usize]
+    fn word(&self, pa: u32) -> Option<&Cell<u32>> {
+        let index = (pa.checked_sub(self.region.base.as_u32())? >> 2) as usize;
+        if index >= self.words.len() {
+            return None;
+        }
+        // SAFETY: `index` is in bounds of the store, whose buffer lives as
+        // long as `self`; `Vec::as_ptr` makes no reference to the buffer,
+        // and a shared `Cell` reference to one word aliases nothing unsound.
+        Some(unsafe { &*self.words.as_ptr().add(index) })
     }
 }
 
@@ -105,7 +120,7 @@ impl PhysMemory {
                 });
             }
         }
-        let words = (0..region.size / 4).map(|_| Cell::new(0)).collect();
+        let words = zeroed_words(region.size / 4);
         self.banks.push(Bank { region, words });
         Ok(())
     }
@@ -138,13 +153,13 @@ impl PhysMemory {
     /// Reads the aligned word holding `pa`.
     #[inline]
     pub(crate) fn read_word(&self, pa: u32) -> Option<u32> {
-        self.bank(pa).map(|b| b.word(pa).get())
+        self.bank(pa).and_then(|b| b.word(pa)).map(Cell::get)
     }
 
     /// Writes the aligned word holding `pa`.
     #[inline]
     pub(crate) fn write_word(&self, pa: u32, value: u32) -> Option<()> {
-        self.bank(pa).map(|b| b.word(pa).set(value))
+        self.bank(pa).and_then(|b| b.word(pa)).map(|w| w.set(value))
     }
 
     /// Reads `width` bits at `pa` (aligned).
@@ -158,16 +173,36 @@ impl PhysMemory {
     /// Writes `width` bits at `pa` (aligned).
     pub(crate) fn write(&self, pa: u32, width: Width, value: u32) -> Result<(), MemError> {
         check(pa, width)?;
-        let b = self.bank(pa).ok_or(MemError::Unmapped(pa))?;
-        let w = b.word(pa);
+        let w = self
+            .bank(pa)
+            .and_then(|b| b.word(pa))
+            .ok_or(MemError::Unmapped(pa))?;
         w.set(merge(w.get(), pa, width, value));
         Ok(())
     }
 
+    /// Zeroes the words of `[pa, pa + len)` that lie in the bank holding `pa`
+    /// (one bank lookup, not one per word).
+    pub(crate) fn zero(&self, pa: u32, len: u32) {
+        let Some(b) = self.bank(pa) else { return };
+        let first = ((pa - b.region.base.as_u32()) >> 2) as usize;
+        let end = first.saturating_add((len / 4) as usize).min(b.words.len());
+        for i in first..end {
+            // SAFETY: `i` is below the store's length; as in `Bank::word`.
+            unsafe { &*b.words.as_ptr().add(i) }.set(0);
+        }
+    }
+
     /// A stable pointer to the word at `pa` (aligned), if it is memory.
+    ///
+    /// The pointer is derived from the bank's whole store, so it may be used
+    /// for every word from `pa` to the end of the region (a table's entries),
+    /// not only the first.
     pub(crate) fn word_ptr(&self, pa: u32) -> Option<NonNull<u32>> {
         let b = self.bank(pa)?;
-        Some(NonNull::from(b.word(pa & !3)).cast())
+        let index = ((pa & !3) - b.region.base.as_u32()) >> 2;
+        // In bounds: `bank` checked that the region contains `pa`.
+        NonNull::new(b.words.as_ptr().wrapping_add(index as usize).cast_mut()).map(NonNull::cast)
     }
 
     /// Whether `[base, base + size)` lies inside one region.
@@ -185,6 +220,19 @@ impl PhysMemory {
                 .bank(base)
                 .is_some_and(|b| b.region.kind == RegionKind::Ram)
     }
+}
+
+/// `n` zeroed words, allocated as zeroed memory in one step (filling a
+/// `Vec<Cell<u32>>` word by word takes minutes for a 512 MiB region, and a
+/// minute per MiB under Miri).
+fn zeroed_words(n: u32) -> Vec<Cell<u32>> {
+    let mut words = std::mem::ManuallyDrop::new(vec![0u32; n as usize]);
+    let (ptr, len, cap) = (words.as_mut_ptr(), words.len(), words.capacity());
+    // SAFETY: `Cell<u32>` has the same in-memory representation (size,
+    // alignment, bit validity) as `u32`, so the allocation of a `Vec<u32>` is
+    // a valid `Vec<Cell<u32>>` of the same length and capacity; the original
+    // vector is never used or dropped again (`ManuallyDrop`).
+    unsafe { Vec::from_raw_parts(ptr.cast::<Cell<u32>>(), len, cap) }
 }
 
 #[inline]
@@ -273,5 +321,23 @@ mod tests {
         // which is never reallocated; nothing else borrows it right now.
         unsafe { p.as_ptr().write(0xDEAD_BEEF) };
         assert_eq!(m.read_word(0x4008), Some(0xDEAD_BEEF));
+    }
+
+    /// Regression (Miri, Stacked Borrows): the pointer was made from a
+    /// reference to one `Cell<u32>`, so writing the table's other entries
+    /// through it was undefined behaviour. It now derives from the whole
+    /// store: every entry of a 16 KiB table is reachable through it.
+    #[test]
+    fn word_pointer_reaches_a_whole_table() {
+        let mut m = PhysMemory::default();
+        m.add(ram(0x4000, 0x8000)).unwrap();
+        let p = m.word_ptr(0x4000).unwrap();
+        for i in 0..4096 {
+            // SAFETY: the bank holds 0x8000 bytes from 0x4000, so words
+            // 0..4096 from its start are in bounds; nothing else borrows them.
+            unsafe { p.as_ptr().add(i).write(i as u32) };
+        }
+        assert_eq!(m.read_word(0x4000 + 4 * 4095), Some(4095));
+        assert_eq!(m.read_word(0x8000), Some(0), "the next word is untouched");
     }
 }

@@ -1,6 +1,7 @@
 //! The model's own table walk (`Machine::probe`, and the TLB path of
 //! `load`/`store`/`fetch`) against `mmu_armv5::translate::translate` on
-//! random raw tables: 0 mismatches over 100,000+ cases.
+//! random raw tables: 0 mismatches over 100,000+ cases (a few hundred under
+//! Miri).
 //!
 //! Tables are written as raw descriptor words (random bits, random types)
 //! straight into the model's physical memory, so this does not depend on the
@@ -69,7 +70,8 @@ fn model_walk_agrees_with_translate() {
     let mut cases = 0u64;
     let mut mismatches = Vec::new();
     let mut faults = 0u64;
-    let batches = 1100;
+    // Under Miri (which interprets every access) a token run of the same code.
+    let batches = if cfg!(miri) { 2 } else { 1100 };
     for batch in 0..batches {
         let l1 = new_l1(&mut m);
         let mut tables = vec![(l1, 16 << 10)];
@@ -205,11 +207,12 @@ fn model_walk_agrees_with_translate() {
             }
         }
         for (t, size) in tables {
-            m.free_frames(PhysAddr::new(t), size);
+            m.free_frames(PhysAddr::new(t), size).unwrap();
         }
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-    assert!(cases >= 100_000, "{cases} cases");
+    let least = if cfg!(miri) { 100 } else { 100_000 };
+    assert!(cases >= least, "{cases} cases");
     // Both outcomes are well represented.
     assert!(
         faults > cases / 10 && faults < cases * 9 / 10,

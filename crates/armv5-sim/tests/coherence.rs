@@ -40,10 +40,10 @@ fn width(w: u8) -> Width {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(proptest_config_with(200, 4))]
     #[test]
     fn cached_machine_behaves_like_flat_memory(
-        ops in prop::collection::vec(op(), 1..400),
+        ops in prop::collection::vec(op(), 1..scaled(400) as usize),
         write_back in any::<bool>(),
     ) {
         let mut m = machine(presets::sa1100());

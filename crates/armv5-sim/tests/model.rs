@@ -278,7 +278,7 @@ fn thrash(seed: u64) -> armv5_sim::Counters {
     );
     enable(&mut m, l1);
     // 5 lines per set against 4 ways: random replacement decides the misses.
-    for round in 0..200u32 {
+    for round in 0..scaled(200) {
         for k in 0..5u32 {
             let va = 0x0010_0000 + k * 4096 + (round % 4) * 32;
             let _ = ld(&mut m, va, U);

@@ -434,11 +434,15 @@ impl Outcome {
 /// vouched for.
 pub fn kernel_table<A: TableAlloc + ?Sized>(alloc: &mut A) -> Result<KernelTable, BenchError> {
     let root = TableRef::allocate(alloc, HwTable::L1)?;
-    root.write(
-        alloc,
-        (KERNEL_VA >> 20) as usize,
-        encode::section(0, 1, 0, true, true),
-    )?;
+    // SAFETY: a fresh first-level table no `PageTable` manages: the entry
+    // is a section, no table link.
+    unsafe {
+        root.write(
+            alloc,
+            (KERNEL_VA >> 20) as usize,
+            encode::section(0, 1, 0, true, true),
+        )?
+    };
     // SAFETY: the benchmarks drive the model or `MockCp15`, whose register
     // writes reach no host memory; the table stays in `alloc`'s memory.
     unsafe { KernelTable::new(alloc, root.pa, L1Encoding::Arm9, &Layout::DEMO, dom(0)?) }

@@ -106,7 +106,7 @@ impl Config {
     }
 
     fn check(&self) -> Result<(), TableError> {
-        let ok = self.backing.is_aligned(MIB)
+        let ok = self.backing.is_aligned(mmu_armv5::addr::Align::MIB_1)
             && self.backing_len >= MIB
             && self.backing_len.is_multiple_of(MIB)
             && self.test_slots >= 1
@@ -430,7 +430,9 @@ fn rewrite_subpages<A: TableAlloc>(
         }),
         _ => return Ok(()),
     };
-    write_l2_page(alloc, TableRef::new(kind, tpa)?, m.mva, desc, flush)?;
+    // SAFETY: a second-level table of `table`, rewritten in place with a
+    // page descriptor; no first-level link changes.
+    unsafe { write_l2_page(alloc, TableRef::new(kind, tpa)?, m.mva, desc, flush)? };
     flush.tlb_stale(m.mva, m.size.size(), m.size.size());
     Ok(())
 }

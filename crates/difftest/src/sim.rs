@@ -60,7 +60,7 @@ impl Target for SimTarget {
     }
 
     fn sync(&mut self, flush: TableFlush) {
-        flush.flush(&mut self.machine);
+        flush.flush_on(&mut self.machine);
     }
 
     fn set_state(&mut self, state: &TestState) {

@@ -155,8 +155,9 @@ fn run<T: SwitchStrategy>(m: &mut Machine, t: &mut T, n: u16, mixed: bool) -> (u
 /// the TTBR, vouched for.
 fn kernel_table(m: &mut Machine) -> KernelTable {
     let root = TableRef::allocate(m, HwTable::L1).expect("kernel table");
-    root.write(m, 0xC00, encode::section(0, 1, 0, true, true))
-        .expect("kernel entry");
+    // SAFETY: a fresh first-level table no `PageTable` manages: the entry
+    // is a section, no table link.
+    unsafe { root.write(m, 0xC00, encode::section(0, 1, 0, true, true)) }.expect("kernel entry");
     m.set_ttbr(root.pa.as_u32());
     // SAFETY: the model's register writes reach no host memory; the table
     // stays allocated in the machine for as long as it lives.

@@ -283,10 +283,16 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         for slot in self.layout.kernel().slots() {
             let w = kernel.read(&*sys, slot)?;
             if w & 3 != 0 {
-                flush.merge(table.set_l1_entry(&*sys, slot, L1Descriptor::from_bits(w))?);
+                // SAFETY: the kernel's second-level tables live as long as
+                // the kernel's table, longer than any space's table, and
+                // this table never frees what it links this way.
+                let (f, _) = unsafe {
+                    table.set_l1_entry_unchecked(&*sys, slot, L1Descriptor::from_bits(w))?
+                };
+                flush.merge(f);
             }
         }
-        flush.flush(sys);
+        flush.flush_on(sys);
         Ok(())
     }
 
@@ -312,7 +318,10 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         for slot in self.layout.kernel().slots() {
             // No maintenance: the walker never reads this table again, and
             // the kernel's translations it held are the boot table's own.
-            root.write(&*sys, slot, 0)?;
+            // SAFETY: these slots link the kernel's tables, which `table`
+            // does not own (installed with `set_l1_entry_unchecked`):
+            // clearing them changes no table it frees.
+            unsafe { root.write(&*sys, slot, 0)? };
         }
         // SAFETY: the caller's promise; only the space's own second-level
         // tables are linked from `table` now.
@@ -356,14 +365,10 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
             for i in 0..SLOTS_PER_WINDOW {
                 let e = st.table.l1_entry(&*sys, first + i)?;
                 if e.is_valid() {
-                    flush.merge(st.table.set_l1_entry(&*sys, i, e)?);
-                    flush.merge(
-                        st.table
-                            .set_l1_entry(&*sys, first + i, L1Descriptor::FAULT)?,
-                    );
+                    flush.merge(st.table.move_l1_entry(&*sys, first + i, i)?);
                 }
             }
-            flush.flush(sys);
+            flush.flush_on(sys);
             if running {
                 // SAFETY: the space's low mappings were just moved to
                 // window 0, where PID 0 puts its accesses; the kernel runs
@@ -428,7 +433,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
                 attrs,
                 SizePolicy::Exactly(PageSizeKind::Small),
             ) {
-                Ok(f) => f.flush(sys),
+                Ok(f) => f.flush_on(sys),
                 Err(e) => {
                     for back in (0..off).step_by(PAGE_SIZE as usize) {
                         let m = VirtAddr::new(va.as_u32() + back).to_mva(pid);
@@ -449,7 +454,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
     ) -> Result<(), FassError> {
         purge_page(sys, mva);
         let f = self.space_mut(id)?.table.unmap(sys, mva, PAGE_SIZE)?;
-        f.flush(sys);
+        f.flush_on(sys);
         Ok(())
     }
 
@@ -518,7 +523,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         );
         match mapped {
             Ok(f) => {
-                f.flush(sys);
+                f.flush_on(sys);
                 st.segs = st.segs.with(seg);
                 Ok(())
             }
@@ -550,7 +555,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         let f = st
             .table
             .unmap(sys, ModifiedVirtAddr::new(spec.base.as_u32()), spec.size)?;
-        f.flush(sys);
+        f.flush_on(sys);
         st.segs = st.segs.without(seg);
         if self.segments.remove_sharer(seg)? {
             self.flush_caches(sys);

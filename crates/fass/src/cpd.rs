@@ -164,8 +164,12 @@ impl Cpd {
         slot: usize,
         desc: L1Descriptor,
     ) -> Result<(), TableError> {
-        self.table()
-            .write(sys, slot, desc.encode(self.encoding()))?;
+        // SAFETY: the CPD is this crate's own first-level table, not one a
+        // `PageTable` manages or a `TableFlush` frees.
+        unsafe {
+            self.table()
+                .write(sys, slot, desc.encode(self.encoding()))?
+        };
         let mva = self.table().entry_mva(sys, slot);
         sys.clean_dcache_range(mva, 4);
         Ok(())
@@ -179,7 +183,8 @@ impl Cpd {
         slot: usize,
         raw: u32,
     ) -> Result<(), TableError> {
-        self.table().write(sys, slot, raw)?;
+        // SAFETY: as in `write`: the CPD is this crate's own table.
+        unsafe { self.table().write(sys, slot, raw)? };
         let mva = self.table().entry_mva(sys, slot);
         sys.clean_dcache_range(mva, 4);
         Ok(())

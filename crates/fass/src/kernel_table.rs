@@ -211,6 +211,13 @@ pub(crate) mod tests {
         })
     }
 
+    /// Writes a section or fault entry into a test table.
+    fn put<A: TableAlloc + ?Sized>(a: &A, root: TableRef, slot: usize, bits: u32) {
+        // SAFETY: a test table no `PageTable` manages; sections and fault
+        // entries only, no table links.
+        unsafe { root.write(a, slot, bits) }.unwrap();
+    }
+
     /// A fresh first-level table from `alloc` mapping one kernel section at
     /// the start of `layout`'s kernel region in domain 0, vouched for.
     pub(crate) fn kernel_table<A: TableAlloc + ?Sized>(
@@ -219,8 +226,7 @@ pub(crate) mod tests {
     ) -> KernelTable {
         let root = TableRef::allocate(alloc, TableKind::L1).unwrap();
         let slot = layout.kernel().slots().start;
-        root.write(alloc, slot, section(Domain::default()).to_bits())
-            .unwrap();
+        put(&*alloc, root, slot, section(Domain::default()).to_bits());
         // SAFETY: host tests drive `MockCp15` or the model, whose register
         // writes reach no host memory; the table stays in the allocator.
         unsafe { KernelTable::new(alloc, root.pa, L1Encoding::Arm9, layout, Domain::default()) }
@@ -239,18 +245,18 @@ pub(crate) mod tests {
         assert_eq!(check(&a, root.pa), Err(KernelTableError::Empty));
         // A kernel mapping below the kernel region: copies of the region
         // would lack it.
-        root.write(&a, 0x900, section(d0).to_bits()).unwrap();
+        put(&a, root, 0x900, section(d0).to_bits());
         let k = layout.kernel().slots().start;
-        root.write(&a, k, section(d0).to_bits()).unwrap();
+        put(&a, root, k, section(d0).to_bits());
         assert_eq!(
             check(&a, root.pa),
             Err(KernelTableError::OutsideRegion { slot: 0x900 })
         );
-        root.write(&a, 0x900, 0).unwrap();
+        put(&a, root, 0x900, 0);
         assert!(check(&a, root.pa).is_ok());
         // A kernel entry in a domain a switch would close.
         let d5 = Domain::new(5).unwrap();
-        root.write(&a, k + 7, section(d5).to_bits()).unwrap();
+        put(&a, root, k + 7, section(d5).to_bits());
         assert_eq!(
             check(&a, root.pa),
             Err(KernelTableError::WrongDomain {
@@ -270,7 +276,7 @@ pub(crate) mod tests {
             Err(KernelTableError::Table(_))
         ));
         // The layout decides what the kernel region is.
-        root.write(&a, k + 7, 0).unwrap();
+        put(&a, root, k + 7, 0);
         let high = Layout::new(
             FcsePid::new(1).unwrap(),
             FcsePid::new(63).unwrap(),

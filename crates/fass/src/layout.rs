@@ -93,7 +93,8 @@ impl Region {
     /// The region `[base, base + size)`; both must be multiples of 1 MiB,
     /// `size` non-zero, and the end at most 4 GiB.
     pub fn new(base: u32, size: u64) -> Result<Region, LayoutError> {
-        mmu_armv5::addr::check_aligned(base, SLOT_SIZE).map_err(LayoutError::Misaligned)?;
+        mmu_armv5::addr::check_aligned(base, mmu_armv5::addr::Align::MIB_1)
+            .map_err(LayoutError::Misaligned)?;
         if !size.is_multiple_of(u64::from(SLOT_SIZE)) {
             return Err(LayoutError::Misaligned(AddrError::Misaligned {
                 addr: size as u32,

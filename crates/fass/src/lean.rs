@@ -58,7 +58,8 @@
 //! let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool);
 //! // The kernel's table: one kernel-only section at 3 GiB, domain 0.
 //! let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
-//! root.write(&sys, 0xC00, 0x0000_0412).unwrap();
+//! // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
+//! unsafe { root.write(&sys, 0xC00, 0x0000_0412) }.unwrap();
 //! // SAFETY: `MockCp15` only records register writes (see `KernelTable::new`).
 //! let table = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, &Layout::DEMO, Domain::default()) }.unwrap();
 //! let mut fass: Fass<DefaultPolicy, 4, 8, 1> =

@@ -117,7 +117,8 @@
 //!     p: false,
 //!     tex: Default::default(),
 //! });
-//! root.write(&mut sys, 0xC00, ram.to_bits()).unwrap();
+//! // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
+//! unsafe { root.write(&mut sys, 0xC00, ram.to_bits()) }.unwrap();
 //! // SAFETY: `MockCp15` only records register writes; on hardware this is
 //! // the promise that the table maps all the kernel uses and is the one the
 //! // CPU walks (see `KernelTable::new`).

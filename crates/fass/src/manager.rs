@@ -103,7 +103,7 @@ pub(crate) fn check_range(va: VirtAddr, pa: Option<PhysAddr>, len: u32) -> Resul
 /// Cleans and invalidates the D- and I-cache lines of the 4 KiB page at
 /// `mva` (the VIVT caches know them by MVA), then drains the write buffer.
 pub(crate) fn purge_page<S: CacheMaintenance + ?Sized>(sys: &mut S, mva: ModifiedVirtAddr) {
-    let mva = mva.align_down(PAGE_SIZE);
+    let mva = mva.align_down(mmu_armv5::addr::Align::KIB_4);
     let mut off = 0;
     while off < PAGE_SIZE {
         let a = ModifiedVirtAddr::new(mva.as_u32() + off);
@@ -776,7 +776,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         cache: CachePolicy,
     ) -> Result<(), FassError> {
         let change = self.space_mut(id)?.dir.map(sys, mva, pa, ap, cache)?;
-        change.flush.flush(sys);
+        change.flush.flush_on(sys);
         if let Some(slot) = change.l1_changed {
             self.write_through(sys, id, slot)?;
         }
@@ -791,7 +791,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     ) -> Result<(), FassError> {
         purge_page(sys, mva);
         let change = self.space_mut(id)?.dir.unmap(sys, mva)?;
-        change.flush.flush(sys);
+        change.flush.flush_on(sys);
         if let Some(slot) = change.l1_changed {
             self.write_through(sys, id, slot)?;
         }

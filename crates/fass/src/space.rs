@@ -17,6 +17,7 @@
 
 use core::fmt;
 use heapless::Vec;
+use mmu_armv5::addr::Align;
 use mmu_armv5::descriptor::{
     AccessPermission, CachePolicy, CoarseTableDesc, L1Descriptor, L2Descriptor, SmallPageDesc,
     SubpageAp,
@@ -189,10 +190,10 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
         ap: AccessPermission,
         cache: CachePolicy,
     ) -> Result<DirChange, SpaceError> {
-        if !mva.is_aligned(PAGE_SIZE) {
+        if !mva.is_aligned(Align::KIB_4) {
             return Err(SpaceError::Misaligned(mva.as_u32()));
         }
-        if !pa.is_aligned(PAGE_SIZE) {
+        if !pa.is_aligned(Align::KIB_4) {
             return Err(SpaceError::Misaligned(pa.as_u32()));
         }
         if self.lookup(alloc, mva)?.is_some() {
@@ -225,7 +226,9 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
             ap: SubpageAp::uniform(ap),
             cache,
         });
-        write_l2_page(alloc, table, mva, desc, &mut flush)?;
+        // SAFETY: one of this directory's own coarse tables (allocated here,
+        // linked only through its entries); a page descriptor is written.
+        unsafe { write_l2_page(alloc, table, mva, desc, &mut flush)? };
         Ok(DirChange { flush, l1_changed })
     }
 
@@ -238,7 +241,7 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
         alloc: &mut A,
         mva: ModifiedVirtAddr,
     ) -> Result<DirChange, SpaceError> {
-        if !mva.is_aligned(PAGE_SIZE) {
+        if !mva.is_aligned(Align::KIB_4) {
             return Err(SpaceError::Misaligned(mva.as_u32()));
         }
         let slot = mva.l1_index();
@@ -248,7 +251,9 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
             return Err(SpaceError::NotMapped(mva));
         }
         let mut flush = TableFlush::new();
-        t.write(alloc, idx, 0)?;
+        // SAFETY: one of this directory's own coarse tables; a page entry
+        // becomes a fault.
+        unsafe { t.write(alloc, idx, 0)? };
         flush.table_written(t.entry_mva(alloc, idx), 4);
         flush.tlb_stale(mva, PAGE_SIZE, PAGE_SIZE);
         let mut l1_changed = None;

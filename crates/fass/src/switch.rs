@@ -1191,8 +1191,10 @@ pub(crate) mod tests {
             let (mut t, mut sys) = classic(&mut mem, kind);
             // A second kernel entry, so a copy of only the first would show.
             let k = t.kernel.table();
-            k.write(&sys, 0xF00, k.read(&sys, 0xC00).unwrap() + (1 << 20))
-                .unwrap();
+            let section = k.read(&sys, 0xC00).unwrap() + (1 << 20);
+            // SAFETY: the test's kernel table, managed by no `PageTable`: a
+            // section entry, no table link.
+            unsafe { k.write(&sys, 0xF00, section) }.unwrap();
             for s in 0..3 {
                 t.create_space(&mut sys, SpaceId(s)).unwrap();
                 map_table(&mut t, &mut sys, s, 0x8000);

@@ -210,7 +210,7 @@ fn setup() -> (Sys, Kernel) {
             SizePolicy::Exactly(PageSizeKind::Section),
         )
         .unwrap();
-    f.flush(&mut sys);
+    f.flush_on(&mut sys);
     let f = k
         .map(
             &mut sys,
@@ -221,7 +221,7 @@ fn setup() -> (Sys, Kernel) {
             SizePolicy::Exactly(PageSizeKind::Small),
         )
         .unwrap();
-    f.flush(&mut sys);
+    f.flush_on(&mut sys);
     for i in 0..64 {
         for base in [KERNEL_CODE.1, KERNEL_PAGES.1] {
             sys.m

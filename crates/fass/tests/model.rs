@@ -88,11 +88,15 @@ fn fass_on(m: &mut Machine, layout: Layout) -> FassModel {
 /// only, domain 0), loaded in the TTBR, vouched for.
 fn kernel_table(m: &mut Machine, layout: &Layout) -> KernelTable {
     let root = TableRef::allocate(m, HwTable::L1).unwrap();
-    root.write(
-        m,
-        layout.kernel().slots().start,
-        encode::section(0, 1, 0, true, true),
-    )
+    // SAFETY: a fresh first-level table no `PageTable` manages: the entry
+    // is a section, no table link.
+    unsafe {
+        root.write(
+            m,
+            layout.kernel().slots().start,
+            encode::section(0, 1, 0, true, true),
+        )
+    }
     .unwrap();
     m.set_ttbr(root.pa.as_u32());
     // SAFETY: the model's register writes reach no host memory; the table

@@ -40,6 +40,8 @@ pub enum AddrError {
     },
     /// A domain number above 15.
     DomainOutOfRange(u8),
+    /// An alignment that is not a power of two (zero included).
+    BadAlignment(u32),
 }
 
 impl fmt::Display for AddrError {
@@ -53,19 +55,119 @@ impl fmt::Display for AddrError {
                 write!(f, "FCSE PID {pid} is above the limit {max}")
             }
             AddrError::DomainOutOfRange(d) => write!(f, "domain {d} is above 15"),
+            AddrError::BadAlignment(a) => write!(f, "alignment {a:#x} is not a power of two"),
         }
     }
 }
 
 impl core::error::Error for AddrError {}
 
-/// Returns `Ok(addr)` if `addr` is a multiple of `align` (a power of two).
+/// A power-of-two alignment in bytes (1 B to 2 GiB).
+///
+/// Every alignment helper of this crate takes an `Align`, so a zero or a
+/// non-power-of-two alignment is refused once, where the value is made
+/// ([`Align::new`] returns `None`), instead of panicking or giving a wrong
+/// answer in the arithmetic.
+///
+/// ```
+/// use mmu_armv5::addr::{Align, PhysAddr};
+///
+/// let page = Align::new(4096).unwrap();
+/// assert_eq!(page, Align::KIB_4);
+/// assert!(Align::new(0).is_none() && Align::new(3000).is_none());
+/// assert!(PhysAddr::new(0x3000).is_aligned(page));
+/// assert_eq!(PhysAddr::new(0x3456).align_down(page), PhysAddr::new(0x3000));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(transparent)]
+pub struct Align(u32);
+
+impl Align {
+    /// 4 bytes: a word.
+    pub const WORD: Align = Align(4);
+    /// 1 KiB: a tiny page, a coarse table.
+    pub const KIB_1: Align = Align(1 << 10);
+    /// 4 KiB: a small page, a fine table.
+    pub const KIB_4: Align = Align(1 << 12);
+    /// 16 KiB: a first-level table.
+    pub const KIB_16: Align = Align(1 << 14);
+    /// 64 KiB: a large page.
+    pub const KIB_64: Align = Align(1 << 16);
+    /// 1 MiB: a section.
+    pub const MIB_1: Align = Align(1 << 20);
+    /// 32 MiB: one FCSE window.
+    pub const FCSE_WINDOW: Align = Align(FCSE_WINDOW_SIZE);
+
+    /// `bytes` as an alignment, or `None` unless it is a power of two.
+    #[inline]
+    #[must_use]
+    pub const fn new(bytes: u32) -> Option<Align> {
+        if bytes.is_power_of_two() {
+            Some(Align(bytes))
+        } else {
+            None
+        }
+    }
+
+    /// The alignment `1 << shift`, or `None` if `shift` is 32 or more.
+    #[inline]
+    #[must_use]
+    pub const fn from_shift(shift: u32) -> Option<Align> {
+        if shift < 32 {
+            Some(Align(1 << shift))
+        } else {
+            None
+        }
+    }
+
+    /// The alignment in bytes (a power of two).
+    #[inline]
+    #[must_use]
+    pub const fn bytes(self) -> u32 {
+        self.0
+    }
+
+    /// log2 of the alignment.
+    #[inline]
+    #[must_use]
+    pub const fn shift(self) -> u32 {
+        self.0.trailing_zeros()
+    }
+
+    /// The low bits an aligned value has clear: `bytes() - 1`.
+    #[inline]
+    #[must_use]
+    pub const fn mask(self) -> u32 {
+        self.0 - 1
+    }
+
+    /// Whether `value` is a multiple of the alignment.
+    #[inline]
+    #[must_use]
+    pub const fn divides(self, value: u32) -> bool {
+        value & self.mask() == 0
+    }
+}
+
+impl TryFrom<u32> for Align {
+    type Error = AddrError;
+
+    fn try_from(bytes: u32) -> Result<Align, AddrError> {
+        Align::new(bytes).ok_or(AddrError::BadAlignment(bytes))
+    }
+}
+
+/// Returns `Ok(addr)` if `addr` is a multiple of `align`.
 #[inline]
-pub const fn check_aligned(addr: u32, align: u32) -> Result<u32, AddrError> {
-    if addr & (align - 1) == 0 {
+pub const fn check_aligned(addr: u32, align: Align) -> Result<u32, AddrError> {
+    if align.divides(addr) {
         Ok(addr)
     } else {
-        Err(AddrError::Misaligned { addr, align })
+        Err(AddrError::Misaligned {
+            addr,
+            align: align.bytes(),
+        })
     }
 }
 
@@ -98,9 +200,9 @@ macro_rules! address_type {
                 }
             }
 
-            /// Creates an address that must be aligned to `align` bytes (a power of two).
+            /// Creates an address that must be aligned to `align`.
             #[inline]
-            pub const fn new_aligned(addr: u32, align: u32) -> Result<Self, AddrError> {
+            pub const fn new_aligned(addr: u32, align: Align) -> Result<Self, AddrError> {
                 match check_aligned(addr, align) {
                     Ok(a) => Ok(Self(a)),
                     Err(e) => Err(e),
@@ -114,26 +216,26 @@ macro_rules! address_type {
                 self.0
             }
 
-            /// Whether the address is a multiple of `align` (a power of two).
+            /// Whether the address is a multiple of `align`.
             #[inline]
             #[must_use]
-            pub const fn is_aligned(self, align: u32) -> bool {
-                self.0 & (align - 1) == 0
+            pub const fn is_aligned(self, align: Align) -> bool {
+                align.divides(self.0)
             }
 
-            /// Rounds down to a multiple of `align` (a power of two).
+            /// Rounds down to a multiple of `align`.
             #[inline]
             #[must_use]
-            pub const fn align_down(self, align: u32) -> Self {
-                Self(self.0 & !(align - 1))
+            pub const fn align_down(self, align: Align) -> Self {
+                Self(self.0 & !align.mask())
             }
 
-            /// Rounds up to a multiple of `align` (a power of two), or `None` on overflow.
+            /// Rounds up to a multiple of `align`, or `None` past 4 GiB.
             #[inline]
             #[must_use]
-            pub const fn align_up(self, align: u32) -> Option<Self> {
-                match self.0.checked_add(align - 1) {
-                    Some(v) => Some(Self(v & !(align - 1))),
+            pub const fn align_up(self, align: Align) -> Option<Self> {
+                match self.0.checked_add(align.mask()) {
+                    Some(v) => Some(Self(v & !align.mask())),
                     None => None,
                 }
             }
@@ -417,22 +519,62 @@ mod tests {
 
     #[test]
     fn alignment_helpers() {
+        let page = Align::KIB_4;
         assert_eq!(
-            PhysAddr::new_aligned(0x1234, 0x1000),
+            PhysAddr::new_aligned(0x1234, page),
             Err(AddrError::Misaligned {
                 addr: 0x1234,
                 align: 0x1000
             })
         );
-        assert_eq!(VirtAddr::new(0x1234).align_down(0x1000).as_u32(), 0x1000);
+        assert_eq!(VirtAddr::new(0x1234).align_down(page).as_u32(), 0x1000);
         assert_eq!(
-            VirtAddr::new(0x1234).align_up(0x1000).unwrap().as_u32(),
+            VirtAddr::new(0x1234).align_up(page).unwrap().as_u32(),
             0x2000
         );
-        assert_eq!(VirtAddr::new(0xFFFF_F001).align_up(0x1000), None);
+        assert_eq!(VirtAddr::new(0xFFFF_F001).align_up(page), None);
         assert_eq!(
             PhysAddr::try_new(1 << 32),
             Err(AddrError::OutOfRange(1 << 32))
         );
+    }
+
+    /// Regression: the helpers took a raw `u32`, panicked (subtract with
+    /// overflow) on 0 and answered wrongly for 3 or 3000. An alignment is now
+    /// an `Align`, which only powers of two can be.
+    #[test]
+    fn alignments_that_are_not_powers_of_two_are_refused() {
+        for bad in [0u32, 3, 3000, 0x1_8000, u32::MAX] {
+            assert_eq!(Align::new(bad), None);
+            assert_eq!(Align::try_from(bad), Err(AddrError::BadAlignment(bad)));
+        }
+        assert_eq!(Align::from_shift(32), None);
+        assert_eq!(Align::from_shift(31).map(Align::bytes), Some(1 << 31));
+        assert_eq!(Align::new(1 << 20), Some(Align::MIB_1));
+        assert_eq!(Align::KIB_16.shift(), 14);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
+        #[test]
+        fn alignment_helpers_agree_with_integer_arithmetic(
+            addr in proptest::prelude::any::<u32>(),
+            shift in 0u32..32,
+        ) {
+            let a = Align::from_shift(shift).unwrap();
+            let n = u64::from(a.bytes());
+            let v = VirtAddr::new(addr);
+            proptest::prop_assert_eq!(v.is_aligned(a), u64::from(addr) % n == 0);
+            proptest::prop_assert_eq!(
+                u64::from(v.align_down(a).as_u32()),
+                u64::from(addr) / n * n
+            );
+            let up = u64::from(addr).div_ceil(n) * n;
+            proptest::prop_assert_eq!(
+                v.align_up(a).map(|x| u64::from(x.as_u32())),
+                (up <= u64::from(u32::MAX)).then_some(up)
+            );
+            proptest::prop_assert_eq!(check_aligned(addr, a).is_ok(), v.is_aligned(a));
+        }
     }
 }

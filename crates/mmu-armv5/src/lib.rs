@@ -17,13 +17,15 @@
 //! * [`fault`]: fault kinds and the DFSR/IFSR encoding;
 //! * [`regs`]: CP15 registers as value types over a [`regs::Cp15`] backend
 //!   (real `MRC`/`MCR` on bare-metal ARM, a recording mock elsewhere);
-//! * [`maint`]: cache, write-buffer and TLB maintenance per CPU.
+//! * [`maint`]: cache, write-buffer and TLB maintenance per CPU;
+//! * [`irq`]: masking IRQ and FIQ (the CPSR's I and F bits).
 //!
 //! # `unsafe`
 //! Only the hardware edge is `unsafe`: the `MRC`/`MCR` backend, register
 //! writes that change what memory the CPU sees (TTBR, SCTLR, DACR, FCSEIDR),
-//! D-cache invalidation that discards dirty lines, and raw access to table
-//! memory handed out by a [`table::TableAlloc`]. Each `unsafe fn` states its
+//! D-cache invalidation that discards dirty lines, raw writes to table
+//! memory handed out by a [`table::TableAlloc`], and unmasking interrupts
+//! ([`irq::restore`]). Each `unsafe fn` states its
 //! contract under a `# Safety` heading.
 //!
 //! # QEMU deviations
@@ -41,9 +43,13 @@
 #[cfg(test)]
 extern crate std;
 
+#[cfg(test)]
+mod testing;
+
 pub mod addr;
 pub mod descriptor;
 pub mod fault;
+pub mod irq;
 pub mod maint;
 pub mod regs;
 pub mod size;

@@ -6,7 +6,7 @@
 //! type parameter, so a [`Frame<Size1MiB>`] cannot be handed where a 4 KiB
 //! frame is expected, and alignment is checked once, at construction.
 
-use crate::addr::{AddrError, ModifiedVirtAddr, PhysAddr};
+use crate::addr::{AddrError, Align, ModifiedVirtAddr, PhysAddr};
 use core::fmt;
 use core::marker::PhantomData;
 
@@ -16,12 +16,14 @@ pub trait PageSize: Copy + Eq + Ord + fmt::Debug + 'static {
     const SIZE: u32;
     /// log2 of the size.
     const SHIFT: u32;
+    /// The size as an alignment.
+    const ALIGN: Align;
     /// The same size as a run-time value.
     const KIND: PageSizeKind;
 }
 
 macro_rules! page_size {
-    ($(#[$doc:meta])* $name:ident, $shift:expr, $kind:ident) => {
+    ($(#[$doc:meta])* $name:ident, $shift:expr, $kind:ident, $align:ident) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum $name {}
@@ -29,6 +31,7 @@ macro_rules! page_size {
         impl PageSize for $name {
             const SIZE: u32 = 1 << $shift;
             const SHIFT: u32 = $shift;
+            const ALIGN: Align = Align::$align;
             const KIND: PageSizeKind = PageSizeKind::$kind;
         }
     };
@@ -38,25 +41,29 @@ page_size!(
     /// 1 MiB: a section, mapped by a first-level descriptor.
     Size1MiB,
     20,
-    Section
+    Section,
+    MIB_1
 );
 page_size!(
     /// 64 KiB: a large page (coarse or fine table).
     Size64KiB,
     16,
-    Large
+    Large,
+    KIB_64
 );
 page_size!(
     /// 4 KiB: a small page (coarse or fine table).
     Size4KiB,
     12,
-    Small
+    Small,
+    KIB_4
 );
 page_size!(
     /// 1 KiB: a tiny page (fine tables only).
     Size1KiB,
     10,
-    Tiny
+    Tiny,
+    KIB_1
 );
 
 /// A page size as a run-time value.
@@ -88,6 +95,17 @@ impl PageSizeKind {
         1 << self.shift()
     }
 
+    /// The size as an alignment.
+    #[must_use]
+    pub const fn align(self) -> Align {
+        match self {
+            PageSizeKind::Tiny => Align::KIB_1,
+            PageSizeKind::Small => Align::KIB_4,
+            PageSizeKind::Large => Align::KIB_64,
+            PageSizeKind::Section => Align::MIB_1,
+        }
+    }
+
     /// log2 of the size.
     #[must_use]
     pub const fn shift(self) -> u32 {
@@ -111,7 +129,7 @@ impl<S: PageSize> Frame<S> {
     /// The frame starting at `start`, which must be aligned to the frame size.
     #[inline]
     pub const fn from_start(start: PhysAddr) -> Result<Self, AddrError> {
-        if start.is_aligned(S::SIZE) {
+        if start.is_aligned(S::ALIGN) {
             Ok(Frame {
                 start,
                 size: PhantomData,
@@ -129,7 +147,7 @@ impl<S: PageSize> Frame<S> {
     #[must_use]
     pub const fn containing(addr: PhysAddr) -> Self {
         Frame {
-            start: addr.align_down(S::SIZE),
+            start: addr.align_down(S::ALIGN),
             size: PhantomData,
         }
     }
@@ -169,7 +187,7 @@ impl<S: PageSize> Page<S> {
     /// The page starting at `start`, which must be aligned to the page size.
     #[inline]
     pub const fn from_start(start: ModifiedVirtAddr) -> Result<Self, AddrError> {
-        if start.is_aligned(S::SIZE) {
+        if start.is_aligned(S::ALIGN) {
             Ok(Page {
                 start,
                 size: PhantomData,
@@ -187,7 +205,7 @@ impl<S: PageSize> Page<S> {
     #[must_use]
     pub const fn containing(addr: ModifiedVirtAddr) -> Self {
         Page {
-            start: addr.align_down(S::SIZE),
+            start: addr.align_down(S::ALIGN),
             size: PhantomData,
         }
     }
@@ -218,7 +236,9 @@ mod tests {
         assert_eq!(Size1KiB::SIZE, 1 << 10);
         for k in PageSizeKind::LARGEST_FIRST {
             assert_eq!(k.size(), 1 << k.shift());
+            assert_eq!(k.align().bytes(), k.size());
         }
+        assert_eq!(Size1KiB::ALIGN, Align::KIB_1);
         assert_eq!(Size64KiB::KIND.size(), Size64KiB::SIZE);
     }
 

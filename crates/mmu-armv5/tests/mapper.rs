@@ -1,23 +1,25 @@
 //! Table operations: sizes chosen, errors, all-or-nothing behaviour, flush tokens.
 
+use mmu_armv5::addr::Align;
 use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy, L1Descriptor, SubpageAp};
+use mmu_armv5::maint::Arm926;
+use mmu_armv5::regs::MockCp15;
 use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::table::{
     MapAttrs, PageTable, PoolBlock, SizePolicy, TableAlloc, TableError, TableKind, TablePool,
-    TlbInvalidate,
+    TlbInvalidate, TlbPages,
 };
 use mmu_armv5::{AddrError, Domain, ModifiedVirtAddr as Mva, PhysAddr};
 
-const BASE: u32 = 0x0400_0000;
-
-fn mem<const N: usize>() -> Box<[PoolBlock; N]> {
-    // Built on the heap, block by block, to keep large pools off the stack.
-    let v: Vec<PoolBlock> = (0..N).map(|_| PoolBlock::ZERO).collect();
-    v.into_boxed_slice().try_into().ok().unwrap()
-}
+mod common;
+use common::{mem, Event, Ledger, BASE};
 
 fn pool<const N: usize>(m: &mut [PoolBlock; N]) -> TablePool<'_, N> {
     TablePool::new(m, PhysAddr::new(BASE), Mva::new(0xC400_0000)).unwrap()
+}
+
+fn maint() -> Arm926<MockCp15> {
+    Arm926::new(MockCp15::arm926())
 }
 
 fn attrs(d: u8) -> MapAttrs {
@@ -264,21 +266,18 @@ fn unmap_needs_whole_pages_and_frees_empty_tables() {
     let f = t.unmap(&mut p, Mva::new(0x0201_0000), 0x1000).unwrap();
     assert_eq!(
         f.tlb(),
-        TlbInvalidate::Pages {
-            start: Mva::new(0x0201_0000),
-            len: 0x1000,
-            step: 0x1000
-        },
+        TlbInvalidate::Pages(TlbPages::new(Mva::new(0x0201_0000), 0x1000, Align::KIB_4).unwrap()),
         "exactly the unmapped page's TLB entry"
     );
-    // SAFETY: host test.
-    unsafe { f.ignore() };
+    assert_eq!(f.tables_to_free(), 0);
+    f.flush(&mut maint(), &mut p);
     assert_eq!(p.free_units(), free - 1, "table still holds the large page");
     let f = t.unmap(&mut p, Mva::new(0x0200_0000), 0x10000).unwrap();
-    // SAFETY: host test.
-    unsafe { f.ignore() };
-    assert_eq!(p.free_units(), free, "empty table freed");
     assert_eq!(t.l1_entry(&p, 0x20).unwrap(), L1Descriptor::FAULT);
+    assert_eq!(p.free_units(), free - 1, "not freed before the flush");
+    assert_eq!(f.tables_to_free(), 1);
+    f.flush(&mut maint(), &mut p);
+    assert_eq!(p.free_units(), free, "empty table freed by the flush");
 }
 
 #[test]
@@ -344,4 +343,499 @@ fn release_returns_every_table() {
     unsafe { t.release(&mut p).unwrap() };
     assert_eq!(p.free_units(), free);
     let _ = TableKind::Fine;
+}
+
+fn small(
+    t: &mut PageTable,
+    a: &mut impl TableAlloc,
+    mva: u32,
+    pa: u32,
+) -> mmu_armv5::table::TableFlush {
+    t.map(
+        a,
+        Mva::new(mva),
+        PhysAddr::new(pa),
+        0x1000,
+        attrs(1),
+        SizePolicy::Exactly(PageSizeKind::Small),
+    )
+    .unwrap()
+}
+
+/// Regression: `unmap` freed an emptied second-level table at once, while
+/// the walker could still reach it through the uncleaned first-level entry
+/// or cached translations, and dropping the token was safe. The table is now
+/// freed by `flush`, after the first-level line is cleaned and the TLB
+/// invalidated; a dropped token leaks it.
+#[test]
+fn an_unlinked_table_is_freed_only_after_its_maintenance() {
+    let mut mem = mem::<8>();
+    let ledger = Ledger::default();
+    let mut a = ledger.alloc(&mut mem);
+    let mut t = PageTable::new(&mut a).unwrap();
+    small(&mut t, &mut a, 0x0060_0000, 0x0100_0000).flush(&mut ledger.maint(), &mut a);
+    let table = t.l1_entry(&a, 6).unwrap().table().unwrap();
+    assert!(t.owns_l2_table(6));
+    let f = t.unmap(&mut a, Mva::new(0x0060_0000), 0x1000).unwrap();
+    assert!(ledger.is_live(table.1), "still allocated after unmap");
+    ledger.clear_log();
+    f.flush(&mut ledger.maint(), &mut a);
+    let log = ledger.log();
+    let freed = log
+        .iter()
+        .position(|e| *e == Event::Free(table.1))
+        .expect("freed by the flush");
+    let l1_line = t.root_table().entry_mva(&a, 6).as_u32() & !31;
+    let cleaned = log
+        .iter()
+        .position(|e| *e == Event::Clean(l1_line))
+        .unwrap();
+    let drained = log.iter().position(|e| *e == Event::Drain).unwrap();
+    let invalidated = log
+        .iter()
+        .position(|e| matches!(e, Event::TlbEntry(0x0060_0000) | Event::TlbAll))
+        .unwrap();
+    assert!(
+        cleaned < drained && drained < freed && invalidated < freed,
+        "{log:?}"
+    );
+
+    // A dropped token leaks the table instead of freeing it.
+    small(&mut t, &mut a, 0x0060_0000, 0x0100_0000).flush(&mut ledger.maint(), &mut a);
+    let table = t.l1_entry(&a, 6).unwrap().table().unwrap();
+    drop(t.unmap(&mut a, Mva::new(0x0060_0000), 0x1000).unwrap());
+    assert!(ledger.is_live(table.1), "leaked, never freed");
+    assert_eq!(t.l1_entry(&a, 6).unwrap(), L1Descriptor::FAULT);
+}
+
+/// Regression: `set_l1_entry` linked slot 7 to slot 6's coarse table; `unmap`
+/// of slot 6 freed it while slot 7 still pointed at it, a later `map` reused
+/// it, `lookup(0x0070_0000)` returned the new mapping's PA, and `release`
+/// freed it twice. Safe code can no longer link a table twice.
+#[test]
+fn a_table_cannot_be_linked_twice_by_safe_code() {
+    let mut mem = mem::<8>();
+    let ledger = Ledger::default();
+    let mut a = ledger.alloc(&mut mem);
+    let mut t = PageTable::new(&mut a).unwrap();
+    small(&mut t, &mut a, 0x0060_0000, 0x0100_0000).flush(&mut ledger.maint(), &mut a);
+    let link = t.l1_entry(&a, 6).unwrap();
+    assert_eq!(
+        t.set_l1_entry(&a, 7, link),
+        Err(TableError::TableLinkRefused(7))
+    );
+    t.unmap(&mut a, Mva::new(0x0060_0000), 0x1000)
+        .unwrap()
+        .flush(&mut ledger.maint(), &mut a);
+    small(&mut t, &mut a, 0x0080_0000, 0x0200_0000).flush(&mut ledger.maint(), &mut a);
+    assert_eq!(t.lookup(&a, Mva::new(0x0070_0000)), Ok(None));
+    // SAFETY: the table was never loaded.
+    unsafe { t.release(&mut a).unwrap() };
+    assert_eq!(ledger.live(), 0, "every table freed exactly once");
+}
+
+/// Overwriting an owned table's slot with a section frees the table through
+/// the token; the unchecked variant hands it to the caller instead.
+#[test]
+fn replacing_a_table_link_frees_or_returns_the_old_table() {
+    let mut mem = mem::<8>();
+    let ledger = Ledger::default();
+    let mut a = ledger.alloc(&mut mem);
+    let mut t = PageTable::new(&mut a).unwrap();
+    small(&mut t, &mut a, 0x0060_0000, 0x0100_0000).flush(&mut ledger.maint(), &mut a);
+    let (_, old) = t.l1_entry(&a, 6).unwrap().table().unwrap();
+    let f = t.set_l1_entry(&a, 6, L1Descriptor::FAULT).unwrap();
+    assert_eq!(f.tlb(), TlbInvalidate::All, "pages of any size were cached");
+    assert_eq!(f.tables_to_free(), 1);
+    assert!(ledger.is_live(old));
+    f.flush(&mut ledger.maint(), &mut a);
+    assert!(!ledger.is_live(old));
+
+    small(&mut t, &mut a, 0x0060_0000, 0x0100_0000).flush(&mut ledger.maint(), &mut a);
+    let (kind, old) = t.l1_entry(&a, 6).unwrap().table().unwrap();
+    // SAFETY: a fault descriptor links nothing.
+    let (f, given) = unsafe {
+        t.set_l1_entry_unchecked(&a, 6, L1Descriptor::FAULT)
+            .unwrap()
+    };
+    assert_eq!(f.tables_to_free(), 0);
+    f.flush(&mut ledger.maint(), &mut a);
+    let given = given.expect("the old table is the caller's now");
+    assert_eq!((given.kind, given.pa), (kind, old));
+    assert!(ledger.is_live(old));
+    // SAFETY: unlinked and flushed above; the caller owns it.
+    unsafe { a.deallocate(given.kind, given.pa) };
+    // SAFETY: never loaded.
+    unsafe { t.release(&mut a).unwrap() };
+    assert_eq!(ledger.live(), 0);
+}
+
+/// Shared first-level entries: the owner gives the tables up, so neither
+/// table frees them, whatever either unmaps.
+#[test]
+fn shared_tables_are_never_freed_by_either_table() {
+    let mut mem = mem::<8>();
+    let ledger = Ledger::default();
+    let mut a = ledger.alloc(&mut mem);
+    let mut kernel = PageTable::new(&mut a).unwrap();
+    small(&mut kernel, &mut a, 0x0060_0000, 0x0100_0000).flush(&mut ledger.maint(), &mut a);
+    let (_, shared) = kernel.l1_entry(&a, 6).unwrap().table().unwrap();
+    let mut process = PageTable::new(&mut a).unwrap();
+    kernel
+        .share_l1_entries(&a, &mut process, 4..8)
+        .unwrap()
+        .flush(&mut ledger.maint(), &mut a);
+    assert!(!kernel.owns_l2_table(6) && !process.owns_l2_table(6));
+    assert_eq!(
+        process
+            .lookup(&a, Mva::new(0x0060_0000))
+            .unwrap()
+            .map(|m| m.pa),
+        Some(PhysAddr::new(0x0100_0000))
+    );
+    // Sharing again into a table that has the entry already is refused.
+    assert_eq!(
+        kernel.share_l1_entries(&a, &mut process, 6..7),
+        Err(TableError::AlreadyMapped(Mva::new(0x0060_0000)))
+    );
+    for t in [&mut process, &mut kernel] {
+        let f = t.unmap(&mut a, Mva::new(0x0060_0000), 0x1000);
+        if let Ok(f) = f {
+            assert_eq!(f.tables_to_free(), 0);
+            f.flush(&mut ledger.maint(), &mut a);
+        }
+    }
+    assert!(ledger.is_live(shared));
+    assert_eq!(
+        kernel.l1_entry(&a, 6).unwrap().table().map(|t| t.1),
+        Some(shared)
+    );
+    // SAFETY: neither table was loaded.
+    unsafe {
+        process.release(&mut a).unwrap();
+        kernel.release(&mut a).unwrap();
+    }
+    assert_eq!(ledger.live(), 1, "only the shared table remains");
+    assert!(ledger.is_live(shared));
+}
+
+#[test]
+fn moving_an_entry_moves_its_ownership() {
+    let mut mem = mem::<8>();
+    let ledger = Ledger::default();
+    let mut a = ledger.alloc(&mut mem);
+    let mut t = PageTable::new(&mut a).unwrap();
+    small(&mut t, &mut a, 0x0A00_0000, 0x0100_0000).flush(&mut ledger.maint(), &mut a);
+    assert_eq!(
+        t.move_l1_entry(&a, 0xA0, 0xA0).map(|f| f.tables_to_free()),
+        Err(TableError::AlreadyMapped(Mva::new(0x0A00_0000)))
+    );
+    let f = t.move_l1_entry(&a, 0xA0, 0).unwrap();
+    assert_eq!(f.tlb(), TlbInvalidate::All);
+    f.flush(&mut ledger.maint(), &mut a);
+    assert!(t.owns_l2_table(0) && !t.owns_l2_table(0xA0));
+    assert_eq!(
+        t.lookup(&a, Mva::new(0)).unwrap().map(|m| m.pa),
+        Some(PhysAddr::new(0x0100_0000))
+    );
+    t.unmap(&mut a, Mva::new(0), 0x1000)
+        .unwrap()
+        .flush(&mut ledger.maint(), &mut a);
+    // SAFETY: never loaded.
+    unsafe { t.release(&mut a).unwrap() };
+    assert_eq!(ledger.live(), 0);
+}
+
+/// A table adopted with `from_root` owns nothing it did not allocate.
+#[test]
+fn adopted_tables_are_never_freed() {
+    let mut mem = mem::<8>();
+    let ledger = Ledger::default();
+    let mut a = ledger.alloc(&mut mem);
+    let mut boot = PageTable::new(&mut a).unwrap();
+    small(&mut boot, &mut a, 0x0060_0000, 0x0100_0000).flush(&mut ledger.maint(), &mut a);
+    let mut adopted = PageTable::from_root(boot.root(), boot.encoding()).unwrap();
+    assert!(!adopted.owns_l2_table(6));
+    let f = adopted
+        .unmap(&mut a, Mva::new(0x0060_0000), 0x1000)
+        .unwrap();
+    assert_eq!(f.tables_to_free(), 0);
+    f.flush(&mut ledger.maint(), &mut a);
+    let live = ledger.live();
+    // SAFETY: never loaded.
+    unsafe { adopted.release(&mut a).unwrap() };
+    assert_eq!(
+        ledger.live(),
+        live,
+        "neither the root nor the boot table's tables"
+    );
+    // SAFETY: never loaded.
+    unsafe { boot.release(&mut a).unwrap() };
+    assert_eq!(ledger.live(), 0);
+}
+
+mod sequences {
+    //! Random sequences of every table operation on two tables sharing one
+    //! allocator, against a reference model of the mappings. The ledger
+    //! allocator panics on a double free; after every step no first-level
+    //! entry of either table may link a freed table; tokens are flushed at
+    //! once, merged and flushed later, or dropped.
+
+    use super::*;
+    use common::proptest_config_with;
+    use mmu_armv5::table::TableFlush;
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// First-level slots the sequences use (pages 0..4 of each size in
+    /// each, so operations often meet each other).
+    const SLOTS: u8 = 6;
+
+    #[derive(Clone, Copy, Debug)]
+    enum Op {
+        Map {
+            t: usize,
+            slot: u8,
+            page: u8,
+            size: u8,
+            frame: u16,
+        },
+        Unmap {
+            t: usize,
+            slot: u8,
+            page: u8,
+            size: u8,
+        },
+        Protect {
+            t: usize,
+            slot: u8,
+            page: u8,
+            size: u8,
+        },
+        SetL1 {
+            t: usize,
+            slot: u8,
+            what: u8,
+            from: u8,
+        },
+        Share {
+            first: u8,
+            count: u8,
+        },
+        Move {
+            t: usize,
+            from: u8,
+            to: u8,
+        },
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    enum Mode {
+        Now,
+        Later,
+        Drop,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let t = 0..2usize;
+        let slot = 0..SLOTS;
+        prop_oneof![
+            4 => (t.clone(), slot.clone(), 0..4u8, 0..4u8, any::<u16>())
+                .prop_map(|(t, slot, page, size, frame)| Op::Map { t, slot, page, size, frame }),
+            3 => (t.clone(), slot.clone(), 0..4u8, 0..4u8)
+                .prop_map(|(t, slot, page, size)| Op::Unmap { t, slot, page, size }),
+            1 => (t.clone(), slot.clone(), 0..4u8, 0..4u8)
+                .prop_map(|(t, slot, page, size)| Op::Protect { t, slot, page, size }),
+            1 => (t.clone(), slot.clone(), 0..3u8, 0..SLOTS)
+                .prop_map(|(t, slot, what, from)| Op::SetL1 { t, slot, what, from }),
+            1 => (0..SLOTS, 1..3u8).prop_map(|(first, count)| Op::Share { first, count }),
+            1 => (t, slot.clone(), slot).prop_map(|(t, from, to)| Op::Move { t, from, to }),
+        ]
+    }
+
+    fn mode() -> impl Strategy<Value = Mode> {
+        prop_oneof![3 => Just(Mode::Now), 2 => Just(Mode::Later), 1 => Just(Mode::Drop)]
+    }
+
+    fn kind(size: u8) -> PageSizeKind {
+        [
+            PageSizeKind::Tiny,
+            PageSizeKind::Small,
+            PageSizeKind::Large,
+            PageSizeKind::Section,
+        ][usize::from(size % 4)]
+    }
+
+    /// The MVA of page `page` of size `size` in `slot`.
+    fn at(slot: u8, page: u8, size: u8) -> u32 {
+        let k = kind(size);
+        let pages_per_mib = (1u32 << 20) >> k.shift();
+        (u32::from(slot) << 20) | ((u32::from(page) % pages_per_mib) << k.shift())
+    }
+
+    /// Mappings per table: page MVA -> (PA, size).
+    type Model = [BTreeMap<u32, (u32, PageSizeKind)>; 2];
+
+    fn in_slot(mva: u32, slot: u8) -> bool {
+        mva >> 20 == u32::from(slot)
+    }
+
+    proptest! {
+        #![proptest_config(proptest_config_with(256, 2))]
+
+        #[test]
+        fn table_operations_never_free_a_linked_table(
+            steps in prop::collection::vec((op(), mode()), 1..if cfg!(miri) { 8 } else { 60 }),
+        ) {
+            let mut mem = mem::<8>();
+            let ledger = Ledger::default();
+            let mut a = ledger.alloc(&mut mem);
+            let mut tables = [PageTable::new(&mut a).unwrap(), PageTable::new(&mut a).unwrap()];
+            let mut model: Model = [BTreeMap::new(), BTreeMap::new()];
+            // Slots whose second-level table was ever shared: not modelled.
+            let mut shared: BTreeSet<u8> = BTreeSet::new();
+            // The second-level tables given up by sharing (never freed).
+            let mut shared_tables: BTreeSet<u32> = BTreeSet::new();
+            let mut pending = TableFlush::new();
+            let mut leaked = 0u32;
+            for (op, mode) in steps {
+                ledger.clear_log();
+                let r = match op {
+                    Op::Map { t, slot, page, size, frame } => {
+                        let k = kind(size);
+                        let mva = at(slot, page, size);
+                        let pa = (u32::from(frame) << k.shift()) & !(k.size() - 1);
+                        let r = tables[t].map(&mut a, Mva::new(mva), PhysAddr::new(pa), k.size(),
+                            attrs(1), SizePolicy::Exactly(k));
+                        if r.is_ok() && !shared.contains(&slot) {
+                            model[t].insert(mva, (pa, k));
+                        }
+                        r
+                    }
+                    Op::Unmap { t, slot, page, size } => {
+                        let k = kind(size);
+                        let mva = at(slot, page, size);
+                        let r = tables[t].unmap(&mut a, Mva::new(mva), k.size());
+                        if r.is_ok() {
+                            model[t].retain(|&m, _| m < mva || m >= mva + k.size());
+                        }
+                        r
+                    }
+                    Op::Protect { t, slot, page, size } => {
+                        let k = kind(size);
+                        tables[t].protect(&mut a, Mva::new(at(slot, page, size)), k.size(),
+                            Ap::PrivRw, CachePolicy::WriteThrough)
+                    }
+                    Op::SetL1 { t, slot, what, from } => {
+                        let desc = match what {
+                            0 => L1Descriptor::FAULT,
+                            1 => L1Descriptor::from_bits(0x0900_0000 | (1 << 5) | 0b10),
+                            _ => tables[t].l1_entry(&a, usize::from(from)).unwrap(),
+                        };
+                        let r = tables[t].set_l1_entry(&a, usize::from(slot), desc);
+                        match (&r, desc) {
+                            (Err(e), _) => prop_assert_eq!(
+                                *e, TableError::TableLinkRefused(usize::from(slot)),
+                                "only table links are refused"),
+                            (Ok(_), d) => {
+                                model[t].retain(|&m, _| !in_slot(m, slot));
+                                if let L1Descriptor::Section(s) = d {
+                                    model[t].insert(u32::from(slot) << 20,
+                                        (s.frame.start().as_u32(), PageSizeKind::Section));
+                                }
+                            }
+                        }
+                        r
+                    }
+                    Op::Share { first, count } => {
+                        let (k, p) = tables.split_at_mut(1);
+                        let slots = usize::from(first)..usize::from(first + count).min(usize::from(SLOTS));
+                        let r = k[0].share_l1_entries(&a, &mut p[0], slots.clone());
+                        if r.is_ok() {
+                            for s in slots {
+                                if let Some((_, pa)) = k[0].l1_entry(&a, s).unwrap().table() {
+                                    shared.insert(s as u8);
+                                    shared_tables.insert(pa.as_u32());
+                                }
+                                let slot = s as u8;
+                                let copied: Vec<_> = model[0].iter()
+                                    .filter(|(m, _)| in_slot(**m, slot))
+                                    .map(|(m, v)| (*m, *v)).collect();
+                                model[1].extend(copied);
+                            }
+                        }
+                        r
+                    }
+                    Op::Move { t, from, to } => {
+                        let r = tables[t].move_l1_entry(&a, usize::from(from), usize::from(to));
+                        if r.is_ok() && from != to {
+                            let moved: Vec<_> = model[t].iter()
+                                .filter(|(m, _)| in_slot(**m, from))
+                                .map(|(m, v)| (*m, *v)).collect();
+                            model[t].retain(|&m, _| !in_slot(m, from));
+                            for (m, v) in moved {
+                                model[t].insert((m & 0xF_FFFF) | (u32::from(to) << 20), v);
+                            }
+                            if shared.contains(&from) {
+                                shared.insert(to);
+                            }
+                        }
+                        r
+                    }
+                };
+                // Operations never free: only a flush does, after its maintenance.
+                prop_assert!(
+                    !ledger.log().iter().any(|e| matches!(e, Event::Free(_))),
+                    "{:?} freed a table before any maintenance", op
+                );
+                if let Ok(f) = r {
+                    match mode {
+                        Mode::Now => f.flush(&mut ledger.maint(), &mut a),
+                        Mode::Later => pending.merge(f),
+                        Mode::Drop => {
+                            leaked += f.tables_to_free();
+                            drop(f);
+                        }
+                    }
+                }
+                // No first-level entry links a freed table.
+                for t in &tables {
+                    for s in 0..usize::from(SLOTS) {
+                        if let Some((_, pa)) = t.l1_entry(&a, s).unwrap().table() {
+                            prop_assert!(ledger.is_live(pa), "slot {} links freed {}", s, pa);
+                        }
+                    }
+                }
+            }
+            prop_assert_eq!(pending.leaked_tables(), 0);
+            pending.flush(&mut ledger.maint(), &mut a);
+            // The tables agree with the model outside shared slots.
+            for (t, table) in tables.iter().enumerate() {
+                let found: BTreeMap<u32, (u32, PageSizeKind)> = table
+                    .mappings(&a)
+                    .map(|m| m.unwrap())
+                    .filter(|m| !shared.contains(&((m.mva.as_u32() >> 20) as u8)))
+                    .map(|m| (m.mva.as_u32(), (m.pa.as_u32(), m.size)))
+                    .collect();
+                let want: BTreeMap<u32, (u32, PageSizeKind)> = model[t]
+                    .iter()
+                    .filter(|(m, _)| !shared.contains(&((**m >> 20) as u8)))
+                    .map(|(m, v)| (*m, *v))
+                    .collect();
+                prop_assert_eq!(found, want, "table {}", t);
+            }
+            let [k, p] = tables;
+            // SAFETY: neither table was ever loaded.
+            unsafe {
+                p.release(&mut a).unwrap();
+                k.release(&mut a).unwrap();
+            }
+            // What is left: exactly the tables of dropped tokens and the
+            // shared tables.
+            for &pa in &shared_tables {
+                prop_assert!(ledger.is_live(PhysAddr::new(pa)));
+            }
+            prop_assert_eq!(ledger.live() as u32, leaked + shared_tables.len() as u32);
+        }
+    }
 }

@@ -132,6 +132,7 @@ use crate::mappings::{AddressSpace, Mapping, Mappings, PageSize};
 use crate::phys::PhysMemory;
 use crate::region::{Rights, FRAME_SIZE};
 use core::fmt;
+use mmu_armv5::addr::Align;
 use mmu_armv5::regs::{Cp15, Cp15Reg};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
 
@@ -539,7 +540,7 @@ impl Exchange {
             .filter(|_| req.count > 0)
             .ok_or(ExchangeError::BadCount(req.count))?;
         for va in [req.target, req.resource] {
-            if !va.is_aligned(size) {
+            if !Align::new(size).is_some_and(|a| va.is_aligned(a)) {
                 return Err(ExchangeError::Misaligned(va));
             }
             if va.as_u32().checked_add(len - 1).is_none() {
@@ -615,8 +616,8 @@ impl Exchange {
         }
         if directory {
             let whole = len == DIRECTORY_SIZE
-                && first.0.is_aligned(DIRECTORY_SIZE)
-                && first.1.is_aligned(DIRECTORY_SIZE);
+                && first.0.is_aligned(Align::KIB_16)
+                && first.1.is_aligned(Align::KIB_16);
             let mut only = true;
             for f in 0..DIRECTORY_SIZE / FRAME_SIZE {
                 if whole {

@@ -28,6 +28,7 @@
 
 use crate::region::{InitialUse, Location, Region, Rights, FRAME_SIZE, SECTION_SIZE};
 use core::fmt;
+use mmu_armv5::addr::Align;
 use mmu_armv5::PhysAddr;
 
 /// Largest address-space number a frame can record as its owner.
@@ -688,7 +689,7 @@ impl<'a, const R: usize> FrameTable<'a, R> {
         movable: bool,
     ) -> Result<(), FrameError> {
         let bad = FrameError::BadRange(pa, len);
-        if len == 0 || !pa.is_aligned(FRAME_SIZE) || !len.is_multiple_of(FRAME_SIZE) {
+        if len == 0 || !pa.is_aligned(Align::KIB_4) || !len.is_multiple_of(FRAME_SIZE) {
             return Err(bad);
         }
         let last = pa.checked_add(len - 1).ok_or(bad)?;

@@ -7,6 +7,7 @@
 //! stay at two bytes.
 
 use core::fmt;
+use mmu_armv5::addr::Align;
 use mmu_armv5::PhysAddr;
 
 /// Size of one frame: a 4 KiB small page.
@@ -185,7 +186,7 @@ impl Region {
         location: Location,
         initial: InitialUse,
     ) -> Result<Region, RegionError> {
-        if !base.is_aligned(FRAME_SIZE) {
+        if !base.is_aligned(Align::KIB_4) {
             return Err(RegionError::MisalignedBase(base));
         }
         if size == 0 || !size.is_multiple_of(FRAME_SIZE) {

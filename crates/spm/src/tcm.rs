@@ -42,6 +42,7 @@
 
 use crate::region::{InitialUse, Location, Region, RegionError};
 use core::fmt;
+use mmu_armv5::addr::Align;
 use mmu_armv5::regs::{self, Cp15, Cp15Ext, TcmRegion, TcmSize, TcmStatus};
 use mmu_armv5::PhysAddr;
 
@@ -281,7 +282,11 @@ impl TcmBank {
         if !size.is_power_of_two() || size < 4096 || size > (1 << 20) {
             return Err(TcmError::BadBoardSize { kind, size });
         }
-        if !base.is_aligned(size) {
+        let aligned = match Align::new(size) {
+            Some(a) => base.is_aligned(a),
+            None => false,
+        };
+        if !aligned {
             return Err(TcmError::Misaligned {
                 kind,
                 base,
@@ -740,7 +745,7 @@ fn plan_kind(
     }
     let base = board.place_base(kind);
     // Sizes are powers of two from 4 KiB (the register's encodings).
-    if !base.is_aligned(hw.size) {
+    if !Align::new(hw.size).is_some_and(|a| base.is_aligned(a)) {
         return Err(TcmError::Misaligned {
             kind,
             base,

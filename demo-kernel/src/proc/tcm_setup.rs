@@ -309,7 +309,7 @@ pub fn init() -> Result<(), InitError> {
             ),
             SizePolicy::Exactly(mmu_armv5::size::PageSizeKind::Section),
         )
-        .map(|f| f.flush(&mut crate::mmu::maint()))
+        .map(|f| f.flush(&mut crate::mmu::maint(), pool))
     })
     .map_err(InitError::Table)?;
     crate::cp15::invalidate_tlb();

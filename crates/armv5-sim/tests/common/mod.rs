@@ -45,3 +45,40 @@ pub fn enable(m: &mut Machine, l1: u32) {
     m.set_dacr(Dacr::ALL_CLIENT);
     m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
 }
+
+/// Most proptest cases per property under Miri, which interprets every
+/// access of the model (milliseconds each).
+pub const MIRI_CASES: u32 = 8;
+
+/// Proptest configuration: `cases` cases natively; under Miri at most
+/// [`MIRI_CASES`], without failure persistence (Miri isolates file access).
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest_config_with(cases, MIRI_CASES)
+}
+
+/// As [`proptest_config`], with `miri` cases under Miri.
+pub fn proptest_config_with(cases: u32, miri: u32) -> proptest::test_runner::Config {
+    if cfg!(miri) {
+        proptest::test_runner::Config {
+            cases: cases.min(miri),
+            failure_persistence: None,
+            ..Default::default()
+        }
+    } else {
+        proptest::test_runner::Config::with_cases(cases)
+    }
+}
+
+/// `n` natively; under Miri `n / 10` (at least 1): loop counts of tests
+/// that drive the model directly.
+pub const fn scaled(n: u32) -> u32 {
+    if cfg!(miri) {
+        if n / 10 == 0 {
+            1
+        } else {
+            n / 10
+        }
+    } else {
+        n
+    }
+}

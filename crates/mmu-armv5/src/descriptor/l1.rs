@@ -296,6 +296,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
         #[test]
         fn encode_then_decode_round_trips(desc in arb_l1()) {
             prop_assert_eq!(L1Descriptor::from_bits(desc.to_bits()), desc);

@@ -239,6 +239,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "131,072 mock loop iterations take a minute under Miri; no unsafe code involved"
+    )]
     fn a_backend_that_never_reports_clean_hits_the_cap_and_never_invalidates() {
         let mut m = MockCp15::arm926();
         m.set_dirty_iterations(DIRTY_FOREVER);
@@ -336,6 +340,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
         #[test]
         fn loop_length_matches_dirty_iterations(n in 0u32..400) {
             let mut m = MockCp15::arm926();

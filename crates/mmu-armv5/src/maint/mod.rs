@@ -54,13 +54,30 @@ pub use xscale::XScale;
 
 use crate::addr::ModifiedVirtAddr;
 
+/// The distance between line operations that covers every line of a cache
+/// whose lines are `line` bytes: `line` itself if it is a power of two of at
+/// least a word, otherwise one word (every line is then visited, several
+/// times over). Guards the loops below against an implementation whose
+/// [`CacheMaintenance::DCACHE_LINE`] is zero or odd.
+#[inline]
+#[must_use]
+pub(crate) const fn line_step(line: u32) -> u32 {
+    if line.is_power_of_two() && line >= 4 {
+        line
+    } else {
+        4
+    }
+}
+
 /// Cache, write-buffer and TLB maintenance of one CPU.
 ///
 /// Whole-cache operations that would discard dirty data are not offered
 /// without a clean: only [`CacheMaintenance::invalidate_dcache_line`] can
 /// lose writes, and it is `unsafe`.
 pub trait CacheMaintenance {
-    /// D-cache line length in bytes (32 on ARM926EJ-S, XScale and SA-1100).
+    /// D-cache line length in bytes (32 on ARM926EJ-S, XScale and SA-1100):
+    /// a power of two, at most the real line length. (Range loops in this
+    /// crate step by one word if it is not a power of two of at least 4.)
     const DCACHE_LINE: u32;
 
     /// Cleans (writes back) and invalidates the whole D-cache, then drains the write buffer.
@@ -89,7 +106,7 @@ pub trait CacheMaintenance {
     /// Cleans every D-cache line overlapping `[mva, mva + len)`, then drains the
     /// write buffer: what the hardware table walker needs after a table write.
     fn clean_dcache_range(&mut self, mva: ModifiedVirtAddr, len: u32) {
-        let line = Self::DCACHE_LINE;
+        let line = line_step(Self::DCACHE_LINE);
         let start = mva.as_u32() & !(line - 1);
         let end = mva.as_u32().saturating_add(len);
         let mut a = start;
@@ -110,5 +127,64 @@ pub trait CacheMaintenance {
         self.clean_invalidate_dcache();
         self.invalidate_icache();
         self.invalidate_tlb();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::irq::{self, IrqState};
+    use crate::regs::{Cp15, Cp15Op, Cp15Reg, MockCp15};
+    use std::vec::Vec;
+
+    /// Records the interrupt masks at every maintenance operation.
+    struct IrqSpy(MockCp15, Vec<(Cp15Op, IrqState)>);
+
+    impl Cp15 for IrqSpy {
+        fn read(&self, reg: Cp15Reg) -> u32 {
+            self.0.read(reg)
+        }
+        unsafe fn write(&mut self, reg: Cp15Reg, value: u32) {
+            // SAFETY: mock backend.
+            unsafe { self.0.write(reg, value) }
+        }
+        unsafe fn op(&mut self, op: Cp15Op, value: u32) {
+            self.1.push((op, irq::current()));
+            // SAFETY: mock backend.
+            unsafe { self.0.op(op, value) }
+        }
+        fn test_clean_invalidate_dcache(&mut self) -> bool {
+            true
+        }
+        fn test_clean_dcache(&mut self) -> bool {
+            true
+        }
+    }
+
+    /// Regression (issue 12, item 6): XScale and SA-1100 "clean and
+    /// invalidate line" is two operations; an interrupt between them could
+    /// dirty the line again and the invalidate would discard that write.
+    /// Interrupts are now masked across the pair.
+    #[test]
+    fn split_clean_and_invalidate_runs_with_interrupts_masked() {
+        let _serial = irq::tests::LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let region = CleanRegion::new(ModifiedVirtAddr::new(0xE000_0000), 0x2000, 32).unwrap();
+        // SAFETY: mock backend; nothing is mapped or touched.
+        let mut x = unsafe { XScale::new(IrqSpy(MockCp15::pxa255(), Vec::new()), region) };
+        x.clean_invalidate_dcache_line(ModifiedVirtAddr::new(0x1234));
+        // SAFETY: as above.
+        let mut s = unsafe { Sa1100::new(IrqSpy(MockCp15::sa1110(), Vec::new()), |_| {}, region) };
+        s.clean_invalidate_dcache_line(ModifiedVirtAddr::new(0x1234));
+        let (sc, _) = s.into_parts();
+        for log in [&x.into_inner().1, &sc.1] {
+            assert_eq!(
+                log.as_slice(),
+                &[
+                    (Cp15Op::CleanDCacheLine, IrqState::MASKED),
+                    (Cp15Op::InvalidateDCacheLine, IrqState::MASKED)
+                ]
+            );
+        }
+        assert_eq!(irq::current(), IrqState::ENABLED, "masks restored");
     }
 }

@@ -10,7 +10,8 @@
 //! the mini-cache can be given with [`Sa1100::with_minicache`].
 //!
 //! Missing operations are widened, never narrowed: "clean and invalidate D
-//! line" is clean (`c7, c10, 1`) then invalidate (`c7, c6, 1`); "invalidate
+//! line" is clean (`c7, c10, 1`) then invalidate (`c7, c6, 1`), with IRQ and
+//! FIQ masked in between (see [`crate::irq`]); "invalidate
 //! I line" invalidates the whole I-cache; "invalidate TLB entry" invalidates
 //! the D-TLB entry (`c8, c6, 1`) and the whole I-TLB (`c8, c5, 0`).
 
@@ -180,8 +181,12 @@ impl<C: Cp15, R: FlushRead> CacheMaintenance for Sa1100<C, R> {
     #[inline]
     fn clean_invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr) {
         let l = Self::line(mva);
-        self.safe_op(Cp15Op::CleanDCacheLine, l);
-        self.safe_op(Cp15Op::InvalidateDCacheLine, l);
+        // Interrupts masked: a handler writing the line between the clean
+        // and the invalidate would lose that write.
+        crate::irq::without_interrupts(|| {
+            self.safe_op(Cp15Op::CleanDCacheLine, l);
+            self.safe_op(Cp15Op::InvalidateDCacheLine, l);
+        });
     }
 
     #[inline]

@@ -14,7 +14,8 @@
 //!
 //! XScale lacks the unified operations "clean and invalidate D line"
 //! (`c7, c14, 1`) and "invalidate TLB entry" (`c8, c7, 1`): they are issued
-//! as clean then invalidate line (`c7, c10, 1` + `c7, c6, 1`) and as
+//! as clean then invalidate line (`c7, c10, 1` + `c7, c6, 1`, with IRQ and
+//! FIQ masked in between, so no handler's write to the line is lost) and as
 //! I-TLB entry + D-TLB entry (`c8, c5, 1` + `c8, c6, 1`), as Linux does.
 
 use super::clean_region::CleanRegion;
@@ -123,8 +124,12 @@ impl<C: Cp15> CacheMaintenance for XScale<C> {
     #[inline]
     fn clean_invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr) {
         let l = Self::line(mva);
-        self.safe_op(Cp15Op::CleanDCacheLine, l);
-        self.safe_op(Cp15Op::InvalidateDCacheLine, l);
+        // Interrupts masked: a handler writing the line between the clean
+        // and the invalidate would lose that write.
+        crate::irq::without_interrupts(|| {
+            self.safe_op(Cp15Op::CleanDCacheLine, l);
+            self.safe_op(Cp15Op::InvalidateDCacheLine, l);
+        });
     }
 
     #[inline]

@@ -84,6 +84,17 @@ pub enum CacheTypeError {
         /// The 12-bit size field.
         field: u16,
     },
+    /// A geometry whose size is not a whole, non-zero number of
+    /// `ways * line` sets, or with zero ways or a line that is not a power
+    /// of two (see [`CacheGeometry::new`]).
+    BadGeometry {
+        /// Total size in bytes.
+        size: u32,
+        /// Number of ways.
+        ways: u32,
+        /// Line length in bytes.
+        line: u32,
+    },
     /// `S` = 0 (unified cache) but `Dsize` and `Isize` differ.
     UnifiedMismatch {
         /// The `Dsize` field.
@@ -104,6 +115,10 @@ impl fmt::Display for CacheTypeError {
             CacheTypeError::Geometry { cache, field } => write!(
                 f,
                 "{cache:?} size field {field:#05x} describes an impossible geometry"
+            ),
+            CacheTypeError::BadGeometry { size, ways, line } => write!(
+                f,
+                "{size} bytes are not a whole number of sets of {ways} ways of {line}-byte lines"
             ),
             CacheTypeError::UnifiedMismatch { dsize, isize } => write!(
                 f,
@@ -190,19 +205,61 @@ impl CacheClass {
 }
 
 /// Size, associativity and line length of one cache.
+///
+/// The fields are private: [`CacheGeometry::new`] (and the register decoder)
+/// only make geometries with at least one set, so [`CacheGeometry::sets`]
+/// never divides by zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct CacheGeometry {
-    /// Total size in bytes.
-    pub size: u32,
-    /// Number of ways (1 = direct mapped).
-    pub ways: u32,
-    /// Line length in bytes.
-    pub line: u32,
+    size: u32,
+    ways: u32,
+    line: u32,
 }
 
 impl CacheGeometry {
-    /// Number of sets: `size / (ways * line)`.
+    /// A cache of `size` bytes, `ways` ways and `line`-byte lines.
+    ///
+    /// # Errors
+    /// [`CacheTypeError::BadGeometry`] unless `ways` is at least 1, `line`
+    /// is a power of two, and `size` is a non-zero multiple of
+    /// `ways * line` (which must fit in 32 bits).
+    pub const fn new(size: u32, ways: u32, line: u32) -> Result<CacheGeometry, CacheTypeError> {
+        let bad = CacheTypeError::BadGeometry { size, ways, line };
+        if ways == 0 || !line.is_power_of_two() {
+            return Err(bad);
+        }
+        let Some(set_bytes) = ways.checked_mul(line) else {
+            return Err(bad);
+        };
+        if size < set_bytes || !size.is_multiple_of(set_bytes) {
+            return Err(bad);
+        }
+        Ok(CacheGeometry { size, ways, line })
+    }
+
+    /// Total size in bytes.
+    #[inline]
+    #[must_use]
+    pub const fn size(self) -> u32 {
+        self.size
+    }
+
+    /// Number of ways (1 = direct mapped).
+    #[inline]
+    #[must_use]
+    pub const fn ways(self) -> u32 {
+        self.ways
+    }
+
+    /// Line length in bytes.
+    #[inline]
+    #[must_use]
+    pub const fn line(self) -> u32 {
+        self.line
+    }
+
+    /// Number of sets: `size / (ways * line)`, at least 1.
     #[inline]
     #[must_use]
     pub const fn sets(self) -> u32 {
@@ -235,14 +292,13 @@ impl CacheGeometry {
             (2 + m) << (assoc - 1)
         };
         let line = 1 << (len + 3);
-        let set_bytes = ways * line;
-        if size < set_bytes || !size.is_multiple_of(set_bytes) {
-            return Err(CacheTypeError::Geometry {
+        match CacheGeometry::new(size, ways, line) {
+            Ok(g) => Ok(Some(g)),
+            Err(_) => Err(CacheTypeError::Geometry {
                 cache,
                 field: (f & 0xfff) as u16,
-            });
+            }),
         }
-        Ok(Some(CacheGeometry { size, ways, line }))
     }
 }
 
@@ -399,10 +455,13 @@ mod tests {
             }
         );
         let dc = info.dcache.unwrap();
-        assert_eq!((dc.size, dc.ways, dc.line, dc.sets()), (8 * KIB, 4, 32, 64));
+        assert_eq!(
+            (dc.size(), dc.ways(), dc.line(), dc.sets()),
+            (8 * KIB, 4, 32, 64)
+        );
         let ic = info.icache.unwrap();
         assert_eq!(
-            (ic.size, ic.ways, ic.line, ic.sets()),
+            (ic.size(), ic.ways(), ic.line(), ic.sets()),
             (16 * KIB, 4, 32, 128)
         );
     }
@@ -420,9 +479,9 @@ mod tests {
             }
         );
         let dc = info.dcache.unwrap();
-        assert_eq!((dc.size, dc.ways, dc.line), (64 * KIB, 4, 32));
+        assert_eq!((dc.size(), dc.ways(), dc.line()), (64 * KIB, 4, 32));
         let ic = info.icache.unwrap();
-        assert_eq!((ic.size, ic.ways, ic.line), (4 * KIB, 4, 32));
+        assert_eq!((ic.size(), ic.ways(), ic.line()), (4 * KIB, 4, 32));
     }
 
     #[test]
@@ -432,7 +491,7 @@ mod tests {
         assert_eq!(info.class.lockdown, Lockdown::FormatA);
         let dc = info.dcache.unwrap();
         assert_eq!(
-            (dc.size, dc.ways, dc.line, dc.sets()),
+            (dc.size(), dc.ways(), dc.line(), dc.sets()),
             (16 * KIB, 64, 32, 8)
         );
     }
@@ -481,23 +540,68 @@ mod tests {
         let g = CacheGeometry::decode(sf(0b0011, 0, 0, 0b10), CacheSide::Data)
             .unwrap()
             .unwrap();
-        assert_eq!((g.size, g.ways, g.line, g.sets()), (4 * KIB, 1, 32, 128));
+        assert_eq!(
+            (g.size(), g.ways(), g.line(), g.sets()),
+            (4 * KIB, 1, 32, 128)
+        );
         // M = 1: x3 sizes and ways.
         let g = CacheGeometry::decode(sf(0b0011, 1, 1, 0b10), CacheSide::Data)
             .unwrap()
             .unwrap();
-        assert_eq!((g.size, g.ways), (6 * KIB, 3));
+        assert_eq!((g.size(), g.ways()), (6 * KIB, 3));
     }
 
     proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
         #[test]
         fn decode_never_panics_and_is_consistent(bits in any::<u32>()) {
             if let Ok(info) = CacheType::from_bits(bits).decode() {
                 for g in [info.dcache, info.icache].into_iter().flatten() {
                     prop_assert!(g.sets() >= 1);
-                    prop_assert_eq!(g.sets() * g.ways * g.line, g.size);
+                    prop_assert_eq!(g.sets() * g.ways() * g.line(), g.size());
                 }
             }
         }
+
+        /// Regression: `sets` divided by `ways * line` of public fields, so
+        /// a geometry with zero ways panicked (division by zero) and a large
+        /// `ways * line` overflowed. Only checked geometries exist now.
+        #[test]
+        fn only_geometries_with_sets_can_be_made(
+            size in any::<u32>(),
+            ways in prop_oneof![Just(0u32), Just(u32::MAX), 0u32..256],
+            line in prop_oneof![Just(0u32), 0u32..1024, Just(1 << 31)],
+        ) {
+            match CacheGeometry::new(size, ways, line) {
+                Ok(g) => {
+                    prop_assert!(g.sets() >= 1);
+                    prop_assert_eq!(
+                        u64::from(g.sets()) * u64::from(g.ways()) * u64::from(g.line()),
+                        u64::from(g.size())
+                    );
+                }
+                Err(e) => prop_assert_eq!(e, CacheTypeError::BadGeometry { size, ways, line }),
+            }
+        }
+    }
+
+    #[test]
+    fn zero_ways_or_lines_are_refused() {
+        for (size, ways, line) in [
+            (4096, 0, 32),
+            (4096, 4, 0),
+            (4096, 4, 48),
+            (16, 4, 32),
+            (u32::MAX, u32::MAX, 2),
+        ] {
+            assert_eq!(
+                CacheGeometry::new(size, ways, line),
+                Err(CacheTypeError::BadGeometry { size, ways, line })
+            );
+        }
+        assert_eq!(
+            CacheGeometry::new(8192, 4, 32).map(CacheGeometry::sets),
+            Ok(64)
+        );
     }
 }

@@ -113,6 +113,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
         #[test]
         fn every_pid_round_trips(p in 0u8..=127) {
             let pid = FcsePid::new(p).unwrap();

@@ -359,6 +359,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
         #[test]
         fn from_bits_never_panics_and_round_trips(bits in any::<u32>()) {
             if let Ok(r) = TcmRegion::from_bits(bits) {

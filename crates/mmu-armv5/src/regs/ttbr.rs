@@ -124,6 +124,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
         #[test]
         fn new_accepts_exactly_the_aligned_bases(a in any::<u32>()) {
             let r = Ttbr::new(PhysAddr::new(a));

@@ -7,7 +7,7 @@
 //! RAM (so the model's walker reads the very tables the code built), and a
 //! kernel with its own frame pool.
 
-use crate::addr::{ModifiedVirtAddr, PhysAddr};
+use crate::addr::{Align, ModifiedVirtAddr, PhysAddr};
 use core::fmt;
 use core::ptr::NonNull;
 
@@ -38,6 +38,16 @@ impl TableKind {
     #[must_use]
     pub const fn size(self) -> u32 {
         (self.entries() * 4) as u32
+    }
+
+    /// The required alignment (the size).
+    #[must_use]
+    pub const fn align(self) -> Align {
+        match self {
+            TableKind::L1 => Align::KIB_16,
+            TableKind::Coarse => Align::KIB_1,
+            TableKind::Fine => Align::KIB_4,
+        }
     }
 }
 

@@ -6,22 +6,37 @@
 //! tables are indexed after FCSE relocation.
 //!
 //! Every change returns a [`TableFlush`] naming the cache and TLB maintenance
-//! it needs. Operations are all-or-nothing: they check the whole range before
-//! writing, and undo partial work if table memory runs out.
+//! it needs. Operations are all-or-nothing: they check the whole range and
+//! allocate every new table before writing anything.
+//!
+//! # Which tables a `PageTable` frees
+//! A `PageTable` owns the second-level tables it allocated itself (in
+//! [`PageTable::map`]) and keeps one bit per first-level slot saying so. It
+//! frees an owned table only when it unlinks it, and only through the
+//! [`TableFlush`] of that change, after the maintenance that makes the table
+//! unreachable. Tables linked any other way (adopted with
+//! [`PageTable::from_root`], shared with [`PageTable::share_l1_entries`],
+//! installed with [`PageTable::set_l1_entry_unchecked`]) are never freed by
+//! it. Safe code cannot link a table into a second slot:
+//! [`PageTable::set_l1_entry`] refuses table descriptors.
 
 use super::alloc::{TableAlloc, TableKind};
 use super::flush::TableFlush;
 use super::raw::TableRef;
 use super::TableError;
-use crate::addr::{check_aligned, Domain, ModifiedVirtAddr, PhysAddr};
+use crate::addr::{check_aligned, Align, Domain, ModifiedVirtAddr, PhysAddr};
 use crate::descriptor::{
     AccessPermission, CachePolicy, CoarseTableDesc, FineTableDesc, L1Descriptor, L1Encoding,
     L2Descriptor, LargePageDesc, SectionDesc, SmallPageDesc, SubpageAp, Tex, TinyPageDesc,
 };
 use crate::size::{Frame, PageSizeKind};
+use core::fmt;
+use core::ops::Range;
 
 const MIB: u32 = 1 << 20;
 const KIB: u32 = 1 << 10;
+/// First-level slots.
+const SLOTS: usize = 4096;
 
 /// Attributes of a new mapping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -81,15 +96,115 @@ pub struct Mapping {
 }
 
 /// A first-level table and its second-level tables.
-#[derive(Debug, PartialEq, Eq)]
+///
+/// See the [module documentation](self) for which tables it frees.
+#[derive(PartialEq, Eq)]
 pub struct PageTable {
     root: TableRef,
     encoding: L1Encoding,
+    owns_root: bool,
+    /// Bit `slot`: the table linked at `slot`, if any, was allocated by this
+    /// `PageTable` and is freed by it when unlinked.
+    owned: [u32; SLOTS / 32],
+}
+
+impl fmt::Debug for PageTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PageTable")
+            .field("root", &self.root)
+            .field("encoding", &self.encoding)
+            .field("owns_root", &self.owns_root)
+            .field(
+                "owned_tables",
+                &self.owned.iter().map(|w| w.count_ones()).sum::<u32>(),
+            )
+            .finish()
+    }
+}
+
+/// Tables allocated by [`PageTable::map`] before it writes anything, in the
+/// order their slots will take them, linked through their first entry (a
+/// fault descriptor word holding the next table's address): no memory
+/// beyond the tables themselves, however many a call needs.
+struct Fresh {
+    head: Option<TableRef>,
+    tail: Option<TableRef>,
+}
+
+impl Fresh {
+    const fn new() -> Fresh {
+        Fresh {
+            head: None,
+            tail: None,
+        }
+    }
+
+    /// Allocates a cleared table of `kind` and appends it.
+    fn push<A: TableAlloc + ?Sized>(
+        &mut self,
+        alloc: &mut A,
+        kind: TableKind,
+    ) -> Result<(), TableError> {
+        let t = TableRef::allocate(alloc, kind)?;
+        if let Some(tail) = self.tail {
+            // SAFETY: `tail` is a table this call allocated and has not
+            // linked anywhere; its first entry holds the chain (bits [1:0]
+            // clear) until it is linked.
+            unsafe { tail.write(alloc, 0, t.pa.as_u32() | chain_kind(kind))? };
+        } else {
+            self.head = Some(t);
+        }
+        self.tail = Some(t);
+        Ok(())
+    }
+
+    /// Takes the first table, clearing its chain word.
+    fn pop<A: TableAlloc + ?Sized>(&mut self, alloc: &A) -> Result<TableRef, TableError> {
+        let t = self.head.ok_or(TableError::OutOfTableMemory)?;
+        let word = t.read(alloc, 0)?;
+        // SAFETY: as in `push`: an allocated, unlinked table of this call.
+        unsafe { t.write(alloc, 0, 0)? };
+        self.head = if self.tail == Some(t) {
+            self.tail = None;
+            None
+        } else {
+            chain_next(word)
+        };
+        Ok(t)
+    }
+
+    /// Frees every table not taken (none was ever linked).
+    fn free<A: TableAlloc + ?Sized>(mut self, alloc: &mut A) {
+        while self.head.is_some() {
+            match self.pop(alloc) {
+                // SAFETY: allocated by this call and never linked anywhere.
+                Ok(t) => unsafe { alloc.deallocate(t.kind, t.pa) },
+                // Unreachable with a conforming allocator; the rest leaks.
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+fn chain_kind(kind: TableKind) -> u32 {
+    match kind {
+        TableKind::Fine => 1 << 2,
+        _ => 0,
+    }
+}
+
+fn chain_next(word: u32) -> Option<TableRef> {
+    let kind = if word & (1 << 2) != 0 {
+        TableKind::Fine
+    } else {
+        TableKind::Coarse
+    };
+    TableRef::new(kind, PhysAddr::new(word & !kind.align().mask())).ok()
 }
 
 fn kib_range(mva: ModifiedVirtAddr, pa: PhysAddr, len: u32) -> Result<(), TableError> {
-    check_aligned(mva.as_u32(), KIB)?;
-    check_aligned(pa.as_u32(), KIB)?;
+    check_aligned(mva.as_u32(), Align::KIB_1)?;
+    check_aligned(pa.as_u32(), Align::KIB_1)?;
     check_len(mva, len)?;
     if pa.as_u32().checked_add(len - 1).is_none() {
         return Err(TableError::AddressOverflow);
@@ -101,7 +216,7 @@ fn check_len(mva: ModifiedVirtAddr, len: u32) -> Result<(), TableError> {
     if len == 0 {
         return Err(TableError::EmptyRange);
     }
-    check_aligned(len, KIB).map_err(|_| TableError::BadLength(len))?;
+    check_aligned(len, Align::KIB_1).map_err(|_| TableError::BadLength(len))?;
     if mva.as_u32().checked_add(len - 1).is_none() {
         return Err(TableError::AddressOverflow);
     }
@@ -118,8 +233,8 @@ fn chunk_size(
     match policy {
         SizePolicy::Exactly(k) => {
             let s = k.size();
-            check_aligned(mva, s)?;
-            check_aligned(pa, s)?;
+            check_aligned(mva, k.align())?;
+            check_aligned(pa, k.align())?;
             if remaining < s || !remaining.is_multiple_of(s) {
                 return Err(TableError::BadLength(remaining));
             }
@@ -161,7 +276,7 @@ fn l2_slots(kind: TableKind, mva: u32, size: PageSizeKind) -> Result<(usize, usi
                 PageSizeKind::Section => Err(TableError::BadLength(MIB)),
             }
         }
-        TableKind::L1 => Err(TableError::MisalignedTable(PhysAddr::new(0))),
+        TableKind::L1 => Err(TableError::NotSecondLevel(PhysAddr::new(0))),
     }
 }
 
@@ -203,7 +318,12 @@ fn l2_descriptor(size: PageSizeKind, pa: u32, attrs: MapAttrs) -> L2Descriptor {
 /// This is the building block for code that keeps its own second-level
 /// tables outside a [`PageTable`] (for example per-space directories that
 /// the hardware never walks).
-pub fn write_l2_page<A: TableAlloc + ?Sized>(
+///
+/// # Safety
+/// As for [`TableRef::write`]: `table` is a second-level table the caller
+/// manages (or one of a [`PageTable`]'s, whose first-level links this never
+/// changes), not a table handed to a [`TableFlush`] to be freed.
+pub unsafe fn write_l2_page<A: TableAlloc + ?Sized>(
     alloc: &A,
     table: TableRef,
     mva: ModifiedVirtAddr,
@@ -214,14 +334,19 @@ pub fn write_l2_page<A: TableAlloc + ?Sized>(
         Some(s) => s,
         None => {
             // A fault: clear the single entry the address selects.
+            if table.kind == TableKind::L1 {
+                return Err(TableError::NotSecondLevel(table.pa));
+            }
             let idx = l2_index(table.kind, mva.as_u32());
-            table.write(alloc, idx, desc.to_bits())?;
+            // SAFETY: the caller's contract.
+            unsafe { table.write(alloc, idx, desc.to_bits())? };
             flush.table_written(table.entry_mva(alloc, idx), 4);
             return Ok(());
         }
     };
     let (first, count) = l2_slots(table.kind, mva.as_u32(), size)?;
-    table.fill(alloc, first, count, desc.to_bits())?;
+    // SAFETY: the caller's contract.
+    unsafe { table.fill(alloc, first, count, desc.to_bits())? };
     flush.table_written(table.entry_mva(alloc, first), 4 * count as u32);
     Ok(())
 }
@@ -241,19 +366,24 @@ impl PageTable {
         Ok(PageTable {
             root: TableRef::allocate(alloc, TableKind::L1)?,
             encoding,
+            owns_root: true,
+            owned: [0; SLOTS / 32],
         })
     }
 
     /// Takes over an existing L1 table at `root` (for example one built by boot code).
     ///
     /// Every access still goes through the allocator's `table_ptr`, which
-    /// refuses memory it cannot reach, so this is safe; [`PageTable::release`]
-    /// will hand the table and its second-level tables back to the allocator,
-    /// so only adopt tables that allocator owns, or never release them.
+    /// refuses memory it cannot reach, so this is safe. The adopted table
+    /// and the second-level tables it links already are never freed by this
+    /// `PageTable` (not by [`PageTable::unmap`], not by
+    /// [`PageTable::release`]); the tables it allocates from now on are.
     pub fn from_root(root: PhysAddr, encoding: L1Encoding) -> Result<PageTable, TableError> {
         Ok(PageTable {
             root: TableRef::new(TableKind::L1, root)?,
             encoding,
+            owns_root: false,
+            owned: [0; SLOTS / 32],
         })
     }
 
@@ -269,6 +399,45 @@ impl PageTable {
         self.root
     }
 
+    /// The encoding first-level entries are written in.
+    #[must_use]
+    pub const fn encoding(&self) -> L1Encoding {
+        self.encoding
+    }
+
+    /// Whether the second-level table linked at first-level slot `index`,
+    /// if any, was allocated by this `PageTable` (which then frees it when
+    /// it unlinks it). `false` for an index past the table.
+    #[must_use]
+    pub const fn owns_l2_table(&self, index: usize) -> bool {
+        index < SLOTS && self.owned[index / 32] & (1 << (index % 32)) != 0
+    }
+
+    fn set_owned(&mut self, index: usize, owned: bool) {
+        if let Some(w) = self.owned.get_mut(index / 32) {
+            if owned {
+                *w |= 1 << (index % 32);
+            } else {
+                *w &= !(1 << (index % 32));
+            }
+        }
+    }
+
+    /// The table linked at `index` if this `PageTable` owns it.
+    fn owned_table<A: TableAlloc + ?Sized>(
+        &self,
+        alloc: &A,
+        index: usize,
+    ) -> Result<Option<TableRef>, TableError> {
+        if !self.owns_l2_table(index) {
+            return Ok(None);
+        }
+        match self.l1_entry(alloc, index)?.table() {
+            Some((kind, pa)) => Ok(Some(TableRef::new(kind, pa)?)),
+            None => Ok(None),
+        }
+    }
+
     /// Reads first-level slot `index` (0..4096).
     pub fn l1_entry<A: TableAlloc + ?Sized>(
         &self,
@@ -278,31 +447,166 @@ impl PageTable {
         Ok(L1Descriptor::from_bits(self.root.read(alloc, index)?))
     }
 
-    /// Overwrites first-level slot `index` with `desc`, in the table's encoding.
+    /// Writes first-level slot `index` and records the maintenance the old
+    /// entry needs (none if it was a fault).
+    fn write_l1<A: TableAlloc + ?Sized>(
+        &mut self,
+        alloc: &A,
+        index: usize,
+        word: u32,
+        flush: &mut TableFlush,
+    ) -> Result<(), TableError> {
+        let old = self.l1_entry(alloc, index)?;
+        // SAFETY: the root is this `PageTable`'s own table; every caller
+        // keeps `owned` in step with the link it writes.
+        unsafe { self.root.write(alloc, index, word)? };
+        flush.table_written(self.root.entry_mva(alloc, index), 4);
+        let mva = ModifiedVirtAddr::new((index as u32) << 20);
+        match old {
+            L1Descriptor::Fault { .. } => {}
+            // One TLB entry per section.
+            L1Descriptor::Section(_) => flush.tlb_stale(mva, MIB, MIB),
+            // Pages of any size down to 1 KiB: more entries than are worth
+            // invalidating one by one, so this escalates to the whole TLB.
+            _ => flush.tlb_stale(mva, MIB, KIB),
+        }
+        Ok(())
+    }
+
+    /// Overwrites first-level slot `index` with `desc` (a fault or a
+    /// section), in the table's encoding.
     ///
-    /// The previous entry's translations may be cached, so the token asks for
-    /// the TLB entries of that MiB to be invalidated unless the old entry was
-    /// a fault. The second-level table the old entry pointed at, if any, is
-    /// not freed: the caller owns it.
+    /// The previous entry's translations may be cached, so the token asks
+    /// for the TLB entries of that MiB to be invalidated unless the old entry
+    /// was a fault. If the old entry linked a second-level table this
+    /// `PageTable` owns, the token frees that table after the maintenance.
+    ///
+    /// # Errors
+    /// [`TableError::TableLinkRefused`] for a coarse or fine table
+    /// descriptor: a second link to a table could outlive the table (see
+    /// [`PageTable::share_l1_entries`], [`PageTable::move_l1_entry`] and
+    /// [`PageTable::set_l1_entry_unchecked`]); [`TableError::IndexOutOfRange`].
     pub fn set_l1_entry<A: TableAlloc + ?Sized>(
         &mut self,
         alloc: &A,
         index: usize,
         desc: L1Descriptor,
     ) -> Result<TableFlush, TableError> {
-        let old = self.l1_entry(alloc, index)?;
-        self.root.write(alloc, index, desc.encode(self.encoding))?;
+        if desc.table().is_some() {
+            return Err(TableError::TableLinkRefused(index));
+        }
+        let old = self.owned_table(alloc, index)?;
         let mut f = TableFlush::new();
-        f.table_written(self.root.entry_mva(alloc, index), 4);
-        match old {
-            L1Descriptor::Fault { .. } => {}
-            // One TLB entry per section.
-            L1Descriptor::Section(_) => {
-                f.tlb_stale(ModifiedVirtAddr::new((index as u32) << 20), MIB, MIB)
+        self.write_l1(alloc, index, desc.encode(self.encoding), &mut f)?;
+        self.set_owned(index, false);
+        if let Some(t) = old {
+            // Cannot fail: the table was just read through the same allocator.
+            // If it did, the table would leak, never be freed early.
+            // SAFETY: the table was this `PageTable`'s own, and the entry just
+            // written was its only link; the token's maintenance makes it
+            // unreachable before the free.
+            let _ = unsafe { f.free_after_flush(alloc, t) };
+        }
+        Ok(f)
+    }
+
+    /// Overwrites first-level slot `index` with any descriptor, table links
+    /// included. The slot does not own what it links: this `PageTable`
+    /// never frees a table installed this way.
+    ///
+    /// Returns the token for the maintenance (as [`PageTable::set_l1_entry`])
+    /// and, if the old entry linked a table this `PageTable` owned, that
+    /// table: it is no longer linked here, and the caller now owns it (to
+    /// free it after the maintenance, e.g. with
+    /// [`TableFlush::free_after_flush`], or to reuse it).
+    ///
+    /// # Safety
+    /// A second-level table `desc` links must stay a valid table (not freed,
+    /// not reused) for as long as this entry links it and until the
+    /// maintenance after unlinking it is done: it is not a table another
+    /// slot of this `PageTable` owns (its unmap would free it), and its owner
+    /// elsewhere keeps it alive.
+    pub unsafe fn set_l1_entry_unchecked<A: TableAlloc + ?Sized>(
+        &mut self,
+        alloc: &A,
+        index: usize,
+        desc: L1Descriptor,
+    ) -> Result<(TableFlush, Option<TableRef>), TableError> {
+        let old = self.owned_table(alloc, index)?;
+        let mut f = TableFlush::new();
+        self.write_l1(alloc, index, desc.encode(self.encoding), &mut f)?;
+        self.set_owned(index, false);
+        Ok((f, old))
+    }
+
+    /// Moves first-level entry `from` to slot `to` (which must hold a
+    /// fault), with the ownership of the table it links; `from` becomes a
+    /// fault. For example to move a process's mappings between FCSE windows.
+    ///
+    /// # Errors
+    /// [`TableError::AlreadyMapped`] if `to` is not a fault,
+    /// [`TableError::IndexOutOfRange`].
+    pub fn move_l1_entry<A: TableAlloc + ?Sized>(
+        &mut self,
+        alloc: &A,
+        from: usize,
+        to: usize,
+    ) -> Result<TableFlush, TableError> {
+        let word = self.root.read(alloc, from)?;
+        if self.l1_entry(alloc, to)?.is_valid() {
+            return Err(TableError::AlreadyMapped(ModifiedVirtAddr::new(
+                (to as u32) << 20,
+            )));
+        }
+        let mut f = TableFlush::new();
+        if from == to {
+            return Ok(f);
+        }
+        let owned = self.owns_l2_table(from);
+        self.write_l1(alloc, to, word, &mut f)?;
+        self.set_owned(to, owned);
+        self.write_l1(alloc, from, 0, &mut f)?;
+        self.set_owned(from, false);
+        Ok(f)
+    }
+
+    /// Copies first-level entries `slots` of this table into the same slots
+    /// of `into` (the kernel's mappings into a new process table, say).
+    ///
+    /// The second-level tables those entries link become shared: from now
+    /// on neither table frees them (this one gives up their ownership), so
+    /// they stay valid as long as any table may link them. Later changes
+    /// inside a shared second-level table show in both tables; first-level
+    /// changes do not.
+    ///
+    /// # Errors
+    /// [`TableError::IndexOutOfRange`] for slots past 4096,
+    /// [`TableError::AlreadyMapped`] if a slot of `into` that would receive a
+    /// valid entry is not a fault (nothing is written then).
+    pub fn share_l1_entries<A: TableAlloc + ?Sized>(
+        &mut self,
+        alloc: &A,
+        into: &mut PageTable,
+        slots: Range<usize>,
+    ) -> Result<TableFlush, TableError> {
+        if slots.end > SLOTS {
+            return Err(TableError::IndexOutOfRange(slots.end));
+        }
+        for i in slots.clone() {
+            if self.l1_entry(alloc, i)?.is_valid() && into.l1_entry(alloc, i)?.is_valid() {
+                return Err(TableError::AlreadyMapped(ModifiedVirtAddr::new(
+                    (i as u32) << 20,
+                )));
             }
-            // Pages of any size down to 1 KiB: more entries than are worth
-            // invalidating one by one, so this escalates to the whole TLB.
-            _ => f.tlb_stale(ModifiedVirtAddr::new((index as u32) << 20), MIB, KIB),
+        }
+        let mut f = TableFlush::new();
+        for i in slots {
+            let e = self.l1_entry(alloc, i)?;
+            if e.is_valid() {
+                self.set_owned(i, false);
+                into.write_l1(alloc, i, e.encode(into.encoding), &mut f)?;
+                into.set_owned(i, false);
+            }
         }
         Ok(f)
     }
@@ -313,7 +617,8 @@ impl PageTable {
     /// [`SizePolicy::Exactly`] asks for), an empty or wrapping range, any part
     /// already mapped, a MiB whose existing table has another domain, a tiny
     /// page in a MiB that has a coarse table, or no table memory (then
-    /// nothing is changed).
+    /// nothing is changed: every new table is allocated before anything is
+    /// written).
     pub fn map<A: TableAlloc + ?Sized>(
         &mut self,
         alloc: &mut A,
@@ -324,36 +629,60 @@ impl PageTable {
         policy: SizePolicy,
     ) -> Result<TableFlush, TableError> {
         kib_range(mva, pa, len)?;
-        // Pass 1: check every chunk; note which MiBs will need a fine table.
-        let mut needs_fine = [0u32; 128];
-        let mut off = 0u32;
-        while off < len {
-            let (m, p) = (mva.as_u32() + off, pa.as_u32() + off);
-            let k = chunk_size(m, p, len - off, policy)?;
-            if k == PageSizeKind::Tiny {
-                let slot = (m >> 20) as usize;
-                needs_fine[slot / 32] |= 1 << (slot % 32);
-            }
-            self.check_free(alloc, m, k, attrs.domain)?;
-            off += k.size();
-        }
-        // Pass 2: write, undoing everything on failure.
-        let mut flush = TableFlush::new();
+        // Pass 1: check every chunk; note which MiBs need a new table, and
+        // which of those a fine one.
+        let mut needs_table = [0u32; SLOTS / 32];
+        let mut needs_fine = [0u32; SLOTS / 32];
         let mut off = 0u32;
         while off < len {
             let (m, p) = (mva.as_u32() + off, pa.as_u32() + off);
             let k = chunk_size(m, p, len - off, policy)?;
             let slot = (m >> 20) as usize;
-            let fine = needs_fine[slot / 32] & (1 << (slot % 32)) != 0;
-            if let Err(e) = self.write_chunk(alloc, m, p, k, attrs, fine, &mut flush) {
+            let bit = 1 << (slot % 32);
+            if k == PageSizeKind::Tiny {
+                needs_fine[slot / 32] |= bit;
+            }
+            self.check_free(alloc, m, k, attrs.domain)?;
+            if k != PageSizeKind::Section && !self.l1_entry(alloc, slot)?.is_valid() {
+                needs_table[slot / 32] |= bit;
+            }
+            off += k.size();
+        }
+        // Pass 2: allocate the new tables, in slot order; none is linked yet,
+        // so on failure they go straight back.
+        let mut fresh = Fresh::new();
+        for slot in 0..SLOTS {
+            let bit = 1 << (slot % 32);
+            if needs_table[slot / 32] & bit == 0 {
+                continue;
+            }
+            let kind = if needs_fine[slot / 32] & bit != 0 {
+                TableKind::Fine
+            } else {
+                TableKind::Coarse
+            };
+            if let Err(e) = fresh.push(alloc, kind) {
+                fresh.free(alloc);
+                return Err(e);
+            }
+        }
+        // Pass 3: write. Cannot fail with an allocator that keeps its
+        // contract (every table was reached above); if it does, the pages
+        // written are unmapped again and the tables involved leak.
+        let mut flush = TableFlush::new();
+        let mut off = 0u32;
+        while off < len {
+            let (m, p) = (mva.as_u32() + off, pa.as_u32() + off);
+            let k = chunk_size(m, p, len - off, policy)?;
+            if let Err(e) = self.write_chunk(alloc, m, p, k, attrs, &mut fresh, &mut flush) {
                 if off > 0 {
-                    // Undo: these entries were invalid before and never used by
-                    // the hardware, so no TLB maintenance is owed.
                     if let Ok(undo) = self.unmap(alloc, mva, off) {
                         flush.merge(undo);
                     }
                 }
-                // SAFETY: the range is back to its previous, unmapped state.
+                fresh.free(alloc);
+                // SAFETY: the range is back to its previous, unmapped state
+                // and the tables the undo unlinked are leaked, not freed.
                 unsafe { flush.ignore() };
                 return Err(e);
             }
@@ -407,7 +736,7 @@ impl PageTable {
         pa: u32,
         size: PageSizeKind,
         attrs: MapAttrs,
-        fine: bool,
+        fresh: &mut Fresh,
         flush: &mut TableFlush,
     ) -> Result<(), TableError> {
         let slot = (mva >> 20) as usize;
@@ -420,20 +749,15 @@ impl PageTable {
                 p: false,
                 tex: attrs.tex,
             });
-            self.root.write(alloc, slot, d.encode(self.encoding))?;
-            flush.table_written(self.root.entry_mva(alloc, slot), 4);
+            self.write_l1(alloc, slot, d.encode(self.encoding), flush)?;
+            self.set_owned(slot, false);
             return Ok(());
         }
         let table = match self.l1_entry(alloc, slot)?.table() {
             Some((kind, tpa)) => TableRef::new(kind, tpa)?,
             None => {
-                let kind = if fine {
-                    TableKind::Fine
-                } else {
-                    TableKind::Coarse
-                };
-                let t = TableRef::allocate(alloc, kind)?;
-                let d = match kind {
+                let t = fresh.pop(alloc)?;
+                let d = match t.kind {
                     TableKind::Fine => L1Descriptor::Fine(FineTableDesc {
                         table: Frame::containing(t.pa),
                         domain: attrs.domain,
@@ -444,19 +768,24 @@ impl PageTable {
                         p: false,
                     }),
                 };
-                flush.table_written(alloc.table_mva(t.pa), kind.size());
-                self.root.write(alloc, slot, d.encode(self.encoding))?;
-                flush.table_written(self.root.entry_mva(alloc, slot), 4);
+                // The table was cleared through the cache: clean it too.
+                flush.table_written(alloc.table_mva(t.pa), t.kind.size());
+                self.write_l1(alloc, slot, d.encode(self.encoding), flush)?;
+                self.set_owned(slot, true);
                 t
             }
         };
-        write_l2_page(
-            alloc,
-            table,
-            ModifiedVirtAddr::new(mva),
-            l2_descriptor(size, pa, attrs),
-            flush,
-        )
+        // SAFETY: a second-level table linked from this `PageTable`; only a
+        // page descriptor is written, never a first-level link.
+        unsafe {
+            write_l2_page(
+                alloc,
+                table,
+                ModifiedVirtAddr::new(mva),
+                l2_descriptor(size, pa, attrs),
+                flush,
+            )
+        }
     }
 
     /// Finds the mapping of `mva`, if any.
@@ -470,7 +799,7 @@ impl PageTable {
         match l1 {
             L1Descriptor::Fault { .. } => Ok(None),
             L1Descriptor::Section(s) => Ok(Some(Mapping {
-                mva: mva.align_down(MIB),
+                mva: mva.align_down(Align::MIB_1),
                 pa: s.frame.start(),
                 size: PageSizeKind::Section,
                 domain: s.domain,
@@ -496,7 +825,7 @@ impl PageTable {
         len: u32,
         mut f: impl FnMut(&Mapping) -> Result<(), TableError>,
     ) -> Result<(), TableError> {
-        check_aligned(mva.as_u32(), KIB)?;
+        check_aligned(mva.as_u32(), Align::KIB_1)?;
         check_len(mva, len)?;
         let mut off = 0u32;
         while off < len {
@@ -512,8 +841,11 @@ impl PageTable {
         Ok(())
     }
 
-    /// Removes every mapping in `[mva, mva + len)`; frees second-level tables
-    /// that become empty.
+    /// Removes every mapping in `[mva, mva + len)`.
+    ///
+    /// A second-level table this `PageTable` owns that becomes empty is
+    /// unlinked and handed to the token, which frees it after the
+    /// maintenance; a table it does not own stays linked (empty).
     ///
     /// Errors: a page in the range not mapped, or a page only partly inside
     /// the range (then nothing is changed).
@@ -536,8 +868,11 @@ impl PageTable {
             let l1 = self.l1_entry(alloc, slot)?;
             match l1.table() {
                 None => {
-                    self.root.write(alloc, slot, 0)?;
+                    // SAFETY: the root is this `PageTable`'s own; a section
+                    // entry becomes a fault, no link changes.
+                    unsafe { self.root.write(alloc, slot, 0)? };
                     flush.table_written(self.root.entry_mva(alloc, slot), 4);
+                    self.set_owned(slot, false);
                     off += MIB;
                 }
                 Some((kind, tpa)) => {
@@ -547,17 +882,29 @@ impl PageTable {
                         .size()
                         .ok_or(TableError::NotMapped(ModifiedVirtAddr::new(at)))?;
                     let (first, count) = l2_slots(kind, at, size)?;
-                    t.fill(alloc, first, count, 0)?;
+                    // SAFETY: a second-level table linked from this
+                    // `PageTable`; page entries become faults.
+                    unsafe { t.fill(alloc, first, count, 0)? };
                     flush.table_written(t.entry_mva(alloc, first), 4 * count as u32);
                     off += size.size();
                     let slot_done = off >= len || ((mva.as_u32() + off) >> 20) as usize != slot;
-                    if slot_done && t.is_empty(alloc)? {
-                        self.root.write(alloc, slot, 0)?;
+                    let handed_over =
+                        slot_done && self.owns_l2_table(slot) && t.is_empty(alloc)? && {
+                            // SAFETY: the table is this `PageTable`'s own and
+                            // empty; the entry cleared right after is its only
+                            // link (safe code cannot link it twice), and the
+                            // token frees it only after the maintenance that
+                            // makes the unlinking visible and drops its TLB
+                            // entries. If the token cannot take it, it stays
+                            // linked (empty) and owned.
+                            unsafe { flush.free_after_flush(alloc, t) }.is_ok()
+                        };
+                    if handed_over {
+                        // SAFETY: the root is this `PageTable`'s own; the
+                        // table's ownership moved to the token just above.
+                        unsafe { self.root.write(alloc, slot, 0)? };
                         flush.table_written(self.root.entry_mva(alloc, slot), 4);
-                        // SAFETY: the only descriptor pointing at the table was
-                        // just cleared; the token's TLB invalidate removes any
-                        // cached walk through it before it can matter.
-                        unsafe { alloc.deallocate(kind, tpa) };
+                        self.set_owned(slot, false);
                     }
                 }
             }
@@ -567,7 +914,8 @@ impl PageTable {
     }
 
     /// Changes the access permission and cacheability of every page in
-    /// `[mva, mva + len)`. Same range rules as [`PageTable::unmap`].
+    /// `[mva, mva + len)`. Same range rules as [`PageTable::unmap`]. Frees
+    /// nothing: only page descriptors change.
     pub fn protect<A: TableAlloc + ?Sized>(
         &mut self,
         alloc: &mut A,
@@ -590,7 +938,9 @@ impl PageTable {
             match l1 {
                 L1Descriptor::Section(s) => {
                     let d = L1Descriptor::Section(SectionDesc { ap, cache, ..s });
-                    root.write(alloc, slot, d.encode(encoding))?;
+                    // SAFETY: the root is this `PageTable`'s own; a section
+                    // stays a section, no link changes.
+                    unsafe { root.write(alloc, slot, d.encode(encoding))? };
                     flush.table_written(root.entry_mva(alloc, slot), 4);
                     Ok(())
                 }
@@ -610,13 +960,17 @@ impl PageTable {
                         cache,
                         tex,
                     };
-                    write_l2_page(
-                        alloc,
-                        t,
-                        m.mva,
-                        l2_descriptor(m.size, m.pa.as_u32(), attrs),
-                        &mut flush,
-                    )
+                    // SAFETY: a second-level table linked from this
+                    // `PageTable`; a page descriptor is rewritten in place.
+                    unsafe {
+                        write_l2_page(
+                            alloc,
+                            t,
+                            m.mva,
+                            l2_descriptor(m.size, m.pa.as_u32(), attrs),
+                            &mut flush,
+                        )
+                    }
                 }
             }
         })?;
@@ -634,21 +988,25 @@ impl PageTable {
         }
     }
 
-    /// Frees every second-level table and the L1 table.
+    /// Frees the second-level tables this `PageTable` owns and, unless it
+    /// was adopted with [`PageTable::from_root`], the L1 table. Tables it
+    /// does not own (adopted, shared or installed unchecked) are left alone.
     ///
     /// # Safety
     /// No translation table base or other descriptor may still point at this
-    /// table or its second-level tables, and the TLB must hold no entry from
-    /// them once the memory is reused.
+    /// table or its owned second-level tables, and the TLB must hold no entry
+    /// from them once the memory is reused.
     pub unsafe fn release<A: TableAlloc + ?Sized>(self, alloc: &mut A) -> Result<(), TableError> {
-        for slot in 0..4096 {
-            if let Some((kind, pa)) = self.l1_entry(alloc, slot)?.table() {
+        for slot in 0..SLOTS {
+            if let Some(t) = self.owned_table(alloc, slot)? {
                 // SAFETY: the caller promises nothing points at this table any more.
-                unsafe { alloc.deallocate(kind, pa) };
+                unsafe { alloc.deallocate(t.kind, t.pa) };
             }
         }
-        // SAFETY: as above, for the L1 table.
-        unsafe { alloc.deallocate(TableKind::L1, self.root.pa) };
+        if self.owns_root {
+            // SAFETY: as above, for the L1 table.
+            unsafe { alloc.deallocate(TableKind::L1, self.root.pa) };
+        }
         Ok(())
     }
 }

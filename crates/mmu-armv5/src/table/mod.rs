@@ -4,7 +4,8 @@
 //! * [`pool`]: [`TablePool`], a `no_std` allocator over caller-provided memory;
 //! * [`raw`]: [`TableRef`], bounds-checked volatile entry access;
 //! * [`mapper`]: [`PageTable`], map/unmap/protect/lookup/iterate;
-//! * [`flush`]: [`TableFlush`], the `#[must_use]` maintenance token.
+//! * [`flush`]: [`TableFlush`], the `#[must_use]` maintenance token, which
+//!   also frees the tables a change unlinked once the maintenance is done.
 
 pub mod alloc;
 pub mod flush;
@@ -13,7 +14,7 @@ pub mod pool;
 pub mod raw;
 
 pub use alloc::{AllocError, TableAlloc, TableKind};
-pub use flush::{TableFlush, TlbInvalidate};
+pub use flush::{TableFlush, TlbInvalidate, TlbPages, MAX_TLB_ENTRY_OPS};
 pub use mapper::{write_l2_page, MapAttrs, Mapping, Mappings, PageTable, SizePolicy};
 pub use pool::{PoolBlock, TablePool};
 pub use raw::TableRef;
@@ -56,6 +57,12 @@ pub enum TableError {
     MisalignedTable(PhysAddr),
     /// A table index beyond the table's entries.
     IndexOutOfRange(usize),
+    /// [`PageTable::set_l1_entry`] was given a coarse or fine table link for
+    /// this slot: only the mapper, [`PageTable::share_l1_entries`] and the
+    /// `unsafe` [`PageTable::set_l1_entry_unchecked`] install table links.
+    TableLinkRefused(usize),
+    /// A first-level table where a second-level one is needed.
+    NotSecondLevel(PhysAddr),
 }
 
 impl From<AddrError> for TableError {
@@ -89,6 +96,16 @@ impl fmt::Display for TableError {
             TableError::UnreachableTable(pa) => write!(f, "table at {pa} is not reachable"),
             TableError::MisalignedTable(pa) => write!(f, "table address {pa} is misaligned"),
             TableError::IndexOutOfRange(i) => write!(f, "table index {i} out of range"),
+            TableError::TableLinkRefused(i) => write!(
+                f,
+                "slot {i}: a second-level table link needs the mapper or a sharing call"
+            ),
+            TableError::NotSecondLevel(pa) => {
+                write!(
+                    f,
+                    "table at {pa} is a first-level table, not a second-level one"
+                )
+            }
         }
     }
 }

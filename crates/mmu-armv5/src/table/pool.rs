@@ -7,7 +7,7 @@
 //! memory and any 16 KiB-aligned "physical" base they like.
 
 use super::alloc::{AllocError, TableAlloc, TableKind};
-use crate::addr::{AddrError, ModifiedVirtAddr, PhysAddr};
+use crate::addr::{AddrError, Align, ModifiedVirtAddr, PhysAddr};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
@@ -41,7 +41,7 @@ impl<'m, const BLOCKS: usize> TablePool<'m, BLOCKS> {
         phys_base: PhysAddr,
         mva_base: ModifiedVirtAddr,
     ) -> Result<Self, AddrError> {
-        PhysAddr::new_aligned(phys_base.as_u32(), BLOCK)?;
+        PhysAddr::new_aligned(phys_base.as_u32(), Align::KIB_16)?;
         let bytes = (BLOCKS as u64) * BLOCK as u64;
         PhysAddr::try_new(phys_base.as_u32() as u64 + bytes)?;
         Ok(TablePool {

@@ -4,6 +4,13 @@
 //! [`TableRef`]: a table's kind and physical address, resolved to a pointer
 //! by the allocator on each access, bounds-checked, and accessed with
 //! volatile operations (the hardware walker reads the same memory).
+//!
+//! Reads are safe. Writes are `unsafe`: a [`TableRef`] can name any table,
+//! including one a [`PageTable`](super::PageTable) manages (whose
+//! first-level links tell it which tables to free) or one waiting in a
+//! [`TableFlush`](super::TableFlush) to be freed (linked through its first
+//! entry), and a raw write there could make safe code free a table twice or
+//! free one still in use.
 
 use super::alloc::{TableAlloc, TableKind};
 use super::TableError;
@@ -22,7 +29,7 @@ pub struct TableRef {
 impl TableRef {
     /// A table of `kind` at `pa`; `pa` must be aligned to the table size.
     pub const fn new(kind: TableKind, pa: PhysAddr) -> Result<TableRef, TableError> {
-        if pa.is_aligned(kind.size()) {
+        if pa.is_aligned(kind.align()) {
             Ok(TableRef { kind, pa })
         } else {
             Err(TableError::MisalignedTable(pa))
@@ -82,7 +89,13 @@ impl TableRef {
 
     /// Writes entry `index`. The caller is responsible for the cache clean and
     /// TLB maintenance the change needs (the mapper returns a token for it).
-    pub fn write<A: TableAlloc + ?Sized>(
+    ///
+    /// # Safety
+    /// The table is one the caller manages itself: not the first-level or a
+    /// second-level table of a [`PageTable`](super::PageTable) (or, if it is,
+    /// the write does not change which table a first-level entry links), and
+    /// not a table handed to a [`TableFlush`](super::TableFlush) to be freed.
+    pub unsafe fn write<A: TableAlloc + ?Sized>(
         self,
         alloc: &A,
         index: usize,
@@ -98,7 +111,10 @@ impl TableRef {
     }
 
     /// Writes `count` consecutive entries starting at `index` with `value`.
-    pub fn fill<A: TableAlloc + ?Sized>(
+    ///
+    /// # Safety
+    /// As for [`TableRef::write`].
+    pub unsafe fn fill<A: TableAlloc + ?Sized>(
         self,
         alloc: &A,
         index: usize,
@@ -131,10 +147,12 @@ impl TableRef {
         Ok(true)
     }
 
-    /// The MVA of entry `index`, for cleaning its D-cache line.
+    /// The MVA of entry `index`, for cleaning its D-cache line: the table's
+    /// MVA plus `4 * index`, modulo 4 GiB (`index` is not checked against
+    /// the table's size).
     #[must_use]
     pub fn entry_mva<A: TableAlloc + ?Sized>(self, alloc: &A, index: usize) -> ModifiedVirtAddr {
         let base = alloc.table_mva(self.pa);
-        ModifiedVirtAddr::new(base.as_u32().wrapping_add(4 * index as u32))
+        ModifiedVirtAddr::new(base.as_u32().wrapping_add((index as u32).wrapping_mul(4)))
     }
 }

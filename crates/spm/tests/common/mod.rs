@@ -290,7 +290,7 @@ impl Maps {
                 SizePolicy::Exactly(to_kind(size)),
             )
             .expect("map");
-        f.flush(&mut *m);
+        f.flush_on(&mut *m);
         self.pages.push((space, va, size));
         self.generation = self.generation.map(|g| g + 1);
     }
@@ -302,7 +302,7 @@ impl Maps {
             .pt
             .unmap(&mut *m, mva(space, va), size.bytes())
             .expect("unmap");
-        f.flush(&mut *m);
+        f.flush_on(&mut *m);
         self.pages.retain(|&(s, v, _)| (s, v) != (space, va));
         self.generation = self.generation.map(|g| g + 1);
     }
@@ -373,7 +373,9 @@ impl Maps {
                     other => panic!("cannot retarget {other:?}"),
                 };
                 let mut f = TableFlush::new();
-                write_l2_page(&*m, t, at, d, &mut f).expect("write");
+                // SAFETY: a second-level table of the test's page table,
+                // rewritten in place with a page descriptor.
+                unsafe { write_l2_page(&*m, t, at, d, &mut f).expect("write") };
                 f
             }
         };
@@ -447,7 +449,11 @@ impl Mappings for Maps {
                 }
                 _ => continue,
             };
-            let f = self.pt.set_l1_entry(&*m, slot, d).expect("l1");
+            // SAFETY: the exchange moved the table to `new`, a frame the
+            // frame table keeps as a page table for as long as it is
+            // linked; the old frame (returned here, no longer the page
+            // table's) is the exchange's to reuse.
+            let (f, _old) = unsafe { self.pt.set_l1_entry_unchecked(&*m, slot, d) }.expect("l1");
             self.table_words += clean_table_lines(&mut m, f);
         }
     }
@@ -654,7 +660,7 @@ impl<'a> Kernel<'a> {
                     SizePolicy::Exactly(PageSizeKind::Section),
                 )
                 .expect("window");
-            f.flush(&mut *mm);
+            f.flush_on(&mut *mm);
             let root = maps.pt.root().as_u32();
             mm.set_ttbr(root);
             mm.set_dacr(Dacr::ALL_CLIENT);
