@@ -791,9 +791,23 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     ) -> Result<(), FassError> {
         purge_page(sys, mva);
         let change = self.space_mut(id)?.dir.unmap(sys, mva)?;
-        change.flush.flush_on(sys);
-        if let Some(slot) = change.l1_changed {
-            self.write_through(sys, id, slot)?;
+        // The CPD copy of an emptied slot goes first: the token frees the
+        // emptied table, which the CPD entry may still name.
+        let written = match change.l1_changed {
+            Some(slot) => self.write_through(sys, id, slot),
+            None => Ok(()),
+        };
+        match written {
+            Ok(()) => change.flush.flush_on(sys),
+            Err(e) => {
+                // The CPD may still name the emptied table: keep it (the
+                // token is dropped, leaking it) and do the page's
+                // maintenance without the free.
+                let _ = change.flush;
+                sys.clean_invalidate_dcache();
+                sys.invalidate_tlb();
+                return Err(e);
+            }
         }
         Ok(())
     }

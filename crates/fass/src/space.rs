@@ -234,6 +234,13 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
 
     /// Unmaps the 4 KiB page at `mva`; frees its coarse table when it empties.
     ///
+    /// The emptied table is not freed here: it is handed to the returned
+    /// change's [`TableFlush`], which returns it to `alloc` only after its
+    /// maintenance. A caller that copied this directory's first-level entry
+    /// into a table the hardware walks (`l1_changed`: the CPD) removes that
+    /// copy before performing the flush; a token dropped unflushed leaks the
+    /// table, which is safe.
+    ///
     /// The caller must have cleaned the page's D-cache lines first: the
     /// VIVT cache may still hold them under `mva`.
     pub fn unmap<A: TableAlloc + ?Sized>(
@@ -266,10 +273,13 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
                 self.entries.swap_remove(i);
             }
             l1_changed = Some(slot);
-            // SAFETY: the table came from `alloc` as a coarse table; its
-            // directory entry is gone, and the caller writes the change
-            // through to the CPD (`l1_changed`) before the memory is reused.
-            unsafe { alloc.deallocate(TableKind::Coarse, t.pa) };
+            // SAFETY: the table came from `alloc` as a coarse table and was
+            // linked only through this directory's entry, now gone, and the
+            // copies of that entry the caller makes (`l1_changed`); the token
+            // frees it only after its maintenance, which the caller performs
+            // once those copies are gone (see above). It is given up here
+            // exactly once: the entry no longer names it.
+            unsafe { flush.free_after_flush(alloc, t)? };
         }
         Ok(DirChange { flush, l1_changed })
     }
@@ -385,6 +395,38 @@ pub(crate) mod tests {
             dir.unmap(&mut a, va).unwrap_err(),
             SpaceError::NotMapped(va)
         );
+    }
+
+    #[test]
+    fn an_emptied_table_is_freed_only_by_the_flush_after_its_maintenance() {
+        use mmu_armv5::maint::Arm926;
+        use mmu_armv5::regs::MockCp15;
+        let mut m = mem();
+        let mut a = pool(&mut m);
+        let free = a.free_units();
+        let mut dir: SpaceDir<4> = SpaceDir::new();
+        let va = ModifiedVirtAddr::new(0x0210_3000);
+        let c = dir
+            .map(
+                &mut a,
+                va,
+                PhysAddr::new(0x0080_0000),
+                AccessPermission::ReadWrite,
+                CachePolicy::WriteBack,
+            )
+            .unwrap();
+        let mut cpu = Arm926::new(MockCp15::arm926());
+        c.flush.flush(&mut cpu, &mut a);
+        let used = a.free_units();
+        assert!(used < free);
+        let c = dir.unmap(&mut a, va).unwrap();
+        assert_eq!(c.l1_changed, Some(0x21));
+        // Still allocated: a CPD copy of the slot may name the table until
+        // the caller has written the change through.
+        assert_eq!(a.free_units(), used);
+        assert_eq!(c.flush.tables_to_free(), 1);
+        c.flush.flush(&mut cpu, &mut a);
+        assert_eq!(a.free_units(), free);
     }
 
     #[test]
