@@ -258,6 +258,30 @@ mod tests {
         assert_eq!(c.with_domain(d(3)).domain(), Some(d(3)));
     }
 
+    #[test]
+    fn with_domain_retags_every_kind_and_changes_nothing_else() {
+        let sec = L1Descriptor::Section(SectionDesc {
+            frame: Frame::from_start(PhysAddr::new(0x0030_0000)).unwrap(),
+            ap: AccessPermission::ReadWrite,
+            cache: CachePolicy::WriteThrough,
+            domain: d(2),
+            p: false,
+            tex: Tex::new(1).unwrap(),
+        });
+        let fine = L1Descriptor::Fine(FineTableDesc {
+            table: Frame::from_start(PhysAddr::new(0x0040_1000)).unwrap(),
+            domain: d(2),
+        });
+        for desc in [sec, fine] {
+            let t = desc.with_domain(d(9));
+            assert_eq!(t.domain(), Some(d(9)));
+            assert_eq!(t.to_bits(), (desc.to_bits() & !(0xF << 5)) | (9 << 5));
+        }
+        let fault = L1Descriptor::Fault { raw: 0x1234_5670 };
+        assert_eq!(fault.with_domain(d(9)), fault);
+        assert_eq!(fault.domain(), None);
+    }
+
     fn arb_l1() -> impl Strategy<Value = L1Descriptor> {
         prop_oneof![
             any::<u32>().prop_map(|r| L1Descriptor::Fault { raw: r & !3 }),
@@ -301,6 +325,20 @@ mod tests {
         fn encode_then_decode_round_trips(desc in arb_l1()) {
             prop_assert_eq!(L1Descriptor::from_bits(desc.to_bits()), desc);
             prop_assert_eq!(L1Descriptor::from_bits(desc.to_bits_xscale()), desc);
+        }
+
+        #[test]
+        fn with_domain_changes_only_the_domain_field(desc in arb_l1(), dm in 0u8..16) {
+            let t = desc.with_domain(d(dm));
+            if let L1Descriptor::Fault { .. } = desc {
+                prop_assert_eq!(t, desc);
+            } else {
+                prop_assert_eq!(t.domain(), Some(d(dm)));
+                prop_assert_eq!(
+                    t.to_bits(),
+                    (desc.to_bits() & !(0xF << 5)) | (u32::from(dm) << 5)
+                );
+            }
         }
 
         #[test]
