@@ -911,6 +911,58 @@ mod tests {
     }
 
     #[test]
+    fn lean_ok_needs_a_dirty_own_pid_and_no_pending_shared_writes() {
+        let mut a = PidAllocator::new(&small_layout(3), PidMode::BestEffort);
+        let mut x = alloc(&mut a, 0);
+        let mut y = alloc(&mut a, 1);
+        // Never run: its PID is clean, a switch to it changes the dirty set.
+        assert!(!a.lean_ok(&x));
+        let _ = a.switch(None, &x).unwrap();
+        let _ = a.switch(Some(&mut x), &y).unwrap();
+        assert!(a.lean_ok(&x) && a.lean_ok(&y));
+        // Its own shared write: the switch away from it must flush.
+        a.note_shared_write(&mut x);
+        assert!(x.shared_dirty());
+        assert!(!a.lean_ok(&x));
+        // Another space's pending shared write makes every switch flush.
+        assert!(!y.shared_dirty());
+        assert!(!a.lean_ok(&y));
+        let s = a.switch(Some(&mut x), &y).unwrap();
+        assert_eq!(s.flush.reasons(), FlushReasons::SHARED_WRITES);
+        assert!(done(&mut a, s.flush));
+        // The flush cleaned every PID but y's, which runs now.
+        assert!(!a.lean_ok(&x));
+        assert!(a.lean_ok(&y));
+        let _ = a.switch(Some(&mut y), &x).unwrap();
+        assert!(a.lean_ok(&x) && a.lean_ok(&y));
+
+        // Guaranteed PIDs are never shared: shared writes need no flush.
+        let mut g = PidAllocator::new(&small_layout(3), PidMode::Guaranteed);
+        let mut x = alloc(&mut g, 0);
+        let _ = g.switch(None, &x).unwrap();
+        g.note_shared_write(&mut x);
+        assert!(x.shared_dirty());
+        assert!(g.lean_ok(&x));
+    }
+
+    #[test]
+    fn a_context_reports_its_size_and_the_allocator_its_epoch() {
+        let mut a = PidAllocator::new(&small_layout(4), PidMode::BestEffort);
+        let mut big = alloc(&mut a, 0);
+        assert!(!big.is_large());
+        assert_eq!(big.highest_window(), 0);
+        let e = a.epoch();
+        let _ = a.switch(None, &big).unwrap();
+        assert_eq!(a.epoch(), e + 1);
+        let d = a.set_large(&mut big, 3).unwrap();
+        assert!(done(&mut a, d));
+        assert!(big.is_large());
+        assert_eq!(big.highest_window(), 3);
+        // A large space runs at PID 0, never lean: its windows overlap.
+        assert!(!a.lean_ok(&big));
+    }
+
+    #[test]
     fn large_space_moves_to_pid_zero_and_overlaps_low_windows() {
         let mut a = PidAllocator::new(&small_layout(6), PidMode::BestEffort);
         let mut big = alloc(&mut a, 0); // PID 6
