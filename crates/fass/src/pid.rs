@@ -1070,8 +1070,13 @@ mod tests {
         let e = a.epoch();
         let _ = a.switch(None, &big).unwrap();
         assert_eq!(a.epoch(), e + 1);
+        let old = big.pid();
+        assert_eq!(a.last_user(old), Some(SpaceId(0)));
         let d = a.set_large(&mut big, 3).unwrap();
         assert!(done(&mut a, d));
+        // Its old PID forgets it; PID 0 names it.
+        assert_eq!(a.last_user(old), None);
+        assert_eq!(a.last_user(FcsePid::ZERO), Some(SpaceId(0)));
         assert!(big.is_large());
         assert_eq!(big.highest_window(), 3);
         // A large space runs at PID 0, never lean: its windows overlap.
