@@ -1062,6 +1062,32 @@ mod tests {
     }
 
     #[test]
+    fn a_flush_that_cleans_no_pid_keeps_the_generation() {
+        // One PID shared by x and y: the switch to y flushes x's lines, and
+        // y keeps running at that PID, so no PID becomes clean.
+        let mut a = PidAllocator::new(&small_layout(1), PidMode::BestEffort);
+        let mut x = alloc(&mut a, 0);
+        let y = a.allocate(SpaceId(1)).unwrap().context;
+        let _ = a.switch(None, &x).unwrap();
+        let s = a.switch(Some(&mut x), &y).unwrap();
+        assert_eq!(s.flush.reasons(), FlushReasons::PID_REUSED);
+        let g = a.generation();
+        assert!(done(&mut a, s.flush));
+        assert_eq!(a.generation(), g);
+        assert!(a.lean_ok(&y));
+        // A flush that cleans a PID changes it.
+        let mut a = PidAllocator::new(&small_layout(2), PidMode::BestEffort);
+        let mut x = alloc(&mut a, 0);
+        let y = alloc(&mut a, 1);
+        let _ = a.switch(None, &x).unwrap();
+        a.note_shared_write(&mut x);
+        let s = a.switch(Some(&mut x), &y).unwrap();
+        let g = a.generation();
+        assert!(done(&mut a, s.flush));
+        assert_ne!(a.generation(), g);
+    }
+
+    #[test]
     fn a_context_reports_its_size_and_the_allocator_its_epoch() {
         let mut a = PidAllocator::new(&small_layout(4), PidMode::BestEffort);
         let mut big = alloc(&mut a, 0);
