@@ -1088,6 +1088,46 @@ mod tests {
     }
 
     #[test]
+    fn flush_reasons_combine_test_and_print_as_sets() {
+        let r = FlushReasons::PID_REUSED.union(FlushReasons::SHARED_WRITES);
+        assert_eq!(r.bits(), 0b101);
+        assert!(r.contains(FlushReasons::PID_REUSED));
+        assert!(r.contains(FlushReasons::SHARED_WRITES));
+        assert!(r.contains(FlushReasons::NONE));
+        assert!(!r.contains(FlushReasons::LARGE_OVERLAP));
+        assert!(!r.contains(FlushReasons::PID_REUSED.union(FlushReasons::STALE_PID)));
+        assert_eq!(r.union(r), r);
+        assert!(!r.is_empty() && FlushReasons::NONE.is_empty());
+        assert_eq!(
+            std::format!("{r:?}"),
+            "FlushReasons(PID_REUSED|SHARED_WRITES)"
+        );
+        assert_eq!(std::format!("{:?}", FlushReasons::NONE), "FlushReasons()");
+    }
+
+    #[test]
+    fn pid_errors_say_what_went_wrong() {
+        let cases = [
+            (PidError::Exhausted, "no free FCSE PID"),
+            (
+                PidError::NotAllocated(pid(3)),
+                "FCSE PID 3 is not allocated",
+            ),
+            (
+                PidError::WindowOutOfRange(200),
+                "FCSE window 200 is above 127",
+            ),
+            (
+                PidError::TooManyUsers(pid(1)),
+                "FCSE PID 1 already has 65535 users",
+            ),
+        ];
+        for (e, text) in cases {
+            assert_eq!(std::format!("{e}"), text);
+        }
+    }
+
+    #[test]
     fn a_context_reports_its_size_and_the_allocator_its_epoch() {
         let mut a = PidAllocator::new(&small_layout(4), PidMode::BestEffort);
         let mut big = alloc(&mut a, 0);
