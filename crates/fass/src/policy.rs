@@ -354,6 +354,93 @@ mod tests {
         assert_eq!(v.flush_free_first(), DomainSet::of(d(1)).with(d(2)));
     }
 
+    /// Domains 1..=15 owned, domain n owning 16 - n slots (higher numbers
+    /// own fewer).
+    fn table_higher_owns_fewer() -> DomainTable {
+        let mut t = DomainTable::new(d(0), DomainSet::EMPTY).unwrap();
+        for i in 1..16u16 {
+            let dom = t.allocate(Owner::Space(SpaceId(i))).unwrap();
+            for s in 0..usize::from(16 - dom.get()) {
+                t.claim_slot(dom, usize::from(i) * 100 + s).unwrap();
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn the_view_reports_eligible_clean_and_slot_counts() {
+        let t = table(&[2, 5]);
+        let set = DomainSet::of(d(2)).with(d(5)).with(d(7));
+        let v = VictimView::new(&t, set);
+        assert_eq!(v.eligible(), set);
+        assert_eq!(v.clean(), DomainSet::of(d(7)));
+        assert_eq!(v.clean_first(), DomainSet::of(d(7)));
+        let dirty_only = DomainSet::of(d(2)).with(d(5));
+        assert_eq!(VictimView::new(&t, dirty_only).clean_first(), dirty_only);
+        assert_eq!(v.slot_count(d(7)), 7);
+        assert_eq!(v.slot_count(d(5)), 5);
+        let t = table_higher_owns_fewer();
+        assert_eq!(VictimView::new(&t, t.owned()).slot_count(d(12)), 4);
+    }
+
+    #[test]
+    fn fewest_slots_picks_a_higher_domain_that_owns_fewer() {
+        let t = table_higher_owns_fewer();
+        let v = VictimView::new(&t, t.owned());
+        assert_eq!(FewestSlots.choose(&v), Some(d(15)));
+        let v = VictimView::new(&t, DomainSet::of(d(3)).with(d(9)).with(d(4)));
+        assert_eq!(FewestSlots.choose(&v), Some(d(9)));
+    }
+
+    /// Calls the policy through a generic parameter, as the manager does
+    /// with `&mut P`.
+    fn touch_then_choose<P: VictimPolicy>(
+        mut p: P,
+        touch: &[u8],
+        v: &VictimView<'_>,
+    ) -> Option<Domain> {
+        for &x in touch {
+            p.touch(d(x));
+        }
+        p.choose(v)
+    }
+
+    #[test]
+    fn a_policy_borrowed_mutably_is_the_same_policy() {
+        let t = table(&[]);
+        let v = VictimView::new(&t, t.owned());
+        let mut lru = CleanFirstLru::default();
+        let order: Vec<u8> = (1..16).rev().collect();
+        // Touches through the reference reach the policy...
+        assert_eq!(touch_then_choose(&mut lru, &order, &v), Some(d(15)));
+        // ...and are remembered by it.
+        lru.touch(d(15));
+        assert_eq!(lru.choose(&v), Some(d(14)));
+        let mut rr = CleanFirstRoundRobin::default();
+        assert_eq!(touch_then_choose(&mut rr, &[], &v), Some(d(1)));
+        assert_eq!(rr.choose(&v), Some(d(2)));
+    }
+
+    #[test]
+    fn random_follows_the_xorshift32_sequence() {
+        // Marsaglia's xorshift32 (13, 17, 5), written out independently.
+        let mut x: u32 = 7;
+        let mut reference = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let t = table(&[]);
+        let v = VictimView::new(&t, t.owned());
+        let domains: Vec<Domain> = t.owned().iter().collect();
+        let mut p = CleanFirstRandom::new(7);
+        for _ in 0..32 {
+            let k = (reference() % domains.len() as u32) as usize;
+            assert_eq!(p.choose(&v), Some(domains[k]));
+        }
+    }
+
     #[test]
     fn empty_candidates_give_none() {
         let t = table(&[]);
