@@ -531,7 +531,7 @@ impl PidAllocator {
     /// The PID with the fewest users, searching down from a rotating
     /// cursor; an error if even that one cannot count another user.
     fn least_shared(&mut self) -> Result<u8, PidError> {
-        let n = (self.last - self.first) as usize + 1;
+        let n = (self.first..=self.last).count();
         let mut best = self.share_cursor;
         let mut best_users = u16::MAX;
         let mut p = self.share_cursor;

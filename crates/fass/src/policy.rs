@@ -127,13 +127,14 @@ impl<P: VictimPolicy + ?Sized> VictimPolicy for &mut P {
 
 /// The first member of `set` at or after domain `start`, wrapping around.
 fn first_from(set: DomainSet, start: u8) -> Option<Domain> {
-    let bits = u32::from(set.bits());
+    let bits = set.bits();
     if bits == 0 {
         return None;
     }
     let start = u32::from(start & 15);
-    let rotated = (bits | bits << 16) >> start;
-    let off = rotated.trailing_zeros();
+    // Domain `start` moves to bit 0; the lowest set bit is the first
+    // member at or after it.
+    let off = bits.rotate_right(start).trailing_zeros();
     Some(Domain::from_low_bits(start + off))
 }
 
