@@ -24,6 +24,8 @@ commands:
           (short configuration), QEMU instruction counts; updates docs/benchmarks.md
   mutants mutation testing (cargo-mutants, installed if missing) of the isolation-,
           permission- and flush-critical files; prints the score per file
+  fuzz    the cargo-fuzz targets (mapper, fass, spm; nightly and cargo-fuzz installed
+          if missing), from the committed corpus, new inputs under target/fuzz/
 
 options (run):
   --timeout SECS    kill QEMU after SECS seconds (default 60)
@@ -33,7 +35,7 @@ options (run):
 options (test):
   --timeout SECS    time limit of each QEMU run (default 60)
   --skip KEY        do not run a stage (repeatable; keys: fmt clippy host-tests docs
-                    model-bench arm-v5te arm-v4 msrv kernel integration); skipped stages do
+                    model-bench arm-v5te arm-v4 msrv miri fuzz kernel integration); skipped stages do
                     not count as passed
 options (mutants):
   --file PATH       mutate this file (repeatable; default: the critical files,
@@ -41,6 +43,9 @@ options (mutants):
   --shard K/N       only the K-th (from 0) of N shards of the mutants
   --jobs N          parallel cargo-mutants jobs (default 1)
   --summary         only print the scores of the outcomes collected so far
+options (fuzz):
+  --seconds N       run each target N seconds (default 60)
+  --target T        only this target (repeatable)
 options (bench):
   --full            criterion's default (longer) measurement instead of the short one
   --timeout SECS    time limit of each QEMU run (default 60)
@@ -80,6 +85,8 @@ pub enum Command {
     },
     /// Mutation testing.
     Mutants(crate::mutants::MutantsOpts),
+    /// Fuzzing.
+    Fuzz(crate::fuzz::FuzzOpts),
     /// Print usage.
     Help,
 }
@@ -198,6 +205,26 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
             }
             Ok(Command::Mutants(opts))
         }
+        "fuzz" => {
+            let mut opts = crate::fuzz::FuzzOpts::default();
+            while let Some(a) = it.next() {
+                match a {
+                    "--seconds" => {
+                        let v = value(&mut it, a)?;
+                        opts.seconds = v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                            Error::Usage(format!("--seconds wants a positive number, got `{v}`"))
+                        })?;
+                    }
+                    "--target" => opts.targets.push(value(&mut it, a)?.to_string()),
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "unknown option `{a}` for fuzz\n\n{USAGE}"
+                        )))
+                    }
+                }
+            }
+            Ok(Command::Fuzz(opts))
+        }
         "build" => match it.next() {
             None => Ok(Command::Build),
             Some(a) => Err(Error::Usage(format!(
@@ -289,6 +316,31 @@ mod tests {
                 timeout: Duration::from_secs(9)
             }
         );
+    }
+
+    #[test]
+    fn fuzz_options() {
+        assert_eq!(
+            parse(["fuzz"]).unwrap(),
+            Command::Fuzz(crate::fuzz::FuzzOpts::default())
+        );
+        assert_eq!(
+            parse(["fuzz", "--seconds", "600", "--target", "spm"]).unwrap(),
+            Command::Fuzz(crate::fuzz::FuzzOpts {
+                seconds: 600,
+                targets: vec!["spm".to_string()],
+            })
+        );
+        for bad in [
+            &["fuzz", "--seconds", "0"][..],
+            &["fuzz", "--target"],
+            &["fuzz", "-x"],
+        ] {
+            assert!(
+                matches!(parse(bad.iter().copied()), Err(Error::Usage(_))),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

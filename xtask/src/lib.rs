@@ -6,6 +6,8 @@
 //! * [`bench`](mod@bench): `cargo xtask bench` (model, microbenchmarks, QEMU instruction counts);
 //! * [`cargo`]: host and ARM cargo invocations, artifact paths;
 //! * [`defmt_log`]: decoding the kernel's defmt stream;
+//! * [`fuzz`]: `cargo xtask fuzz` (the cargo-fuzz targets under `fuzz/`);
+//! * [`miri`]: the Miri stage of `cargo xtask test`;
 //! * [`mutants`]: `cargo xtask mutants` (cargo-mutants runs and scores);
 //! * [`qemu`]: booting the kernel with a timeout and collecting its log;
 //! * [`stages`]: the checks `cargo xtask test` runs, in order.
@@ -15,6 +17,8 @@ pub mod cargo;
 pub mod cli;
 pub mod defmt_log;
 pub mod demo;
+pub mod fuzz;
+pub mod miri;
 pub mod mutants;
 pub mod qemu;
 pub mod setup;

@@ -73,6 +73,10 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
         },
+        Command::Fuzz(opts) => match xtask::fuzz::run(&opts) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => fail(e),
+        },
         Command::Mutants(opts) => match xtask::mutants::run(&opts) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),

@@ -77,6 +77,16 @@ pub fn all() -> Vec<Stage> {
             run: msrv,
         },
         Stage {
+            name: "Miri (undefined behaviour in the library crates' tests)",
+            key: "miri",
+            run: miri,
+        },
+        Stage {
+            name: "fuzzing, short (each cargo-fuzz target 15 s)",
+            key: "fuzz",
+            run: fuzz_short,
+        },
+        Stage {
             name: "kernel tests under QEMU",
             key: "kernel",
             run: kernel_tests,
@@ -89,8 +99,29 @@ pub fn all() -> Vec<Stage> {
     ]
 }
 
+fn miri(_: &Settings) -> Result<()> {
+    crate::miri::run()
+}
+
+fn fuzz_short(_: &Settings) -> Result<()> {
+    crate::fuzz::clippy()?;
+    crate::fuzz::run(&crate::fuzz::FuzzOpts {
+        seconds: crate::fuzz::SHORT_SECONDS,
+        targets: Vec::new(),
+    })
+    .map(|_| ())
+}
+
 fn fmt(_: &Settings) -> Result<()> {
-    run_checked(cargo::cargo().args(["fmt", "--all", "--check"]))
+    run_checked(cargo::cargo().args(["fmt", "--all", "--check"]))?;
+    // The fuzz targets are their own workspace (cargo-fuzz builds them).
+    run_checked(cargo::cargo().args([
+        "fmt",
+        "--all",
+        "--check",
+        "--manifest-path",
+        "fuzz/Cargo.toml",
+    ]))
 }
 
 fn clippy(_: &Settings) -> Result<()> {

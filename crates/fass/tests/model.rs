@@ -20,140 +20,18 @@
 //!   number of free domains, zero cache flushes and zero TLB invalidations
 //!   per switch on the model's own counters; beyond, recycling is counted.
 
-use armv5_sim::{encode, presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
+mod common;
+
+use armv5_sim::{Machine, Privilege, Width};
+use common::*;
 use fass::policy::CleanFirstRoundRobin;
 use fass::{
-    Cpd, DomainSet, Fass, FassError, Flushed, KernelTable, Layout, PidError, PidMode, RecycleRule,
-    Resolution, SegmentAccess, SegmentError, SegmentId, SegmentSpec, SpaceId, SwitchStrategy,
-    TableKind, TableSwitch,
+    Cpd, DomainSet, Fass, Flushed, Layout, RecycleRule, Resolution, SpaceId, SwitchStrategy,
 };
-use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
-use mmu_armv5::regs::{Dacr, DomainAccess};
-use mmu_armv5::table::{TableKind as HwTable, TableRef};
-use mmu_armv5::{Domain, FcsePid, PhysAddr, VirtAddr};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+use mmu_armv5::{FcsePid, PhysAddr, VirtAddr};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestCaseError, TestRunner};
-use std::collections::{BTreeMap, HashMap, VecDeque};
-
-const PAGE: u32 = 4096;
-const FRAMES_END: u32 = 0x0008_0000;
-const SEG_BASE: [u32; 2] = [0x8000_0000, 0x8010_0000];
-const SEG_PA: [u32; 2] = [0x0010_0000, 0x0020_0000];
-const MIB: u32 = 1 << 20;
-
-fn d(n: u8) -> Domain {
-    Domain::new(n).unwrap()
-}
-
-/// SA-1100 model with small caches (so evictions and write-backs happen
-/// often): 3 MiB of RAM; private frames below 512 KiB, tables up to
-/// 1 MiB, two 1 MiB segments above.
-fn machine() -> Machine {
-    let mut cfg = presets::sa1100().config;
-    cfg.dcache.size = 2 << 10;
-    cfg.icache.size = 2 << 10;
-    cfg.regions.push(Region {
-        base: PhysAddr::new(0),
-        size: 3 << 20,
-        kind: RegionKind::Ram,
-        latency: 0,
-    });
-    let mut m = Machine::new(cfg).unwrap();
-    m.set_frame_pool(PhysAddr::new(0x0008_0000), 512 << 10)
-        .unwrap();
-    m
-}
-
-fn small_layout(last_pid: u8) -> Layout {
-    Layout::new(
-        FcsePid::new(1).unwrap(),
-        FcsePid::new(last_pid).unwrap(),
-        fass::Region::new(0x8000_0000, 1 << 30).unwrap(),
-        fass::Region::new(0xC000_0000, 1 << 30).unwrap(),
-    )
-    .unwrap()
-}
-
-/// Round-robin victims: the deterministic scenarios below name the domain
-/// that gets recycled, which depends on the policy.
-type FassModel = Fass<CleanFirstRoundRobin, 64, 16, 4>;
-type Classic = TableSwitch<64, 4>;
-
-fn fass_on(m: &mut Machine, layout: Layout) -> FassModel {
-    fass_with(m, layout, RecycleRule::default())
-}
-
-/// The kernel's table on the model: a fresh first-level table with one
-/// section of kernel RAM (the start of the kernel region, PA 0, kernel
-/// only, domain 0), loaded in the TTBR, vouched for.
-fn kernel_table(m: &mut Machine, layout: &Layout) -> KernelTable {
-    let root = TableRef::allocate(m, HwTable::L1).unwrap();
-    // SAFETY: a fresh first-level table no `PageTable` manages: the entry
-    // is a section, no table link.
-    unsafe {
-        root.write(
-            m,
-            layout.kernel().slots().start,
-            encode::section(0, 1, 0, true, true),
-        )
-    }
-    .unwrap();
-    m.set_ttbr(root.pa.as_u32());
-    // SAFETY: the model's register writes reach no host memory; the table
-    // stays allocated in the machine for as long as it lives.
-    unsafe { KernelTable::new(&*m, root.pa, L1Encoding::Arm9, layout, d(0)) }.unwrap()
-}
-
-fn fass_with(m: &mut Machine, layout: Layout, rule: RecycleRule) -> FassModel {
-    let table = kernel_table(m, &layout);
-    m.set_dacr(Dacr::only(d(0), DomainAccess::Client));
-    m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
-    let mut cpd = Cpd::new(table);
-    // SAFETY: the model's RAM banks are heap memory that stays put when the
-    // machine moves, and every test keeps its machine beside its manager
-    // for as long as the manager is used; the CPD is never freed.
-    unsafe { cpd.pin(&*m) }.unwrap();
-    Fass::new(cpd, DomainSet::EMPTY, CleanFirstRoundRobin::default())
-        .unwrap()
-        .with_recycle_rule(rule)
-}
-
-fn classic_on(m: &mut Machine, kind: TableKind, layout: Layout) -> Classic {
-    let table = kernel_table(m, &layout);
-    m.set_dacr(Dacr::only(d(0), DomainAccess::Client).with(d(1), DomainAccess::Client));
-    m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
-    TableSwitch::new(kind, d(1), table)
-}
-
-fn seg_spec(g: usize) -> SegmentSpec {
-    SegmentSpec {
-        base: VirtAddr::new(SEG_BASE[g]),
-        pa: PhysAddr::new(SEG_PA[g]),
-        size: MIB,
-        ap: AccessPermission::ReadWrite,
-        cache: CachePolicy::WriteBack,
-    }
-}
-
-#[derive(Clone, Debug)]
-enum Op {
-    Create(u16),
-    Destroy(u16),
-    MapLow(u16, u8),
-    MapHigh(u16, u8),
-    Unmap(u16, u8),
-    MapSeg(u16, u8, bool),
-    UnmapSeg(u16, u8),
-    /// Switch to the space: with `true`, through its precomputed switch
-    /// when it holds a valid one (the lean path a kernel takes whenever it
-    /// can), else (and with `false`) the full way.
-    Switch(u16, bool),
-    /// Switch to the n-th live space (mod their number), so that with many
-    /// space ids most switches still run something and domains recycle.
-    SwitchLive(u8, bool),
-    Load(u8, u16),
-    Store(u8, u16, u32),
-}
 
 fn op(spaces: u16) -> impl Strategy<Value = Op> {
     let s = 0..spaces;
@@ -172,404 +50,6 @@ fn op(spaces: u16) -> impl Strategy<Value = Op> {
     ]
 }
 
-/// The reference model.
-#[derive(Default)]
-struct Reference {
-    /// Per space: VA -> frame, and which segments it maps.
-    spaces: HashMap<u16, (BTreeMap<u32, u32>, [bool; 2])>,
-    /// Last value stored at each physical word (RAM starts zeroed).
-    mem: HashMap<u32, u32>,
-    free: VecDeque<u32>,
-    current: Option<u16>,
-}
-
-/// A fast fault path tried before [`SwitchStrategy::resolve`] (`None`:
-/// not taken, resolve generally).
-type Fast<T> = fn(&mut T, &mut Machine, u32, u32) -> Option<Resolution>;
-
-fn no_fast<T>(_: &mut T, _: &mut Machine, _: u32, _: u32) -> Option<Resolution> {
-    None
-}
-
-fn fass_fast(f: &mut FassModel, m: &mut Machine, fsr: u32, far: u32) -> Option<Resolution> {
-    f.resolve_fast(m, fsr, far)
-}
-
-struct Harness<T: SwitchStrategy> {
-    describe: fn(&T, &Machine, u16, u32) -> String,
-    fast: Fast<T>,
-    /// Faults the fast path resolved.
-    fast_hits: u64,
-    /// Switches made through a precomputed record.
-    lean_switches: u64,
-    m: Machine,
-    t: T,
-    r: Reference,
-    /// High windows fixed pages go to (PID windows in use, so they collide).
-    windows: [u32; 3],
-    guaranteed: bool,
-}
-
-fn low_va(i: u8) -> u32 {
-    u32::from(i / 4) * MIB + u32::from(i % 4) * PAGE + 0x8000
-}
-
-fn high_va(windows: &[u32; 3], i: u8) -> u32 {
-    // Offsets equal to the low pages', so they hit the same MVAs as the
-    // low pages of the spaces whose PID is that window.
-    (windows[usize::from(i % 3)] << 25) + low_va(i / 3 * 2)
-}
-
-impl<T: SwitchStrategy> Harness<T> {
-    fn mva(&self, s: u16, va: u32) -> u32 {
-        self.t
-            .mva_of(SpaceId(s), VirtAddr::new(va))
-            .unwrap()
-            .as_u32()
-    }
-
-    /// The page of space `s` the CPU reaches at `va` now: the one whose
-    /// current MVA is `va`'s (a fixed page in the space's own FCSE window
-    /// aliases its low page at the same offset).
-    fn alias(&self, s: u16, va: u32) -> Option<(u32, u32)> {
-        let m = self.mva(s, va) & !(PAGE - 1);
-        let (pages, _) = self.r.spaces.get(&s)?;
-        pages
-            .iter()
-            .find(|(v, _)| self.mva(s, **v) == m)
-            .map(|(v, p)| (*v, *p))
-    }
-
-    fn candidate(&self, a: u8) -> u32 {
-        match a {
-            0..=7 => low_va(a),
-            8..=19 => high_va(&self.windows, a - 8),
-            20..=25 => SEG_BASE[usize::from(a % 2)] + u32::from(a - 20) * 0x2_0000,
-            // Unmapped-by-anyone addresses in the low window.
-            _ => 0x0100_0000 + u32::from(a) * PAGE,
-        }
-    }
-
-    /// What the reference says an access to `va` by the running space hits.
-    fn expect(&self, va: u32) -> Option<u32> {
-        let s = self.r.current?;
-        let (_, segs) = self.r.spaces.get(&s)?;
-        if let Some((_, pa)) = self.alias(s, va) {
-            return Some(pa + (va & (PAGE - 1)));
-        }
-        for g in 0..2 {
-            if segs[g] && va >= SEG_BASE[g] && va < SEG_BASE[g] + MIB {
-                return Some(SEG_PA[g] + (va - SEG_BASE[g]));
-            }
-        }
-        None
-    }
-
-    /// Runs an access, resolving FASS faults (at most a few retries).
-    fn access(&mut self, va: u32, store: Option<u32>) -> Result<u32, u32> {
-        for _ in 0..4 {
-            let r = match store {
-                Some(v) => self
-                    .m
-                    .store(VirtAddr::new(va), Width::Word, v, Privilege::User)
-                    .map(|()| v),
-                None => self.m.load(VirtAddr::new(va), Width::Word, Privilege::User),
-            };
-            match r {
-                Ok(v) => return Ok(v),
-                Err(_) => {
-                    let (fsr, far) = (self.m.dfsr(), self.m.far());
-                    let fast = (self.fast)(&mut self.t, &mut self.m, fsr, far);
-                    self.fast_hits += u64::from(fast.is_some());
-                    let r = match fast {
-                        Some(r) => r,
-                        None => self.t.resolve(&mut self.m, fsr, far).unwrap(),
-                    };
-                    match r {
-                        Resolution::Resolved { .. } => continue,
-                        Resolution::NotFass(_) => return Err(fsr),
-                    }
-                }
-            }
-        }
-        Err(u32::MAX)
-    }
-
-    fn step(&mut self, op: &Op) -> Result<(), String> {
-        match *op {
-            Op::Create(s) => {
-                let r = self.t.create_space(&mut self.m, SpaceId(s));
-                if self.r.spaces.contains_key(&s) {
-                    check(
-                        r == Err(FassError::SpaceExists(SpaceId(s))),
-                        "create twice",
-                        &r,
-                    )?;
-                } else if r == Err(FassError::Pid(PidError::Exhausted)) && self.guaranteed {
-                } else {
-                    check(r.is_ok(), "create", &r)?;
-                    self.r.spaces.insert(s, (BTreeMap::new(), [false; 2]));
-                }
-            }
-            Op::Destroy(s) => {
-                let r = self.t.destroy_space(&mut self.m, SpaceId(s));
-                match self.r.spaces.remove(&s) {
-                    Some((pages, _)) => {
-                        check(r.is_ok(), "destroy", &r)?;
-                        // Reused first: lines a destroyed space may have
-                        // left must be gone before its frames are.
-                        for pa in pages.values() {
-                            self.r.free.push_front(*pa);
-                        }
-                        if self.r.current == Some(s) {
-                            self.r.current = None;
-                        }
-                    }
-                    None => check(r == Err(FassError::UnknownSpace(SpaceId(s))), "destroy", &r)?,
-                }
-            }
-            Op::MapLow(s, i) => self.map(s, low_va(i))?,
-            Op::MapHigh(s, i) => self.map(s, high_va(&self.windows, i))?,
-            Op::Unmap(s, i) => {
-                let Some((pages, _)) = self.r.spaces.get(&s) else {
-                    let r =
-                        self.t
-                            .unmap_pages(&mut self.m, SpaceId(s), VirtAddr::new(0x8000), PAGE);
-                    return check(r == Err(FassError::UnknownSpace(SpaceId(s))), "unmap", &r);
-                };
-                if pages.is_empty() {
-                    let r = self.t.unmap_pages(
-                        &mut self.m,
-                        SpaceId(s),
-                        VirtAddr::new(low_va(i % 8)),
-                        PAGE,
-                    );
-                    return check(matches!(r, Err(FassError::Space(_))), "unmap unmapped", &r);
-                }
-                let (va, pa) = pages
-                    .iter()
-                    .nth(usize::from(i) % pages.len())
-                    .map(|(v, p)| (*v, *p))
-                    .unwrap();
-                let r = self
-                    .t
-                    .unmap_pages(&mut self.m, SpaceId(s), VirtAddr::new(va), PAGE);
-                check(r.is_ok(), "unmap", &r)?;
-                self.r.spaces.get_mut(&s).unwrap().0.remove(&va);
-                self.r.free.push_back(pa);
-            }
-            Op::MapSeg(s, g, wrong) => {
-                let at = SEG_BASE[usize::from(g)] + if wrong { MIB * 4 } else { 0 };
-                let r = self.t.map_segment(
-                    &mut self.m,
-                    SpaceId(s),
-                    SegmentId(u16::from(g)),
-                    VirtAddr::new(at),
-                    SegmentAccess::Client,
-                );
-                match self.r.spaces.get_mut(&s) {
-                    None => check(r == Err(FassError::UnknownSpace(SpaceId(s))), "mapseg", &r)?,
-                    Some(_) if wrong => check(
-                        matches!(
-                            r,
-                            Err(FassError::Segment(SegmentError::WrongAddress { .. }))
-                        ),
-                        "mapseg elsewhere",
-                        &r,
-                    )?,
-                    Some((_, segs)) if segs[usize::from(g)] => check(
-                        matches!(
-                            r,
-                            Err(FassError::Segment(SegmentError::AlreadyMapped { .. }))
-                        ),
-                        "mapseg twice",
-                        &r,
-                    )?,
-                    Some((_, segs)) => {
-                        check(r.is_ok(), "mapseg", &r)?;
-                        segs[usize::from(g)] = true;
-                    }
-                }
-            }
-            Op::UnmapSeg(s, g) => {
-                let r = self
-                    .t
-                    .unmap_segment(&mut self.m, SpaceId(s), SegmentId(u16::from(g)));
-                match self.r.spaces.get_mut(&s) {
-                    None => check(
-                        r == Err(FassError::UnknownSpace(SpaceId(s))),
-                        "unmapseg",
-                        &r,
-                    )?,
-                    Some((_, segs)) if segs[usize::from(g)] => {
-                        check(r.is_ok(), "unmapseg", &r)?;
-                        segs[usize::from(g)] = false;
-                    }
-                    Some(_) => check(
-                        matches!(r, Err(FassError::Segment(SegmentError::NotMapped { .. }))),
-                        "unmapseg unmapped",
-                        &r,
-                    )?,
-                }
-            }
-            Op::SwitchLive(n, lean) => {
-                if self.r.spaces.is_empty() {
-                    return Ok(());
-                }
-                let mut live: Vec<u16> = self.r.spaces.keys().copied().collect();
-                live.sort_unstable();
-                let s = live[usize::from(n) % live.len()];
-                return self.step(&Op::Switch(s, lean));
-            }
-            Op::Switch(s, lean) => {
-                let running = self.t.current() == Some(SpaceId(s));
-                let r = if lean && self.t.switch_lean(&mut self.m, SpaceId(s)).is_ok() {
-                    self.lean_switches += u64::from(!running);
-                    Ok(())
-                } else {
-                    self.t.switch_to(&mut self.m, SpaceId(s))
-                };
-                if self.r.spaces.contains_key(&s) {
-                    check(r.is_ok(), "switch", &r)?;
-                    self.r.current = Some(s);
-                } else {
-                    check(r == Err(FassError::UnknownSpace(SpaceId(s))), "switch", &r)?;
-                }
-            }
-            Op::Load(a, o) | Op::Store(a, o, _) => {
-                if self.r.current.is_none() {
-                    return Ok(());
-                }
-                if matches!(op, Op::Store(..)) {
-                    // Read first: the SA-1100 does not allocate on a write
-                    // miss, so this makes the store dirty a cached line.
-                    self.step(&Op::Load(a, o))?;
-                }
-                // Few lines per page, so loads and stores meet in the cache.
-                let va = self.candidate(a) + (u32::from(o) % 24) * 4;
-                let store = match *op {
-                    Op::Store(_, _, v) => Some(v),
-                    _ => None,
-                };
-                let want = self.expect(va);
-                let got = self.access(va, store);
-                match (want, got) {
-                    (Some(pa), Ok(v)) => match store {
-                        Some(v) => {
-                            self.r.mem.insert(pa, v);
-                        }
-                        None => {
-                            let w = self.r.mem.get(&pa).copied().unwrap_or(0);
-                            if v != w {
-                                return Err(format!(
-                                    "space {:?} load {va:#x} (pa {pa:#x}) = {v:#x}, last stored {w:#x}",
-                                    self.r.current
-                                ));
-                            }
-                        }
-                    },
-                    (Some(pa), Err(fsr)) => {
-                        let mva = self.mva(self.r.current.unwrap(), va);
-                        let l1a = (self.m.ttbr() & !0x3FFF) | ((mva >> 20) * 4);
-                        let l1 = self.m.phys_read(PhysAddr::new(l1a), Width::Word).unwrap();
-                        let l2 = self
-                            .m
-                            .phys_read(
-                                PhysAddr::new((l1 & !0x3FF) | (((mva >> 12) & 0xFF) * 4)),
-                                Width::Word,
-                            )
-                            .unwrap_or(0xDEAD);
-                        return Err(format!(
-                            "space {:?} access {va:#x} (mva {mva:#x}, pa {pa:#x}) faulted, fsr {fsr:#x}; l1 {l1:#x} l2 {l2:#x}; {}; pages {:x?}",
-                            self.r.current,
-                            (self.describe)(&self.t, &self.m, self.r.current.unwrap(), mva),
-                            self.r.spaces.get(&self.r.current.unwrap()).map(|p| &p.0)
-                        ));
-                    }
-                    (None, Ok(v)) => {
-                        return Err(format!(
-                        "space {:?} access {va:#x} not mapped but served ({v:#x}, store {store:?})",
-                        self.r.current
-                    ))
-                    }
-                    (None, Err(_)) => {}
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Gives every word the accesses can reach (the first 24 words of each
-    /// private frame and of each segment page used) a value of its own, so
-    /// that a hit on another frame's line (a homonym) reads a wrong value
-    /// even where neither frame was stored to.
-    fn seed_memory(&mut self) {
-        let pattern = |pa: u32| pa.wrapping_mul(0x9E37_79B1) ^ 0x5A5A_0001;
-        let segs = (20..26u32).map(|a| SEG_PA[(a % 2) as usize] + (a - 20) * 0x2_0000);
-        let frames = (1..FRAMES_END / PAGE).map(|f| f * PAGE);
-        for base in frames.chain(segs) {
-            for w in 0..24 {
-                let pa = base + w * 4;
-                self.m
-                    .phys_write(PhysAddr::new(pa), Width::Word, pattern(pa))
-                    .unwrap();
-                self.r.mem.insert(pa, pattern(pa));
-            }
-        }
-    }
-
-    fn map(&mut self, s: u16, va: u32) -> Result<(), String> {
-        let Some(pa) = self.r.free.pop_front() else {
-            return Ok(());
-        };
-        let r = self.t.map_pages(
-            &mut self.m,
-            SpaceId(s),
-            VirtAddr::new(va),
-            PhysAddr::new(pa),
-            PAGE,
-            AccessPermission::ReadWrite,
-            CachePolicy::WriteBack,
-        );
-        if !self.r.spaces.contains_key(&s) {
-            self.r.free.push_front(pa);
-            return check(r == Err(FassError::UnknownSpace(SpaceId(s))), "map", &r);
-        }
-        if va >= 32 << 20 && self.guaranteed {
-            self.r.free.push_front(pa);
-            return check(
-                r == Err(FassError::Pid(PidError::LargeNotSupported)),
-                "map above 32 MiB, guaranteed",
-                &r,
-            );
-        }
-        // Aliasing is judged with the MVAs after the call (a best-effort
-        // space may have grown large and moved to PID 0).
-        if self.alias(s, va).is_some() {
-            self.r.free.push_front(pa);
-            return check(
-                matches!(
-                    r,
-                    Err(FassError::Space(fass::space::SpaceError::AlreadyMapped(_)))
-                ),
-                "map over a mapped MVA",
-                &r,
-            );
-        }
-        check(r.is_ok(), "map", &r)?;
-        self.r.spaces.get_mut(&s).unwrap().0.insert(va, pa);
-        Ok(())
-    }
-}
-
-fn check<E: std::fmt::Debug>(ok: bool, what: &str, r: &Result<(), E>) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("{what}: unexpected {r:?}"))
-    }
-}
-
 fn cases(default: u32) -> u32 {
     std::env::var("FASS_PROPTEST_CASES")
         .ok()
@@ -577,14 +57,10 @@ fn cases(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
-fn run_isolation<T: SwitchStrategy>(
-    name: &str,
-    default_cases: u32,
-    spaces: u16,
-    make: impl Fn(&mut Machine) -> (T, [u32; 3], bool),
-    describe: fn(&T, &Machine, u16, u32) -> String,
-    fast: Fast<T>,
-) -> [u64; 8] {
+/// Runs the isolation property for `setup` (`FASS_PROPTEST_CASES` or
+/// `default_cases` sequences of 500 operations) and returns what the
+/// sequences exercised.
+fn run_isolation(name: &str, default_cases: u32, setup: Setup) -> Totals {
     let mut runner = TestRunner::new(PtConfig {
         cases: cases(default_cases),
         failure_persistence: None,
@@ -593,168 +69,65 @@ fn run_isolation<T: SwitchStrategy>(
         rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
         ..PtConfig::default()
     });
-    let totals = std::cell::Cell::new([0u64; 8]);
-    let result = runner.run(&proptest::collection::vec(op(spaces), 500), |ops| {
-        let mut m = machine();
-        let (mut t, windows, guaranteed) = make(&mut m);
-        for g in 0..2 {
-            t.create_segment(SegmentId(g as u16), seg_spec(g)).unwrap();
-        }
-        let mut h = Harness {
-            describe,
-            fast,
-            fast_hits: 0,
-            lean_switches: 0,
-            m,
-            t,
-            r: Reference {
-                free: (1..FRAMES_END / PAGE).map(|f| f * PAGE).collect(),
-                ..Reference::default()
-            },
-            windows,
-            guaranteed,
-        };
-        h.seed_memory();
-        for (i, o) in ops.iter().enumerate() {
-            h.step(o)
-                .map_err(|e| TestCaseError::fail(format!("op {i} {o:?}: {e}")))?;
-        }
-        let s = h.t.stats();
-        let mut t = totals.get();
-        t[0] += s.switches;
-        t[1] += s.full_flushes;
-        t[2] += s.collisions + s.pid_shares;
-        t[3] += h.m.counters().write_backs;
-        t[4] += s.recycles_exclusive;
-        t[5] += s.window_flushes;
-        t[6] += h.fast_hits;
-        t[7] += h.lean_switches;
-        totals.set(t);
+    let totals = std::cell::Cell::new(Totals::default());
+    let result = runner.run(&proptest::collection::vec(op(setup.spaces()), 500), |ops| {
+        let t = run(setup, &ops).map_err(TestCaseError::fail)?;
+        let mut sum = totals.get();
+        sum += t;
+        totals.set(sum);
         Ok(())
     });
     if let Err(e) = result {
         panic!("{name}: {e}");
     }
-    let totals = totals.get();
+    let t = totals.get();
     // The runs must exercise what they claim to: lean switches mixed in.
     assert!(
-        totals[0] > 0 && totals[3] > 0 && totals[7] > 0,
-        "{name}: {totals:?}"
+        t.switches > 0 && t.write_backs > 0 && t.lean_switches > 0,
+        "{name}: {t:?}"
     );
-    eprintln!(
-        "{name}: switches {} (lean {}) full flushes {} collisions+pid shares {} write-backs {} \
-         unflushed exclusive recycles {} window-guard flushes {} fast-path resolutions {}",
-        totals[0], totals[7], totals[1], totals[2], totals[3], totals[4], totals[5], totals[6]
-    );
-    totals
-}
-
-fn describe_fass(f: &FassModel, m: &Machine, s: u16, mva: u32) -> String {
-    let slot = (mva >> 20) as usize;
-    format!(
-        "domain {:?} pid {:?} slot owner {:?} cpd {:?} dacr {:?} window {:?}",
-        f.domain_of(SpaceId(s)),
-        f.pid_of(SpaceId(s)),
-        f.domains().slot_owner(slot),
-        f.cpd().entry(m, slot),
-        m.dacr(),
-        fass::window::window_of_slot(slot).map(|w| f.window_lines().leftover(w)),
-    )
+    eprintln!("{name}: {t:?}");
+    t
 }
 
 #[test]
 fn fass_isolation_more_spaces_than_domains() {
-    // 64 space ids, 15 free domains (two segments pin two while mapped);
-    // 63 PIDs top-down, fixed pages in windows 63..61 collide with the
-    // first spaces' low pages. Default rule: window-exclusive spaces' dirty
-    // domains are recycled without a flush, and the fixed pages in their
-    // windows must be caught by the window guard.
+    // Default rule: window-exclusive spaces' dirty domains are recycled
+    // without a flush, and the fixed pages in their windows must be caught
+    // by the window guard.
     assert_eq!(
         fass_on(&mut machine(), Layout::DEMO).recycle_rule(),
         RecycleRule::ExclusiveWindows
     );
-    let t = run_isolation(
-        "fass, exclusive windows",
-        2000,
-        64,
-        |m| (fass_on(m, Layout::DEMO), [63, 62, 61], false),
-        describe_fass,
-        fass_fast,
-    );
+    let t = run_isolation("fass, exclusive windows", 2000, Setup::FassExclusive);
     // The runs reach both the unflushed recycling and its guard, and the
     // fast fault path (the general one takes what it declines).
-    assert!(t[4] > 0 && t[5] > 0 && t[6] > 0, "{t:?}");
+    assert!(
+        t.recycles_exclusive > 0 && t.window_flushes > 0 && t.fast_hits > 0,
+        "{t:?}"
+    );
 }
 
 #[test]
 fn fass_isolation_conservative_rule() {
-    let t = run_isolation(
-        "fass, conservative",
-        500,
-        64,
-        |m| {
-            (
-                fass_with(m, Layout::DEMO, RecycleRule::Conservative),
-                [63, 62, 61],
-                false,
-            )
-        },
-        describe_fass,
-        no_fast,
-    );
+    let t = run_isolation("fass, conservative", 500, Setup::FassConservative);
     // Nothing is ever left in a window, so the guard never fires.
-    assert_eq!((t[4], t[5], t[6]), (0, 0, 0), "{t:?}");
+    assert_eq!(
+        (t.recycles_exclusive, t.window_flushes, t.fast_hits),
+        (0, 0, 0),
+        "{t:?}"
+    );
 }
 
 #[test]
 fn fcse_best_effort_isolation_more_spaces_than_pids() {
-    // 4 PIDs for 12 spaces: PIDs shared, spaces growing large.
-    run_isolation(
-        "fcse best effort",
-        2000,
-        12,
-        |m| {
-            (
-                classic_on(m, TableKind::Fcse(PidMode::BestEffort), small_layout(4)),
-                [4, 3, 2],
-                false,
-            )
-        },
-        |_, _, _, _| String::new(),
-        no_fast,
-    );
+    run_isolation("fcse best effort", 2000, Setup::FcseBestEffort);
 }
 
 #[test]
 fn fcse_guaranteed_and_naive_isolation() {
-    run_isolation(
-        "fcse guaranteed",
-        500,
-        12,
-        |m| {
-            (
-                classic_on(m, TableKind::Fcse(PidMode::Guaranteed), small_layout(8)),
-                [8, 7, 6],
-                true,
-            )
-        },
-        |_, _, _, _| String::new(),
-        no_fast,
-    );
-    run_isolation(
-        "naive",
-        500,
-        12,
-        |m| {
-            (
-                classic_on(m, TableKind::Naive, small_layout(8)),
-                [8, 7, 6],
-                false,
-            )
-        },
-        |_, _, _, _| String::new(),
-        no_fast,
-    );
+    run_isolation("fcse guaranteed", 500, Setup::FcseGuaranteed);
+    run_isolation("naive", 500, Setup::Naive);
 }
 
 /// A ring of `n` spaces, each touching two pages per turn.

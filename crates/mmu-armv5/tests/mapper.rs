@@ -576,108 +576,39 @@ fn adopted_tables_are_never_freed() {
 
 mod sequences {
     //! Random sequences of every table operation on two tables sharing one
-    //! allocator, against a reference model of the mappings. The ledger
-    //! allocator panics on a double free; after every step no first-level
-    //! entry of either table may link a freed table; tokens are flushed at
-    //! once, merged and flushed later, or dropped.
+    //! allocator, against a reference model of the mappings and the
+    //! software walk ([`common::sequences`], which the `mapper` fuzz target
+    //! drives too). The ledger allocator panics on a double free; after
+    //! every step no first-level entry of either table may link a freed
+    //! table; tokens are flushed at once, merged and flushed later, or
+    //! dropped.
 
     use super::*;
     use common::proptest_config_with;
-    use mmu_armv5::table::TableFlush;
+    use common::sequences::{Mode, Op, Sequence, SLOTS};
     use proptest::prelude::*;
-    use std::collections::{BTreeMap, BTreeSet};
-
-    /// First-level slots the sequences use (pages 0..4 of each size in
-    /// each, so operations often meet each other).
-    const SLOTS: u8 = 6;
-
-    #[derive(Clone, Copy, Debug)]
-    enum Op {
-        Map {
-            t: usize,
-            slot: u8,
-            page: u8,
-            size: u8,
-            frame: u16,
-        },
-        Unmap {
-            t: usize,
-            slot: u8,
-            page: u8,
-            size: u8,
-        },
-        Protect {
-            t: usize,
-            slot: u8,
-            page: u8,
-            size: u8,
-        },
-        SetL1 {
-            t: usize,
-            slot: u8,
-            what: u8,
-            from: u8,
-        },
-        Share {
-            first: u8,
-            count: u8,
-        },
-        Move {
-            t: usize,
-            from: u8,
-            to: u8,
-        },
-    }
-
-    #[derive(Clone, Copy, Debug)]
-    enum Mode {
-        Now,
-        Later,
-        Drop,
-    }
 
     fn op() -> impl Strategy<Value = Op> {
         let t = 0..2usize;
         let slot = 0..SLOTS;
         prop_oneof![
-            4 => (t.clone(), slot.clone(), 0..4u8, 0..4u8, any::<u16>())
-                .prop_map(|(t, slot, page, size, frame)| Op::Map { t, slot, page, size, frame }),
+            4 => (t.clone(), slot.clone(), 0..4u8, 0..4u8, any::<u16>(), any::<u8>())
+                .prop_map(|(t, slot, page, size, frame, attrs)| Op::Map { t, slot, page, size, frame, attrs }),
             3 => (t.clone(), slot.clone(), 0..4u8, 0..4u8)
                 .prop_map(|(t, slot, page, size)| Op::Unmap { t, slot, page, size }),
-            1 => (t.clone(), slot.clone(), 0..4u8, 0..4u8)
-                .prop_map(|(t, slot, page, size)| Op::Protect { t, slot, page, size }),
+            1 => (t.clone(), slot.clone(), 0..4u8, 0..4u8, any::<u8>())
+                .prop_map(|(t, slot, page, size, attrs)| Op::Protect { t, slot, page, size, attrs }),
             1 => (t.clone(), slot.clone(), 0..3u8, 0..SLOTS)
                 .prop_map(|(t, slot, what, from)| Op::SetL1 { t, slot, what, from }),
-            1 => (0..SLOTS, 1..3u8).prop_map(|(first, count)| Op::Share { first, count }),
-            1 => (t, slot.clone(), slot).prop_map(|(t, from, to)| Op::Move { t, from, to }),
+            1 => (0..SLOTS, 0..2u8).prop_map(|(first, count)| Op::Share { first, count }),
+            1 => (t.clone(), slot.clone(), slot.clone()).prop_map(|(t, from, to)| Op::Move { t, from, to }),
+            2 => (t, slot, any::<u16>()).prop_map(|(t, slot, kib)| Op::Lookup { t, slot, kib }),
+            1 => Just(Op::Flush),
         ]
     }
 
     fn mode() -> impl Strategy<Value = Mode> {
         prop_oneof![3 => Just(Mode::Now), 2 => Just(Mode::Later), 1 => Just(Mode::Drop)]
-    }
-
-    fn kind(size: u8) -> PageSizeKind {
-        [
-            PageSizeKind::Tiny,
-            PageSizeKind::Small,
-            PageSizeKind::Large,
-            PageSizeKind::Section,
-        ][usize::from(size % 4)]
-    }
-
-    /// The MVA of page `page` of size `size` in `slot`.
-    fn at(slot: u8, page: u8, size: u8) -> u32 {
-        let k = kind(size);
-        let pages_per_mib = (1u32 << 20) >> k.shift();
-        (u32::from(slot) << 20) | ((u32::from(page) % pages_per_mib) << k.shift())
-    }
-
-    /// Mappings per table: page MVA -> (PA, size).
-    type Model = [BTreeMap<u32, (u32, PageSizeKind)>; 2];
-
-    fn in_slot(mva: u32, slot: u8) -> bool {
-        mva >> 20 == u32::from(slot)
     }
 
     proptest! {
@@ -687,155 +618,12 @@ mod sequences {
         fn table_operations_never_free_a_linked_table(
             steps in prop::collection::vec((op(), mode()), 1..if cfg!(miri) { 8 } else { 60 }),
         ) {
-            let mut mem = mem::<8>();
-            let ledger = Ledger::default();
-            let mut a = ledger.alloc(&mut mem);
-            let mut tables = [PageTable::new(&mut a).unwrap(), PageTable::new(&mut a).unwrap()];
-            let mut model: Model = [BTreeMap::new(), BTreeMap::new()];
-            // Slots whose second-level table was ever shared: not modelled.
-            let mut shared: BTreeSet<u8> = BTreeSet::new();
-            // The second-level tables given up by sharing (never freed).
-            let mut shared_tables: BTreeSet<u32> = BTreeSet::new();
-            let mut pending = TableFlush::new();
-            let mut leaked = 0u32;
-            for (op, mode) in steps {
-                ledger.clear_log();
-                let r = match op {
-                    Op::Map { t, slot, page, size, frame } => {
-                        let k = kind(size);
-                        let mva = at(slot, page, size);
-                        let pa = (u32::from(frame) << k.shift()) & !(k.size() - 1);
-                        let r = tables[t].map(&mut a, Mva::new(mva), PhysAddr::new(pa), k.size(),
-                            attrs(1), SizePolicy::Exactly(k));
-                        if r.is_ok() && !shared.contains(&slot) {
-                            model[t].insert(mva, (pa, k));
-                        }
-                        r
-                    }
-                    Op::Unmap { t, slot, page, size } => {
-                        let k = kind(size);
-                        let mva = at(slot, page, size);
-                        let r = tables[t].unmap(&mut a, Mva::new(mva), k.size());
-                        if r.is_ok() {
-                            model[t].retain(|&m, _| m < mva || m >= mva + k.size());
-                        }
-                        r
-                    }
-                    Op::Protect { t, slot, page, size } => {
-                        let k = kind(size);
-                        tables[t].protect(&mut a, Mva::new(at(slot, page, size)), k.size(),
-                            Ap::PrivRw, CachePolicy::WriteThrough)
-                    }
-                    Op::SetL1 { t, slot, what, from } => {
-                        let desc = match what {
-                            0 => L1Descriptor::FAULT,
-                            1 => L1Descriptor::from_bits(0x0900_0000 | (1 << 5) | 0b10),
-                            _ => tables[t].l1_entry(&a, usize::from(from)).unwrap(),
-                        };
-                        let r = tables[t].set_l1_entry(&a, usize::from(slot), desc);
-                        match (&r, desc) {
-                            (Err(e), _) => prop_assert_eq!(
-                                *e, TableError::TableLinkRefused(usize::from(slot)),
-                                "only table links are refused"),
-                            (Ok(_), d) => {
-                                model[t].retain(|&m, _| !in_slot(m, slot));
-                                if let L1Descriptor::Section(s) = d {
-                                    model[t].insert(u32::from(slot) << 20,
-                                        (s.frame.start().as_u32(), PageSizeKind::Section));
-                                }
-                            }
-                        }
-                        r
-                    }
-                    Op::Share { first, count } => {
-                        let (k, p) = tables.split_at_mut(1);
-                        let slots = usize::from(first)..usize::from(first + count).min(usize::from(SLOTS));
-                        let r = k[0].share_l1_entries(&a, &mut p[0], slots.clone());
-                        if r.is_ok() {
-                            for s in slots {
-                                if let Some((_, pa)) = k[0].l1_entry(&a, s).unwrap().table() {
-                                    shared.insert(s as u8);
-                                    shared_tables.insert(pa.as_u32());
-                                }
-                                let slot = s as u8;
-                                let copied: Vec<_> = model[0].iter()
-                                    .filter(|(m, _)| in_slot(**m, slot))
-                                    .map(|(m, v)| (*m, *v)).collect();
-                                model[1].extend(copied);
-                            }
-                        }
-                        r
-                    }
-                    Op::Move { t, from, to } => {
-                        let r = tables[t].move_l1_entry(&a, usize::from(from), usize::from(to));
-                        if r.is_ok() && from != to {
-                            let moved: Vec<_> = model[t].iter()
-                                .filter(|(m, _)| in_slot(**m, from))
-                                .map(|(m, v)| (*m, *v)).collect();
-                            model[t].retain(|&m, _| !in_slot(m, from));
-                            for (m, v) in moved {
-                                model[t].insert((m & 0xF_FFFF) | (u32::from(to) << 20), v);
-                            }
-                            if shared.contains(&from) {
-                                shared.insert(to);
-                            }
-                        }
-                        r
-                    }
-                };
-                // Operations never free: only a flush does, after its maintenance.
-                prop_assert!(
-                    !ledger.log().iter().any(|e| matches!(e, Event::Free(_))),
-                    "{:?} freed a table before any maintenance", op
-                );
-                if let Ok(f) = r {
-                    match mode {
-                        Mode::Now => f.flush(&mut ledger.maint(), &mut a),
-                        Mode::Later => pending.merge(f),
-                        Mode::Drop => {
-                            leaked += f.tables_to_free();
-                            drop(f);
-                        }
-                    }
-                }
-                // No first-level entry links a freed table.
-                for t in &tables {
-                    for s in 0..usize::from(SLOTS) {
-                        if let Some((_, pa)) = t.l1_entry(&a, s).unwrap().table() {
-                            prop_assert!(ledger.is_live(pa), "slot {} links freed {}", s, pa);
-                        }
-                    }
-                }
+            let mut mem = mem::<{ common::sequences::BLOCKS }>();
+            let mut s = Sequence::new(&mut mem);
+            for (i, (op, mode)) in steps.into_iter().enumerate() {
+                s.step(op, mode).map_err(|e| TestCaseError::fail(format!("step {i}: {e}")))?;
             }
-            prop_assert_eq!(pending.leaked_tables(), 0);
-            pending.flush(&mut ledger.maint(), &mut a);
-            // The tables agree with the model outside shared slots.
-            for (t, table) in tables.iter().enumerate() {
-                let found: BTreeMap<u32, (u32, PageSizeKind)> = table
-                    .mappings(&a)
-                    .map(|m| m.unwrap())
-                    .filter(|m| !shared.contains(&((m.mva.as_u32() >> 20) as u8)))
-                    .map(|m| (m.mva.as_u32(), (m.pa.as_u32(), m.size)))
-                    .collect();
-                let want: BTreeMap<u32, (u32, PageSizeKind)> = model[t]
-                    .iter()
-                    .filter(|(m, _)| !shared.contains(&((**m >> 20) as u8)))
-                    .map(|(m, v)| (*m, *v))
-                    .collect();
-                prop_assert_eq!(found, want, "table {}", t);
-            }
-            let [k, p] = tables;
-            // SAFETY: neither table was ever loaded.
-            unsafe {
-                p.release(&mut a).unwrap();
-                k.release(&mut a).unwrap();
-            }
-            // What is left: exactly the tables of dropped tokens and the
-            // shared tables.
-            for &pa in &shared_tables {
-                prop_assert!(ledger.is_live(PhysAddr::new(pa)));
-            }
-            prop_assert_eq!(ledger.live() as u32, leaked + shared_tables.len() as u32);
+            s.finish().map_err(TestCaseError::fail)?;
         }
     }
 }

@@ -753,6 +753,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::proptest_config())]
         #[test]
         fn packing_round_trips(state in any_state(), movable: bool, busy: bool) {
             let d = FrameDesc::new(state).with_movable(movable).with_busy(busy);

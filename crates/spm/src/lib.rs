@@ -95,6 +95,24 @@
 #[cfg(test)]
 extern crate std;
 
+/// The property tests' configuration: proptest's defaults natively; under
+/// Miri a few cases each, no failure file (Miri isolates the file system)
+/// and the XorShift generator (interpreted, the default ChaCha generator
+/// costs more than the code under test).
+#[cfg(test)]
+pub(crate) fn proptest_config() -> proptest::test_runner::Config {
+    if cfg!(miri) {
+        proptest::test_runner::Config {
+            cases: 8,
+            failure_persistence: None,
+            rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
+            ..proptest::test_runner::Config::default()
+        }
+    } else {
+        proptest::test_runner::Config::default()
+    }
+}
+
 pub mod exchange;
 pub mod frame;
 pub mod irq;

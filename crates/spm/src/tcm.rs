@@ -1112,6 +1112,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::proptest_config())]
         /// Whatever the registers hold: c9 is read only for a TCM the status
         /// reports, and the result is exactly the typed decoding.
         #[test]

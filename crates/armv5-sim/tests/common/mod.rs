@@ -51,7 +51,8 @@ pub fn enable(m: &mut Machine, l1: u32) {
 pub const MIRI_CASES: u32 = 8;
 
 /// Proptest configuration: `cases` cases natively; under Miri at most
-/// [`MIRI_CASES`], without failure persistence (Miri isolates file access).
+/// [`MIRI_CASES`], without failure persistence (Miri isolates file access),
+/// with the XorShift generator.
 pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
     proptest_config_with(cases, MIRI_CASES)
 }
@@ -62,6 +63,9 @@ pub fn proptest_config_with(cases: u32, miri: u32) -> proptest::test_runner::Con
         proptest::test_runner::Config {
             cases: cases.min(miri),
             failure_persistence: None,
+            // Interpreted, the default ChaCha generator costs more than
+            // the code under test.
+            rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
             ..Default::default()
         }
     } else {
