@@ -851,6 +851,44 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_moving_between_resource_and_user_moves_one_count() {
+        let regions = layout();
+        let mut f = vec![FrameDesc::default(); FrameTable::<4>::frames_needed(&regions)];
+        let mut s = vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&regions)];
+        let mut t = FrameTable::<4>::new(&regions, &mut f, &mut s).unwrap();
+        let mib1 = PhysAddr::new(0x0010_0000);
+        t.init_range(mib1, SECTION_SIZE, FrameState::Resource, true)
+            .unwrap();
+        let frame = PhysAddr::new(0x0010_5000);
+        let counts = |t: &FrameTable<'_, 4>| {
+            let s = t.section(mib1).unwrap();
+            (s.described(), s.resources(), s.pinned())
+        };
+        assert_eq!(counts(&t), (256, 256, 0));
+        // Resource -> user (what an exchange does to the resource frame).
+        let d = t.desc(frame).unwrap();
+        let user = FrameState::User(SpaceId::new(3).unwrap());
+        t.set(frame, d.with_state(user)).unwrap();
+        assert_eq!(counts(&t), (256, 255, 0));
+        // Pinned user page: the pinned count follows the movable flag.
+        t.set(frame, t.desc(frame).unwrap().with_movable(false))
+            .unwrap();
+        assert_eq!(counts(&t), (256, 255, 1));
+        // Back to a movable resource (the old frame after an exchange).
+        let back = t.desc(frame).unwrap().with_state(FrameState::Resource);
+        t.set(frame, back.with_movable(true)).unwrap();
+        assert_eq!(counts(&t), (256, 256, 0));
+        // The busy flag is no count.
+        let at = t.locate(frame).unwrap();
+        t.set_busy_at(at, true);
+        assert_eq!(counts(&t), (256, 256, 0));
+        t.set_busy_at(at, false);
+        // Through the located path too.
+        t.set_at(at, t.desc_at(at).with_state(user));
+        assert_eq!(counts(&t), (256, 255, 0));
+    }
+
+    #[test]
     fn summaries_follow_changes() {
         let regions = layout();
         let mut f = vec![FrameDesc::default(); FrameTable::<4>::frames_needed(&regions)];
