@@ -2,9 +2,9 @@
 //! with its source.
 //!
 //! Sources:
-//! * **\[W05\]** seed 000 (`/work/shared/seeds/000_*.txt`): Wiggins, Tuch,
-//!   Uhlig, Heiser, "Implementation of Fast Address-Space Switching and TLB
-//!   Sharing on the StrongARM Processor". Quotes: "The direct cost for
+//! * **\[W05\]** Wiggins, Tuch, Uhlig, Heiser, "Implementation of Fast
+//!   Address-Space Switching and TLB Sharing on the StrongARM Processor"
+//!   (ACSAC 2003). Quotes: "The direct cost for
 //!   flushing the caches is 1,000–18,000 cycles. In addition there is the
 //!   indirect cost of the new context starting off with cold caches,
 //!   resulting in a number of cache misses (≈ 70 cycles per line) and TLB
@@ -12,7 +12,7 @@
 //!   "The StrongARM has a 32-entry ITLB and a 32-entry DTLB, both fully
 //!   associative. It has a 16kB instruction and an 8kB data cache, both fully
 //!   virtual and 32-way associative".
-//! * **\[COMP9242\]** seed 001 (`/work/shared/seeds/001_*.txt`), UNSW COMP9242
+//! * **\[COMP9242\]** UNSW COMP9242 (Advanced Operating Systems) lecture,
 //!   "Caches: What Every OS Designer Must Know": "Native Linux vs OKL4/Wombat
 //!   on PXA255 @ 400MHz".
 //! * **\[ARM926 TRM\]** ARM926EJ-S Technical Reference Manual (ARM DDI 0198):
@@ -24,8 +24,8 @@
 //!   Manual: 32 KiB I-cache and 32 KiB D-cache, 32-way set associative,
 //!   32-byte lines, round-robin replacement; 32-entry fully associative I-TLB
 //!   and D-TLB with round-robin replacement.
-//! * **\[facts\]** `/work/shared/notes/armv5-qemu-facts.md` (MIDR values read
-//!   from QEMU 7.2).
+//! * **\[facts\]** MIDR values read from QEMU 7.2 (`-M versatilepb -cpu
+//!   arm926`, `-M connex`, `-M collie`).
 //!
 //! Values marked *estimate* have no cited figure: they are round numbers for
 //! the part's class, chosen before any result was looked at. No value is
