@@ -22,7 +22,9 @@ use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess};
 use mmu_armv5::{FaultKind, FcsePid, PhysAddr, VirtAddr};
 
 use super::frames::Frames;
+use super::ipc::Links;
 use super::platform::{self, with_sys, HwCounts};
+use super::sched::ReadySet;
 use super::strategy::{dispatch, FassS, Strategy, SwitchMode, MAX_PROCS, SEGMENTS};
 use super::tcm::{self, RES_SLOTS};
 use super::{elf, timer};
@@ -187,6 +189,8 @@ pub struct Proc {
     pub syscalls: u32,
     /// System calls that returned an error.
     pub errors: u32,
+    /// IPC queue and reply-list links ([`super::ipc`]).
+    pub ipc: Links,
 }
 
 impl Proc {
@@ -209,6 +213,7 @@ impl Proc {
         syscalls: 0,
         errors: 0,
         fast: Fast::NONE,
+        ipc: Links::NONE,
     };
 
     /// Whether the process exists and has not ended.
@@ -285,6 +290,9 @@ pub struct Kernel {
     /// refreshed after every strategy call (0, never a generation, marks a
     /// process without precomputed registers).
     gen: u32,
+    /// The runnable processes ([`State::runnable`]), kept by
+    /// [`Kernel::set_state`].
+    pub(super) ready: ReadySet,
     /// Switch-path timing.
     pub clock: SwitchClock,
     /// Counters.
@@ -657,6 +665,7 @@ impl Kernel {
             kctx: [0; 10],
             epoch: 0,
             gen: 1,
+            ready: ReadySet::EMPTY,
             clock: SwitchClock::default(),
             fault_clock: FaultClock::default(),
             pending: None,
@@ -711,8 +720,8 @@ impl Kernel {
         p.ctx.sp = abi::STACK_TOP;
         p.ctx.pc = image.entry;
         p.ctx.cpsr = USER_CPSR;
-        p.state = State::Ready;
         self.procs[idx] = p;
+        self.set_state(idx, State::Ready);
         Ok(idx)
     }
 
@@ -1007,22 +1016,9 @@ impl Kernel {
         if matches!(exit, Exit::Killed { .. }) {
             self.counters.kills += 1;
         }
-        self.procs[idx].state = State::Dead;
+        self.ipc_exit(idx);
+        self.set_state(idx, State::Dead);
         self.procs[idx].exit = Some(exit);
-        for (j, q) in self.procs.iter_mut().enumerate() {
-            if j == idx {
-                continue;
-            }
-            let waits = match q.state {
-                State::Send { dest, .. } | State::Call { dest, .. } => usize::from(dest) == idx,
-                State::Reply { from } => usize::from(from) == idx,
-                _ => false,
-            };
-            if waits {
-                q.state = State::Ready;
-                q.ctx.r[0] = err::ESRCH as u32;
-            }
-        }
         let space = SpaceId(idx as u16);
         let mut p = self.procs[idx];
         for id in 0..SEGMENTS as u32 {
@@ -1042,100 +1038,6 @@ impl Kernel {
         if self.current == Some(idx) {
             self.current = None;
         }
-    }
-
-    /// Delivers `msg` from `from` into `to`'s saved registers.
-    #[link_section = ".text.kswitch"]
-    fn deliver(&mut self, to: usize, from: usize, msg: [u32; 3]) {
-        let c = &mut self.procs[to].ctx;
-        c.r[0] = from as u32;
-        c.r[1..4].copy_from_slice(&msg);
-        self.counters.messages += 1;
-    }
-
-    /// Checks an IPC destination of process `cur`.
-    fn check_dest(&self, cur: usize, dest: u32) -> Result<usize, i32> {
-        let d = dest as usize;
-        if d >= MAX_PROCS || !self.procs[d].alive() {
-            return Err(err::ESRCH);
-        }
-        if d == cur {
-            return Err(err::EDEADLK);
-        }
-        Ok(d)
-    }
-
-    /// `SEND`/`CALL` from `cur`. Returns the process to prefer next.
-    #[link_section = ".text.kswitch"]
-    pub fn ipc_send(&mut self, cur: usize, dest: u32, msg: [u32; 3], call: bool) -> Option<usize> {
-        let d = match self.check_dest(cur, dest) {
-            Ok(d) => d,
-            Err(e) => {
-                self.procs[cur].ctx.r[0] = e as u32;
-                return None;
-            }
-        };
-        if self.procs[d].state == State::Recv {
-            self.deliver(d, cur, msg);
-            self.procs[d].state = State::Ready;
-            if call {
-                self.procs[cur].state = State::Reply { from: d as u16 };
-                return Some(d);
-            }
-            self.procs[cur].ctx.r[0] = 0;
-            return None;
-        }
-        self.procs[cur].state = if call {
-            State::Call {
-                dest: d as u16,
-                msg,
-            }
-        } else {
-            State::Send {
-                dest: d as u16,
-                msg,
-            }
-        };
-        None
-    }
-
-    /// `RECV` of `cur`: takes a waiting sender (round robin after `cur`) or blocks.
-    #[link_section = ".text.kswitch"]
-    pub fn ipc_recv(&mut self, cur: usize) {
-        for k in 1..MAX_PROCS {
-            let j = (cur + k) % MAX_PROCS;
-            match self.procs[j].state {
-                State::Send { dest, msg } if usize::from(dest) == cur => {
-                    self.deliver(cur, j, msg);
-                    self.procs[j].state = State::Ready;
-                    self.procs[j].ctx.r[0] = 0;
-                    return;
-                }
-                State::Call { dest, msg } if usize::from(dest) == cur => {
-                    self.deliver(cur, j, msg);
-                    self.procs[j].state = State::Reply { from: cur as u16 };
-                    return;
-                }
-                _ => {}
-            }
-        }
-        self.procs[cur].state = State::Recv;
-    }
-
-    /// `REPLY` from `cur` to `dest`.
-    #[link_section = ".text.kswitch"]
-    pub fn ipc_reply(&mut self, cur: usize, dest: u32, msg: [u32; 3]) -> i32 {
-        let d = dest as usize;
-        if d >= MAX_PROCS || self.procs[d].state != (State::Reply { from: cur as u16 }) {
-            return err::ESRCH;
-        }
-        let c = &mut self.procs[d].ctx;
-        c.r[0] = 0;
-        c.r[1..4].copy_from_slice(&msg);
-        self.procs[d].state = State::Ready;
-        self.counters.round_trips += 1;
-        self.counters.messages += 1;
-        0
     }
 
     /// Resolves an abort of the current process through the strategy;
@@ -1163,18 +1065,6 @@ impl Kernel {
                 None
             }
         }
-    }
-
-    /// The next process to run: `prefer` if ready, else round robin after
-    /// the current one (the current one last); `None` if none is ready.
-    fn pick(&self, prefer: Option<usize>) -> Option<usize> {
-        if let Some(p) = prefer.filter(|p| self.procs[*p].state == State::Ready) {
-            return Some(p);
-        }
-        let start = self.current.map_or(0, |c| c + 1);
-        (0..MAX_PROCS)
-            .map(|k| (start + k) % MAX_PROCS)
-            .find(|j| self.procs[*j].state.runnable())
     }
 
     /// The process a [`Wish`] comes to, ready to return to user mode: one
@@ -1495,14 +1385,6 @@ impl Kernel {
             self.counters.fills += 1;
         }
         true
-    }
-
-    /// The next ready process after `cur` in round-robin order (possibly `cur`).
-    #[link_section = ".text.kswitch"]
-    pub(super) fn pick_after(&self, cur: usize) -> Option<usize> {
-        (1..=MAX_PROCS)
-            .map(|k| (cur + k) % MAX_PROCS)
-            .find(|j| self.procs[*j].state.runnable())
     }
 }
 

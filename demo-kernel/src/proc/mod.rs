@@ -7,7 +7,9 @@
 //! * [`platform`]: the `fass` platform over the real CP15, with counters;
 //! * [`strategy`]: the three switching modes behind `SwitchStrategy`;
 //! * [`timer`]: the preemption timer and the 24 MHz reference counter;
-//! * [`kernel`]: processes, scheduler, IPC, traps;
+//! * [`kernel`]: processes, traps, memory calls, timing;
+//! * [`sched`]: the ready set (bitmap, O(1) round-robin pick);
+//! * [`ipc`]: synchronous IPC with sender queues and reply lists (no scans);
 //! * [`uaccess`]: checked copies from and to user memory;
 //! * [`syscall`]: the system calls;
 //! * [`tcm`]: TCM with `spm` (frame table, emulated banks, reverse mappings);
@@ -17,9 +19,11 @@
 
 pub mod elf;
 pub mod frames;
+pub mod ipc;
 pub mod kernel;
 pub mod platform;
 pub mod scenario;
+pub mod sched;
 pub mod strategy;
 pub mod syscall;
 pub mod tcm;
