@@ -1162,12 +1162,36 @@ impl Kernel {
     #[inline(never)]
     fn switch_slow(&mut self, mut next: usize, t0: u32) -> *mut TrapFrame {
         loop {
-            if self.current == Some(next) || self.switch_full(next, t0) {
+            if self.current == Some(next)
+                || self.switch_table_lean(next, t0)
+                || self.switch_full(next, t0)
+            {
                 return &mut self.procs[next].ctx;
             }
             self.end(next, Exit::SwitchFailed);
             next = self.choose(Wish::Resume(None));
         }
+    }
+
+    /// Naive and FCSE-only: the strategy's precomputed switch to `next`
+    /// ([`SwitchStrategy::switch_lean`]: TTBR, FCSEIDR under FCSE, and the
+    /// maintenance the mechanism needs, through the counting platform), if
+    /// it holds one of the current generation; `false`: nothing was done.
+    #[inline(always)]
+    fn switch_table_lean(&mut self, next: usize, t0: u32) -> bool {
+        let Strategy::Table(ts) = &mut self.strategy else {
+            return false;
+        };
+        if ts
+            .switch_lean(&mut platform::counting(), SpaceId(next as u16))
+            .is_err()
+        {
+            return false;
+        }
+        self.current = Some(next);
+        self.counters.switches += 1;
+        self.clock.t0 = Some(t0);
+        true
     }
 
     #[inline(never)]
