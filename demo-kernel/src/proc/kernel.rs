@@ -1226,7 +1226,7 @@ impl Kernel {
     /// Closes the measurements of the last return to user mode (at the
     /// next trap): the switch path and a resolved collision's fault path.
     #[inline]
-    fn clock_in(&mut self) {
+    pub(super) fn clock_in(&mut self) {
         if let Some(t0) = self.clock.t0.take() {
             if self.clock.on {
                 let dt = ret_stamp().wrapping_sub(t0) + RETURN_TAIL_INSTRUCTIONS * 24_576 / 1000;
@@ -1438,7 +1438,7 @@ fn is_domain_fault(fsr: u32) -> bool {
 
 /// What a trap asks the scheduler for ([`Kernel::finish`]).
 #[derive(Clone, Copy)]
-enum Wish {
+pub(super) enum Wish {
     /// This process (a round-robin pick, or the current one again); `None`:
     /// round robin after the current one.
     Next(Option<usize>),
@@ -1495,6 +1495,11 @@ pub extern "C" fn trap_dabt(frame: *mut TrapFrame, t0: u32) -> *mut TrapFrame {
 pub extern "C" fn trap_entry(kind: u32) -> *mut TrapFrame {
     match kernel() {
         Some(k) => {
+            if kind == 2 {
+                if let Some(w) = k.svc_fast() {
+                    return k.finish(w);
+                }
+            }
             let w = k.trap(kind);
             k.finish(w)
         }

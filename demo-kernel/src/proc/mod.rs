@@ -10,6 +10,7 @@
 //! * [`kernel`]: processes, traps, memory calls, timing;
 //! * [`sched`]: the ready set (bitmap, O(1) round-robin pick);
 //! * [`ipc`]: synchronous IPC with sender queues and reply lists (no scans);
+//! * [`trap`]: the short system-call path (yield and IPC);
 //! * [`uaccess`]: checked copies from and to user memory;
 //! * [`syscall`]: the system calls;
 //! * [`tcm`]: TCM with `spm` (frame table, emulated banks, reverse mappings);
@@ -31,4 +32,5 @@ pub mod tcm_ops;
 pub mod tcm_setup;
 pub mod tcm_sys;
 pub mod timer;
+pub mod trap;
 pub mod uaccess;

@@ -1,0 +1,58 @@
+//! The short system-call path: `YIELD`, `SEND`, `CALL`, `RECV` and `REPLY`
+//! with register-sized messages (r1-r3), handled straight from the saved
+//! frame without the generic dispatcher ([`Kernel::syscall`]); the switch
+//! ([`Kernel::finish`]) stays the last step before the return.
+
+use super::kernel::{Kernel, State, Wish};
+use super::strategy::MAX_PROCS;
+use crate::abi::nr;
+
+impl Kernel {
+    /// The system call of the current process if it is one of the short
+    /// path's, done: what to run next. `None`: not one of them (or no
+    /// process runs), nothing was done; take the generic path.
+    #[inline(always)]
+    pub(super) fn svc_fast(&mut self) -> Option<Wish> {
+        let cur = self.current? & (MAX_PROCS - 1);
+        let r = self.procs[cur].ctx.r;
+        let number = r[7];
+        if number > nr::REPLY || number == nr::EXIT {
+            return None;
+        }
+        self.clock_in();
+        self.counters.syscalls += 1;
+        self.procs[cur].syscalls += 1;
+        let msg = [r[1], r[2], r[3]];
+        let w = match number {
+            nr::YIELD => {
+                self.procs[cur].ctx.r[0] = 0;
+                Wish::Next(self.pick_after(cur))
+            }
+            nr::SEND | nr::CALL => Wish::Resume(self.ipc_send(cur, r[0], msg, number == nr::CALL)),
+            nr::RECV => {
+                self.ipc_recv(cur);
+                self.resume_or_block(cur)
+            }
+            _ => {
+                let ret = self.ipc_reply(cur, r[0], msg);
+                if ret < 0 {
+                    self.procs[cur].errors += 1;
+                }
+                self.procs[cur].ctx.r[0] = ret as u32;
+                Wish::Next(Some(cur))
+            }
+        };
+        Some(w)
+    }
+
+    /// After a call that may have blocked `cur`: `cur` again if it is
+    /// ready, else a scheduling decision.
+    #[inline(always)]
+    fn resume_or_block(&self, cur: usize) -> Wish {
+        if self.procs[cur].state == State::Ready {
+            Wish::Next(Some(cur))
+        } else {
+            Wish::Resume(None)
+        }
+    }
+}
