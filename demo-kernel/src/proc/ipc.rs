@@ -4,6 +4,7 @@
 //! receive nor an exit scans the process table: an exit wakes only the
 //! processes linked to the dying one.
 
+use super::clock::{self, Transit};
 use super::kernel::{Kernel, State};
 use super::strategy::MAX_PROCS;
 use crate::abi::err;
@@ -156,8 +157,8 @@ impl Kernel {
     }
 
     /// `SEND`/`CALL` from `cur`: hands the message to `dest` if it waits
-    /// in `RECV`, else queues `cur` on it. Returns the process to prefer
-    /// next.
+    /// in `RECV` (then `dest` is the process to run next, the answer), else
+    /// queues `cur` on it.
     #[link_section = ".text.kswitch"]
     pub fn ipc_send(&mut self, cur: usize, dest: u32, msg: [u32; 3], call: bool) -> Option<usize> {
         let d = match self.check_dest(cur, dest) {
@@ -168,14 +169,17 @@ impl Kernel {
             }
         };
         if self.procs[d].state == State::Recv {
+            // Direct hand-off: the receiver runs next.
             self.deliver(d, cur, msg);
             self.set_state(d, State::Ready);
             if call {
+                clock::mark(Transit::IpcCall);
                 self.await_reply(cur, d);
-                return Some(d);
+            } else {
+                clock::mark(Transit::IpcOneway);
+                self.procs[cur].ctx.r[0] = 0;
             }
-            self.procs[cur].ctx.r[0] = 0;
-            return None;
+            return Some(d);
         }
         let dest = d as u16;
         let s = if call {

@@ -655,6 +655,7 @@ impl Kernel {
     /// A kernel in `mode` over the kernel's page table; no process yet.
     pub fn new(mode: SwitchMode) -> Result<Kernel, fass::FassError> {
         let root = crate::mmu::with_tables(|t, _| t.root());
+        super::clock::stop();
         Ok(Kernel {
             strategy: Strategy::new(mode, root)?,
             procs: [Proc::FREE; MAX_PROCS],
@@ -1312,6 +1313,7 @@ impl Kernel {
                     let next = self.pick_after(cur);
                     if next != Some(cur) {
                         self.counters.preemptions += 1;
+                        super::clock::mark(super::clock::Transit::Preempt);
                     }
                     return Wish::Next(next);
                 }
@@ -1484,6 +1486,7 @@ pub extern "C" fn trap_dabt(frame: *mut TrapFrame, t0: u32) -> *mut TrapFrame {
     // SAFETY: a word of `asm/trap.s` only written here (single core, IRQs
     // masked); `Kernel::trap` reads it for this abort.
     unsafe { core::ptr::addr_of_mut!(__abt_stamp).write_volatile(t0) };
+    super::clock::enter_abort(t0);
     core::ptr::null_mut()
 }
 

@@ -2,6 +2,7 @@
 //! strategies, a round-robin scheduler preempted by the SP804 timer,
 //! synchronous IPC, system calls and abort handling.
 //!
+//! * [`clock`]: transit timing (vector to `movs`), per kind;
 //! * [`elf`]: the user image's loadable segments;
 //! * [`frames`]: physical frames for user memory;
 //! * [`platform`]: the `fass` platform over the real CP15, with counters;
@@ -18,6 +19,7 @@
 //! * [`tcm_sys`], [`tcm_ops`]: the TCM system calls (exchanges; page operations);
 //! * [`scenario`]: the workloads the command line selects, and their reports.
 
+pub mod clock;
 pub mod elf;
 pub mod frames;
 pub mod ipc;

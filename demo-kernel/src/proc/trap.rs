@@ -3,6 +3,7 @@
 //! frame without the generic dispatcher ([`Kernel::syscall`]); the switch
 //! ([`Kernel::finish`]) stays the last step before the return.
 
+use super::clock::{self, Transit};
 use super::kernel::{Kernel, State, Wish};
 use super::strategy::MAX_PROCS;
 use crate::abi::nr;
@@ -16,7 +17,7 @@ impl Kernel {
         let cur = self.current? & (MAX_PROCS - 1);
         let r = self.procs[cur].ctx.r;
         let number = r[7];
-        if number > nr::REPLY || number == nr::EXIT {
+        if (number > nr::REPLY && number != nr::REPLY_WAIT) || number == nr::EXIT {
             return None;
         }
         self.clock_in();
@@ -26,12 +27,33 @@ impl Kernel {
         let w = match number {
             nr::YIELD => {
                 self.procs[cur].ctx.r[0] = 0;
-                Wish::Next(self.pick_after(cur))
+                let next = self.pick_after(cur);
+                if next != Some(cur) {
+                    clock::mark(Transit::Yield);
+                }
+                Wish::Next(next)
             }
             nr::SEND | nr::CALL => Wish::Resume(self.ipc_send(cur, r[0], msg, number == nr::CALL)),
             nr::RECV => {
                 self.ipc_recv(cur);
                 self.resume_or_block(cur)
+            }
+            nr::REPLY_WAIT => {
+                let ret = self.ipc_reply(cur, r[0], msg);
+                if ret < 0 {
+                    self.procs[cur].errors += 1;
+                    self.procs[cur].ctx.r[0] = ret as u32;
+                    return Some(Wish::Next(Some(cur)));
+                }
+                self.ipc_recv(cur);
+                if self.procs[cur].state == State::Ready {
+                    // A sender was queued: the server goes on with it.
+                    Wish::Next(Some(cur))
+                } else {
+                    // Hand-off: the caller runs next.
+                    clock::mark(Transit::IpcReply);
+                    Wish::Resume(Some(r[0] as usize))
+                }
             }
             _ => {
                 let ret = self.ipc_reply(cur, r[0], msg);
@@ -39,7 +61,13 @@ impl Kernel {
                     self.procs[cur].errors += 1;
                 }
                 self.procs[cur].ctx.r[0] = ret as u32;
-                Wish::Next(Some(cur))
+                if ret < 0 {
+                    Wish::Next(Some(cur))
+                } else {
+                    // Hand-off: the caller runs next.
+                    clock::mark(Transit::IpcReply);
+                    Wish::Resume(Some(r[0] as usize))
+                }
             }
         };
         Some(w)
