@@ -1131,9 +1131,14 @@ impl Kernel {
     /// two register writes.
     #[inline(always)]
     fn finish(&mut self, w: Wish) -> *mut TrapFrame {
+        let ready = |k: &Kernel, n: usize| k.procs[n & (MAX_PROCS - 1)].state == State::Ready;
         let next = match (w, self.current) {
             // (Never a process blocked in a TCM call: `choose` continues it.)
             (Wish::Next(Some(n)), Some(c)) if n == c && self.procs[c].state != State::InTcm => c,
+            // A ready process named (a round-robin pick, a hand-off): what
+            // `choose` would take, without its general path.
+            (Wish::Next(Some(n)) | Wish::Resume(Some(n)), _) if ready(self, n) => n,
+            (Wish::Resume(None), Some(c)) if ready(self, c) => c,
             _ => self.choose(w),
         };
         // The decision is taken: the clock starts (the time stamp is

@@ -15,11 +15,13 @@ impl Kernel {
     #[inline(always)]
     pub(super) fn svc_fast(&mut self) -> Option<Wish> {
         let cur = self.current? & (MAX_PROCS - 1);
-        let r = self.procs[cur].ctx.r;
-        let number = r[7];
+        let c = &self.procs[cur].ctx.r;
+        let number = c[7];
         if (number > nr::REPLY && number != nr::REPLY_WAIT) || number == nr::EXIT {
             return None;
         }
+        // The register-sized message: r0 (destination) and r1-r3.
+        let r = [c[0], c[1], c[2], c[3]];
         self.clock_in();
         self.counters.syscalls += 1;
         self.procs[cur].syscalls += 1;
