@@ -11,6 +11,7 @@
 //! * [`kernel`]: processes, traps, memory calls, timing;
 //! * [`sched`]: the ready set (bitmap, O(1) round-robin pick);
 //! * [`ipc`]: synchronous IPC with sender queues and reply lists (no scans);
+//! * [`switch`]: the switch, last step before the return (lean records, full switch);
 //! * [`trap`]: the short system-call path (yield and IPC);
 //! * [`uaccess`]: checked copies from and to user memory;
 //! * [`syscall`]: the system calls;
@@ -28,6 +29,7 @@ pub mod platform;
 pub mod scenario;
 pub mod sched;
 pub mod strategy;
+pub mod switch;
 pub mod syscall;
 pub mod tcm;
 pub mod tcm_ops;
