@@ -146,12 +146,19 @@ fn check_ring(out: &QemuOutcome, touch: &str) {
             check_baseline(out, "ring", mode, &ns);
         }
     }
-    assert_eq!(
-        records(out, "BENCH").len(),
-        3 * RING_NS.len(),
-        "{}",
-        show(out)
-    );
+    // One ring and one switch_tail figure per (mode, n).
+    let bench = records(out, "BENCH");
+    for kind in ["ring", "switch_tail"] {
+        assert_eq!(
+            bench
+                .iter()
+                .filter(|b| b.get("kind").map(String::as_str) == Some(kind))
+                .count(),
+            3 * RING_NS.len(),
+            "{kind}: {}",
+            show(out)
+        );
+    }
 }
 
 #[test]
@@ -285,10 +292,10 @@ fn collisions_faults_bad_calls_fuzzing_and_ipc() {
         assert_eq!(num(r, "killed"), 0, "{r:?}");
         assert!(num(r, "syscalls") >= 10_000, "{r:?}");
 
-        // IPC: a server and 4 clients, 10 round trips each.
+        // IPC: n = 4 processes, a server and 3 clients, 10 round trips each.
         let r = find(&results, &[("name", "ipc"), ("mode", mode), ("n", "4")]).unwrap();
-        assert_eq!(num(r, "exited_ok"), 5, "{r:?}");
-        assert_eq!(num(r, "round_trips"), 40, "{r:?}");
+        assert_eq!(num(r, "exited_ok"), 4, "{r:?}");
+        assert_eq!(num(r, "round_trips"), 30, "{r:?}");
         let s = find(&records(&out, "STEADY"), &[("name", "ipc"), ("mode", mode)])
             .cloned()
             .unwrap();
@@ -563,7 +570,7 @@ fn fass_switch_path_uses_the_precomputed_registers() {
     );
     assert!(num(fass, "mean") < num(fcse, "mean"), "{fass:?} {fcse:?}");
     let bench = records(&out, "BENCH");
-    let b = find(&bench, &[("kind", "switch"), ("mode", "fass")]).unwrap();
+    let b = find(&bench, &[("kind", "switch_tail"), ("mode", "fass")]).unwrap();
     assert_eq!(num(b, "value"), num(fass, "mean"), "{b:?}");
 }
 
@@ -604,4 +611,60 @@ fn fass_collision_resolution_is_timed() {
         num(b, "value") > 0 && num(b, "value") <= num(f, "flushed_max_instr"),
         "{b:?}"
     );
+}
+
+/// The `BENCH` value of `kind` for `mode` and `n`.
+fn bench_value(out: &QemuOutcome, kind: &str, mode: &str, n: &str) -> u64 {
+    let bench = records(out, "BENCH");
+    let b = find(&bench, &[("kind", kind), ("mode", mode), ("n", n)])
+        .unwrap_or_else(|| panic!("no BENCH kind={kind} mode={mode} n={n}: {}", show(out)));
+    num(b, "value")
+}
+
+/// Issue 11: yield, one-way IPC, the IPC round trip and preemption cost
+/// the same at 14 processes as at 2 (within 5%: no scan over the process
+/// slots on the trap, scheduling or IPC path), in every mode; and every
+/// mode runs the scenarios with the same results.
+#[test]
+fn transits_are_independent_of_the_process_count() {
+    let out = run_icount(
+        "scenario=ring,yield,ipc,preempt mode=naive,fcse,fass n=2,4,14 touch=0 passes=20 rounds=20",
+    );
+    let results = records(&out, "RESULT");
+    for mode in ["naive", "fcse", "fass"] {
+        for (kind, n2) in [
+            ("yield", "2"),
+            ("ipc_roundtrip", "2"),
+            ("preempt", "2"),
+            // In a ring of 2 the token never finds its receiver blocked
+            // in RECV (the other member has not received yet): the
+            // smallest ring with hand-offs is 4.
+            ("ipc_oneway", "4"),
+        ] {
+            let (a, b) = (
+                bench_value(&out, kind, mode, n2),
+                bench_value(&out, kind, mode, "14"),
+            );
+            let (lo, hi) = (a.min(b) as f64, a.max(b) as f64);
+            assert!(hi <= lo * 1.05, "{kind} {mode}: n={n2} {a}, n=14 {b}");
+        }
+        for name in ["ring", "yield", "ipc", "preempt"] {
+            for n in ["2", "14"] {
+                let r = find(&results, &[("name", name), ("mode", mode), ("n", n)])
+                    .unwrap_or_else(|| panic!("no RESULT {name} {mode} {n}"));
+                let f = find(&results, &[("name", name), ("mode", "fass"), ("n", n)]).unwrap();
+                for key in [
+                    "procs",
+                    "exited_ok",
+                    "failed",
+                    "killed",
+                    "stuck",
+                    "round_trips",
+                ] {
+                    assert_eq!(r.get(key), f.get(key), "{name} {mode} n={n} {key}");
+                }
+                assert_eq!(num(r, "exited_ok"), n.parse::<u64>().unwrap(), "{r:?}");
+            }
+        }
+    }
 }

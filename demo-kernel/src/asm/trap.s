@@ -19,12 +19,26 @@
 @ Saves the user registers into *__cur_frame; on exit r0 = the frame,
 @ r1 = \kind, lr = the pc to resume (the mode's own lr), SPSR = user CPSR.
 @ Entered in the trap's mode with the user's r0 still live.
-.macro SAVE_USER kind
+@ The 24 MHz counter is read into `__in_stamp` (the start of the measured
+@ transit, `kernel::TRANSIT_ENTRY_INSTRUCTIONS`) at the 14th instruction
+@ from the vector on every path: the SVC vector handler is one instruction
+@ shorter than the others (no lr adjustment), so SVC (`pad` = 1) sets r1
+@ before the read and the others after it.
+.macro SAVE_USER kind, pad=0
     str     r0, [sp, #-4]           @ below this mode's stack (IRQs masked)
     ldr     r0, =__cur_frame
     ldr     r0, [r0]
     stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
+    .if \pad
     mov     r1, #\kind              @ (no banked register right after STM^)
+    .endif
+    mov     r2, #0xF0000000
+    ldr     r2, [r2, #0x5C]         @ t_in
+    .if \pad == 0
+    mov     r1, #\kind
+    .endif
+    ldr     r3, =__in_stamp
+    str     r2, [r3]
     ldr     r2, [sp, #-4]
     str     r2, [r0]
     str     lr, [r0, #60]
@@ -108,7 +122,7 @@ __return_fast:
 @ SVC from user mode: already in SVC mode, lr = next instruction.
     .global __user_trap_svc
 __user_trap_svc:
-    SAVE_USER 2
+    SAVE_USER 2, 1
     mov     r0, r1
     bl      trap_entry
     @ fall through
@@ -130,7 +144,29 @@ __return_to_user:
     @ fault paths (`kernel::SwitchClock`, `kernel::FaultClock`).
     ldr     r2, [r2, #0x5C]
     str     r2, [r1, #4]
-    ldmia   r0, {r0-r12}
+    @ Transit accounting, outside the measured window: dt = t_out - t_in
+    @ added to the running total and to the bucket the kernel chose for
+    @ this transit (`__transit_bucket`: the byte offset of its (ticks,
+    @ count) pair from `__cur_frame`; 0 while not measuring), which is
+    @ then reset to the default one (`__transit_default`).
+    ldr     r3, [r1, #20]
+    cmp     r3, #0
+    beq     1f
+    ldr     r4, [r1, #16]
+    sub     r2, r2, r4
+    add     r4, r1, #28
+    ldmia   r4, {r5, r6}
+    add     r5, r5, r2
+    add     r6, r6, #1
+    stmia   r4, {r5, r6}
+    add     r3, r1, r3
+    ldmia   r3, {r5, r6}
+    add     r5, r5, r2
+    add     r6, r6, #1
+    stmia   r3, {r5, r6}
+    ldr     r3, [r1, #24]
+    str     r3, [r1, #20]
+1:  ldmia   r0, {r0-r12}
     movs    pc, lr
 
 @ __sched_enter(ctx): saves the kernel's callee-saved registers, sp and lr
@@ -169,3 +205,17 @@ __abt_stamp:
     .global __fret_stamp
 __fret_stamp:
     .word   0
+    @ Transit timing (`kernel::Transits`): at __cur_frame + 16.
+    .global __in_stamp
+__in_stamp:
+    .word   0
+    .global __transit_bucket
+__transit_bucket:
+    .word   0
+    .global __transit_default
+__transit_default:
+    .word   0
+    @ (ticks, count) pairs: the total, then one per bucket.
+    .global __transit_acc
+__transit_acc:
+    .space  8 * 8

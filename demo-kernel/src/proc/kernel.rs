@@ -22,7 +22,9 @@ use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess};
 use mmu_armv5::{FaultKind, FcsePid, PhysAddr, VirtAddr};
 
 use super::frames::Frames;
+use super::ipc::Links;
 use super::platform::{self, with_sys, HwCounts};
+use super::sched::ReadySet;
 use super::strategy::{dispatch, FassS, Strategy, SwitchMode, MAX_PROCS, SEGMENTS};
 use super::tcm::{self, RES_SLOTS};
 use super::{elf, timer};
@@ -187,6 +189,8 @@ pub struct Proc {
     pub syscalls: u32,
     /// System calls that returned an error.
     pub errors: u32,
+    /// IPC queue and reply-list links ([`super::ipc`]).
+    pub ipc: Links,
 }
 
 impl Proc {
@@ -209,6 +213,7 @@ impl Proc {
         syscalls: 0,
         errors: 0,
         fast: Fast::NONE,
+        ipc: Links::NONE,
     };
 
     /// Whether the process exists and has not ended.
@@ -284,7 +289,10 @@ pub struct Kernel {
     /// [`generation`](fass::Fass::generation) and [`Kernel::epoch`],
     /// refreshed after every strategy call (0, never a generation, marks a
     /// process without precomputed registers).
-    gen: u32,
+    pub(super) gen: u32,
+    /// The runnable processes ([`State::runnable`]), kept by
+    /// [`Kernel::set_state`].
+    pub(super) ready: ReadySet,
     /// Switch-path timing.
     pub clock: SwitchClock,
     /// Counters.
@@ -647,6 +655,7 @@ impl Kernel {
     /// A kernel in `mode` over the kernel's page table; no process yet.
     pub fn new(mode: SwitchMode) -> Result<Kernel, fass::FassError> {
         let root = crate::mmu::with_tables(|t, _| t.root());
+        super::clock::stop();
         Ok(Kernel {
             strategy: Strategy::new(mode, root)?,
             procs: [Proc::FREE; MAX_PROCS],
@@ -657,6 +666,7 @@ impl Kernel {
             kctx: [0; 10],
             epoch: 0,
             gen: 1,
+            ready: ReadySet::EMPTY,
             clock: SwitchClock::default(),
             fault_clock: FaultClock::default(),
             pending: None,
@@ -711,8 +721,8 @@ impl Kernel {
         p.ctx.sp = abi::STACK_TOP;
         p.ctx.pc = image.entry;
         p.ctx.cpsr = USER_CPSR;
-        p.state = State::Ready;
         self.procs[idx] = p;
+        self.set_state(idx, State::Ready);
         Ok(idx)
     }
 
@@ -1007,22 +1017,9 @@ impl Kernel {
         if matches!(exit, Exit::Killed { .. }) {
             self.counters.kills += 1;
         }
-        self.procs[idx].state = State::Dead;
+        self.ipc_exit(idx);
+        self.set_state(idx, State::Dead);
         self.procs[idx].exit = Some(exit);
-        for (j, q) in self.procs.iter_mut().enumerate() {
-            if j == idx {
-                continue;
-            }
-            let waits = match q.state {
-                State::Send { dest, .. } | State::Call { dest, .. } => usize::from(dest) == idx,
-                State::Reply { from } => usize::from(from) == idx,
-                _ => false,
-            };
-            if waits {
-                q.state = State::Ready;
-                q.ctx.r[0] = err::ESRCH as u32;
-            }
-        }
         let space = SpaceId(idx as u16);
         let mut p = self.procs[idx];
         for id in 0..SEGMENTS as u32 {
@@ -1042,100 +1039,6 @@ impl Kernel {
         if self.current == Some(idx) {
             self.current = None;
         }
-    }
-
-    /// Delivers `msg` from `from` into `to`'s saved registers.
-    #[link_section = ".text.kswitch"]
-    fn deliver(&mut self, to: usize, from: usize, msg: [u32; 3]) {
-        let c = &mut self.procs[to].ctx;
-        c.r[0] = from as u32;
-        c.r[1..4].copy_from_slice(&msg);
-        self.counters.messages += 1;
-    }
-
-    /// Checks an IPC destination of process `cur`.
-    fn check_dest(&self, cur: usize, dest: u32) -> Result<usize, i32> {
-        let d = dest as usize;
-        if d >= MAX_PROCS || !self.procs[d].alive() {
-            return Err(err::ESRCH);
-        }
-        if d == cur {
-            return Err(err::EDEADLK);
-        }
-        Ok(d)
-    }
-
-    /// `SEND`/`CALL` from `cur`. Returns the process to prefer next.
-    #[link_section = ".text.kswitch"]
-    pub fn ipc_send(&mut self, cur: usize, dest: u32, msg: [u32; 3], call: bool) -> Option<usize> {
-        let d = match self.check_dest(cur, dest) {
-            Ok(d) => d,
-            Err(e) => {
-                self.procs[cur].ctx.r[0] = e as u32;
-                return None;
-            }
-        };
-        if self.procs[d].state == State::Recv {
-            self.deliver(d, cur, msg);
-            self.procs[d].state = State::Ready;
-            if call {
-                self.procs[cur].state = State::Reply { from: d as u16 };
-                return Some(d);
-            }
-            self.procs[cur].ctx.r[0] = 0;
-            return None;
-        }
-        self.procs[cur].state = if call {
-            State::Call {
-                dest: d as u16,
-                msg,
-            }
-        } else {
-            State::Send {
-                dest: d as u16,
-                msg,
-            }
-        };
-        None
-    }
-
-    /// `RECV` of `cur`: takes a waiting sender (round robin after `cur`) or blocks.
-    #[link_section = ".text.kswitch"]
-    pub fn ipc_recv(&mut self, cur: usize) {
-        for k in 1..MAX_PROCS {
-            let j = (cur + k) % MAX_PROCS;
-            match self.procs[j].state {
-                State::Send { dest, msg } if usize::from(dest) == cur => {
-                    self.deliver(cur, j, msg);
-                    self.procs[j].state = State::Ready;
-                    self.procs[j].ctx.r[0] = 0;
-                    return;
-                }
-                State::Call { dest, msg } if usize::from(dest) == cur => {
-                    self.deliver(cur, j, msg);
-                    self.procs[j].state = State::Reply { from: cur as u16 };
-                    return;
-                }
-                _ => {}
-            }
-        }
-        self.procs[cur].state = State::Recv;
-    }
-
-    /// `REPLY` from `cur` to `dest`.
-    #[link_section = ".text.kswitch"]
-    pub fn ipc_reply(&mut self, cur: usize, dest: u32, msg: [u32; 3]) -> i32 {
-        let d = dest as usize;
-        if d >= MAX_PROCS || self.procs[d].state != (State::Reply { from: cur as u16 }) {
-            return err::ESRCH;
-        }
-        let c = &mut self.procs[d].ctx;
-        c.r[0] = 0;
-        c.r[1..4].copy_from_slice(&msg);
-        self.procs[d].state = State::Ready;
-        self.counters.round_trips += 1;
-        self.counters.messages += 1;
-        0
     }
 
     /// Resolves an abort of the current process through the strategy;
@@ -1165,18 +1068,6 @@ impl Kernel {
         }
     }
 
-    /// The next process to run: `prefer` if ready, else round robin after
-    /// the current one (the current one last); `None` if none is ready.
-    fn pick(&self, prefer: Option<usize>) -> Option<usize> {
-        if let Some(p) = prefer.filter(|p| self.procs[*p].state == State::Ready) {
-            return Some(p);
-        }
-        let start = self.current.map_or(0, |c| c + 1);
-        (0..MAX_PROCS)
-            .map(|k| (start + k) % MAX_PROCS)
-            .find(|j| self.procs[*j].state.runnable())
-    }
-
     /// The process a [`Wish`] comes to, ready to return to user mode: one
     /// blocked in a TCM call has its exchange continued first, as itself
     /// (switched to), and is taken only when the call is over; preempted
@@ -1184,7 +1075,7 @@ impl Kernel {
     /// ended, or the rest are deadlocked, and then they are ended) the
     /// kernel leaves user mode for good.
     #[inline(never)]
-    fn choose(&mut self, w: Wish) -> usize {
+    pub(super) fn choose(&mut self, w: Wish) -> usize {
         let mut next = self.choose_runnable(w);
         while self.procs[next].state == State::InTcm {
             let over = if self.current == Some(next) || self.switch_full(next, timer::now()) {
@@ -1229,90 +1120,10 @@ impl Kernel {
         }
     }
 
-    /// Decides on the process to run after a trap and switches to it; returns
-    /// its frame, which `__return_to_user` resumes.
-    ///
-    /// The measured switch path ([`SwitchClock`]) starts right after the
-    /// decision (a process other than the current one) and ends at the
-    /// return to user mode. Under FASS a process whose precomputed
-    /// registers are of the current generation ([`Fast`]) is switched to by
-    /// writing them: the lean path, a handful of instructions besides the
-    /// two register writes.
-    #[inline(always)]
-    fn finish(&mut self, w: Wish) -> *mut TrapFrame {
-        let next = match (w, self.current) {
-            // (Never a process blocked in a TCM call: `choose` continues it.)
-            (Wish::Next(Some(n)), Some(c)) if n == c && self.procs[c].state != State::InTcm => c,
-            _ => self.choose(w),
-        };
-        // The decision is taken: the clock starts (the time stamp is
-        // dropped if it is the current process again).
-        let t0 = timer::now();
-        if self.current == Some(next) {
-            return &mut self.procs[next].ctx;
-        }
-        let p = &mut self.procs[next % MAX_PROCS];
-        let f = p.fast;
-        if f.gen == self.gen {
-            // SAFETY: the values `fass` wrote on `next`'s last full switch,
-            // with no recycle, release, flush or space/segment change since
-            // (the generation); see `write_dacr_fcseidr`.
-            unsafe { platform::write_dacr_fcseidr(f.dacr, f.fcseidr) };
-            self.current = Some(next);
-            self.counters.switches += 1;
-            self.counters.lean_switches += 1;
-            self.clock.t0 = Some(t0);
-            return &mut p.ctx;
-        }
-        self.switch_slow(next, t0)
-    }
-
-    /// A switch that is not lean: through the strategy; on failure the
-    /// process ends and another one is chosen.
-    #[inline(never)]
-    fn switch_slow(&mut self, mut next: usize, t0: u32) -> *mut TrapFrame {
-        loop {
-            if self.current == Some(next) || self.switch_full(next, t0) {
-                return &mut self.procs[next].ctx;
-            }
-            self.end(next, Exit::SwitchFailed);
-            next = self.choose(Wish::Resume(None));
-        }
-    }
-
-    #[inline(never)]
-    fn switch_full(&mut self, next: usize, t0: u32) -> bool {
-        let r = self.sys(
-            |st, sys| dispatch!(st, s => SwitchStrategy::switch_to(s, sys, SpaceId(next as u16))),
-        );
-        match r {
-            Ok(()) => {
-                if self.current != Some(next) {
-                    self.counters.switches += 1;
-                }
-                self.current = Some(next);
-                if let Strategy::Fass(_) = &self.strategy {
-                    let c = hw();
-                    self.procs[next].fast = Fast {
-                        gen: self.gen,
-                        dacr: c.dacr().bits(),
-                        fcseidr: c.fcseidr().bits(),
-                    };
-                }
-                self.clock.t0 = Some(t0);
-                true
-            }
-            Err(e) => {
-                defmt::error!("switch to process {=usize} failed: {}", next, e);
-                false
-            }
-        }
-    }
-
     /// Closes the measurements of the last return to user mode (at the
     /// next trap): the switch path and a resolved collision's fault path.
     #[inline]
-    fn clock_in(&mut self) {
+    pub(super) fn clock_in(&mut self) {
         if let Some(t0) = self.clock.t0.take() {
             if self.clock.on {
                 let dt = ret_stamp().wrapping_sub(t0) + RETURN_TAIL_INSTRUCTIONS * 24_576 / 1000;
@@ -1398,6 +1209,7 @@ impl Kernel {
                     let next = self.pick_after(cur);
                     if next != Some(cur) {
                         self.counters.preemptions += 1;
+                        super::clock::mark(super::clock::Transit::Preempt);
                     }
                     return Wish::Next(next);
                 }
@@ -1496,14 +1308,6 @@ impl Kernel {
         }
         true
     }
-
-    /// The next ready process after `cur` in round-robin order (possibly `cur`).
-    #[link_section = ".text.kswitch"]
-    pub(super) fn pick_after(&self, cur: usize) -> Option<usize> {
-        (1..=MAX_PROCS)
-            .map(|k| (cur + k) % MAX_PROCS)
-            .find(|j| self.procs[*j].state.runnable())
-    }
 }
 
 /// [`fass::Fass::resolve_fast`] on the kernel's FASS: what it flushed, if
@@ -1532,7 +1336,7 @@ fn is_domain_fault(fsr: u32) -> bool {
 
 /// What a trap asks the scheduler for ([`Kernel::finish`]).
 #[derive(Clone, Copy)]
-enum Wish {
+pub(super) enum Wish {
     /// This process (a round-robin pick, or the current one again); `None`:
     /// round robin after the current one.
     Next(Option<usize>),
@@ -1578,6 +1382,7 @@ pub extern "C" fn trap_dabt(frame: *mut TrapFrame, t0: u32) -> *mut TrapFrame {
     // SAFETY: a word of `asm/trap.s` only written here (single core, IRQs
     // masked); `Kernel::trap` reads it for this abort.
     unsafe { core::ptr::addr_of_mut!(__abt_stamp).write_volatile(t0) };
+    super::clock::enter_abort(t0);
     core::ptr::null_mut()
 }
 
@@ -1589,6 +1394,11 @@ pub extern "C" fn trap_dabt(frame: *mut TrapFrame, t0: u32) -> *mut TrapFrame {
 pub extern "C" fn trap_entry(kind: u32) -> *mut TrapFrame {
     match kernel() {
         Some(k) => {
+            if kind == 2 {
+                if let Some(w) = k.svc_fast() {
+                    return k.finish(w);
+                }
+            }
             let w = k.trap(kind);
             k.finish(w)
         }

@@ -11,6 +11,7 @@
 //! * `BASELINE ...`: frames, table memory, domains, PIDs and user entries
 //!   of the kernel table, before and after.
 
+use super::clock::{self, Transit};
 use super::kernel::{self, Exit, FaultClock, Kernel, Mark, State};
 use super::strategy::{SwitchMode, MAX_PROCS};
 use super::timer::ticks_to_instructions;
@@ -162,10 +163,22 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
                 k.spawn(role::RING, [i, n, p.passes, p.touch, next, prev, 0])?;
             }
         }
+        // `n` counts every process, the server included.
         "ipc" => {
-            k.spawn(role::SERVER, [n, p.rounds, 1, 0, 0, 0, 0])?;
-            for i in 0..n {
+            let clients = n.saturating_sub(1).max(1);
+            k.spawn(role::SERVER, [clients, p.rounds, 1, 0, 0, 0, 0])?;
+            for i in 0..clients {
                 k.spawn(role::CLIENT, [0, p.rounds, i, 0, 0, 0, 0])?;
+            }
+        }
+        "yield" | "preempt" => {
+            let r = if name == "yield" {
+                role::YIELDER
+            } else {
+                role::SPINNER
+            };
+            for i in 0..n {
+                k.spawn(r, [i, p.rounds, p.touch, 0, 0, 0, 0])?;
             }
         }
         "collide" => {
@@ -238,12 +251,12 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
 
 /// Whether the scenario takes a process count.
 fn takes_n(name: &str) -> bool {
-    matches!(name, "ring" | "ipc")
+    matches!(name, "ring" | "ipc" | "yield" | "preempt")
 }
 
-const KNOWN: [&str; 11] = [
+const KNOWN: [&str; 13] = [
     "ring", "ipc", "collide", "share", "faults", "badcalls", "fuzz", "fault", "tcm", "tcmops",
-    "hostile",
+    "hostile", "yield", "preempt",
 ];
 
 /// Runs every scenario of `p` under every mode; `false` if one could not be set up.
@@ -606,7 +619,7 @@ fn report(
         c.round_trips,
         c.messages
     );
-    let measured = matches!(name, "ring" | "ipc" | "share");
+    let measured = matches!(name, "ring" | "ipc" | "share" | "yield" | "preempt");
     if let (true, [Some(a), Some(b)]) = (measured, k.marks) {
         let hw = b.hw.since(&a.hw);
         let st = b.stats.since(&a.stats);
@@ -647,23 +660,60 @@ fn report(
             path(u64::from(c.max)),
             if switches > 0 { instr / u64::from(switches) } else { 0 }
         );
-        if name == "ipc" && trips > 0 {
+        // Transits, vector to `movs` ([`super::clock`]).
+        let bench = |kind: &str, value: u64| {
             defmt::info!(
-                "BENCH kind=ipc mode={=str} n={=u32} touch={=u32} value={=u64} unit=instructions",
+                "BENCH kind={=str} mode={=str} n={=u32} touch={=u32} value={=u64} unit=instructions",
+                kind,
                 m,
                 n,
                 p.touch,
-                instr / u64::from(trips)
+                value
             );
-        } else if name == "ring" && c.n > 0 {
-            // From the scheduler's decision to the return to user mode.
-            defmt::info!(
-                "BENCH kind=switch mode={=str} n={=u32} touch={=u32} value={=u64} unit=instructions",
-                m,
-                n,
-                p.touch,
-                path(c.ticks) / u64::from(c.n)
-            );
+        };
+        let t = |k| clock::sum(Some(k));
+        let total = clock::sum(None);
+        defmt::info!(
+            "TRANSITS name={=str} mode={=str} n={=u32} touch={=u32} all={=u32} all_instr={=u64} yield={=u32} oneway={=u32} call={=u32} reply={=u32} preempt={=u32} other={=u32}",
+            name,
+            m,
+            n,
+            p.touch,
+            total.n,
+            total.instructions,
+            t(Transit::Yield).n,
+            t(Transit::IpcOneway).n,
+            t(Transit::IpcCall).n,
+            t(Transit::IpcReply).n,
+            t(Transit::Preempt).n,
+            t(Transit::Other).n
+        );
+        match name {
+            "ring" => {
+                if switches > 0 {
+                    // Every kernel instruction of the window (transits and
+                    // timed collisions) per switch.
+                    let f = k.fault_clock;
+                    let faults = path(f.ticks[0] + f.ticks[1]);
+                    bench("ring", (total.instructions + faults) / u64::from(switches));
+                }
+                if t(Transit::IpcOneway).n > 0 {
+                    bench("ipc_oneway", t(Transit::IpcOneway).mean());
+                }
+                if c.n > 0 {
+                    // From the scheduler's decision to the return to user mode.
+                    bench("switch_tail", path(c.ticks) / u64::from(c.n));
+                }
+            }
+            "ipc" if t(Transit::IpcCall).n > 0 && t(Transit::IpcReply).n > 0 => {
+                bench(
+                    "ipc_roundtrip",
+                    t(Transit::IpcCall).mean() + t(Transit::IpcReply).mean(),
+                );
+            }
+            "yield" if t(Transit::Yield).n > 0 => bench("yield", t(Transit::Yield).mean()),
+            "preempt" if t(Transit::Preempt).n > 0 => bench("preempt", t(Transit::Preempt).mean()),
+            _ => {}
         }
     }
 }

@@ -111,6 +111,11 @@ impl Kernel {
             // The switch-path clock runs between the marks.
             self.clock.on = k == 0;
             self.clock.t0 = None;
+            if k == 0 {
+                super::clock::start();
+            } else {
+                super::clock::stop();
+            }
         }
         0
     }

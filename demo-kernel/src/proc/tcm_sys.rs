@@ -130,7 +130,7 @@ impl Kernel {
                     self.procs[idx].errors += 1;
                 }
                 self.procs[idx].ctx.r[0] = r as u32;
-                self.procs[idx].state = State::Ready;
+                self.set_state(idx, State::Ready);
                 true
             }
         }
@@ -371,7 +371,7 @@ impl Kernel {
                 let thumb = self.procs[cur].ctx.cpsr & (1 << 5) != 0;
                 self.tcm_preempted[usize::from(thumb)] += 1;
                 self.pending = Some(p);
-                self.procs[cur].state = State::InTcm;
+                self.set_state(cur, State::InTcm);
                 return None;
             }
         };

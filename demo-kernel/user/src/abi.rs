@@ -55,8 +55,12 @@ pub mod nr {
     /// (state codes as in `TCM_STATE`; `spm`'s checked transitions).
     /// Returns the new state code.
     pub const TCM_SET_STATE: u32 = 19;
+    /// `REPLY` r1-r3 to process r0, then `RECV` (the server's call: a
+    /// round trip is two transits); returns like `RECV`, or the `REPLY`
+    /// error (nothing received).
+    pub const REPLY_WAIT: u32 = 20;
     /// One past the highest number.
-    pub const COUNT: u32 = 20;
+    pub const COUNT: u32 = 21;
 }
 
 /// Error codes (returned in r0 as negative numbers).
@@ -113,6 +117,15 @@ pub mod role {
     /// victim's id, r3 rounds, r4 the process it watches (`WATCH` only).
     /// Exits with [`super::attack::result`] bits (0: nothing reached).
     pub const ATTACKER: u32 = 13;
+    /// Yield benchmark: r1 its index, r2 rounds, r3 bytes touched per
+    /// round; each round touches its bytes and yields (`MARK`s around all
+    /// but two warm-up rounds).
+    pub const YIELDER: u32 = 14;
+    /// Preemption benchmark: r1 its index, r2 rounds, r3 bytes touched per
+    /// round; each round touches its bytes and spins about a timer slice
+    /// (10,000 instructions at the default slice under `-icount 10`)
+    /// without a system call (`MARK`s around all but two warm-up rounds).
+    pub const SPINNER: u32 = 15;
 }
 
 /// Requests a hostile scenario's victim serves (word 0 of a `CALL`).

@@ -22,6 +22,8 @@ pub fn run(r: u32, a: [u32; 7]) -> u32 {
         role::TCMOPS => tcm_ops(),
         role::VICTIM => crate::hostile::victim(a[0]),
         role::ATTACKER => crate::hostile::attacker(a[0], a[1], a[2], a[3]),
+        role::YIELDER => turns(a[0], a[1], a[2], false),
+        role::SPINNER => turns(a[0], a[1], a[2], true),
         _ => 0xBAD0,
     }
 }
@@ -114,17 +116,23 @@ fn ring(i: u32, n: u32, passes: u32, touch_bytes: u32, next: u32, prev: u32) -> 
 fn server(clients: u32, rounds: u32, first_client: u32) -> u32 {
     let mut bad = 0;
     let total = clients * rounds;
+    let (mut from, mut w) = sys::recv();
     for k in 0..total {
-        let (from, w) = sys::recv();
         if sys::is_err(from) {
             bad += 1;
+            (from, w) = sys::recv();
             continue;
         }
         if k == clients {
             sys::mark(0);
         }
-        if sys::reply(from, [w[0].wrapping_add(1), !w[1], w[2]]) != 0 {
-            bad += 1;
+        let answer = [w[0].wrapping_add(1), !w[1], w[2]];
+        if k + 1 == total {
+            if sys::reply(from, answer) != 0 {
+                bad += 1;
+            }
+        } else {
+            (from, w) = sys::reply_wait(from, answer);
         }
     }
     sys::mark(1);
@@ -540,5 +548,33 @@ fn tcm_ops() -> u32 {
     if state(a) != err::EFAULT as u32 {
         bad += 1 << 12;
     }
+    bad
+}
+
+/// Yield (`spin` false) and preemption (`spin` true) benchmarks: `rounds`
+/// measured rounds after two warm-up rounds; each touches `touch_bytes`
+/// and yields, or spins about a timer slice without a system call.
+fn turns(i: u32, rounds: u32, touch_bytes: u32, spin: bool) -> u32 {
+    if map_data(touch_bytes) != 0 {
+        return 1000;
+    }
+    let words = touch_bytes / 4;
+    let mut bad = 0;
+    for k in 0..rounds + 2 {
+        if k == 2 {
+            sys::mark(0);
+        }
+        bad += touch(i, k, words);
+        if spin {
+            let mut x = 0u32;
+            for _ in 0..2500 {
+                // SAFETY: a local; volatile only to keep the loop.
+                unsafe { write_volatile(&mut x, read_volatile(&x).wrapping_add(1)) };
+            }
+        } else {
+            sys::yield_now();
+        }
+    }
+    sys::mark(1);
     bad
 }
