@@ -17,39 +17,36 @@
 @ Kinds: 1 undefined, 2 SVC, 3 prefetch abort, 4 data abort, 6 IRQ.
 
 @ Saves the user registers into *__cur_frame; on exit r0 = the frame,
-@ r1 = \kind, lr = the pc to resume (the mode's own lr), SPSR = user CPSR.
-@ Entered in the trap's mode with the user's r0 still live.
+@ r1 = \kind, lr = the pc to resume (the mode's own lr, less 4 if `adjust`),
+@ SPSR = user CPSR. Entered in the trap's mode from `asm/vectors.s`, with
+@ the user's r0 just below this mode's stack.
 @ The 24 MHz counter is read into `__in_stamp` (the start of the measured
-@ transit, `kernel::TRANSIT_ENTRY_INSTRUCTIONS`) at the 14th instruction
-@ from the vector on every path: the SVC vector handler is one instruction
-@ shorter than the others (no lr adjustment), so SVC (`pad` = 1) sets r1
-@ before the read and the others after it.
-.macro SAVE_USER kind, pad=0
-    str     r0, [sp, #-4]           @ below this mode's stack (IRQs masked)
+@ transit, `clock::TRANSIT_ENTRY_INSTRUCTIONS`) at the 10th instruction
+@ from the vector on every path (vector, four in `asm/vectors.s`, five
+@ here).
+.macro SAVE_USER kind, adjust
     ldr     r0, =__cur_frame
     ldr     r0, [r0]
     stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
-    .if \pad
-    mov     r1, #\kind              @ (no banked register right after STM^)
-    .endif
-    mov     r2, #0xF0000000
+    mov     r2, #0xF0000000         @ (no banked register right after STM^)
     ldr     r2, [r2, #0x5C]         @ t_in
-    .if \pad == 0
     mov     r1, #\kind
-    .endif
     ldr     r3, =__in_stamp
     str     r2, [r3]
     ldr     r2, [sp, #-4]
     str     r2, [r0]
+    .if \adjust
+    sub     lr, lr, #4
+    .endif
     str     lr, [r0, #60]
     mrs     r2, spsr
     str     r2, [r0, #64]
 .endm
 
-@ Entered in IRQ/ABT/UND mode from user mode, lr = the pc to resume (already
-@ adjusted), spsr = user CPSR.
+@ Entered in IRQ/ABT/UND mode from user mode, lr = the exception's (the pc
+@ to resume + 4), spsr = user CPSR.
 .macro USER_TRAP kind
-    SAVE_USER \kind
+    SAVE_USER \kind, 1
     msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
     mov     r0, r1
     bl      trap_entry
@@ -74,7 +71,7 @@ __user_trap_irq:
 @ abort mode with the user's r0 just below the abort stack, lr = the
 @ aborting instruction, SPSR = user CPSR. Saves r0-r12, sp_usr and lr_usr
 @ into *__cur_frame, reads the 24 MHz counter (the start of the measured
-@ fault path, `kernel::FaultClock`: the 11th instruction from the vector)
+@ fault path, `clock::FaultClock`: the 11th instruction from the vector)
 @ and calls `trap_dabt(frame, stamp)` in SVC mode, IRQ/FIQ masked. A
 @ non-zero answer is the same frame: the fault was resolved on the fast path
 @ (`kernel::Kernel::dabt_fast`), which touched neither the user's banked
@@ -95,18 +92,20 @@ __user_trap_dabt:
     bl      trap_dabt
     cmp     r0, #0
     beq     1f
-@ The fast path's return, r0 = the current frame: back to abort mode, whose
-@ lr and SPSR still hold the return; time stamp into `__fret_stamp`, three
-@ instructions before user mode (the end of the measured fast fault path,
-@ `kernel::FaultClock`); r0-r12 from the frame (sp_usr and lr_usr were
-@ never changed).
+@ The fast path's return, r0 = the current frame, in SVC mode: the time
+@ stamp three instructions before user mode (the end of the measured fast
+@ fault path, `clock::FaultClock`), the accounting outside the measured
+@ window (`fast_return_accounting(t_out)`, r4 keeps the frame), then back to
+@ abort mode, whose lr and SPSR still hold the return; r0-r12 from the frame
+@ (sp_usr and lr_usr were never changed).
 __return_fast:
-    msr     cpsr_c, #0xD7           @ abort mode, IRQ and FIQ masked
     mov     r2, #0xF0000000
-    ldr     r1, =__fret_stamp
     ldr     r2, [r2, #0x5C]
-    str     r2, [r1]
-    ldmia   r0, {r0-r12}
+    mov     r4, r0
+    mov     r0, r2
+    bl      fast_return_accounting
+    msr     cpsr_c, #0xD7           @ abort mode, IRQ and FIQ masked
+    ldmia   r4, {r0-r12}
     movs    pc, lr
 1:  msr     cpsr_c, #0xD7
     ldr     r0, =__cur_frame
@@ -122,7 +121,7 @@ __return_fast:
 @ SVC from user mode: already in SVC mode, lr = next instruction.
     .global __user_trap_svc
 __user_trap_svc:
-    SAVE_USER 2, 1
+    SAVE_USER 2, 0
     mov     r0, r1
     bl      trap_entry
     @ fall through
@@ -131,42 +130,26 @@ __user_trap_svc:
 @ resume user mode from it.
     .global __return_to_user
 __return_to_user:
-    ldr     r1, =__cur_frame        @ __ret_stamp follows it
+    ldr     r1, =__cur_frame
     str     r0, [r1]
     ldr     r2, [r0, #64]
     msr     spsr_cxsf, r2
-    ldr     lr, [r0, #60]
     add     r2, r0, #52
     ldmia   r2, {r13, r14}^         @ sp_usr, lr_usr
     mov     r2, #0xF0000000         @ (no banked register right after LDM^)
     @ Time stamp of the return (24 MHz counter at 0xF000005C), three
-    @ instructions before user mode: the end of the measured switch and
-    @ fault paths (`kernel::SwitchClock`, `kernel::FaultClock`).
+    @ instructions before user mode: the end of every measured transit,
+    @ switch tail and general fault path (`clock::TRANSIT_TAIL_INSTRUCTIONS`).
     ldr     r2, [r2, #0x5C]
-    str     r2, [r1, #4]
-    @ Transit accounting, outside the measured window: dt = t_out - t_in
-    @ added to the running total and to the bucket the kernel chose for
-    @ this transit (`__transit_bucket`: the byte offset of its (ticks,
-    @ count) pair from `__cur_frame`; 0 while not measuring), which is
-    @ then reset to the default one (`__transit_default`).
-    ldr     r3, [r1, #20]
-    cmp     r3, #0
-    beq     1f
-    ldr     r4, [r1, #16]
-    sub     r2, r2, r4
-    add     r4, r1, #28
-    ldmia   r4, {r5, r6}
-    add     r5, r5, r2
-    add     r6, r6, #1
-    stmia   r4, {r5, r6}
-    add     r3, r1, r3
-    ldmia   r3, {r5, r6}
-    add     r5, r5, r2
-    add     r6, r6, #1
-    stmia   r3, {r5, r6}
-    ldr     r3, [r1, #24]
-    str     r3, [r1, #20]
-1:  ldmia   r0, {r0-r12}
+    @ Accounting, outside the measured window: `return_accounting(t_out)`
+    @ files the transit, the switch tail and a general fault resolution
+    @ (`clock.rs`). r4 keeps the frame (callee-saved); the call clobbers lr,
+    @ which is loaded after it.
+    mov     r4, r0
+    mov     r0, r2
+    bl      return_accounting
+    ldr     lr, [r4, #60]
+    ldmia   r4, {r0-r12}
     movs    pc, lr
 
 @ __sched_enter(ctx): saves the kernel's callee-saved registers, sp and lr
@@ -191,31 +174,12 @@ __sched_leave:
     bx      lr
     .ltorg
 
-    .section .data.ret_stamp, "aw"
+    .section .data.trap_words, "aw"
     .align  2
     .global __cur_frame
 __cur_frame:
     .word   0
-    .global __ret_stamp
-__ret_stamp:
-    .word   0
-    .global __abt_stamp
-__abt_stamp:
-    .word   0
-    .global __fret_stamp
-__fret_stamp:
-    .word   0
-    @ Transit timing (`kernel::Transits`): at __cur_frame + 16.
+    @ The transit's entry stamp (`clock.rs`), written by `SAVE_USER`.
     .global __in_stamp
 __in_stamp:
     .word   0
-    .global __transit_bucket
-__transit_bucket:
-    .word   0
-    .global __transit_default
-__transit_default:
-    .word   0
-    @ (ticks, count) pairs: the total, then one per bucket.
-    .global __transit_acc
-__transit_acc:
-    .space  8 * 8

@@ -36,65 +36,59 @@ __exc_reset:
     mrs     r1, cpsr
     mov     r2, #0
     b       __exc_fatal
+@ Undefined instruction, SVC, prefetch abort and IRQ test the mode they came
+@ from the same way: the user's r0 is saved just below this mode's stack
+@ (IRQs masked), then SPSR.M[3:0] = 0 means user mode (0x10, no other) and
+@ the trap path (`asm/trap.s`) takes over with lr as the exception left it
+@ (the stubs adjust it). Every user trap reads the counter at the same
+@ instruction from the vector (`SAVE_USER`).
 __exc_undef:
-    sub     lr, lr, #4
-    stmfd   sp!, {r0}
+    str     r0, [sp, #-4]
     mrs     r0, spsr
-    and     r0, r0, #0x1F
-    cmp     r0, #0x10
-    ldmfd   sp!, {r0}
+    tst     r0, #0xF
     beq     __user_trap_undef
     mov     r0, #1
-    mov     r2, lr
+    sub     r2, lr, #4
     b       1f
 __exc_svc:
-    stmfd   sp!, {r0}
+    str     r0, [sp, #-4]
     mrs     r0, spsr
-    and     r0, r0, #0x1F
-    cmp     r0, #0x10
-    ldmfd   sp!, {r0}
+    tst     r0, #0xF
     beq     __user_trap_svc
     mov     r0, #2
     sub     r2, lr, #4
     b       1f
 __exc_pabt:
-    sub     lr, lr, #4
-    stmfd   sp!, {r0}
+    str     r0, [sp, #-4]
     mrs     r0, spsr
-    and     r0, r0, #0x1F
-    cmp     r0, #0x10
-    ldmfd   sp!, {r0}
+    tst     r0, #0xF
     beq     __user_trap_pabt
     mov     r0, #3
-    mov     r2, lr
+    sub     r2, lr, #4
     b       1f
 __exc_reserved:
     mov     r0, #5
     mov     r2, #0
     b       1f
 __exc_irq:
-    sub     lr, lr, #4
-    stmfd   sp!, {r0}
+    str     r0, [sp, #-4]
     mrs     r0, spsr
-    and     r0, r0, #0x1F
-    cmp     r0, #0x10
-    ldmfd   sp!, {r0}
+    tst     r0, #0xF
     beq     __user_trap_irq
-    stmfd   sp!, {r0}
-    mrs     r0, spsr
     and     r0, r0, #0x1F
     cmp     r0, #0x13
-    ldmfd   sp!, {r0}
+    ldr     r0, [sp, #-4]           @ (flags kept)
     bne     4f
     @ From SVC mode: the kernel opened an interrupt window (a TCM exchange
     @ between two bounded steps). `kernel_irq` acknowledges the tick and
     @ flags it; the interrupted code decides whether to yield.
+    sub     lr, lr, #4
     stmfd   sp!, {r0-r3, r12, lr}
     bl      kernel_irq
     ldmfd   sp!, {r0-r3, r12, lr}
     movs    pc, lr
 4:  mov     r0, #6
-    mov     r2, lr
+    sub     r2, lr, #4
     b       1f
 __exc_fiq:
     mov     r0, #7

@@ -1,29 +1,55 @@
-//! Transit timing: every trap from user mode is timed from the exception
-//! vector's first instruction to the return to user mode (`movs pc, lr`)
-//! inclusive, under `-icount shift=10,sleep=off`.
+//! Timing of the kernel paths, under `-icount shift=10,sleep=off` (the
+//! 24 MHz counter then counts 24.576 ticks per instruction):
 //!
-//! The entry stubs (`asm/trap.s`, `SAVE_USER`) read the 24 MHz counter at
-//! the [`TRANSIT_ENTRY_INSTRUCTIONS`]th instruction from the vector into
-//! `__in_stamp`; `__return_to_user` reads it again as late as it can and,
-//! after that read (outside the measured window), adds the difference to a
-//! running total and to the bucket the kernel chose for the transit
-//! ([`Transit`], set with [`mark`]; [`Transit::Other`] unless set), only
-//! between `MARK 0` and `MARK 1` ([`start`], [`stop`]). The instructions
-//! before the first read and after the second ([`TRANSIT_ENTRY_INSTRUCTIONS`],
-//! [`TRANSIT_TAIL_INSTRUCTIONS`]) are added as constants.
+//! * transits ([`Transit`]): every trap from user mode, from the exception
+//!   vector's first instruction to the return to user mode (`movs pc, lr`)
+//!   inclusive, filed by kind;
+//! * the switch tail ([`SwitchClock`]): from the scheduler's decision to
+//!   the return to user mode (the old `kind=switch`);
+//! * collisions ([`FaultClock`]): a domain fault from the data-abort vector
+//!   to the return that retries the access.
 //!
-//! Checked once against a single-step trace (README, "Transit timing"):
-//! `cargo xtask run --icount 10 --append "scenario=yield mode=fass n=2 ..."`
-//! with QEMU's `-singlestep -d exec,nochain` counts the same instructions
-//! from the SVC vector to the `movs` as [`Transit::Yield`] reports.
+//! The entry stubs (`asm/trap.s`, `SAVE_USER`) read the counter at the
+//! [`TRANSIT_ENTRY_INSTRUCTIONS`]th instruction from the vector into
+//! `__in_stamp`; `__return_to_user` reads it again
+//! [`TRANSIT_TAIL_INSTRUCTIONS`] instructions before user mode and then,
+//! outside the measured window, calls [`return_accounting`], which closes
+//! the transit (only between `MARK 0` and `MARK 1`: [`start`], [`stop`]),
+//! the switch tail and a collision resolved on the general path. None of
+//! the bookkeeping runs inside a measured window: the kernel paths pay only
+//! the two counter reads, the entry stamp's store, [`mark`] and the switch
+//! tail's start.
+//!
+//! Checked against a single-step trace (README, "Transit timing"):
+//! `qemu-system-arm ... -singlestep -d exec,nochain` counts the same
+//! instructions from the SVC vector to the `movs` as [`Transit::Yield`]
+//! reports.
+
+use core::cell::UnsafeCell;
+
+use super::kernel::kernel;
 
 /// Instructions from the vector up to and including the counter read
 /// (SVC, IRQ, undefined, prefetch abort alike; see `SAVE_USER`).
-pub const TRANSIT_ENTRY_INSTRUCTIONS: u64 = 14;
+pub const TRANSIT_ENTRY_INSTRUCTIONS: u64 = 10;
 /// Instructions after the return's counter read that are inside the
-/// transit: the stamp store, `ldmia` and `movs` (the accounting between
-/// them is not counted).
+/// transit: `ldr lr`, `ldmia` and `movs` (the accounting call between the
+/// read and them is not counted).
 pub const TRANSIT_TAIL_INSTRUCTIONS: u64 = 3;
+/// Instructions from the data-abort vector up to and including the counter
+/// read in `__user_trap_dabt` (vector 1, `__exc_dabt` 5, then the frame
+/// pointer's two loads, the register store, the counter's address and the
+/// read): added to every [`FaultClock`] measurement.
+pub const FAULT_ENTRY_INSTRUCTIONS: u64 = 11;
+/// Instructions after the counter read in `__return_fast` (`str`, `ldmia`,
+/// `movs pc, lr`); `__return_to_user` has as many
+/// ([`TRANSIT_TAIL_INSTRUCTIONS`]).
+pub const FAST_RETURN_TAIL_INSTRUCTIONS: u64 = 3;
+
+/// Ticks of `n` instructions under `-icount shift=10`.
+const fn ticks(n: u64) -> u32 {
+    (n * 24_576 / 1000) as u32
+}
 
 /// What a transit was, as the kernel decided during it.
 #[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
@@ -44,60 +70,120 @@ pub enum Transit {
 }
 
 /// Buckets, the total first ([`Transit`] values index the rest).
-const PAIRS: usize = 8;
+const PAIRS: usize = 7;
 
-extern "C" {
-    static mut __in_stamp: u32;
-    static mut __transit_bucket: u32;
-    static mut __transit_default: u32;
-    static mut __transit_acc: [u32; 2 * PAIRS];
+/// The transit sums.
+struct Transits {
+    /// The current transit's bucket ([`Transit`] as a number); 0 while
+    /// not measuring.
+    bucket: u32,
+    /// The bucket a transit starts in ([`Transit::Other`]; 0 while not
+    /// measuring).
+    default: u32,
+    /// (ticks, count) per bucket, the total first.
+    acc: [(u32, u32); PAIRS],
 }
 
-/// The bucket word's value for `t`: the byte offset of its pair from
-/// `__cur_frame` (`asm/trap.s`: the pairs start 28 bytes after it).
-const fn offset(t: Transit) -> u32 {
-    28 + 8 * t as u32
+/// A kernel global: one core, touched only with IRQs masked (trap context,
+/// or thread context before and after user mode runs).
+struct Global<T>(UnsafeCell<T>);
+// SAFETY: see the type's docs: never two accesses at once.
+unsafe impl<T> Sync for Global<T> {}
+
+static TRANSITS: Global<Transits> = Global(UnsafeCell::new(Transits {
+    bucket: 0,
+    default: 0,
+    acc: [(0, 0); PAIRS],
+}));
+
+/// The abort stamp of a data abort the fast path declined (written by
+/// [`enter_abort`], read by the general path).
+static ABT_STAMP: Global<u32> = Global(UnsafeCell::new(0));
+
+extern "C" {
+    /// The transit's entry stamp, written by `SAVE_USER` (`asm/trap.s`).
+    static __in_stamp: u32;
+}
+
+fn transits() -> &'static mut Transits {
+    // SAFETY: `Global`'s contract; no caller keeps the reference across a
+    // call that takes another.
+    unsafe { &mut *TRANSITS.0.get() }
 }
 
 /// Files the current transit under `t` (if measuring).
 #[inline(always)]
 pub fn mark(t: Transit) {
-    // SAFETY: words of `asm/trap.s` touched only by the kernel with IRQs
-    // masked (single core) and by `__return_to_user` after the Rust code.
-    unsafe {
-        let b = core::ptr::addr_of_mut!(__transit_bucket);
-        if b.read_volatile() != 0 {
-            b.write_volatile(offset(t));
-        }
+    let tr = transits();
+    if tr.bucket != 0 {
+        tr.bucket = t as u32;
     }
 }
 
 /// Starts measuring: the sums cleared, the current transit filed as other.
 pub fn start() {
-    // SAFETY: as in `mark`.
-    unsafe {
-        core::ptr::addr_of_mut!(__transit_acc).write_volatile([0; 2 * PAIRS]);
-        core::ptr::addr_of_mut!(__transit_default).write_volatile(offset(Transit::Other));
-        core::ptr::addr_of_mut!(__transit_bucket).write_volatile(offset(Transit::Other));
-    }
+    let tr = transits();
+    tr.acc = [(0, 0); PAIRS];
+    tr.default = Transit::Other as u32;
+    tr.bucket = Transit::Other as u32;
 }
 
 /// Stops measuring (the current transit is not counted).
 pub fn stop() {
-    // SAFETY: as in `mark`.
-    unsafe {
-        core::ptr::addr_of_mut!(__transit_default).write_volatile(0);
-        core::ptr::addr_of_mut!(__transit_bucket).write_volatile(0);
+    let tr = transits();
+    tr.default = 0;
+    tr.bucket = 0;
+}
+
+/// Called by `__return_to_user` (`asm/trap.s`) after its counter read
+/// `t_out`, outside the measured window: closes the transit (if
+/// measuring), the switch tail and a collision resolved on the general
+/// path, which all end at this return.
+#[no_mangle]
+pub extern "C" fn return_accounting(t_out: u32) {
+    let tr = transits();
+    if tr.bucket != 0 {
+        // SAFETY: written only by `SAVE_USER` at this transit's entry.
+        let t_in = unsafe { core::ptr::addr_of!(__in_stamp).read_volatile() };
+        let dt = t_out.wrapping_sub(t_in);
+        for i in [0, tr.bucket as usize % PAIRS] {
+            let (t, n) = &mut tr.acc[i];
+            *t = t.wrapping_add(dt);
+            *n += 1;
+        }
+        tr.bucket = tr.default;
+    }
+    if let Some(k) = kernel() {
+        k.clock.close(t_out);
+        k.fault_clock.close_general(t_out);
     }
 }
 
-/// A general-path data abort stamped `t0` by its own stub at the 11th
-/// instruction (`__user_trap_dabt`): its transit's entry stamp, moved to
-/// where the other stubs read theirs, so that the same constants apply.
+// The data-abort stub reads the counter no earlier than the others.
+const _: () = assert!(FAULT_ENTRY_INSTRUCTIONS >= TRANSIT_ENTRY_INSTRUCTIONS);
+
+/// A general-path data abort stamped `t0` by its own stub at the
+/// [`FAULT_ENTRY_INSTRUCTIONS`]th instruction (`__user_trap_dabt`): its
+/// transit's entry stamp, moved to where the other stubs read theirs, so
+/// that the same constants apply; kept as the abort stamp
+/// ([`abort_stamp`]).
 pub fn enter_abort(t0: u32) {
-    // Three instructions later: 3 * 24.576 ticks.
-    // SAFETY: as in `mark`.
-    unsafe { core::ptr::addr_of_mut!(__in_stamp).write_volatile(t0.wrapping_add(74)) };
+    // SAFETY: `Global`'s contract.
+    unsafe { *ABT_STAMP.0.get() = t0 };
+    let t_in = t0.wrapping_sub(ticks(FAULT_ENTRY_INSTRUCTIONS - TRANSIT_ENTRY_INSTRUCTIONS));
+    // SAFETY: single core, IRQs masked; `SAVE_USER` writes it at the next
+    // trap's entry, after this transit's return.
+    unsafe {
+        core::ptr::addr_of!(__in_stamp)
+            .cast_mut()
+            .write_volatile(t_in)
+    };
+}
+
+/// The abort stamp of the data abort being handled on the general path.
+pub fn abort_stamp() -> u32 {
+    // SAFETY: `Global`'s contract.
+    unsafe { *ABT_STAMP.0.get() }
 }
 
 /// Measured transits of one kind: how many and their instructions.
@@ -123,12 +209,111 @@ impl Sum {
 /// The sums so far: `None` for the total, else one kind's.
 pub fn sum(t: Option<Transit>) -> Sum {
     let i = t.map_or(0, |t| t as usize);
-    // SAFETY: as in `mark`.
-    let acc = unsafe { core::ptr::addr_of!(__transit_acc).read_volatile() };
-    let (ticks, n) = (acc[2 * i], acc[2 * i + 1]);
+    let (ticks, n) = transits().acc[i];
     Sum {
         n,
         instructions: u64::from(ticks) * 1000 / 24_576
             + u64::from(n) * (TRANSIT_ENTRY_INSTRUCTIONS + TRANSIT_TAIL_INSTRUCTIONS),
+    }
+}
+
+/// Times the switch tail: from the scheduler's decision (a different
+/// process chosen, [`Kernel::finish`](super::kernel::Kernel)) to the
+/// return to user mode, [`TRANSIT_TAIL_INSTRUCTIONS`] before `movs pc, lr`
+/// (the tail is added). Everything in between is measured: the switch
+/// itself, the return from `trap_entry` and the restore of the next
+/// process's registers from its frame.
+#[derive(Clone, Copy, Default)]
+pub struct SwitchClock {
+    /// Counter at the last decision, if its return is not measured yet
+    /// (set on every switch, accumulated only while `on`).
+    pub t0: Option<u32>,
+    /// Whether to accumulate (between `MARK 0` and `MARK 1`).
+    pub on: bool,
+    /// Measured switches.
+    pub n: u32,
+    /// Their ticks.
+    pub ticks: u64,
+    /// Shortest (ticks).
+    pub min: u32,
+    /// Longest (ticks).
+    pub max: u32,
+}
+
+impl SwitchClock {
+    /// Closes a pending measurement at the return stamped `t_out`.
+    fn close(&mut self, t_out: u32) {
+        if let Some(t0) = self.t0.take() {
+            if self.on {
+                let dt = t_out.wrapping_sub(t0) + ticks(TRANSIT_TAIL_INSTRUCTIONS);
+                self.n += 1;
+                self.ticks += u64::from(dt);
+                self.min = if self.n == 1 { dt } else { self.min.min(dt) };
+                self.max = self.max.max(dt);
+            }
+        }
+    }
+}
+
+/// Times the domain faults (collisions) the strategy resolves, on the whole
+/// abort path: from the data-abort exception vector (the counter is read
+/// in `__user_trap_dabt`, [`FAULT_ENTRY_INSTRUCTIONS`] instructions after
+/// the vector) to the return to user mode that retries the access (a time
+/// stamp three instructions before `movs pc, lr`). Kept apart by what the
+/// resolution flushed: [`fass::Flushed::Full`] (`FLUSHED`) or not
+/// (`FLUSH_FREE`). Each measurement is closed by the accounting of its own
+/// return, outside the measured window ([`return_accounting`] on the
+/// general path, [`fast_return_accounting`] on the fast one).
+#[derive(Clone, Copy, Default)]
+pub struct FaultClock {
+    /// A resolution on the general path whose return is not measured yet:
+    /// its kind's index and abort stamp.
+    pub general: Option<(usize, u32)>,
+    /// A collision resolved on the fast path whose return is not measured
+    /// yet: its abort stamp.
+    pub fast: Option<u32>,
+    /// Measured resolutions per kind.
+    pub n: [u32; 2],
+    /// Their ticks.
+    pub ticks: [u64; 2],
+    /// Longest (ticks).
+    pub max: [u32; 2],
+}
+
+impl FaultClock {
+    /// Index of the resolutions without a full flush.
+    pub const FLUSH_FREE: usize = 0;
+    /// Index of the resolutions with a full flush ([`fass::Flushed::Full`]).
+    pub const FLUSHED: usize = 1;
+
+    /// Adds the resolution of kind `i` stamped `t0` at the abort and `t1`
+    /// three instructions before its return.
+    fn add(&mut self, i: usize, t0: u32, t1: u32) {
+        let i = i % 2;
+        let dt =
+            t1.wrapping_sub(t0) + ticks(FAULT_ENTRY_INSTRUCTIONS + FAST_RETURN_TAIL_INSTRUCTIONS);
+        self.n[i] += 1;
+        self.ticks[i] += u64::from(dt);
+        self.max[i] = self.max[i].max(dt);
+    }
+
+    /// Closes a general-path resolution at its return, stamped `t_out`.
+    fn close_general(&mut self, t_out: u32) {
+        if let Some((i, t0)) = self.general.take() {
+            self.add(i, t0, t_out);
+        }
+    }
+}
+
+/// Called by `__return_fast` (`asm/trap.s`) after its counter read
+/// `t_out`, outside the measured window: closes the collision the fast
+/// path resolved, if it was one (a fill is not measured).
+#[no_mangle]
+pub extern "C" fn fast_return_accounting(t_out: u32) {
+    if let Some(k) = kernel() {
+        let c = &mut k.fault_clock;
+        if let Some(t0) = c.fast.take() {
+            c.add(FaultClock::FLUSH_FREE, t0, t_out);
+        }
     }
 }

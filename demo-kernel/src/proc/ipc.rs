@@ -136,7 +136,7 @@ impl Kernel {
     }
 
     /// Delivers `msg` from `from` into `to`'s saved registers.
-    #[link_section = ".text.kswitch"]
+    #[inline(always)]
     fn deliver(&mut self, to: usize, from: usize, msg: [u32; 3]) {
         let c = &mut self.procs[to].ctx;
         c.r[0] = from as u32;
@@ -159,7 +159,7 @@ impl Kernel {
     /// `SEND`/`CALL` from `cur`: hands the message to `dest` if it waits
     /// in `RECV` (then `dest` is the process to run next, the answer), else
     /// queues `cur` on it.
-    #[link_section = ".text.kswitch"]
+    #[inline(always)]
     pub fn ipc_send(&mut self, cur: usize, dest: u32, msg: [u32; 3], call: bool) -> Option<usize> {
         let d = match self.check_dest(cur, dest) {
             Ok(d) => d,
@@ -193,7 +193,7 @@ impl Kernel {
     }
 
     /// `RECV` of `cur`: takes the first sender queued on it, or blocks.
-    #[link_section = ".text.kswitch"]
+    #[inline(always)]
     pub fn ipc_recv(&mut self, cur: usize) {
         while let Some(j) = self.dequeue_sender(cur) {
             match self.procs[j].state {
@@ -216,7 +216,7 @@ impl Kernel {
     }
 
     /// `REPLY` from `cur` to `dest`.
-    #[link_section = ".text.kswitch"]
+    #[inline(always)]
     pub fn ipc_reply(&mut self, cur: usize, dest: u32, msg: [u32; 3]) -> i32 {
         let d = dest as usize;
         if d >= MAX_PROCS || self.procs[d].state != (State::Reply { from: cur as u16 }) {

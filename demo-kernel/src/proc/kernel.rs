@@ -21,6 +21,7 @@ use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess};
 use mmu_armv5::{FaultKind, FcsePid, PhysAddr, VirtAddr};
 
+use super::clock::{self, FaultClock, SwitchClock};
 use super::frames::Frames;
 use super::ipc::Links;
 use super::platform::{self, with_sys, HwCounts};
@@ -346,112 +347,6 @@ impl Fast {
     };
 }
 
-/// Times the switch path: from the scheduler's decision (a different
-/// process chosen, [`Kernel::finish`]) to the return to user mode
-/// (`__ret_stamp`, written by `asm/trap.s` three instructions before
-/// `movs pc, lr`). Everything in between is measured: the switch itself,
-/// the return from `trap_entry` and the restore of the next process's
-/// registers from its frame.
-#[derive(Clone, Copy, Default)]
-pub struct SwitchClock {
-    /// Counter at the last decision, if its return is not measured yet
-    /// (set on every switch, accumulated only while `on`).
-    pub t0: Option<u32>,
-    /// Whether to accumulate (between `MARK 0` and `MARK 1`).
-    pub on: bool,
-    /// Measured switches.
-    pub n: u32,
-    /// Their ticks.
-    pub ticks: u64,
-    /// Shortest (ticks).
-    pub min: u32,
-    /// Longest (ticks).
-    pub max: u32,
-}
-
-/// Times the domain faults (collisions) the strategy resolves, on the whole
-/// abort path: from the data-abort exception vector (the counter is read
-/// in `__user_trap_dabt`, [`FAULT_ENTRY_INSTRUCTIONS`] instructions after
-/// the vector) to the return to user mode that retries the access (a time
-/// stamp [`RETURN_TAIL_INSTRUCTIONS`] instructions before `movs pc, lr`).
-/// Kept apart by what the resolution flushed: [`fass::Flushed::Full`]
-/// (`FLUSHED`) or not (`FLUSH_FREE`).
-///
-/// A measurement is closed when its return's stamp is known, at a later
-/// trap (bookkeeping of an earlier fault, not part of resolving the
-/// current one). The two returns stamp different words, so each
-/// measurement is closed before its word can be overwritten, and no later:
-/// one returning through `__return_to_user` (`__ret_stamp`, the general
-/// path) at the next trap that takes the general path ([`Kernel::trap`]);
-/// the fast path's (`__fret_stamp`, written only by `__return_fast`) at the
-/// next trap of either kind ([`Kernel::dabt_fast`] closes it before its own
-/// return overwrites the stamp). The fast path never writes `__ret_stamp`,
-/// so it leaves the general measurements, and the switch clock's, pending.
-#[derive(Clone, Copy, Default)]
-pub struct FaultClock {
-    /// A resolution that returned through `__return_to_user`, not measured
-    /// yet: its kind's index and abort stamp.
-    pub general: Option<(usize, u32)>,
-    /// Whether a fast-path resolution is not measured yet.
-    pub fast_pending: bool,
-    /// Its abort stamp.
-    pub fast_t0: u32,
-    /// Measured resolutions per kind.
-    pub n: [u32; 2],
-    /// Their ticks.
-    pub ticks: [u64; 2],
-    /// Longest (ticks).
-    pub max: [u32; 2],
-}
-
-impl FaultClock {
-    /// Index of the resolutions without a full flush.
-    pub const FLUSH_FREE: usize = 0;
-    /// Index of the resolutions with a full flush ([`fass::Flushed::Full`]).
-    pub const FLUSHED: usize = 1;
-
-    /// Adds the resolution of kind `i` stamped `t0` at the abort and `t1`
-    /// [`RETURN_TAIL_INSTRUCTIONS`] before its return.
-    fn add(&mut self, i: usize, t0: u32, t1: u32) {
-        let i = i % 2;
-        let dt = t1.wrapping_sub(t0)
-            + ((FAULT_ENTRY_INSTRUCTIONS + u64::from(RETURN_TAIL_INSTRUCTIONS)) * 24_576 / 1000)
-                as u32;
-        self.n[i] += 1;
-        self.ticks[i] += u64::from(dt);
-        self.max[i] = self.max[i].max(dt);
-    }
-
-    /// Closes the pending fast-path measurement (before the next fast
-    /// return overwrites its stamp).
-    #[inline(never)]
-    #[cold]
-    fn close_fast(&mut self) {
-        self.fast_pending = false;
-        self.add(Self::FLUSH_FREE, self.fast_t0, fret_stamp());
-    }
-
-    /// Closes whatever is pending: called by every trap that takes the
-    /// general path, before its return can overwrite `__ret_stamp`.
-    fn close_all(&mut self) {
-        if let Some((i, t0)) = self.general.take() {
-            self.add(i, t0, ret_stamp());
-        }
-        if self.fast_pending {
-            self.close_fast();
-        }
-    }
-}
-
-/// Instructions from the data-abort vector up to and including the counter
-/// read in `__user_trap_dabt` (vector 1, `__exc_dabt` 5, then the frame
-/// pointer's two loads, the register store, the counter's address and the
-/// read): added to every [`FaultClock`] measurement.
-pub const FAULT_ENTRY_INSTRUCTIONS: u64 = 11;
-/// Instructions after the counter read in `__return_to_user` and
-/// `__return_fast` (`str`, `ldmia`, `movs pc, lr`).
-pub const RETURN_TAIL_INSTRUCTIONS: u32 = 3;
-
 /// A TCM exchange of process `proc` interrupted between two steps.
 pub struct Pending {
     /// Whose.
@@ -464,31 +359,6 @@ pub struct Pending {
     pub x: spm::Exchange,
     /// Its timing so far.
     pub t: tcm::XTiming,
-}
-
-extern "C" {
-    static __ret_stamp: u32;
-    static mut __abt_stamp: u32;
-    static __fret_stamp: u32;
-}
-
-/// The counter value `__return_to_user` stored last.
-fn ret_stamp() -> u32 {
-    // SAFETY: a word written only by `asm/trap.s` before returning to user mode.
-    unsafe { core::ptr::addr_of!(__ret_stamp).read_volatile() }
-}
-
-/// The counter value `__return_fast` stored last.
-fn fret_stamp() -> u32 {
-    // SAFETY: a word written only by `asm/trap.s` before returning to user mode.
-    unsafe { core::ptr::addr_of!(__fret_stamp).read_volatile() }
-}
-
-/// The counter value [`trap_dabt`] stored last (the abort stamp of a data
-/// abort the fast path declined).
-fn abt_stamp() -> u32 {
-    // SAFETY: a word of `asm/trap.s` written only by `trap_dabt`, single core.
-    unsafe { core::ptr::addr_of!(__abt_stamp).read_volatile() }
 }
 
 struct Global<T>(UnsafeCell<T>);
@@ -529,6 +399,20 @@ pub fn free_frame(pa: u32) {
 pub fn kernel() -> Option<&'static mut Kernel> {
     // SAFETY: as in `frames`.
     unsafe { (*KERNEL.0.get()).as_mut() }
+}
+
+/// The kernel, in a trap from user mode.
+///
+/// # Safety
+///
+/// Only while user mode runs or from a trap taken from it: user mode is
+/// entered only by [`Kernel::run`] of the installed kernel, which stays
+/// installed until `run` returns. No other reference to the kernel may be
+/// alive.
+#[inline(always)]
+unsafe fn running_kernel() -> &'static mut Kernel {
+    // SAFETY: the caller's contract: the kernel is installed.
+    unsafe { (*KERNEL.0.get()).as_mut().unwrap_unchecked() }
 }
 
 /// Installs `k` (replacing any previous kernel).
@@ -655,7 +539,7 @@ impl Kernel {
     /// A kernel in `mode` over the kernel's page table; no process yet.
     pub fn new(mode: SwitchMode) -> Result<Kernel, fass::FassError> {
         let root = crate::mmu::with_tables(|t, _| t.root());
-        super::clock::stop();
+        clock::stop();
         Ok(Kernel {
             strategy: Strategy::new(mode, root)?,
             procs: [Proc::FREE; MAX_PROCS],
@@ -1120,23 +1004,6 @@ impl Kernel {
         }
     }
 
-    /// Closes the measurements of the last return to user mode (at the
-    /// next trap): the switch path and a resolved collision's fault path.
-    #[inline]
-    pub(super) fn clock_in(&mut self) {
-        if let Some(t0) = self.clock.t0.take() {
-            if self.clock.on {
-                let dt = ret_stamp().wrapping_sub(t0) + RETURN_TAIL_INSTRUCTIONS * 24_576 / 1000;
-                let c = &mut self.clock;
-                c.n += 1;
-                c.ticks += u64::from(dt);
-                c.min = if c.n == 1 { dt } else { c.min.min(dt) };
-                c.max = c.max.max(dt);
-            }
-        }
-        self.fault_clock.close_all();
-    }
-
     /// Puts the kernel's own address space back: the kernel table in the
     /// TTBR, PID 0, only the kernel's domain enabled.
     fn restore_kernel_space(&mut self) {
@@ -1191,7 +1058,6 @@ impl Kernel {
     /// process, whose registers are in its frame; says what to run next.
     #[inline(never)]
     fn trap(&mut self, kind: u32) -> Wish {
-        self.clock_in();
         let Some(cur) = self.current else {
             return Wish::Resume(None);
         };
@@ -1209,7 +1075,7 @@ impl Kernel {
                     let next = self.pick_after(cur);
                     if next != Some(cur) {
                         self.counters.preemptions += 1;
-                        super::clock::mark(super::clock::Transit::Preempt);
+                        clock::mark(clock::Transit::Preempt);
                     }
                     return Wish::Next(next);
                 }
@@ -1233,7 +1099,7 @@ impl Kernel {
                         } else {
                             FaultClock::FLUSH_FREE
                         };
-                        self.fault_clock.general = Some((i, abt_stamp()));
+                        self.fault_clock.general = Some((i, clock::abort_stamp()));
                     }
                     return Wish::Next(Some(cur));
                 }
@@ -1261,10 +1127,9 @@ impl Kernel {
     /// domain) is counted as [`Kernel::trap`] counts it, timed
     /// ([`FaultClock`]), and the current process resumes: no strategy
     /// dispatch, no table-pool borrow, no scheduling decision (the same
-    /// process again, as `trap` + `finish` would decide), no measurement
-    /// of an earlier return closed but the fast path's own (see
-    /// [`FaultClock`]). The generation stays valid (`resolve_fast` never
-    /// changes it). `false`: nothing was done, take the general path.
+    /// process again, as `trap` + `finish` would decide). The generation
+    /// stays valid (`resolve_fast` never changes it). `false`: nothing was
+    /// done, take the general path.
     #[inline(always)]
     fn dabt_fast(&mut self, t0: u32) -> bool {
         let Some(cur) = self.current else {
@@ -1297,12 +1162,7 @@ impl Kernel {
             if flushed == fass::Flushed::TlbOnly {
                 self.counters.flush_free_collisions += 1;
             }
-            let c = &mut self.fault_clock;
-            if c.fast_pending {
-                c.close_fast();
-            }
-            c.fast_pending = true;
-            c.fast_t0 = t0;
+            self.fault_clock.fast = Some(t0);
         } else {
             self.counters.fills += 1;
         }
@@ -1374,15 +1234,12 @@ pub extern "C" fn misaligned_svc_stack(sp: u32) -> ! {
 /// [`trap_entry`].
 #[no_mangle]
 pub extern "C" fn trap_dabt(frame: *mut TrapFrame, t0: u32) -> *mut TrapFrame {
-    if let Some(k) = kernel() {
-        if k.dabt_fast(t0) {
-            return frame;
-        }
+    // SAFETY: a trap from user mode (see `trap_entry`).
+    let k = unsafe { running_kernel() };
+    if k.dabt_fast(t0) {
+        return frame;
     }
-    // SAFETY: a word of `asm/trap.s` only written here (single core, IRQs
-    // masked); `Kernel::trap` reads it for this abort.
-    unsafe { core::ptr::addr_of_mut!(__abt_stamp).write_volatile(t0) };
-    super::clock::enter_abort(t0);
+    clock::enter_abort(t0);
     core::ptr::null_mut()
 }
 
@@ -1392,16 +1249,17 @@ pub extern "C" fn trap_dabt(frame: *mut TrapFrame, t0: u32) -> *mut TrapFrame {
 #[no_mangle]
 #[link_section = ".text.kswitch"]
 pub extern "C" fn trap_entry(kind: u32) -> *mut TrapFrame {
-    match kernel() {
-        Some(k) => {
-            if kind == 2 {
-                if let Some(w) = k.svc_fast() {
-                    return k.finish(w);
-                }
-            }
-            let w = k.trap(kind);
-            k.finish(w)
-        }
-        None => defmt::panic!("trap from user mode without a kernel"),
+    // SAFETY: a trap from user mode: user mode runs only inside
+    // `Kernel::run` of the installed kernel.
+    let k = unsafe { running_kernel() };
+    let fast = match kind {
+        2 => k.svc_fast(),
+        6 => k.irq_fast(),
+        _ => None,
+    };
+    if let Some(frame) = fast {
+        return frame;
     }
+    let w = k.trap(kind);
+    k.finish(w)
 }

@@ -11,8 +11,8 @@
 //! * `BASELINE ...`: frames, table memory, domains, PIDs and user entries
 //!   of the kernel table, before and after.
 
-use super::clock::{self, Transit};
-use super::kernel::{self, Exit, FaultClock, Kernel, Mark, State};
+use super::clock::{self, FaultClock, Transit};
+use super::kernel::{self, Exit, Kernel, Mark, State};
 use super::strategy::{SwitchMode, MAX_PROCS};
 use super::timer::ticks_to_instructions;
 use crate::abi::{self, role};
@@ -216,7 +216,7 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
         // Two colliders on two fixed pages each (see the collider role):
         // under FASS every turn has one collision resolved with a full
         // flush and one without (the other's domain is clean after the
-        // first). `kernel::FaultClock` times both kinds from the
+        // first). `clock::FaultClock` times both kinds from the
         // data-abort vector to the return to user mode that retries the
         // access; the report prints `FAULT` and `BENCH kind=fault` (no
         // flush) and `BENCH kind=fault_flush` (full flush) lines.
@@ -391,7 +391,7 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
             instr(u64::from(c.max[full]))
         );
         // From the data-abort vector to the return to user mode that
-        // retries the access (`kernel::FaultClock`).
+        // retries the access (`clock::FaultClock`).
         if c.n[free] > 0 {
             defmt::info!(
                 "BENCH kind=fault mode={=str} n=2 touch=0 value={=u64} unit=instructions",

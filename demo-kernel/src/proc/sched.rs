@@ -97,7 +97,7 @@ impl Kernel {
     }
 
     /// The next runnable process after `cur` in round-robin order (possibly `cur`).
-    #[link_section = ".text.kswitch"]
+    #[inline(always)]
     pub(super) fn pick_after(&self, cur: usize) -> Option<usize> {
         self.ready.next_after(cur)
     }

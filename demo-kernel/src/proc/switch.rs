@@ -14,16 +14,13 @@ use super::timer;
 use crate::cp15::hw;
 
 impl Kernel {
-    /// Decides on the process to run after a trap and switches to it; returns
-    /// its frame, which `__return_to_user` resumes.
-    ///
-    /// The measured switch path ([`SwitchClock`]) starts right after the
-    /// decision (a process other than the current one) and ends at the
-    /// return to user mode. Under FASS a process whose precomputed
-    /// registers are of the current generation ([`Fast`]) is switched to by
-    /// writing them: the lean path, a handful of instructions besides the
-    /// two register writes.
-    #[inline(always)]
+    /// Decides on the process to run after a trap and switches to it
+    /// ([`Kernel::switch_ready`]); returns its frame, which
+    /// `__return_to_user` resumes. Out of line, on the switch page: the
+    /// short paths switch to a hand-off directly and come here only for a
+    /// general decision.
+    #[inline(never)]
+    #[link_section = ".text.kswitch"]
     pub(super) fn finish(&mut self, w: Wish) -> *mut TrapFrame {
         let ready = |k: &Kernel, n: usize| k.procs[n & (MAX_PROCS - 1)].state == State::Ready;
         let next = match (w, self.current) {
@@ -35,15 +32,27 @@ impl Kernel {
             (Wish::Resume(None), Some(c)) if ready(self, c) => c,
             _ => self.choose(w),
         };
-        // The decision is taken: the clock starts (the time stamp is
-        // dropped if it is the current process again).
+        self.switch_ready(next)
+    }
+
+    /// Switches to `next`, decided on (ready, or the current process
+    /// again), and returns its frame. The switch tail's clock
+    /// ([`SwitchClock`](super::clock::SwitchClock)) starts here (its stamp
+    /// is dropped if `next` is the current process). Under FASS a process
+    /// whose precomputed registers are of the current generation ([`Fast`])
+    /// is switched to by writing them: the lean path, a handful of
+    /// instructions besides the two register writes.
+    #[inline(always)]
+    pub(super) fn switch_ready(&mut self, next: usize) -> *mut TrapFrame {
+        let next = next & (MAX_PROCS - 1);
         let t0 = timer::now();
         if self.current == Some(next) {
             return &mut self.procs[next].ctx;
         }
-        let p = &mut self.procs[next % MAX_PROCS];
+        let gen = self.gen;
+        let p = &mut self.procs[next];
         let f = p.fast;
-        if f.gen == self.gen {
+        if f.gen == gen {
             // SAFETY: the values `fass` wrote on `next`'s last full switch,
             // with no recycle, release, flush or space/segment change since
             // (the generation); see `write_dacr_fcseidr`.

@@ -455,7 +455,20 @@ impl Kernel {
 
     /// Advances the kernel job on a timer tick: up to [`JOB_STEPS_PER_TICK`]
     /// bounded steps (each its own masked window at most).
+    #[inline(always)]
     pub fn kernel_job_tick(&mut self) {
+        // Without a job under way (every scenario but `tcm`), a tick costs
+        // this check only.
+        let idle = |t: &mut tcm::Tcm| matches!(t.job, KernelJob::Idle | KernelJob::Done);
+        if tcm::tcm().is_none_or(idle) {
+            return;
+        }
+        self.kernel_job_ticks();
+    }
+
+    /// The job's steps of one tick.
+    #[inline(never)]
+    fn kernel_job_ticks(&mut self) {
         for _ in 0..JOB_STEPS_PER_TICK {
             let moving = tcm::tcm()
                 .is_some_and(|t| matches!(t.job, KernelJob::Out { .. } | KernelJob::Back { .. }));
