@@ -119,9 +119,14 @@ impl DomainSet {
         }
     }
 
-    /// Members in increasing order.
+    /// Members in increasing order (one step per member, not per domain).
     pub fn iter(self) -> impl Iterator<Item = Domain> {
-        Domain::all().filter(move |d| self.contains(*d))
+        let mut rest = self;
+        core::iter::from_fn(move || {
+            let d = rest.first()?;
+            rest = rest.without(d);
+            Some(d)
+        })
     }
 
     /// A DACR value granting `access` to every member, no access to the rest.
@@ -262,6 +267,10 @@ pub struct Acquired {
 pub struct DomainTable {
     dirty: Dacr,
     owners: [DomainOwner; Domain::COUNT],
+    /// The domains `owners` says are owned (kept with every write to it).
+    owned: DomainSet,
+    /// The domains `owners` says are reserved (fixed at construction).
+    reserved: DomainSet,
     /// Per CPD slot, the domain owning it ([`NO_OWNER`] if none): the
     /// truth, for O(1) [`DomainTable::slot_owner`] on the fault path.
     slot_owners: [u8; SLOT_COUNT],
@@ -298,6 +307,8 @@ impl DomainTable {
         }
         Ok(DomainTable {
             owners,
+            owned: DomainSet::EMPTY,
+            reserved,
             dirty: Dacr::NONE,
             slots: core::array::from_fn(|_| SlotSet::new()),
             counts: [0; Domain::COUNT],
@@ -321,35 +332,41 @@ impl DomainTable {
     /// The domain `owner` holds, if any.
     #[must_use]
     pub fn find(&self, owner: Owner) -> Option<Domain> {
-        Domain::all().find(|d| self.state(*d) == DomainOwner::Owned(owner))
+        self.owned
+            .iter()
+            .find(|d| self.state(*d) == DomainOwner::Owned(owner))
     }
 
-    fn set_of(&self, pred: impl Fn(DomainOwner) -> bool) -> DomainSet {
-        let mut s = DomainSet::EMPTY;
-        for d in Domain::all() {
-            if pred(self.state(d)) {
-                s = s.with(d);
-            }
+    /// Sets the state of `d` (never reserved), keeping the owned set in step.
+    fn set_state(&mut self, d: Domain, state: DomainOwner) {
+        debug_assert!(!self.reserved.contains(d) && state != DomainOwner::Reserved);
+        if let Some(o) = self.owners.get_mut(d.get() as usize) {
+            *o = state;
         }
-        s
+        self.owned = match state {
+            DomainOwner::Owned(_) => self.owned.with(d),
+            _ => self.owned.without(d),
+        };
     }
 
     /// The reserved domains.
     #[must_use]
     pub fn reserved(&self) -> DomainSet {
-        self.set_of(|o| o == DomainOwner::Reserved)
+        self.reserved
     }
 
     /// The free domains.
     #[must_use]
     pub fn free(&self) -> DomainSet {
-        self.set_of(|o| o == DomainOwner::Free)
+        DomainSet::ALL
+            .difference(self.reserved)
+            .difference(self.owned)
     }
 
     /// The owned domains.
     #[must_use]
     pub fn owned(&self) -> DomainSet {
-        self.set_of(|o| matches!(o, DomainOwner::Owned(_)))
+        self.owned
     }
 
     /// The dirty mask in DACR format (both bits of each dirty domain's field set).
@@ -395,9 +412,7 @@ impl DomainTable {
             return Err(DomainError::AlreadyOwned { owner, domain });
         }
         let d = self.free().first().ok_or(DomainError::Exhausted)?;
-        if let Some(o) = self.owners.get_mut(d.get() as usize) {
-            *o = DomainOwner::Owned(owner);
-        }
+        self.set_state(d, DomainOwner::Owned(owner));
         Ok(d)
     }
 
@@ -449,9 +464,7 @@ impl DomainTable {
             None => return Err(DomainError::NoVictim),
         };
         let eviction = self.evict(victim, clear_slot)?;
-        if let Some(o) = self.owners.get_mut(victim.get() as usize) {
-            *o = DomainOwner::Owned(owner);
-        }
+        self.set_state(victim, DomainOwner::Owned(owner));
         policy.touch(victim);
         Ok(Acquired {
             domain: victim,
@@ -488,9 +501,7 @@ impl DomainTable {
         if let Some(c) = self.counts.get_mut(d.get() as usize) {
             *c = 0;
         }
-        if let Some(o) = self.owners.get_mut(d.get() as usize) {
-            *o = DomainOwner::Free;
-        }
+        self.set_state(d, DomainOwner::Free);
         Ok(Eviction {
             domain: d,
             owner,
@@ -774,6 +785,14 @@ mod tests {
         assert_eq!(s.without(d(1)).first(), Some(d(15)));
     }
 
+    #[test]
+    fn a_set_iterates_its_members_in_increasing_order() {
+        let s = DomainSet::EMPTY.with(d(15)).with(d(0)).with(d(7));
+        assert_eq!(s.iter().collect::<Vec<_>>(), [d(0), d(7), d(15)]);
+        assert_eq!(DomainSet::EMPTY.iter().count(), 0);
+        assert_eq!(DomainSet::ALL.iter().count(), 16);
+    }
+
     proptest! {
         #![proptest_config(crate::proptest_config())]
         /// Ownership bookkeeping: every slot has at most one owner, each
@@ -836,6 +855,13 @@ mod tests {
                 for s in [slot, slot ^ 1] {
                     prop_assert_eq!(t.slot_owner(s).map(|x| x.get()), model.get(&s).copied());
                 }
+                // The kept sets agree with the owner table.
+                let recount = |f: &dyn Fn(DomainOwner) -> bool| {
+                    Domain::all().filter(|x| f(t.owner(*x))).fold(DomainSet::EMPTY, DomainSet::with)
+                };
+                prop_assert_eq!(t.owned(), recount(&|o| matches!(o, DomainOwner::Owned(_))));
+                prop_assert_eq!(t.free(), recount(&|o| o == DomainOwner::Free));
+                prop_assert_eq!(t.reserved(), recount(&|o| o == DomainOwner::Reserved));
             }
             for dom in 1..16u8 {
                 let owned: Vec<usize> =

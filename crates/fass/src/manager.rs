@@ -301,10 +301,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         if st.pid.is_large() || self.pids.users(pid) != 1 {
             return false;
         }
-        let w = usize::from(pid.get());
-        st.dir
-            .slots()
-            .all(|s| s / crate::layout::SLOTS_PER_WINDOW == w)
+        st.dir.single_window(usize::from(pid.get()))
     }
 
     /// The generation of the precomputed switches ([`crate::lean`]): it

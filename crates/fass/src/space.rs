@@ -80,6 +80,21 @@ pub struct DirChange {
 pub struct SpaceDir<const SLOTS: usize> {
     /// (slot, raw word) pairs, in no particular order, each slot once.
     entries: Vec<(u16, u32), SLOTS>,
+    /// The 32 MiB window every slot in use lies in ([`WINDOW_NONE`] when
+    /// no slot is, [`WINDOW_MIXED`] when they lie in several): kept with
+    /// every change of `entries`, so that [`SpaceDir::single_window`] is
+    /// O(1) on the domain-recycling path.
+    window: u8,
+}
+
+/// [`SpaceDir::window`]: no slot in use.
+const WINDOW_NONE: u8 = u8::MAX;
+/// [`SpaceDir::window`]: slots in more than one window.
+const WINDOW_MIXED: u8 = u8::MAX - 1;
+
+/// The window of a first-level slot (`slot < 4096`: at most 127).
+fn window_of(slot: usize) -> u8 {
+    (slot / crate::layout::SLOTS_PER_WINDOW) as u8
 }
 
 impl<const SLOTS: usize> Default for SpaceDir<SLOTS> {
@@ -102,6 +117,7 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
     pub const fn new() -> Self {
         SpaceDir {
             entries: Vec::new(),
+            window: WINDOW_NONE,
         }
     }
 
@@ -161,6 +177,27 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
         self.entries.iter().map(|(k, _)| usize::from(*k))
     }
 
+    /// Whether every slot in use lies in the 32 MiB window `w` (slots
+    /// `32 * w .. 32 * w + 32`); true when no slot is in use. O(1).
+    #[must_use]
+    pub fn single_window(&self, w: usize) -> bool {
+        self.window == WINDOW_NONE || usize::from(self.window) == w
+    }
+
+    /// Recomputes [`SpaceDir::window`] after a removal.
+    fn rescan_window(&mut self) {
+        let mut win = WINDOW_NONE;
+        for &(k, _) in &self.entries {
+            let w = window_of(usize::from(k));
+            win = if win == WINDOW_NONE || win == w {
+                w
+            } else {
+                WINDOW_MIXED
+            };
+        }
+        self.window = win;
+    }
+
     fn table_of(&self, slot: usize) -> Option<TableRef> {
         let (kind, pa) = self.entry(slot).table()?;
         TableRef::new(kind, pa).ok()
@@ -217,6 +254,12 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
                 });
                 // Capacity was checked above; the slot fits in u16 (< 4096).
                 let _ = self.entries.push((slot as u16, d.to_bits()));
+                let w = window_of(slot);
+                if self.window == WINDOW_NONE {
+                    self.window = w;
+                } else if self.window != w {
+                    self.window = WINDOW_MIXED;
+                }
                 l1_changed = Some(slot);
                 t
             }
@@ -271,6 +314,7 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
                 .position(|(k, _)| usize::from(*k) == slot)
             {
                 self.entries.swap_remove(i);
+                self.rescan_window();
             }
             l1_changed = Some(slot);
             // SAFETY: the table came from `alloc` as a coarse table and was
@@ -299,6 +343,7 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
             }
         }
         self.entries.clear();
+        self.window = WINDOW_NONE;
     }
 }
 
@@ -395,6 +440,49 @@ pub(crate) mod tests {
             dir.unmap(&mut a, va).unwrap_err(),
             SpaceError::NotMapped(va)
         );
+    }
+
+    #[test]
+    fn the_window_of_the_slots_follows_maps_and_unmaps() {
+        let mut m = mem();
+        let mut a = pool(&mut m);
+        let mut dir: SpaceDir<4> = SpaceDir::new();
+        // Empty: in every window.
+        assert!(dir.single_window(0) && dir.single_window(5));
+        let map = |dir: &mut SpaceDir<4>, a: &mut _, va: u32| {
+            let c = dir
+                .map(
+                    a,
+                    ModifiedVirtAddr::new(va),
+                    PhysAddr::new(0x0080_0000),
+                    AccessPermission::ReadWrite,
+                    CachePolicy::WriteBack,
+                )
+                .unwrap();
+            // SAFETY: test table memory only.
+            unsafe { c.flush.ignore() };
+        };
+        // Window 1 is slots 32..64 (0x0200_0000..0x0400_0000).
+        map(&mut dir, &mut a, 0x0210_3000);
+        map(&mut dir, &mut a, 0x03F0_0000);
+        assert!(dir.single_window(1));
+        assert!(!dir.single_window(0) && !dir.single_window(2));
+        // A slot of window 2 (0x0400_0000): mixed.
+        map(&mut dir, &mut a, 0x0400_0000);
+        assert!(!dir.single_window(1) && !dir.single_window(2));
+        // Its removal makes the directory single-window again.
+        let c = dir
+            .unmap(&mut a, ModifiedVirtAddr::new(0x0400_0000))
+            .unwrap();
+        // SAFETY: test only.
+        unsafe { c.flush.ignore() };
+        assert!(dir.single_window(1) && !dir.single_window(2));
+        for va in [0x0210_3000, 0x03F0_0000] {
+            let c = dir.unmap(&mut a, ModifiedVirtAddr::new(va)).unwrap();
+            // SAFETY: test only.
+            unsafe { c.flush.ignore() };
+        }
+        assert!(dir.single_window(7));
     }
 
     #[test]

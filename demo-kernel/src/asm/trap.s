@@ -60,9 +60,6 @@
     .global __user_trap_undef
 __user_trap_undef:
     USER_TRAP 1
-    .global __user_trap_pabt
-__user_trap_pabt:
-    USER_TRAP 3
     .global __user_trap_irq
 __user_trap_irq:
     USER_TRAP 6
@@ -90,8 +87,9 @@ __user_trap_dabt:
     str     r2, [r0]
     msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
     bl      trap_dabt
+    mov     r1, #4                  @ (the general path's kind)
     cmp     r0, #0
-    beq     1f
+    beq     __abort_general
 @ The fast path's return, r0 = the current frame, in SVC mode: the time
 @ stamp three instructions before user mode (the end of the measured fast
 @ fault path, `clock::FaultClock`), the accounting outside the measured
@@ -107,16 +105,47 @@ __return_fast:
     msr     cpsr_c, #0xD7           @ abort mode, IRQ and FIQ masked
     ldmia   r4, {r0-r12}
     movs    pc, lr
-1:  msr     cpsr_c, #0xD7
+@ An abort the fast path declined, r1 = its kind (3 prefetch, 4 data): the
+@ pc to resume and the user CPSR complete the frame, and `trap_entry`
+@ takes the abort the general way.
+__abort_general:
+    msr     cpsr_c, #0xD7
     ldr     r0, =__cur_frame
     ldr     r0, [r0]
     str     lr, [r0, #60]
     mrs     r2, spsr
     str     r2, [r0, #64]
     msr     cpsr_c, #0xD3
-    mov     r0, #4
+    mov     r0, r1
     bl      trap_entry
     b       __return_to_user
+
+@ Prefetch abort from user mode, entered from `__exc_pabt` (`asm/vectors.s`)
+@ in abort mode with the user's r0 just below the abort stack, lr = the
+@ aborting instruction + 4, SPSR = user CPSR. As the data abort: r0-r12,
+@ sp_usr and lr_usr saved into *__cur_frame, the counter read (the 10th
+@ instruction from the vector, as every transit's), lr set to the
+@ instruction to retry, then `trap_pabt(frame, stamp, pc)` in SVC mode,
+@ IRQ/FIQ masked: the same frame back means resolved on the fast path
+@ (`kernel::Kernel::pabt_fast`), and the fetch is retried through
+@ `__return_fast`; zero, the general path.
+    .global __user_trap_pabt
+__user_trap_pabt:
+    ldr     r0, =__cur_frame
+    ldr     r0, [r0]
+    stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
+    mov     r2, #0xF0000000         @ (no banked register right after STM^)
+    ldr     r1, [r2, #0x5C]
+    ldr     r2, [sp, #-4]
+    str     r2, [r0]
+    sub     lr, lr, #4              @ the instruction to fetch again
+    mov     r2, lr
+    msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
+    bl      trap_pabt
+    mov     r1, #3                  @ (the general path's kind)
+    cmp     r0, #0
+    beq     __abort_general
+    b       __return_fast
 
 @ SVC from user mode: already in SVC mode, lr = next instruction.
     .global __user_trap_svc

@@ -180,6 +180,17 @@ pub fn enter_abort(t0: u32) {
     };
 }
 
+/// A transit whose stub read the counter where `SAVE_USER` does, but did
+/// not store it (the prefetch-abort stub, `t0`): its entry stamp.
+pub fn enter_transit(t0: u32) {
+    // SAFETY: as in `enter_abort`.
+    unsafe {
+        core::ptr::addr_of!(__in_stamp)
+            .cast_mut()
+            .write_volatile(t0)
+    };
+}
+
 /// The abort stamp of the data abort being handled on the general path.
 pub fn abort_stamp() -> u32 {
     // SAFETY: `Global`'s contract.

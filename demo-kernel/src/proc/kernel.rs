@@ -1121,38 +1121,58 @@ impl Kernel {
         }
     }
 
-    /// The data-abort fast path under FASS, for the abort stamped `t0`: a
-    /// fault `fass` resolves without flushing anything
-    /// ([`fass::Fass::resolve_fast`]: a fill, or a collision with a clean
-    /// domain) is counted as [`Kernel::trap`] counts it, timed
-    /// ([`FaultClock`]), and the current process resumes: no strategy
-    /// dispatch, no table-pool borrow, no scheduling decision (the same
-    /// process again, as `trap` + `finish` would decide). The generation
-    /// stays valid (`resolve_fast` never changes it). `false`: nothing was
-    /// done, take the general path.
+    /// The data-abort fast path under FASS, for the abort stamped `t0`
+    /// ([`Kernel::abort_fast`] with the DFSR and FAR); a collision is timed
+    /// ([`FaultClock`]).
     #[inline(always)]
     fn dabt_fast(&mut self, t0: u32) -> bool {
-        let Some(cur) = self.current else {
-            return false;
-        };
+        let c = hw();
+        let (fsr, far) = (c.dfsr().bits(), c.far().bits());
+        match self.abort_fast(fsr, far) {
+            Some(true) => {
+                self.fault_clock.fast = Some(t0);
+                true
+            }
+            Some(false) => true,
+            None => false,
+        }
+    }
+
+    /// The prefetch-abort fast path under FASS for the instruction at `pc`
+    /// ([`Kernel::abort_fast`] with the IFSR and `pc`: an ARMv5 prefetch
+    /// abort has no fault address register; `pc` is a virtual address,
+    /// relocated by `fass` below 32 MiB as the FAR would be).
+    #[inline(always)]
+    fn pabt_fast(&mut self, pc: u32) -> bool {
+        let fsr = hw().ifsr().bits();
+        self.abort_fast(fsr, pc).is_some()
+    }
+
+    /// The abort fast path under FASS: a fault `fass` resolves without
+    /// flushing anything ([`fass::Fass::resolve_fast`]: a fill, or a
+    /// collision with a clean domain) is counted as [`Kernel::trap`] counts
+    /// it and the current process resumes: no strategy dispatch, no
+    /// table-pool borrow, no scheduling decision (the same process again,
+    /// as `trap` + `finish` would decide). The generation stays valid
+    /// (`resolve_fast` never changes it). `Some(domain fault)`: resolved;
+    /// `None`: nothing was done, take the general path.
+    #[inline(always)]
+    fn abort_fast(&mut self, fsr: u32, addr: u32) -> Option<bool> {
+        let cur = self.current?;
         let Strategy::Fass(fs) = &mut self.strategy else {
-            return false;
+            return None;
         };
         let id = SpaceId(cur as u16);
         // SAFETY: as in `sync`: the current process runs with the registers
         // `fass` last wrote for it, in the current generation.
         if !fs.runs(id) && unsafe { fs.note_switched(id) }.is_err() {
             // After lean switches (see `sync`).
-            return false;
+            return None;
         }
-        let c = hw();
-        let (fsr, far) = (c.dfsr().bits(), c.far().bits());
         // `black_box` only hides the pointer's origin: without it the
         // optimiser folds in the static's address and rebuilds it for each
         // field access (two more instructions each, measured under icount).
-        let Some(flushed) = resolve_fast(core::hint::black_box(fs), fsr, far) else {
-            return false;
-        };
+        let flushed = resolve_fast(core::hint::black_box(fs), fsr, addr)?;
         // `resolve_fast` resolves FS 0x5/0x7 (translation) and 0x9/0xB
         // (domain) only: bit 3 tells them apart.
         let domain = fsr & 0b1000 != 0;
@@ -1162,11 +1182,10 @@ impl Kernel {
             if flushed == fass::Flushed::TlbOnly {
                 self.counters.flush_free_collisions += 1;
             }
-            self.fault_clock.fast = Some(t0);
         } else {
             self.counters.fills += 1;
         }
-        true
+        Some(domain)
     }
 }
 
@@ -1240,6 +1259,24 @@ pub extern "C" fn trap_dabt(frame: *mut TrapFrame, t0: u32) -> *mut TrapFrame {
         return frame;
     }
     clock::enter_abort(t0);
+    core::ptr::null_mut()
+}
+
+/// Called by `__user_trap_pabt` (`asm/trap.s`) for a prefetch abort from
+/// user mode at `pc`, with r0-r12, sp_usr and lr_usr saved in the current
+/// process's `frame` and the counter read at the transit's entry (`t0`):
+/// a fault `fass` resolves without a flush ([`Kernel::pabt_fast`]) answers
+/// `frame`, and the fetch is retried at once (`__return_fast`); otherwise
+/// the answer is null and `__user_trap_pabt` completes the frame and calls
+/// [`trap_entry`].
+#[no_mangle]
+pub extern "C" fn trap_pabt(frame: *mut TrapFrame, t0: u32, pc: u32) -> *mut TrapFrame {
+    // SAFETY: a trap from user mode (see `trap_entry`).
+    let k = unsafe { running_kernel() };
+    if k.pabt_fast(pc) {
+        return frame;
+    }
+    clock::enter_transit(t0);
     core::ptr::null_mut()
 }
 
