@@ -1,37 +1,36 @@
-//! Processes, the scheduler, IPC and traps.
+//! The kernel record and its processes: their states, creation, images,
+//! pages and end.
 //!
 //! All kernel state is one [`Kernel`] value in a static, reached only from
-//! thread context before and after a scenario and from [`trap_entry`] while
-//! one runs; the kernel never takes interrupts itself (IRQs are masked in
-//! every privileged mode), so there is no concurrent access.
+//! thread context before and after a scenario and from the trap entry
+//! points ([`super::trap`]) while one runs; the kernel never takes
+//! interrupts itself (IRQs are masked in every privileged mode), so there is
+//! no concurrent access.
 //!
 //! Each process's user registers live in its own [`TrapFrame`]
 //! ([`Proc::ctx`]): the trap stubs (`asm/trap.s`) save them straight into
 //! the running process's frame and return to user mode from whichever frame
-//! [`trap_entry`] hands back, so a context switch copies no registers.
-//! [`trap_entry`] first lets [`Kernel::trap`] handle the event (system call,
-//! tick, abort) and say what to run next ([`Wish`]), then decides on the
-//! process and switches to it, as the last thing before the return to user
-//! mode ([`Kernel::finish`]).
+//! the trap entry hands back, so a context switch copies no registers. The
+//! other concepts have their own modules: traps ([`super::trap`]), the
+//! scheduler ([`super::sched`]), the switch ([`super::switch`]), IPC
+//! ([`super::ipc`]), system calls ([`super::syscall`], [`super::mem`]),
+//! timing ([`super::clock`]).
 
 use core::cell::UnsafeCell;
 
-use fass::{Resolution, SegmentId, SpaceId, SwitchStrategy};
+use fass::{SegmentId, SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
-use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess};
-use mmu_armv5::{FaultKind, FcsePid, PhysAddr, VirtAddr};
+use mmu_armv5::{PhysAddr, VirtAddr};
 
 use super::clock::{self, FaultClock, SwitchClock};
 use super::frames::Frames;
 use super::ipc::Links;
 use super::platform::{self, with_sys, HwCounts};
 use super::sched::ReadySet;
-use super::strategy::{dispatch, FassS, Strategy, SwitchMode, MAX_PROCS, SEGMENTS};
+use super::strategy::{dispatch, Strategy, SwitchMode, MAX_PROCS, SEGMENTS};
 use super::tcm::{self, RES_SLOTS};
 use super::{elf, timer};
-use crate::abi::{self, err};
-use crate::cp15::hw;
-use crate::mmu::KERNEL_DOMAIN;
+use crate::abi;
 
 /// The user program image, built by `cargo xtask` before the kernel.
 pub static USER_IMAGE: &[u8] = include_bytes!(env!("DEMO_USER_ELF"));
@@ -310,7 +309,7 @@ pub struct Kernel {
     /// Defined segments.
     pub segments: [Option<SegmentInfo>; SEGMENTS],
     /// Callee-saved registers of the thread that entered user mode.
-    kctx: [u32; 10],
+    pub(super) kctx: [u32; 10],
     /// Bumped by every kernel change that can alter a FASS process's DACR
     /// (segments, spawn, exit); part of [`Kernel::gen`].
     epoch: u32,
@@ -410,7 +409,7 @@ pub fn kernel() -> Option<&'static mut Kernel> {
 /// installed until `run` returns. No other reference to the kernel may be
 /// alive.
 #[inline(always)]
-unsafe fn running_kernel() -> &'static mut Kernel {
+pub(super) unsafe fn running_kernel() -> &'static mut Kernel {
     // SAFETY: the caller's contract: the kernel is installed.
     unsafe { (*KERNEL.0.get()).as_mut().unwrap_unchecked() }
 }
@@ -425,11 +424,6 @@ pub fn install(k: Kernel) {
 pub fn uninstall() -> Option<Kernel> {
     // SAFETY: as in `install`.
     unsafe { (*KERNEL.0.get()).take() }
-}
-
-extern "C" {
-    fn __sched_enter(ctx: *mut [u32; 10]);
-    fn __sched_leave(ctx: *const [u32; 10]) -> !;
 }
 
 /// What the trap does after a system call.
@@ -461,26 +455,6 @@ pub enum SpawnError {
 impl From<fass::FassError> for SpawnError {
     fn from(e: fass::FassError) -> Self {
         SpawnError::Strategy(e)
-    }
-}
-
-fn ap_of(prot: u32) -> Option<AccessPermission> {
-    match prot {
-        abi::prot::NONE => Some(AccessPermission::PrivRw),
-        abi::prot::READ => Some(AccessPermission::PrivRwUserRo),
-        abi::prot::RW => Some(AccessPermission::ReadWrite),
-        _ => None,
-    }
-}
-
-/// Maps a `FassError` from a user-requested mapping to an error code.
-pub fn map_error(e: fass::FassError) -> i32 {
-    use fass::FassError as E;
-    match e {
-        E::NotPrivate(_) | E::BadLength(_) | E::Segment(_) | E::Pid(_) => err::EINVAL,
-        E::Space(fass::space::SpaceError::AlreadyMapped(_)) => err::EBUSY,
-        E::Space(fass::space::SpaceError::Misaligned(_)) => err::EINVAL,
-        _ => err::ENOMEM,
     }
 }
 
@@ -531,7 +505,7 @@ impl Kernel {
     }
 
     /// A kernel change that can alter a process's DACR (spawn, exit, segments).
-    fn bump_epoch(&mut self) {
+    pub(super) fn bump_epoch(&mut self) {
         self.epoch = self.epoch.wrapping_add(1);
         self.refresh_gen();
     }
@@ -697,181 +671,6 @@ impl Kernel {
         }
     }
 
-    /// Maps `len` bytes of fresh zeroed pages at `va` for process `idx` (`MAP`).
-    pub fn map_user(&mut self, idx: usize, va: u32, len: u32, prot: u32) -> i32 {
-        let Some(ap) = ap_of(prot) else {
-            return err::EINVAL;
-        };
-        if !va.is_multiple_of(4096)
-            || len == 0
-            || !len.is_multiple_of(4096)
-            || len > (USER_PAGES as u32) * 4096
-        {
-            return err::EINVAL;
-        }
-        let Some(end) = va.checked_add(len) else {
-            return err::EINVAL;
-        };
-        if va < 0x1000 || end > crate::mmu::USER_TOP {
-            return err::EINVAL;
-        }
-        // The TCM resource slots are the kernel's.
-        let res_end = tcm::USER_RES_VA + (RES_SLOTS as u32) * 4096;
-        if va < res_end && tcm::USER_RES_VA < end {
-            return err::EINVAL;
-        }
-        let pages = (len / 4096) as usize;
-        let free_slots = self.procs[idx]
-            .user_pages
-            .iter()
-            .filter(|p| p.is_none())
-            .count();
-        if free_slots < pages {
-            return err::ENOMEM;
-        }
-        let space = SpaceId(idx as u16);
-        let mut done = 0;
-        let mut result = 0;
-        for k in 0..pages {
-            let pva = va + (k as u32) * 4096;
-            let Some(pa) = frames().alloc() else {
-                result = err::ENOMEM;
-                break;
-            };
-            let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, space, VirtAddr::new(pva), PhysAddr::new(pa), 4096, ap, CachePolicy::WriteBack)),
-            );
-            match r {
-                Ok(()) => {
-                    if let Some(slot) = self.procs[idx].user_pages.iter_mut().find(|p| p.is_none())
-                    {
-                        *slot = Some(Page {
-                            va: pva,
-                            pa,
-                            exec: false,
-                        });
-                        set_owner(pa, Some(idx));
-                    }
-                    done += 1;
-                }
-                Err(e) => {
-                    frames().release(pa);
-                    result = map_error(e);
-                    break;
-                }
-            }
-        }
-        if result != 0 {
-            // Undo the pages mapped by this call.
-            for k in 0..done {
-                let _ = self.unmap_page(idx, va + (k as u32) * 4096);
-            }
-        }
-        result
-    }
-
-    pub(super) fn unmap_page(&mut self, idx: usize, va: u32) -> i32 {
-        let space = SpaceId(idx as u16);
-        let Some(slot) = self.procs[idx]
-            .user_pages
-            .iter()
-            .position(|p| p.is_some_and(|p| p.va == va))
-        else {
-            return err::EINVAL;
-        };
-        let Some(pg) = self.procs[idx].user_pages[slot].take() else {
-            return err::EINVAL;
-        };
-        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, space, VirtAddr::new(va), 4096)),
-        );
-        free_frame(pg.pa);
-        match r {
-            Ok(()) => 0,
-            Err(e) => {
-                defmt::warn!(
-                    "unmapping {=u32:#010x} of process {=usize} failed: {}",
-                    va,
-                    idx,
-                    e
-                );
-                map_error(e)
-            }
-        }
-    }
-
-    /// Unmaps `len` bytes at `va` that process `idx` mapped with `MAP` (`UNMAP`).
-    pub fn unmap_user(&mut self, idx: usize, va: u32, len: u32) -> i32 {
-        if !va.is_multiple_of(4096)
-            || len == 0
-            || !len.is_multiple_of(4096)
-            || len > (USER_PAGES as u32) * 4096
-        {
-            return err::EINVAL;
-        }
-        if va.checked_add(len).is_none() {
-            return err::EINVAL;
-        }
-        let p = &self.procs[idx];
-        for k in 0..len / 4096 {
-            let pva = va + k * 4096;
-            if p.kernel_pages.iter().flatten().any(|pg| pg.va == pva) {
-                return err::EPERM;
-            }
-            if !p.user_pages.iter().flatten().any(|pg| pg.va == pva) {
-                return err::EINVAL;
-            }
-            // In TCM or being exchanged: its frames stay (`TCM_RELEASE` first).
-            if self.tcm_busy(idx, pva) {
-                return err::EBUSY;
-            }
-        }
-        for k in 0..len / 4096 {
-            let r = self.unmap_page(idx, va + k * 4096);
-            if r != 0 {
-                return r;
-            }
-        }
-        0
-    }
-
-    /// Maps segment `id` into process `idx` (`SEG_MAP`); returns 0 and puts
-    /// its address in the caller's r1.
-    pub fn seg_map(&mut self, idx: usize, id: u32) -> i32 {
-        self.bump_epoch();
-        let Some(Some(info)) = self.segments.get(id as usize).copied() else {
-            return err::EINVAL;
-        };
-        if self.procs[idx].segs & (1 << id) != 0 {
-            return err::EBUSY;
-        }
-        let space = SpaceId(idx as u16);
-        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_segment(s, sys, space, SegmentId(id as u16), VirtAddr::new(info.va), fass::SegmentAccess::Client)),
-        );
-        match r {
-            Ok(()) => {
-                self.procs[idx].segs |= 1 << id;
-                self.procs[idx].ctx.r[1] = info.va;
-                0
-            }
-            Err(e) => map_error(e),
-        }
-    }
-
-    /// Unmaps segment `id` from process `idx` (`SEG_UNMAP`).
-    pub fn seg_unmap(&mut self, idx: usize, id: u32) -> i32 {
-        self.bump_epoch();
-        if id as usize >= SEGMENTS || self.procs[idx].segs & (1 << id) == 0 {
-            return err::EINVAL;
-        }
-        let space = SpaceId(idx as u16);
-        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::unmap_segment(s, sys, space, SegmentId(id as u16))),
-        );
-        self.procs[idx].segs &= !(1 << id);
-        match r {
-            Ok(()) => 0,
-            Err(e) => map_error(e),
-        }
-    }
-
     /// Reads every counter now. The CP15 counts include the DACR and
     /// FCSEIDR writes of lean switches.
     pub fn mark_now(&self) -> Mark {
@@ -924,379 +723,4 @@ impl Kernel {
             self.current = None;
         }
     }
-
-    /// Resolves an abort of the current process through the strategy;
-    /// `true` if the access can be retried.
-    pub fn resolve(&mut self, fsr: u32, addr: u32) -> bool {
-        self.resolve_fault(fsr, addr).is_some()
-    }
-
-    /// [`Kernel::resolve`], saying what the resolution flushed:
-    /// `Some(flushed)` if the access can be retried.
-    pub fn resolve_fault(&mut self, fsr: u32, addr: u32) -> Option<fass::Flushed> {
-        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::resolve(s, sys, fsr, addr)));
-        match r {
-            Ok(Resolution::Resolved { flushed, .. }) => {
-                if is_domain_fault(fsr) {
-                    self.counters.domain_faults += 1;
-                } else {
-                    self.counters.fills += 1;
-                }
-                Some(flushed)
-            }
-            Ok(Resolution::NotFass(_)) => None,
-            Err(e) => {
-                defmt::error!("fault resolution failed: {}", e);
-                None
-            }
-        }
-    }
-
-    /// The process a [`Wish`] comes to, ready to return to user mode: one
-    /// blocked in a TCM call has its exchange continued first, as itself
-    /// (switched to), and is taken only when the call is over; preempted
-    /// again, the next one is chosen. When none can run (every process
-    /// ended, or the rest are deadlocked, and then they are ended) the
-    /// kernel leaves user mode for good.
-    #[inline(never)]
-    pub(super) fn choose(&mut self, w: Wish) -> usize {
-        let mut next = self.choose_runnable(w);
-        while self.procs[next].state == State::InTcm {
-            let over = if self.current == Some(next) || self.switch_full(next, timer::now()) {
-                self.tcm_continue(next)
-            } else {
-                self.end(next, Exit::SwitchFailed);
-                false
-            };
-            if over {
-                break;
-            }
-            next = self.choose_runnable(Wish::Next(self.pick_after(next)));
-        }
-        next
-    }
-
-    /// [`Kernel::choose`] without the TCM continuation: any runnable process.
-    fn choose_runnable(&mut self, w: Wish) -> usize {
-        let next = match w {
-            Wish::Next(Some(n)) => Some(n),
-            Wish::Next(None) => self.pick(None),
-            Wish::Resume(prefer) => {
-                let keep = self
-                    .current
-                    .filter(|c| self.procs[*c].state == State::Ready);
-                match (prefer, keep) {
-                    (None, Some(c)) => Some(c),
-                    _ => self.pick(prefer),
-                }
-            }
-        };
-        match next {
-            Some(n) => n,
-            None => {
-                for i in 0..MAX_PROCS {
-                    if self.procs[i].alive() {
-                        self.end(i, Exit::Deadlock);
-                    }
-                }
-                self.leave()
-            }
-        }
-    }
-
-    /// Puts the kernel's own address space back: the kernel table in the
-    /// TTBR, PID 0, only the kernel's domain enabled.
-    fn restore_kernel_space(&mut self) {
-        let root = crate::mmu::with_tables(|t, _| t.root());
-        let mut c = hw();
-        // SAFETY: the kernel table maps everything the kernel uses; PID 0
-        // leaves addresses unrelocated; the kernel's domain stays client.
-        unsafe {
-            if let Ok(ttbr) = mmu_armv5::regs::Ttbr::new(root) {
-                c.set_ttbr(ttbr);
-            }
-            c.set_fcse_pid(FcsePid::ZERO);
-            c.set_dacr(Dacr::only(KERNEL_DOMAIN, DomainAccess::Client));
-        }
-        crate::cp15::invalidate_tlb();
-    }
-
-    /// Runs the processes until none can run.
-    pub fn run(slice_ticks: u32) {
-        let Some(k) = kernel() else {
-            return;
-        };
-        if let Strategy::Table(_) = k.strategy {
-            // The per-table strategies map user pages in the user domain
-            // and never write the DACR: enable it (client) beside the kernel's.
-            let dacr = Dacr::only(KERNEL_DOMAIN, DomainAccess::Client)
-                .with(super::strategy::USER_DOMAIN, DomainAccess::Client);
-            // SAFETY: the kernel's domain stays client; the user domain
-            // only holds user mappings, checked by their access permissions.
-            unsafe { hw().set_dacr(dacr) };
-        }
-        timer::start(slice_ticks);
-        let ctx = core::ptr::addr_of_mut!(k.kctx);
-        // SAFETY: `__sched_enter` saves the callee-saved registers in `ctx`
-        // (inside the installed kernel, which outlives the run) and returns
-        // here when `__sched_leave(ctx)` is called.
-        unsafe { __sched_enter(ctx) };
-        timer::stop();
-    }
-
-    /// No process can run: leave user mode for good (back into [`Kernel::run`]).
-    fn leave(&mut self) -> ! {
-        timer::stop();
-        self.restore_kernel_space();
-        let ctx = core::ptr::addr_of!(self.kctx);
-        // SAFETY: `kctx` was filled by `__sched_enter` in `run`, whose frame
-        // is still live below the trap frames being abandoned.
-        unsafe { __sched_leave(ctx) }
-    }
-
-    /// Handles a trap of kind `kind` (see `asm/trap.s`) of the current
-    /// process, whose registers are in its frame; says what to run next.
-    #[inline(never)]
-    fn trap(&mut self, kind: u32) -> Wish {
-        let Some(cur) = self.current else {
-            return Wish::Resume(None);
-        };
-        match kind {
-            2 => match self.syscall(cur) {
-                After::Continue if self.procs[cur].state == State::Ready => Wish::Next(Some(cur)),
-                After::Continue => Wish::Resume(None),
-                After::Yield => Wish::Next(self.pick_after(cur)),
-                After::Reschedule(prefer) => Wish::Resume(prefer),
-            },
-            6 => {
-                if timer::ack() {
-                    self.counters.irqs += 1;
-                    self.kernel_job_tick();
-                    let next = self.pick_after(cur);
-                    if next != Some(cur) {
-                        self.counters.preemptions += 1;
-                        clock::mark(clock::Transit::Preempt);
-                    }
-                    return Wish::Next(next);
-                }
-                Wish::Next(Some(cur))
-            }
-            3 | 4 => {
-                let c = hw();
-                let (trap, fsr, addr) = if kind == 4 {
-                    (TrapKind::Data, c.dfsr().bits(), c.far().bits())
-                } else {
-                    (TrapKind::Prefetch, c.ifsr().bits(), self.procs[cur].ctx.pc)
-                };
-                if let Some(flushed) = self.resolve_fault(fsr, addr) {
-                    let domain = is_domain_fault(fsr);
-                    if domain && flushed == fass::Flushed::TlbOnly {
-                        self.counters.flush_free_collisions += 1;
-                    }
-                    if domain && kind == 4 {
-                        let i = if flushed == fass::Flushed::Full {
-                            FaultClock::FLUSHED
-                        } else {
-                            FaultClock::FLUSH_FREE
-                        };
-                        self.fault_clock.general = Some((i, clock::abort_stamp()));
-                    }
-                    return Wish::Next(Some(cur));
-                }
-                self.end(cur, Exit::Killed { trap, fsr, addr });
-                Wish::Resume(None)
-            }
-            _ => {
-                let addr = self.procs[cur].ctx.pc;
-                self.end(
-                    cur,
-                    Exit::Killed {
-                        trap: TrapKind::Undefined,
-                        fsr: 0,
-                        addr,
-                    },
-                );
-                Wish::Resume(None)
-            }
-        }
-    }
-
-    /// The data-abort fast path under FASS, for the abort stamped `t0`
-    /// ([`Kernel::abort_fast`] with the DFSR and FAR); a collision is timed
-    /// ([`FaultClock`]).
-    #[inline(always)]
-    fn dabt_fast(&mut self, t0: u32) -> bool {
-        let c = hw();
-        let (fsr, far) = (c.dfsr().bits(), c.far().bits());
-        match self.abort_fast(fsr, far) {
-            Some(true) => {
-                self.fault_clock.fast = Some(t0);
-                true
-            }
-            Some(false) => true,
-            None => false,
-        }
-    }
-
-    /// The prefetch-abort fast path under FASS for the instruction at `pc`
-    /// ([`Kernel::abort_fast`] with the IFSR and `pc`: an ARMv5 prefetch
-    /// abort has no fault address register; `pc` is a virtual address,
-    /// relocated by `fass` below 32 MiB as the FAR would be).
-    #[inline(always)]
-    fn pabt_fast(&mut self, pc: u32) -> bool {
-        let fsr = hw().ifsr().bits();
-        self.abort_fast(fsr, pc).is_some()
-    }
-
-    /// The abort fast path under FASS: a fault `fass` resolves without
-    /// flushing anything ([`fass::Fass::resolve_fast`]: a fill, or a
-    /// collision with a clean domain) is counted as [`Kernel::trap`] counts
-    /// it and the current process resumes: no strategy dispatch, no
-    /// table-pool borrow, no scheduling decision (the same process again,
-    /// as `trap` + `finish` would decide). The generation stays valid
-    /// (`resolve_fast` never changes it). `Some(domain fault)`: resolved;
-    /// `None`: nothing was done, take the general path.
-    #[inline(always)]
-    fn abort_fast(&mut self, fsr: u32, addr: u32) -> Option<bool> {
-        let cur = self.current?;
-        let Strategy::Fass(fs) = &mut self.strategy else {
-            return None;
-        };
-        let id = SpaceId(cur as u16);
-        // SAFETY: as in `sync`: the current process runs with the registers
-        // `fass` last wrote for it, in the current generation.
-        if !fs.runs(id) && unsafe { fs.note_switched(id) }.is_err() {
-            // After lean switches (see `sync`).
-            return None;
-        }
-        // `black_box` only hides the pointer's origin: without it the
-        // optimiser folds in the static's address and rebuilds it for each
-        // field access (two more instructions each, measured under icount).
-        let flushed = resolve_fast(core::hint::black_box(fs), fsr, addr)?;
-        // `resolve_fast` resolves FS 0x5/0x7 (translation) and 0x9/0xB
-        // (domain) only: bit 3 tells them apart.
-        let domain = fsr & 0b1000 != 0;
-        debug_assert_eq!(domain, is_domain_fault(fsr));
-        if domain {
-            self.counters.domain_faults += 1;
-            if flushed == fass::Flushed::TlbOnly {
-                self.counters.flush_free_collisions += 1;
-            }
-        } else {
-            self.counters.fills += 1;
-        }
-        Some(domain)
-    }
-}
-
-/// [`fass::Fass::resolve_fast`] on the kernel's FASS: what it flushed, if
-/// it resolved the fault. Out of line, so that the manager is reached
-/// through one base register (its hot fields at small offsets), not at
-/// large offsets into the whole kernel record.
-#[inline(never)]
-fn resolve_fast(fs: &mut FassS, fsr: u32, far: u32) -> Option<fass::Flushed> {
-    match fs.resolve_fast(&mut platform::counting(), fsr, far)? {
-        Resolution::Resolved { flushed, .. } => Some(flushed),
-        Resolution::NotFass(_) => None,
-    }
-}
-
-/// Whether `fsr` is a section or page domain fault (FS 0x9 or 0xB):
-/// [`FaultKind::Domain`] without decoding the rest.
-#[inline]
-fn is_domain_fault(fsr: u32) -> bool {
-    let d = matches!(fsr & 0x40F, 0x9 | 0xB);
-    debug_assert_eq!(
-        d,
-        matches!(FaultKind::from_status(fsr), FaultKind::Domain(_))
-    );
-    d
-}
-
-/// What a trap asks the scheduler for ([`Kernel::finish`]).
-#[derive(Clone, Copy)]
-pub(super) enum Wish {
-    /// This process (a round-robin pick, or the current one again); `None`:
-    /// round robin after the current one.
-    Next(Option<usize>),
-    /// The current process if it is ready and nothing is preferred, else
-    /// the preferred one if ready, else round robin.
-    Resume(Option<usize>),
-}
-
-/// Called by `__sched_enter` (`asm/trap.s`): picks the first process and
-/// returns its frame.
-#[no_mangle]
-pub extern "C" fn sched_first_frame() -> *mut TrapFrame {
-    match kernel() {
-        Some(k) => {
-            k.current = None;
-            k.finish(Wish::Resume(None))
-        }
-        None => defmt::panic!("user mode entered without a kernel"),
-    }
-}
-
-/// Called by `__sched_enter` if the SVC stack every trap runs on is not
-/// 8-byte aligned (the AAPCS requires it at every call).
-#[no_mangle]
-pub extern "C" fn misaligned_svc_stack(sp: u32) -> ! {
-    defmt::panic!("SVC stack pointer {=u32:#010x} is not 8-byte aligned", sp)
-}
-
-/// Called by `__user_trap_dabt` (`asm/trap.s`) for a data abort from user
-/// mode, with r0-r12, sp_usr and lr_usr saved in the current process's
-/// `frame` and the counter read at the abort (`t0`): a fault `fass`
-/// resolves without a flush ([`Kernel::dabt_fast`]) answers `frame`, and
-/// the same process resumes at once (`__return_fast`); otherwise the
-/// answer is null and `__user_trap_dabt` completes the frame and calls
-/// [`trap_entry`].
-#[no_mangle]
-pub extern "C" fn trap_dabt(frame: *mut TrapFrame, t0: u32) -> *mut TrapFrame {
-    // SAFETY: a trap from user mode (see `trap_entry`).
-    let k = unsafe { running_kernel() };
-    if k.dabt_fast(t0) {
-        return frame;
-    }
-    clock::enter_abort(t0);
-    core::ptr::null_mut()
-}
-
-/// Called by `__user_trap_pabt` (`asm/trap.s`) for a prefetch abort from
-/// user mode at `pc`, with r0-r12, sp_usr and lr_usr saved in the current
-/// process's `frame` and the counter read at the transit's entry (`t0`):
-/// a fault `fass` resolves without a flush ([`Kernel::pabt_fast`]) answers
-/// `frame`, and the fetch is retried at once (`__return_fast`); otherwise
-/// the answer is null and `__user_trap_pabt` completes the frame and calls
-/// [`trap_entry`].
-#[no_mangle]
-pub extern "C" fn trap_pabt(frame: *mut TrapFrame, t0: u32, pc: u32) -> *mut TrapFrame {
-    // SAFETY: a trap from user mode (see `trap_entry`).
-    let k = unsafe { running_kernel() };
-    if k.pabt_fast(pc) {
-        return frame;
-    }
-    clock::enter_transit(t0);
-    core::ptr::null_mut()
-}
-
-/// Called by the trap stubs (`asm/trap.s`) for every exception from user
-/// mode, the user registers saved in the current process's frame; returns
-/// the frame to resume.
-#[no_mangle]
-#[link_section = ".text.kswitch"]
-pub extern "C" fn trap_entry(kind: u32) -> *mut TrapFrame {
-    // SAFETY: a trap from user mode: user mode runs only inside
-    // `Kernel::run` of the installed kernel.
-    let k = unsafe { running_kernel() };
-    let fast = match kind {
-        2 => k.svc_fast(),
-        6 => k.irq_fast(),
-        _ => None,
-    };
-    if let Some(frame) = fast {
-        return frame;
-    }
-    let w = k.trap(kind);
-    k.finish(w)
 }

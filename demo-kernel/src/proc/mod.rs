@@ -8,16 +8,20 @@
 //! * [`platform`]: the `fass` platform over the real CP15, with counters;
 //! * [`strategy`]: the three switching modes behind `SwitchStrategy`;
 //! * [`timer`]: the preemption timer and the 24 MHz reference counter;
-//! * [`kernel`]: processes, traps, memory calls, timing;
-//! * [`sched`]: the ready set (bitmap, O(1) round-robin pick);
+//! * [`kernel`]: processes, their creation and end, the kernel record;
+//! * [`mem`]: the memory system calls (private pages, shared segments);
+//! * [`sched`]: the ready set (bitmap, O(1) round-robin pick), the
+//!   scheduler's decisions, entering and leaving user mode;
 //! * [`ipc`]: synchronous IPC with sender queues and reply lists (no scans);
 //! * [`switch`]: the switch, last step before the return (lean records, full switch);
-//! * [`trap`]: the short system-call path (yield and IPC);
+//! * [`trap`]: traps from user mode: the entry points, the short paths
+//!   (yield, IPC, timer), the abort fast paths and the general handler;
 //! * [`uaccess`]: checked copies from and to user memory;
 //! * [`syscall`]: the system calls;
-//! * [`tcm`]: TCM with `spm` (frame table, emulated banks, reverse mappings);
-//! * [`tcm_setup`]: where the TCM banks are and the kernel mappings of them, once per boot;
-//! * [`tcm_sys`], [`tcm_ops`]: the TCM system calls (exchanges; page operations);
+//! * [`tcm`]: TCM with `spm` (frame table, emulated banks, reverse
+//!   mappings); `tcm::setup`: where the banks are and the kernel mappings of
+//!   them, once per boot; `tcm::syscalls`, `tcm::ops`: the TCM system calls
+//!   (exchanges; page operations);
 //! * [`scenario`]: the workloads the command line selects, and their reports.
 
 pub mod clock;
@@ -25,6 +29,7 @@ pub mod elf;
 pub mod frames;
 pub mod ipc;
 pub mod kernel;
+pub mod mem;
 pub mod platform;
 pub mod scenario;
 pub mod sched;
@@ -32,9 +37,6 @@ pub mod strategy;
 pub mod switch;
 pub mod syscall;
 pub mod tcm;
-pub mod tcm_ops;
-pub mod tcm_setup;
-pub mod tcm_sys;
 pub mod timer;
 pub mod trap;
 pub mod uaccess;

@@ -262,7 +262,7 @@ const KNOWN: [&str; 13] = [
 /// Runs every scenario of `p` under every mode; `false` if one could not be set up.
 pub fn run(p: &Params) -> bool {
     let mut ok = true;
-    if let Err(e) = super::tcm_setup::init() {
+    if let Err(e) = super::tcm::setup::init() {
         defmt::error!("cannot set up TCM: {}", e);
         return false;
     }

@@ -7,8 +7,9 @@
 use fass::{SpaceId, SwitchStrategy};
 use mmu_armv5::regs::Cp15Ext;
 
-use super::kernel::{Exit, Fast, Kernel, State, TrapFrame, Wish};
+use super::kernel::{Exit, Fast, Kernel, State, TrapFrame};
 use super::platform;
+use super::sched::Wish;
 use super::strategy::{dispatch, Strategy, MAX_PROCS};
 use super::timer;
 use crate::cp15::hw;

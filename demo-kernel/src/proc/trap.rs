@@ -1,17 +1,29 @@
-//! The short paths: the system calls `YIELD`, `SEND`, `CALL`, `RECV`,
-//! `REPLY` and `REPLY_WAIT` with register-sized messages (r1-r3), and the
-//! timer interrupt, handled straight from the saved frame without the
-//! generic dispatcher ([`Kernel::trap`], [`Kernel::syscall`]). A hand-off (the receiver of a message, the caller
-//! of a reply, a yield's round-robin successor) is switched to directly
-//! ([`Kernel::switch_ready`]); anything else goes through the scheduler's
-//! decision ([`Kernel::finish`]). Either way the switch is the last step
-//! before the return.
+//! Traps from user mode: the entry points the stubs of `asm/trap.s` call
+//! ([`trap_entry`], [`trap_dabt`], [`trap_pabt`]), the short paths, the
+//! abort fast paths and the general handler ([`Kernel::trap`]).
+//!
+//! Short paths: the system calls `YIELD`, `SEND`, `CALL`, `RECV`, `REPLY`
+//! and `REPLY_WAIT` with register-sized messages (r1-r3), and the timer
+//! interrupt, handled straight from the saved frame without the generic
+//! dispatcher ([`Kernel::trap`], [`Kernel::syscall`]). A hand-off (the
+//! receiver of a message, the caller of a reply, a round-robin successor)
+//! is switched to directly ([`Kernel::switch_ready`]); anything else goes
+//! through the scheduler's decision ([`Kernel::finish`]). Either way the
+//! switch is the last step before the return.
 
-use super::clock::{self, Transit};
-use super::kernel::{Kernel, State, TrapFrame, Wish};
+use super::clock::{self, FaultClock, Transit};
+use fass::{Resolution, SpaceId, SwitchStrategy};
+use mmu_armv5::regs::Cp15Ext;
+use mmu_armv5::FaultKind;
+
+use super::kernel::{running_kernel, After, Exit, Kernel, State, TrapFrame, TrapKind};
+use super::platform;
+use super::sched::Wish;
 use super::strategy::MAX_PROCS;
+use super::strategy::{dispatch, FassS, Strategy};
 use super::timer;
 use crate::abi::nr;
+use crate::cp15::hw;
 
 impl Kernel {
     /// The system call of the current process if it is one of the short
@@ -127,4 +139,248 @@ impl Kernel {
             Wish::Resume(None)
         }
     }
+}
+
+impl Kernel {
+    /// Resolves an abort of the current process through the strategy;
+    /// `true` if the access can be retried.
+    pub fn resolve(&mut self, fsr: u32, addr: u32) -> bool {
+        self.resolve_fault(fsr, addr).is_some()
+    }
+
+    /// [`Kernel::resolve`], saying what the resolution flushed:
+    /// `Some(flushed)` if the access can be retried.
+    pub fn resolve_fault(&mut self, fsr: u32, addr: u32) -> Option<fass::Flushed> {
+        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::resolve(s, sys, fsr, addr)));
+        match r {
+            Ok(Resolution::Resolved { flushed, .. }) => {
+                if is_domain_fault(fsr) {
+                    self.counters.domain_faults += 1;
+                } else {
+                    self.counters.fills += 1;
+                }
+                Some(flushed)
+            }
+            Ok(Resolution::NotFass(_)) => None,
+            Err(e) => {
+                defmt::error!("fault resolution failed: {}", e);
+                None
+            }
+        }
+    }
+
+    /// Handles a trap of kind `kind` (see `asm/trap.s`) of the current
+    /// process, whose registers are in its frame; says what to run next.
+    #[inline(never)]
+    fn trap(&mut self, kind: u32) -> Wish {
+        let Some(cur) = self.current else {
+            return Wish::Resume(None);
+        };
+        match kind {
+            2 => match self.syscall(cur) {
+                After::Continue if self.procs[cur].state == State::Ready => Wish::Next(Some(cur)),
+                After::Continue => Wish::Resume(None),
+                After::Yield => Wish::Next(self.pick_after(cur)),
+                After::Reschedule(prefer) => Wish::Resume(prefer),
+            },
+            6 => {
+                if timer::ack() {
+                    self.counters.irqs += 1;
+                    self.kernel_job_tick();
+                    let next = self.pick_after(cur);
+                    if next != Some(cur) {
+                        self.counters.preemptions += 1;
+                        clock::mark(clock::Transit::Preempt);
+                    }
+                    return Wish::Next(next);
+                }
+                Wish::Next(Some(cur))
+            }
+            3 | 4 => {
+                let c = hw();
+                let (trap, fsr, addr) = if kind == 4 {
+                    (TrapKind::Data, c.dfsr().bits(), c.far().bits())
+                } else {
+                    (TrapKind::Prefetch, c.ifsr().bits(), self.procs[cur].ctx.pc)
+                };
+                if let Some(flushed) = self.resolve_fault(fsr, addr) {
+                    let domain = is_domain_fault(fsr);
+                    if domain && flushed == fass::Flushed::TlbOnly {
+                        self.counters.flush_free_collisions += 1;
+                    }
+                    if domain && kind == 4 {
+                        let i = if flushed == fass::Flushed::Full {
+                            FaultClock::FLUSHED
+                        } else {
+                            FaultClock::FLUSH_FREE
+                        };
+                        self.fault_clock.general = Some((i, clock::abort_stamp()));
+                    }
+                    return Wish::Next(Some(cur));
+                }
+                self.end(cur, Exit::Killed { trap, fsr, addr });
+                Wish::Resume(None)
+            }
+            _ => {
+                let addr = self.procs[cur].ctx.pc;
+                self.end(
+                    cur,
+                    Exit::Killed {
+                        trap: TrapKind::Undefined,
+                        fsr: 0,
+                        addr,
+                    },
+                );
+                Wish::Resume(None)
+            }
+        }
+    }
+
+    /// The data-abort fast path under FASS, for the abort stamped `t0`
+    /// ([`Kernel::abort_fast`] with the DFSR and FAR); a collision is timed
+    /// ([`FaultClock`]).
+    #[inline(always)]
+    fn dabt_fast(&mut self, t0: u32) -> bool {
+        let c = hw();
+        let (fsr, far) = (c.dfsr().bits(), c.far().bits());
+        match self.abort_fast(fsr, far) {
+            Some(true) => {
+                self.fault_clock.fast = Some(t0);
+                true
+            }
+            Some(false) => true,
+            None => false,
+        }
+    }
+
+    /// The prefetch-abort fast path under FASS for the instruction at `pc`
+    /// ([`Kernel::abort_fast`] with the IFSR and `pc`: an ARMv5 prefetch
+    /// abort has no fault address register; `pc` is a virtual address,
+    /// relocated by `fass` below 32 MiB as the FAR would be).
+    #[inline(always)]
+    fn pabt_fast(&mut self, pc: u32) -> bool {
+        let fsr = hw().ifsr().bits();
+        self.abort_fast(fsr, pc).is_some()
+    }
+
+    /// The abort fast path under FASS: a fault `fass` resolves without
+    /// flushing anything ([`fass::Fass::resolve_fast`]: a fill, or a
+    /// collision with a clean domain) is counted as [`Kernel::trap`] counts
+    /// it and the current process resumes: no strategy dispatch, no
+    /// table-pool borrow, no scheduling decision (the same process again,
+    /// as `trap` + `finish` would decide). The generation stays valid
+    /// (`resolve_fast` never changes it). `Some(domain fault)`: resolved;
+    /// `None`: nothing was done, take the general path.
+    #[inline(always)]
+    fn abort_fast(&mut self, fsr: u32, addr: u32) -> Option<bool> {
+        let cur = self.current?;
+        let Strategy::Fass(fs) = &mut self.strategy else {
+            return None;
+        };
+        let id = SpaceId(cur as u16);
+        // SAFETY: as in `sync`: the current process runs with the registers
+        // `fass` last wrote for it, in the current generation.
+        if !fs.runs(id) && unsafe { fs.note_switched(id) }.is_err() {
+            // After lean switches (see `sync`).
+            return None;
+        }
+        // `black_box` only hides the pointer's origin: without it the
+        // optimiser folds in the static's address and rebuilds it for each
+        // field access (two more instructions each, measured under icount).
+        let flushed = resolve_fast(core::hint::black_box(fs), fsr, addr)?;
+        // `resolve_fast` resolves FS 0x5/0x7 (translation) and 0x9/0xB
+        // (domain) only: bit 3 tells them apart.
+        let domain = fsr & 0b1000 != 0;
+        debug_assert_eq!(domain, is_domain_fault(fsr));
+        if domain {
+            self.counters.domain_faults += 1;
+            if flushed == fass::Flushed::TlbOnly {
+                self.counters.flush_free_collisions += 1;
+            }
+        } else {
+            self.counters.fills += 1;
+        }
+        Some(domain)
+    }
+}
+
+/// [`fass::Fass::resolve_fast`] on the kernel's FASS: what it flushed, if
+/// it resolved the fault. Out of line, so that the manager is reached
+/// through one base register (its hot fields at small offsets), not at
+/// large offsets into the whole kernel record.
+#[inline(never)]
+fn resolve_fast(fs: &mut FassS, fsr: u32, far: u32) -> Option<fass::Flushed> {
+    match fs.resolve_fast(&mut platform::counting(), fsr, far)? {
+        Resolution::Resolved { flushed, .. } => Some(flushed),
+        Resolution::NotFass(_) => None,
+    }
+}
+
+/// Whether `fsr` is a section or page domain fault (FS 0x9 or 0xB):
+/// [`FaultKind::Domain`] without decoding the rest.
+#[inline]
+fn is_domain_fault(fsr: u32) -> bool {
+    let d = matches!(fsr & 0x40F, 0x9 | 0xB);
+    debug_assert_eq!(
+        d,
+        matches!(FaultKind::from_status(fsr), FaultKind::Domain(_))
+    );
+    d
+}
+
+/// Called by `__user_trap_dabt` (`asm/trap.s`) for a data abort from user
+/// mode, with r0-r12, sp_usr and lr_usr saved in the current process's
+/// `frame` and the counter read at the abort (`t0`): a fault `fass`
+/// resolves without a flush ([`Kernel::dabt_fast`]) answers `frame`, and
+/// the same process resumes at once (`__return_fast`); otherwise the
+/// answer is null and `__user_trap_dabt` completes the frame and calls
+/// [`trap_entry`].
+#[no_mangle]
+pub extern "C" fn trap_dabt(frame: *mut TrapFrame, t0: u32) -> *mut TrapFrame {
+    // SAFETY: a trap from user mode (see `trap_entry`).
+    let k = unsafe { running_kernel() };
+    if k.dabt_fast(t0) {
+        return frame;
+    }
+    clock::enter_abort(t0);
+    core::ptr::null_mut()
+}
+
+/// Called by `__user_trap_pabt` (`asm/trap.s`) for a prefetch abort from
+/// user mode at `pc`, with r0-r12, sp_usr and lr_usr saved in the current
+/// process's `frame` and the counter read at the transit's entry (`t0`):
+/// a fault `fass` resolves without a flush ([`Kernel::pabt_fast`]) answers
+/// `frame`, and the fetch is retried at once (`__return_fast`); otherwise
+/// the answer is null and `__user_trap_pabt` completes the frame and calls
+/// [`trap_entry`].
+#[no_mangle]
+pub extern "C" fn trap_pabt(frame: *mut TrapFrame, t0: u32, pc: u32) -> *mut TrapFrame {
+    // SAFETY: a trap from user mode (see `trap_entry`).
+    let k = unsafe { running_kernel() };
+    if k.pabt_fast(pc) {
+        return frame;
+    }
+    clock::enter_transit(t0);
+    core::ptr::null_mut()
+}
+
+/// Called by the trap stubs (`asm/trap.s`) for every exception from user
+/// mode, the user registers saved in the current process's frame; returns
+/// the frame to resume.
+#[no_mangle]
+#[link_section = ".text.kswitch"]
+pub extern "C" fn trap_entry(kind: u32) -> *mut TrapFrame {
+    // SAFETY: a trap from user mode: user mode runs only inside
+    // `Kernel::run` of the installed kernel.
+    let k = unsafe { running_kernel() };
+    let fast = match kind {
+        2 => k.svc_fast(),
+        6 => k.irq_fast(),
+        _ => None,
+    };
+    if let Some(frame) = fast {
+        return frame;
+    }
+    let w = k.trap(kind);
+    k.finish(w)
 }

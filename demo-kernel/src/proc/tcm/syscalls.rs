@@ -1,5 +1,5 @@
 //! The TCM system calls and the kernel's own page exchange, over `spm`
-//! and the reverse mappings of [`super::tcm`].
+//! and the reverse mappings of [`crate::proc::tcm`].
 //!
 //! * `TCM_EXCHANGE(va, kind)`: the kernel takes a free frame of the bank
 //!   (`kind` 0 = ITCM, 1 = DTCM), maps it as a page resource at the
@@ -11,7 +11,7 @@
 //! * `TCM_RELEASE(va)`: the reverse exchange, then the TCM frame is
 //!   unmapped and free again.
 //! * `TCM_STATE(va)`: `spm`'s state query (`spm::ops::query_state`):
-//!   state code | location code << 4 ([`super::tcm::state_code`]).
+//!   state code | location code << 4 ([`crate::proc::tcm::state_code`]).
 //!
 //! An exchange runs step by step with IRQs enabled (only `spm`'s own
 //! windows mask them); after a step that let the timer tick in, the
@@ -36,12 +36,12 @@ use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::tcm::TcmKind;
 use spm::{AddressSpace, ExchangeError, ExchangeRequest, PageSize, Progress, Rights};
 
-use super::kernel::{free_frame, set_owner, After, Kernel, Page, Pending, State};
-use super::strategy::{dispatch, Strategy};
-use super::tcm::{self, Hw, Irq, KernelJob, Maps, XTiming, CHUNK, USER_RES_VA};
-use super::timer;
 use crate::abi::{err, nr};
 use crate::probe::{probe_read, Privilege};
+use crate::proc::kernel::{free_frame, set_owner, After, Kernel, Page, Pending, State};
+use crate::proc::strategy::{dispatch, Strategy};
+use crate::proc::tcm::{self, Hw, Irq, KernelJob, Maps, XTiming, CHUNK, USER_RES_VA};
+use crate::proc::timer;
 
 /// Exchange steps of the kernel job per timer tick.
 const JOB_STEPS_PER_TICK: u32 = 12;
@@ -72,7 +72,7 @@ fn space(cur: usize) -> AddressSpace {
 impl Kernel {
     /// Under FASS, makes the CPD hold the current process's slot of `va`
     /// (a kernel probe, its fault resolved), so its descriptor can be found.
-    pub(super) fn touch(&mut self, cur: usize, va: u32) {
+    pub(in crate::proc) fn touch(&mut self, cur: usize, va: u32) {
         if !matches!(self.strategy, Strategy::Fass(_)) || va >= crate::mmu::USER_TOP {
             return;
         }
@@ -122,7 +122,7 @@ impl Kernel {
     /// and now the current process (the scheduler switched to it, so its
     /// slots can be touched). `true`: the call is over, `idx` is ready
     /// with the result in r0; `false`: preempted again, still blocked.
-    pub(super) fn tcm_continue(&mut self, idx: usize) -> bool {
+    pub(in crate::proc) fn tcm_continue(&mut self, idx: usize) -> bool {
         match self.tcm_run(idx) {
             None => false,
             Some(r) => {
@@ -138,7 +138,7 @@ impl Kernel {
 
     /// Whether page `va` of process `idx` is in TCM or part of an exchange
     /// in progress: its frames must not be changed or freed.
-    pub(super) fn tcm_busy(&self, idx: usize, va: u32) -> bool {
+    pub(in crate::proc) fn tcm_busy(&self, idx: usize, va: u32) -> bool {
         let p = &self.procs[idx];
         if p.tcm_targets.contains(&Some(va)) {
             return true;
@@ -223,7 +223,7 @@ impl Kernel {
             let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, sp, VirtAddr::new(rva), PhysAddr::new(frame), 4096, AccessPermission::PrivRw, CachePolicy::Uncached)));
             if let Err(e) = r {
                 t.free(frame);
-                return Err(super::kernel::map_error(e));
+                return Err(crate::proc::mem::map_error(e));
             }
             self.procs[cur].res_pages[slot] = Some(Page {
                 va: rva,

@@ -2,7 +2,7 @@
 //! the board's emulated TCM), the kernel side of `spm`'s traits, and the
 //! kernel's own page exchange.
 //!
-//! * **Where TCM is** is decided once per boot by [`super::tcm_setup::init`]
+//! * **Where TCM is** is decided once per boot by [`setup::init`]
 //!   (`spm::tcm::plan`): per kind the CPU's TCM if it reports one, placed
 //!   in a physical hole, else the board's emulated bank in RAM (QEMU). Bank
 //!   bases and sizes are runtime values (up to [`MAX_BANK_SIZE`] each);
@@ -33,7 +33,7 @@
 //!   and times each window with the 24 MHz counter; between steps the
 //!   system call opens an interrupt window (`kernel_irq` takes the tick).
 //! * **Why `spm`'s `unsafe` calls are sound here** ([`step`], [`cancel`],
-//!   and `spm::ops::create_user_page`/`change_state` in `tcm_ops.rs`):
+//!   and `spm::ops::create_user_page`/`change_state` in `ops.rs`):
 //!   the frame table describes this machine's RAM and TCM, and a frame it
 //!   calls a page resource is a free frame of the user frame allocator or
 //!   of a TCM bank (kernel code and data are never resources; the kernel's
@@ -45,6 +45,10 @@
 //!   user mapping's access otherwise), and the kernel's IRQ handler
 //!   (`kernel_irq`) changes no mapping. [`Hw`] is this CPU; [`Irq`] masks
 //!   its IRQs (FIQs stay masked in every privileged mode).
+
+pub mod ops;
+pub mod setup;
+pub mod syscalls;
 
 use core::cell::UnsafeCell;
 
@@ -397,14 +401,14 @@ pub struct Tcm {
     pub job_error: Option<spm::ExchangeError>,
 }
 
-/// The TCM state, once [`super::tcm_setup::init`] ran.
+/// The TCM state, once [`setup::init`] ran.
 pub fn tcm() -> Option<&'static mut Tcm> {
     // SAFETY: single core, no re-entry (module docs); callers never hold two
     // of these references at once.
     unsafe { (*TCM.0.get()).as_mut() }
 }
 
-/// Makes the state [`super::tcm_setup::init`] built this boot's TCM state
+/// Makes the state [`setup::init`] built this boot's TCM state
 /// and indexes its kernel mapping records (`home`: the switch page's frame).
 pub(super) fn install(t: Tcm, home: u32) {
     let r = rindex();

@@ -1,5 +1,5 @@
 //! TCM set-up, once per boot: which banks, the frame table, and the kernel
-//! mappings the TCM code in [`super::tcm`] relies on.
+//! mappings the TCM code in [`crate::proc::tcm`] relies on.
 //!
 //! # Which banks
 //!
@@ -68,12 +68,12 @@ use spm::{
     FrameDesc, FrameState, FrameTable, InitialUse, KernelUse, Location, Region, SectionSummary,
 };
 
-use super::frames::{FRAMES_END, FRAMES_PHYS};
-use super::tcm::{
+use crate::mmu::{kernel_virt_offset, phys_to_virt, KERNEL_DOMAIN};
+use crate::proc::frames::{FRAMES_END, FRAMES_PHYS};
+use crate::proc::tcm::{
     install, kswitch_va, JobStats, KMap, KernelJob, Tcm, BANK_FRAMES, KMAPS, KTCM_RW_VA, KTCM_VA,
     MAX_BANK_SIZE, PHYS_WINDOW,
 };
-use crate::mmu::{kernel_virt_offset, phys_to_virt, KERNEL_DOMAIN};
 
 /// The board's emulated ITCM (32 KiB of RAM past the user frames).
 pub const BOARD_ITCM_PHYS: u32 = FRAMES_END;
@@ -151,7 +151,7 @@ fn table_pa<T>(t: &Global<T>) -> u32 {
 
 /// Sets up TCM once per boot (before the first process exists).
 pub fn init() -> Result<(), InitError> {
-    if super::tcm::tcm().is_some() {
+    if crate::proc::tcm::tcm().is_some() {
         return Ok(());
     }
     let found = tcm::discover(&crate::cp15::hw()).map_err(InitError::Tcm)?;

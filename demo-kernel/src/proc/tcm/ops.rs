@@ -26,10 +26,11 @@ use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::{AddressSpace, FrameState, KernelUse, OpError, StateRequest, TcmKind};
 
-use super::kernel::{frames, free_frame, map_error, Kernel, Page};
-use super::strategy::dispatch;
-use super::tcm::{self, Hw, Maps, RES_SLOTS, USER_RES_VA};
 use crate::abi::{err, nr};
+use crate::proc::kernel::{frames, free_frame, Kernel, Page};
+use crate::proc::mem::map_error;
+use crate::proc::strategy::dispatch;
+use crate::proc::tcm::{self, Hw, Maps, RES_SLOTS, USER_RES_VA};
 
 /// Where a created page's frame comes from.
 #[derive(Clone, Copy)]
