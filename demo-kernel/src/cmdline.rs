@@ -6,9 +6,8 @@
 //! selects the process scenarios ([`crate::proc::scenario`]), with
 //! `mode=`, `n=`, `touch=`, `passes=`, `rounds=`, `seed=`, `calls=`, `slice=`.
 
-use core::cell::UnsafeCell;
-
 use crate::exit::semihosting;
+use crate::global::Global;
 
 /// `SYS_GET_CMDLINE`.
 const SYS_GET_CMDLINE: u32 = 0x15;
@@ -45,14 +44,11 @@ pub enum CmdlineError {
     NotUtf8,
 }
 
-struct Buf(UnsafeCell<[u8; BUF_LEN]>);
-// SAFETY: written once, by `read`, before anything reads it; single core.
-unsafe impl Sync for Buf {}
-static BUF: Buf = Buf(UnsafeCell::new([0; BUF_LEN]));
+static BUF: Global<[u8; BUF_LEN]> = Global::new([0; BUF_LEN]);
 
 /// Reads and parses the command line. Call once.
 pub fn read() -> Result<Cmdline, CmdlineError> {
-    let buf = BUF.0.get();
+    let buf = BUF.as_ptr();
     let mut block: [u32; 2] = [buf as u32, BUF_LEN as u32];
     // SAFETY: the parameter block names a writable buffer of BUF_LEN bytes;
     // QEMU writes at most that many and updates block[1] with the length.

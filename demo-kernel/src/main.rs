@@ -37,6 +37,8 @@ mod demo;
 #[cfg(target_os = "none")]
 mod exit;
 #[cfg(target_os = "none")]
+mod global;
+#[cfg(target_os = "none")]
 #[macro_use]
 mod harness;
 #[cfg(target_os = "none")]

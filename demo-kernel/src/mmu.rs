@@ -16,7 +16,8 @@
 //! `mmu_armv5` mapper) or raw first-level entries ([`set_entry`]); the harness
 //! saves and restores the first-level table around each test.
 
-use core::cell::{RefCell, UnsafeCell};
+use crate::global::Global;
+use core::cell::RefCell;
 
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor, SectionDesc, Tex};
 use mmu_armv5::maint::Arm926;
@@ -116,20 +117,19 @@ pub struct KernelTables {
     pub pool: TablePool<'static, POOL_BLOCKS>,
 }
 
-struct Global(RefCell<Option<KernelTables>>);
+/// The kernel tables, borrowed through a `RefCell` (checked at run time,
+/// unlike [`Global`]).
+struct TablesCell(RefCell<Option<KernelTables>>);
 // SAFETY: one core; the tables are only touched from thread context with
 // interrupts masked (the kernel never takes interrupts while testing).
-unsafe impl Sync for Global {}
-static TABLES: Global = Global(RefCell::new(None));
+unsafe impl Sync for TablesCell {}
+static TABLES: TablesCell = TablesCell(RefCell::new(None));
 
-struct PoolMem(UnsafeCell<[PoolBlock; POOL_BLOCKS]>);
-// SAFETY: handed out once, by `init`, as the pool's exclusive memory.
-unsafe impl Sync for PoolMem {}
-static POOL_MEM: PoolMem = PoolMem(UnsafeCell::new([PoolBlock::ZERO; POOL_BLOCKS]));
+static POOL_MEM: Global<[PoolBlock; POOL_BLOCKS]> = Global::new([PoolBlock::ZERO; POOL_BLOCKS]);
 
 /// Physical address and length of the table pool's memory.
 pub fn pool_range() -> (u32, u32) {
-    let va = POOL_MEM.0.get() as u32;
+    let va = POOL_MEM.as_ptr() as u32;
     (
         va - kernel_virt_offset(),
         (POOL_BLOCKS * core::mem::size_of::<PoolBlock>()) as u32,
@@ -153,7 +153,7 @@ pub fn init() -> Result<(), TableError> {
     let offset = kernel_virt_offset();
     // SAFETY: `init` runs once, before anything else refers to POOL_MEM, and
     // the pool keeps the only reference for the rest of the kernel's life.
-    let mem = unsafe { &mut *POOL_MEM.0.get() };
+    let mem = unsafe { &mut *POOL_MEM.as_ptr() };
     let va = core::ptr::from_mut(mem) as u32;
     let mut pool = TablePool::new(mem, PhysAddr::new(va - offset), ModifiedVirtAddr::new(va))?;
     let mut table = PageTable::new(&mut pool)?;
@@ -251,15 +251,12 @@ pub struct Snapshot {
     sctlr: u32,
 }
 
-struct Backup(UnsafeCell<[u32; L1_ENTRIES]>);
-// SAFETY: single core; only `snapshot`/`restore` touch it, never concurrently.
-unsafe impl Sync for Backup {}
-static BACKUP: Backup = Backup(UnsafeCell::new([0; L1_ENTRIES]));
+static BACKUP: Global<[u32; L1_ENTRIES]> = Global::new([0; L1_ENTRIES]);
 
 /// Saves the MMU state that tests may change.
 pub fn snapshot() -> Snapshot {
     // SAFETY: copies 4096 words from the live table into the private backup.
-    unsafe { core::ptr::copy_nonoverlapping(l1(), BACKUP.0.get().cast::<u32>(), L1_ENTRIES) };
+    unsafe { core::ptr::copy_nonoverlapping(l1(), BACKUP.as_ptr().cast::<u32>(), L1_ENTRIES) };
     Snapshot {
         dacr: hw().dacr().bits(),
         fcseidr: hw().fcseidr().bits(),
@@ -276,7 +273,7 @@ pub fn restore(s: &Snapshot) {
         c.write(Cp15Reg::Fcseidr, s.fcseidr);
         c.write(Cp15Reg::Dacr, s.dacr);
         c.write(Cp15Reg::Sctlr, s.sctlr);
-        core::ptr::copy_nonoverlapping(BACKUP.0.get().cast::<u32>(), table, L1_ENTRIES);
+        core::ptr::copy_nonoverlapping(BACKUP.as_ptr().cast::<u32>(), table, L1_ENTRIES);
     }
     cp15::invalidate_tlb();
 }

@@ -25,9 +25,8 @@
 //! instructions from the SVC vector to the `movs` as [`Transit::Yield`]
 //! reports.
 
-use core::cell::UnsafeCell;
-
 use super::kernel::kernel;
+use crate::global::Global;
 
 /// Instructions from the vector up to and including the counter read
 /// (SVC, IRQ, undefined, prefetch abort alike; see `SAVE_USER`).
@@ -84,21 +83,15 @@ struct Transits {
     acc: [(u32, u32); PAIRS],
 }
 
-/// A kernel global: one core, touched only with IRQs masked (trap context,
-/// or thread context before and after user mode runs).
-struct Global<T>(UnsafeCell<T>);
-// SAFETY: see the type's docs: never two accesses at once.
-unsafe impl<T> Sync for Global<T> {}
-
-static TRANSITS: Global<Transits> = Global(UnsafeCell::new(Transits {
+static TRANSITS: Global<Transits> = Global::new(Transits {
     bucket: 0,
     default: 0,
     acc: [(0, 0); PAIRS],
-}));
+});
 
 /// The abort stamp of a data abort the fast path declined (written by
 /// [`enter_abort`], read by the general path).
-static ABT_STAMP: Global<u32> = Global(UnsafeCell::new(0));
+static ABT_STAMP: Global<u32> = Global::new(0);
 
 extern "C" {
     /// The transit's entry stamp, written by `SAVE_USER` (`asm/trap.s`).
@@ -108,7 +101,7 @@ extern "C" {
 fn transits() -> &'static mut Transits {
     // SAFETY: `Global`'s contract; no caller keeps the reference across a
     // call that takes another.
-    unsafe { &mut *TRANSITS.0.get() }
+    unsafe { &mut *TRANSITS.as_ptr() }
 }
 
 /// Files the current transit under `t` (if measuring).
@@ -169,7 +162,7 @@ const _: () = assert!(FAULT_ENTRY_INSTRUCTIONS >= TRANSIT_ENTRY_INSTRUCTIONS);
 /// ([`abort_stamp`]).
 pub fn enter_abort(t0: u32) {
     // SAFETY: `Global`'s contract.
-    unsafe { *ABT_STAMP.0.get() = t0 };
+    unsafe { *ABT_STAMP.as_ptr() = t0 };
     let t_in = t0.wrapping_sub(ticks(FAULT_ENTRY_INSTRUCTIONS - TRANSIT_ENTRY_INSTRUCTIONS));
     // SAFETY: single core, IRQs masked; `SAVE_USER` writes it at the next
     // trap's entry, after this transit's return.
@@ -194,7 +187,7 @@ pub fn enter_transit(t0: u32) {
 /// The abort stamp of the data abort being handled on the general path.
 pub fn abort_stamp() -> u32 {
     // SAFETY: `Global`'s contract.
-    unsafe { *ABT_STAMP.0.get() }
+    unsafe { *ABT_STAMP.as_ptr() }
 }
 
 /// Measured transits of one kind: how many and their instructions.

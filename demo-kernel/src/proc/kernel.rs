@@ -16,8 +16,7 @@
 //! ([`super::ipc`]), system calls ([`super::syscall`], [`super::mem`]),
 //! timing ([`super::clock`]).
 
-use core::cell::UnsafeCell;
-
+use crate::global::Global;
 use fass::{SegmentId, SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::{PhysAddr, VirtAddr};
@@ -360,18 +359,14 @@ pub struct Pending {
     pub t: tcm::XTiming,
 }
 
-struct Global<T>(UnsafeCell<T>);
-// SAFETY: single core; see the module docs (no concurrent access).
-unsafe impl<T> Sync for Global<T> {}
-
-static KERNEL: Global<Option<Kernel>> = Global(UnsafeCell::new(None));
-static FRAMES: Global<Frames> = Global(UnsafeCell::new(Frames::new()));
+static KERNEL: Global<Option<Kernel>> = Global::new(None);
+static FRAMES: Global<Frames> = Global::new(Frames::new());
 
 /// The frame allocator.
 pub fn frames() -> &'static mut Frames {
     // SAFETY: single core, no re-entry (module docs); callers never hold two
     // of these references at once.
-    unsafe { &mut *FRAMES.0.get() }
+    unsafe { &mut *FRAMES.as_ptr() }
 }
 
 /// Records `pa`'s owner in the TCM frame table (if set up).
@@ -397,7 +392,7 @@ pub fn free_frame(pa: u32) {
 /// The kernel, if a scenario set one up.
 pub fn kernel() -> Option<&'static mut Kernel> {
     // SAFETY: as in `frames`.
-    unsafe { (*KERNEL.0.get()).as_mut() }
+    unsafe { (*KERNEL.as_ptr()).as_mut() }
 }
 
 /// The kernel, in a trap from user mode.
@@ -411,19 +406,19 @@ pub fn kernel() -> Option<&'static mut Kernel> {
 #[inline(always)]
 pub(super) unsafe fn running_kernel() -> &'static mut Kernel {
     // SAFETY: the caller's contract: the kernel is installed.
-    unsafe { (*KERNEL.0.get()).as_mut().unwrap_unchecked() }
+    unsafe { (*KERNEL.as_ptr()).as_mut().unwrap_unchecked() }
 }
 
 /// Installs `k` (replacing any previous kernel).
 pub fn install(k: Kernel) {
     // SAFETY: as in `frames`; no reference into the old value is alive.
-    unsafe { *KERNEL.0.get() = Some(k) };
+    unsafe { *KERNEL.as_ptr() = Some(k) };
 }
 
 /// Removes and returns the kernel.
 pub fn uninstall() -> Option<Kernel> {
     // SAFETY: as in `install`.
-    unsafe { (*KERNEL.0.get()).take() }
+    unsafe { (*KERNEL.as_ptr()).take() }
 }
 
 /// What the trap does after a system call.

@@ -6,7 +6,7 @@
 //! invalidations": they count what reached the coprocessor, whichever
 //! strategy (or the kernel itself) asked for it.
 
-use core::cell::UnsafeCell;
+use crate::global::Global;
 use core::ptr::NonNull;
 
 use mmu_armv5::maint::Arm926;
@@ -53,10 +53,7 @@ impl HwCounts {
     }
 }
 
-struct Counts(UnsafeCell<HwCounts>);
-// SAFETY: one core; only thread/trap context with IRQs masked touches it.
-unsafe impl Sync for Counts {}
-static COUNTS: Counts = Counts(UnsafeCell::new(HwCounts {
+static COUNTS: Global<HwCounts> = Global::new(HwCounts {
     dcache_flushes: 0,
     icache_flushes: 0,
     tlb_flushes: 0,
@@ -64,17 +61,17 @@ static COUNTS: Counts = Counts(UnsafeCell::new(HwCounts {
     dacr_writes: 0,
     ttbr_writes: 0,
     pid_writes: 0,
-}));
+});
 
 fn bump(f: impl FnOnce(&mut HwCounts)) {
     // SAFETY: single core, never re-entered (IRQs masked in the kernel).
-    f(unsafe { &mut *COUNTS.0.get() });
+    f(unsafe { &mut *COUNTS.as_ptr() });
 }
 
 /// The counters so far.
 pub fn counts() -> HwCounts {
     // SAFETY: as in `bump`.
-    unsafe { *COUNTS.0.get() }
+    unsafe { *COUNTS.as_ptr() }
 }
 
 /// The real CP15, counting maintenance and context registers.

@@ -50,8 +50,7 @@ pub mod ops;
 pub mod setup;
 pub mod syscalls;
 
-use core::cell::UnsafeCell;
-
+use crate::global::Global;
 use mmu_armv5::maint::{Arm926, CacheMaintenance};
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
@@ -102,12 +101,7 @@ pub fn kswitch_va() -> u32 {
     core::ptr::from_ref(unsafe { &__kswitch_start }) as u32
 }
 
-struct Global<T>(UnsafeCell<T>);
-// SAFETY: one core; reached from thread or trap context with IRQs masked
-// (the SVC-mode IRQ handler touches only `KIRQ`).
-unsafe impl<T> Sync for Global<T> {}
-
-static TCM: Global<Option<Tcm>> = Global(UnsafeCell::new(None));
+static TCM: Global<Option<Tcm>> = Global::new(None);
 
 /// RAM frames the user frame allocator hands out.
 const RAM_FRAMES: usize = ((FRAMES_END - FRAMES_PHYS) / 4096) as usize;
@@ -144,7 +138,7 @@ struct RIndex {
     hot_next: usize,
 }
 
-static RINDEX: Global<RIndex> = Global(UnsafeCell::new(RIndex {
+static RINDEX: Global<RIndex> = Global::new(RIndex {
     user: [0; RFRAMES],
     rec: [0; RFRAMES],
     kmap: [0; RFRAMES],
@@ -153,13 +147,13 @@ static RINDEX: Global<RIndex> = Global(UnsafeCell::new(RIndex {
     generation: 0,
     hot: [None; 2],
     hot_next: 0,
-}));
+});
 
 fn rindex() -> &'static mut RIndex {
     // SAFETY: single core, IRQs masked or `kernel_irq` (which never touches
     // it) only; every user takes the reference for one short expression or
     // function and never holds two.
-    unsafe { &mut *RINDEX.0.get() }
+    unsafe { &mut *RINDEX.as_ptr() }
 }
 
 impl RIndex {
@@ -296,7 +290,7 @@ fn who(procs: &[Proc; MAX_PROCS], pa: u32) -> Option<Who> {
 const RECORDS: usize = super::kernel::KERNEL_PAGES + super::kernel::USER_PAGES + RES_SLOTS;
 
 /// Ticks taken by `kernel_irq` since the last [`take_kernel_irqs`].
-static KIRQ: Global<u32> = Global(UnsafeCell::new(0));
+static KIRQ: Global<u32> = Global::new(0);
 
 /// A kernel mapping of a frame `spm` may move.
 #[derive(Clone, Copy)]
@@ -405,7 +399,7 @@ pub struct Tcm {
 pub fn tcm() -> Option<&'static mut Tcm> {
     // SAFETY: single core, no re-entry (module docs); callers never hold two
     // of these references at once.
-    unsafe { (*TCM.0.get()).as_mut() }
+    unsafe { (*TCM.as_ptr()).as_mut() }
 }
 
 /// Makes the state [`setup::init`] built this boot's TCM state
@@ -421,7 +415,7 @@ pub(super) fn install(t: Tcm, home: u32) {
         }
     }
     // SAFETY: as in `tcm`; called once, before anything else reads `TCM`.
-    unsafe { *TCM.0.get() = Some(t) };
+    unsafe { *TCM.as_ptr() = Some(t) };
 }
 
 const AP_SHIFT: u32 = 4;
@@ -822,7 +816,7 @@ pub fn set_irqs_enabled(on: bool) {
 /// Ticks `kernel_irq` took since the last call.
 pub fn take_kernel_irqs() -> u32 {
     // SAFETY: single core; called with IRQs masked.
-    unsafe { core::mem::replace(&mut *KIRQ.0.get(), 0) }
+    unsafe { core::mem::replace(&mut *KIRQ.as_ptr(), 0) }
 }
 
 /// IRQ taken in SVC mode (`asm/vectors.s`): inside a kernel interrupt
@@ -832,7 +826,7 @@ pub extern "C" fn kernel_irq() {
     if timer::ack() {
         // SAFETY: IRQ mode, IRQs masked; the interrupted code reads the
         // counter only with IRQs masked.
-        unsafe { *KIRQ.0.get() += 1 };
+        unsafe { *KIRQ.as_ptr() += 1 };
     }
 }
 

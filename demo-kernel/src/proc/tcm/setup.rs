@@ -57,8 +57,7 @@
 //! banks need, which are RAM that `spm` copies through these windows and
 //! that must not sit in the D-cache behind them.
 
-use core::cell::UnsafeCell;
-
+use crate::global::Global;
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15, Cp15Reg};
 use mmu_armv5::table::{MapAttrs, SizePolicy};
@@ -111,17 +110,12 @@ const _: () = assert!(KMAPS < u8::MAX as usize);
 #[repr(C, align(1024))]
 struct L2Table([u32; 256]);
 
-struct Global<T>(UnsafeCell<T>);
-// SAFETY: one core; written only by `init`, once, before anything else
-// refers to the storage (the frame table and the MMU keep it afterwards).
-unsafe impl<T> Sync for Global<T> {}
-
-static KTEXT_L2: Global<L2Table> = Global(UnsafeCell::new(L2Table([0; 256])));
-static KTCM_L2: Global<L2Table> = Global(UnsafeCell::new(L2Table([0; 256])));
+static KTEXT_L2: Global<L2Table> = Global::new(L2Table([0; 256]));
+static KTCM_L2: Global<L2Table> = Global::new(L2Table([0; 256]));
 static DESCS: Global<[FrameDesc; FRAMES_NEEDED]> =
-    Global(UnsafeCell::new([FrameDesc::UNDEFINED; FRAMES_NEEDED]));
+    Global::new([FrameDesc::UNDEFINED; FRAMES_NEEDED]);
 /// Storage of the per-MiB summaries (`SectionSummary` is a transparent `u32`, 0 by default).
-static SECTIONS: Global<[u32; SECTIONS_MAX]> = Global(UnsafeCell::new([0; SECTIONS_MAX]));
+static SECTIONS: Global<[u32; SECTIONS_MAX]> = Global::new([0; SECTIONS_MAX]);
 
 /// Why TCM could not be set up.
 #[derive(Clone, Copy, defmt::Format)]
@@ -146,7 +140,7 @@ fn small(pa: u32, ap: u32, cb: u32) -> u32 {
 }
 
 fn table_pa<T>(t: &Global<T>) -> u32 {
-    (t.0.get() as u32).wrapping_sub(kernel_virt_offset())
+    (t.as_ptr() as u32).wrapping_sub(kernel_virt_offset())
 }
 
 /// Sets up TCM once per boot (before the first process exists).
@@ -232,8 +226,8 @@ pub fn init() -> Result<(), InitError> {
     // `SectionSummary` is `repr(transparent)` over `u32`: same layout.
     let (descs, sections) = unsafe {
         (
-            &mut *DESCS.0.get(),
-            &mut *SECTIONS.0.get().cast::<[SectionSummary; SECTIONS_MAX]>(),
+            &mut *DESCS.as_ptr(),
+            &mut *SECTIONS.as_ptr().cast::<[SectionSummary; SECTIONS_MAX]>(),
         )
     };
     let mut table = FrameTable::<4>::new(&regions, descs, sections).map_err(InitError::Frame)?;
@@ -270,7 +264,7 @@ pub fn init() -> Result<(), InitError> {
     let mib_va = ks & !0xF_FFFF;
     let mib_pa = mib_va - off;
     // SAFETY: the statics are only written here, before anything links them.
-    let (text, tcmt) = unsafe { (&mut (*KTEXT_L2.0.get()).0, &mut (*KTCM_L2.0.get()).0) };
+    let (text, tcmt) = unsafe { (&mut (*KTEXT_L2.as_ptr()).0, &mut (*KTCM_L2.as_ptr()).0) };
     for (i, e) in text.iter_mut().enumerate() {
         let va = mib_va + (i as u32) * 4096;
         let ap = if va == ks { 0 } else { 1 };
