@@ -7,7 +7,7 @@
 use super::clock::{self, Transit};
 use super::kernel::{Kernel, State};
 use super::strategy::MAX_PROCS;
-use crate::abi::err;
+use super::syscall::{SysError, SysResult};
 
 /// No process (the end of a list).
 const NONE: u8 = u8::MAX;
@@ -145,13 +145,13 @@ impl Kernel {
     }
 
     /// Checks an IPC destination of process `cur`.
-    fn check_dest(&self, cur: usize, dest: u32) -> Result<usize, i32> {
+    fn check_dest(&self, cur: usize, dest: u32) -> Result<usize, SysError> {
         let d = dest as usize;
         if d >= MAX_PROCS || !self.procs[d].alive() {
-            return Err(err::ESRCH);
+            return Err(SysError::NoSuchProcess);
         }
         if d == cur {
-            return Err(err::EDEADLK);
+            return Err(SysError::Deadlock);
         }
         Ok(d)
     }
@@ -164,7 +164,7 @@ impl Kernel {
         let d = match self.check_dest(cur, dest) {
             Ok(d) => d,
             Err(e) => {
-                self.procs[cur].ctx.r[0] = e as u32;
+                self.procs[cur].ctx.r[0] = e.code() as u32;
                 return None;
             }
         };
@@ -217,10 +217,10 @@ impl Kernel {
 
     /// `REPLY` from `cur` to `dest`.
     #[inline(always)]
-    pub fn ipc_reply(&mut self, cur: usize, dest: u32, msg: [u32; 3]) -> i32 {
+    pub fn ipc_reply(&mut self, cur: usize, dest: u32, msg: [u32; 3]) -> SysResult {
         let d = dest as usize;
         if d >= MAX_PROCS || self.procs[d].state != (State::Reply { from: cur as u16 }) {
-            return err::ESRCH;
+            return Err(SysError::NoSuchProcess);
         }
         self.unlink_reply(d, cur);
         let c = &mut self.procs[d].ctx;
@@ -229,7 +229,7 @@ impl Kernel {
         self.set_state(d, State::Ready);
         self.counters.round_trips += 1;
         self.counters.messages += 1;
-        0
+        Ok(())
     }
 
     /// Unlinks ending process `idx` from the IPC lists and wakes, with
@@ -261,6 +261,6 @@ impl Kernel {
     /// Makes `j` ready with `ESRCH` in r0.
     fn wake_esrch(&mut self, j: usize) {
         self.set_state(j, State::Ready);
-        self.procs[j].ctx.r[0] = err::ESRCH as u32;
+        self.procs[j].ctx.r[0] = SysError::NoSuchProcess.code() as u32;
     }
 }

@@ -4,6 +4,65 @@
 use super::kernel::{After, Exit, Kernel};
 use crate::abi::{err, nr, PRINT_MAX, STATS_WORDS};
 
+/// Why a system call failed: the kernel's typed errors up to the system-call
+/// boundary, where each becomes one ABI error code ([`SysError::code`],
+/// [`crate::abi::err`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, defmt::Format)]
+pub enum SysError {
+    /// No such system call, or a facility this boot does not have.
+    NoSys,
+    /// A user address the process cannot access.
+    Fault,
+    /// A malformed argument.
+    Invalid,
+    /// Out of frames, table memory or page slots.
+    NoMemory,
+    /// No such process, or it is not waiting for this.
+    NoSuchProcess,
+    /// The call would wait for the caller itself.
+    Deadlock,
+    /// The page is the kernel's.
+    NotPermitted,
+    /// Already mapped, or in use by an exchange.
+    Busy,
+    /// A frame-state change the rules refuse.
+    BadState,
+}
+
+impl SysError {
+    /// The ABI error code (negative).
+    pub const fn code(self) -> i32 {
+        match self {
+            SysError::NoSys => err::ENOSYS,
+            SysError::Fault => err::EFAULT,
+            SysError::Invalid => err::EINVAL,
+            SysError::NoMemory => err::ENOMEM,
+            SysError::NoSuchProcess => err::ESRCH,
+            SysError::Deadlock => err::EDEADLK,
+            SysError::NotPermitted => err::EPERM,
+            SysError::Busy => err::EBUSY,
+            SysError::BadState => err::ESTATE,
+        }
+    }
+}
+
+impl From<fass::FassError> for SysError {
+    /// A strategy's refusal of a user-requested mapping.
+    fn from(e: fass::FassError) -> Self {
+        use fass::space::SpaceError;
+        use fass::FassError as E;
+        match e {
+            E::NotPrivate(_) | E::BadLength(_) | E::Segment(_) | E::Pid(_) => SysError::Invalid,
+            E::Space(SpaceError::AlreadyMapped(_)) => SysError::Busy,
+            E::Space(SpaceError::Misaligned(_)) => SysError::Invalid,
+            _ => SysError::NoMemory,
+        }
+    }
+}
+
+/// A system call's result: the value for r0, or why it failed.
+pub type SysResult<T = ()> = Result<T, SysError>;
+
 impl Kernel {
     /// Runs the system call the saved registers of process `cur` ask for.
     pub fn syscall(&mut self, cur: usize) -> After {
@@ -13,10 +72,11 @@ impl Kernel {
         let a = [ctx.r[0], ctx.r[1], ctx.r[2], ctx.r[3]];
         let msg = [a[1], a[2], a[3]];
         let mut after = After::Continue;
-        let ret: Option<i32> = match ctx.r[7] {
+        let unit = |r: SysResult| r.map(|()| 0);
+        let ret: Option<SysResult<i32>> = match ctx.r[7] {
             nr::YIELD => {
                 after = After::Yield;
-                Some(0)
+                Some(Ok(0))
             }
             nr::EXIT => {
                 self.end(cur, Exit::Code(a[0]));
@@ -34,15 +94,15 @@ impl Kernel {
                 self.ipc_recv(cur);
                 None
             }
-            nr::REPLY => Some(self.ipc_reply(cur, a[0], msg)),
-            nr::MAP => Some(self.map_user(cur, a[0], a[1], a[2])),
-            nr::UNMAP => Some(self.unmap_user(cur, a[0], a[1])),
-            nr::SEG_MAP => Some(self.seg_map(cur, a[0])),
-            nr::SEG_UNMAP => Some(self.seg_unmap(cur, a[0])),
-            nr::STATS => Some(self.sys_stats(cur, a[0], a[1])),
-            nr::PRINT => Some(self.sys_print(cur, a[0], a[1])),
-            nr::MARK => Some(self.sys_mark(a[0])),
-            nr::GETID => Some(cur as i32),
+            nr::REPLY => Some(unit(self.ipc_reply(cur, a[0], msg))),
+            nr::MAP => Some(unit(self.map_user(cur, a[0], a[1], a[2]))),
+            nr::UNMAP => Some(unit(self.unmap_user(cur, a[0], a[1]))),
+            nr::SEG_MAP => Some(unit(self.seg_map(cur, a[0]))),
+            nr::SEG_UNMAP => Some(unit(self.seg_unmap(cur, a[0]))),
+            nr::STATS => Some(unit(self.sys_stats(cur, a[0], a[1]))),
+            nr::PRINT => Some(unit(self.sys_print(cur, a[0], a[1]))),
+            nr::MARK => Some(unit(self.sys_mark(a[0]))),
+            nr::GETID => Some(Ok(cur as i32)),
             nr::TCM_EXCHANGE | nr::TCM_RELEASE | nr::TCM_STATE => {
                 let (r, a) = self.sys_tcm(cur, ctx.r[7], a[0], a[1]);
                 after = a;
@@ -51,20 +111,22 @@ impl Kernel {
             nr::TCM_CREATE | nr::TCM_DELETE | nr::TCM_SET_STATE => {
                 Some(self.sys_tcm_op(cur, ctx.r[7], a[0], a[1]))
             }
-            _ => Some(err::ENOSYS),
+            _ => Some(Err(SysError::NoSys)),
         };
+        // The system-call boundary: typed errors become ABI codes here.
         if let Some(r) = ret {
-            if r < 0 {
+            let r = r.unwrap_or_else(|e| {
                 self.procs[cur].errors += 1;
-            }
+                e.code()
+            });
             self.procs[cur].ctx.r[0] = r as u32;
         }
         after
     }
 
-    fn sys_stats(&mut self, cur: usize, buf: u32, len: u32) -> i32 {
+    fn sys_stats(&mut self, cur: usize, buf: u32, len: u32) -> SysResult {
         if !buf.is_multiple_of(4) || len < (STATS_WORDS as u32) * 4 {
-            return err::EINVAL;
+            return Err(SysError::Invalid);
         }
         let hw = super::platform::counts();
         let live = self.procs.iter().filter(|p| p.alive()).count() as u32;
@@ -78,31 +140,26 @@ impl Kernel {
             cur as u32,
             live,
         ];
-        match self.copy_to_user(buf, &words) {
-            Ok(()) => 0,
-            Err(e) => e,
-        }
+        self.copy_to_user(buf, &words)
     }
 
-    fn sys_print(&mut self, cur: usize, buf: u32, len: u32) -> i32 {
+    fn sys_print(&mut self, cur: usize, buf: u32, len: u32) -> SysResult {
         if len > PRINT_MAX || buf.checked_add(len).is_none() {
-            return err::EINVAL;
+            return Err(SysError::Invalid);
         }
         let mut bytes = [0u8; PRINT_MAX as usize];
         let out = &mut bytes[..len as usize];
-        if let Err(e) = self.copy_from_user(buf, out) {
-            return e;
-        }
+        self.copy_from_user(buf, out)?;
         match core::str::from_utf8(out) {
             Ok(s) => defmt::info!("USER id={=usize} msg={=str}", cur, s),
             Err(_) => defmt::info!("USER id={=usize} bytes={=[u8]}", cur, out),
         }
-        0
+        Ok(())
     }
 
-    fn sys_mark(&mut self, k: u32) -> i32 {
+    fn sys_mark(&mut self, k: u32) -> SysResult {
         if k as usize >= self.marks.len() {
-            return err::EINVAL;
+            return Err(SysError::Invalid);
         }
         let now = self.mark_now();
         let slot = &mut self.marks[k as usize];
@@ -117,6 +174,6 @@ impl Kernel {
                 super::clock::stop();
             }
         }
-        0
+        Ok(())
     }
 }

@@ -68,10 +68,9 @@ impl Kernel {
             nr::REPLY | nr::REPLY_WAIT => {
                 self.count_syscall(cur);
                 let (dest, msg) = self.message(cur);
-                let ret = self.ipc_reply(cur, dest, msg);
-                if ret < 0 {
+                if let Err(e) = self.ipc_reply(cur, dest, msg) {
                     self.procs[cur].errors += 1;
-                    self.procs[cur].ctx.r[0] = ret as u32;
+                    self.procs[cur].ctx.r[0] = e.code() as u32;
                     return Some(self.finish(Wish::Next(Some(cur))));
                 }
                 if number == nr::REPLY {

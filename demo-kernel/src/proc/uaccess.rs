@@ -7,7 +7,7 @@
 //! page never faults the kernel.
 
 use super::kernel::Kernel;
-use crate::abi::err;
+use super::syscall::SysError;
 use crate::probe::{probe_read, probe_write, Privilege};
 
 /// Attempts per word (one retry after each resolved abort).
@@ -15,23 +15,23 @@ const ATTEMPTS: usize = 4;
 
 impl Kernel {
     /// Loads the user word at `va` (word aligned).
-    pub fn read_user_word(&mut self, va: u32) -> Result<u32, i32> {
+    pub fn read_user_word(&mut self, va: u32) -> Result<u32, SysError> {
         for _ in 0..ATTEMPTS {
             match probe_read(va, Privilege::User) {
                 Ok(v) => return Ok(v),
                 Err(f) => {
                     if !self.resolve(f.dfsr, f.far) {
-                        return Err(err::EFAULT);
+                        return Err(SysError::Fault);
                     }
                     self.counters.copy_faults += 1;
                 }
             }
         }
-        Err(err::EFAULT)
+        Err(SysError::Fault)
     }
 
     /// Stores `value` at the user word `va` (word aligned).
-    pub fn write_user_word(&mut self, va: u32, value: u32) -> Result<(), i32> {
+    pub fn write_user_word(&mut self, va: u32, value: u32) -> Result<(), SysError> {
         for _ in 0..ATTEMPTS {
             // SAFETY: a store with user permissions: it can only reach
             // memory the current process may write, never the kernel's.
@@ -39,19 +39,19 @@ impl Kernel {
                 Ok(()) => return Ok(()),
                 Err(f) => {
                     if !self.resolve(f.dfsr, f.far) {
-                        return Err(err::EFAULT);
+                        return Err(SysError::Fault);
                     }
                     self.counters.copy_faults += 1;
                 }
             }
         }
-        Err(err::EFAULT)
+        Err(SysError::Fault)
     }
 
     /// Copies `buf.len()` bytes from user address `va` into `buf`.
-    pub fn copy_from_user(&mut self, va: u32, buf: &mut [u8]) -> Result<(), i32> {
+    pub fn copy_from_user(&mut self, va: u32, buf: &mut [u8]) -> Result<(), SysError> {
         let len = buf.len() as u32;
-        let end = va.checked_add(len).ok_or(err::EINVAL)?;
+        let end = va.checked_add(len).ok_or(SysError::Invalid)?;
         let mut w = va & !3;
         while w < end {
             let word = self.read_user_word(w)?.to_le_bytes();
@@ -67,11 +67,12 @@ impl Kernel {
     }
 
     /// Copies `words` to the word-aligned user address `va`.
-    pub fn copy_to_user(&mut self, va: u32, words: &[u32]) -> Result<(), i32> {
+    pub fn copy_to_user(&mut self, va: u32, words: &[u32]) -> Result<(), SysError> {
         if !va.is_multiple_of(4) {
-            return Err(err::EINVAL);
+            return Err(SysError::Invalid);
         }
-        va.checked_add(words.len() as u32 * 4).ok_or(err::EINVAL)?;
+        va.checked_add(words.len() as u32 * 4)
+            .ok_or(SysError::Invalid)?;
         for (k, w) in words.iter().enumerate() {
             self.write_user_word(va + 4 * k as u32, *w)?;
         }

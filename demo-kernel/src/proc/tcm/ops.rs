@@ -26,10 +26,10 @@ use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::{AddressSpace, FrameState, KernelUse, OpError, StateRequest, TcmKind};
 
-use crate::abi::{err, nr};
+use crate::abi::nr;
 use crate::proc::kernel::{frames, free_frame, Kernel, Page};
-use crate::proc::mem::map_error;
 use crate::proc::strategy::dispatch;
+use crate::proc::syscall::SysError;
 use crate::proc::tcm::{self, Hw, Maps, RES_SLOTS, USER_RES_VA};
 
 /// Where a created page's frame comes from.
@@ -39,39 +39,39 @@ enum Source {
     Tcm(TcmKind),
 }
 
-fn source(kind: u32) -> Result<Source, i32> {
+fn source(kind: u32) -> Result<Source, SysError> {
     match kind {
         0 => Ok(Source::Ram),
         1 => Ok(Source::Tcm(TcmKind::Instruction)),
         2 => Ok(Source::Tcm(TcmKind::Data)),
-        _ => Err(err::EINVAL),
+        _ => Err(SysError::Invalid),
     }
 }
 
-/// The error code of a refused page operation.
-pub fn op_error(e: OpError) -> i32 {
+/// Why a page operation was refused, as a system-call error.
+pub fn op_error(e: OpError) -> SysError {
     match e {
-        OpError::NotMapped(_) | OpError::Frame(_) => err::EFAULT,
-        OpError::TinyPage(_) | OpError::NotResource { .. } => err::EINVAL,
-        OpError::Busy(_) => err::EBUSY,
-        OpError::NotOwner { .. } | OpError::KernelOnly(_) => err::EPERM,
-        OpError::Transition { .. } => err::ESTATE,
+        OpError::NotMapped(_) | OpError::Frame(_) => SysError::Fault,
+        OpError::TinyPage(_) | OpError::NotResource { .. } => SysError::Invalid,
+        OpError::Busy(_) => SysError::Busy,
+        OpError::NotOwner { .. } | OpError::KernelOnly(_) => SysError::NotPermitted,
+        OpError::Transition { .. } => SysError::BadState,
     }
 }
 
 /// The frame state `code` names for `caller` (`TCM_SET_STATE`).
-fn state_of(code: u32, caller: spm::SpaceId) -> Result<FrameState, i32> {
+fn state_of(code: u32, caller: spm::SpaceId) -> Result<FrameState, SysError> {
     match code {
         0 => Ok(FrameState::Undefined),
         1 => Ok(FrameState::Resource),
         2 => Ok(FrameState::User(caller)),
         3 => Ok(FrameState::Kernel(KernelUse::Plain)),
-        _ => Err(err::EINVAL),
+        _ => Err(SysError::Invalid),
     }
 }
 
-fn spm_space(cur: usize) -> Result<spm::SpaceId, i32> {
-    spm::SpaceId::new(cur as u16).map_err(|_| err::EINVAL)
+fn spm_space(cur: usize) -> Result<spm::SpaceId, SysError> {
+    spm::SpaceId::new(cur as u16).map_err(|_| SysError::Invalid)
 }
 
 /// Free RAM frames and TCM frames in use.
@@ -81,9 +81,15 @@ fn counts() -> (usize, u32) {
 
 impl Kernel {
     /// `TCM_CREATE`, `TCM_DELETE` and `TCM_SET_STATE` of process `cur`.
-    pub fn sys_tcm_op(&mut self, cur: usize, call: u32, va: u32, arg: u32) -> i32 {
+    pub fn sys_tcm_op(
+        &mut self,
+        cur: usize,
+        call: u32,
+        va: u32,
+        arg: u32,
+    ) -> Result<i32, SysError> {
         if tcm::tcm().is_none() {
-            return err::ENOSYS;
+            return Err(SysError::NoSys);
         }
         let before = counts();
         // The frame behind `va` before the call (a delete's), or after it (a create's).
@@ -101,8 +107,8 @@ impl Kernel {
             nr::TCM_DELETE => self.tcm_delete(cur, va),
             _ => self.tcm_set_state(cur, va, arg),
         };
-        match r {
-            Ok(v) => {
+        r.inspect(|_| {
+            {
                 let pa = if call == nr::TCM_CREATE {
                     frame(self)
                 } else {
@@ -122,32 +128,30 @@ impl Kernel {
                         after.1
                     );
                 }
-                v
             }
-            Err(e) => e,
-        }
+        })
     }
 
     /// Checks `va` names one of `cur`'s `MAP`/`TCM_CREATE` pages that is
     /// not exchanged into TCM.
-    fn own_page(&self, cur: usize, va: u32) -> Result<(), i32> {
+    fn own_page(&self, cur: usize, va: u32) -> Result<(), SysError> {
         if !va.is_multiple_of(4096) || va >= crate::mmu::USER_TOP {
-            return Err(err::EINVAL);
+            return Err(SysError::Invalid);
         }
         let p = &self.procs[cur];
         if p.kernel_pages.iter().flatten().any(|pg| pg.va == va) {
-            return Err(err::EPERM);
+            return Err(SysError::NotPermitted);
         }
         if !p.user_pages.iter().flatten().any(|pg| pg.va == va) {
-            return Err(err::EFAULT);
+            return Err(SysError::Fault);
         }
         if self.tcm_busy(cur, va) {
-            return Err(err::EBUSY);
+            return Err(SysError::Busy);
         }
         Ok(())
     }
 
-    fn tcm_create(&mut self, cur: usize, va: u32, kind: u32) -> Result<i32, i32> {
+    fn tcm_create(&mut self, cur: usize, va: u32, kind: u32) -> Result<i32, SysError> {
         let src = source(kind)?;
         let sid = spm_space(cur)?;
         let res_end = USER_RES_VA + (RES_SLOTS as u32) * 4096;
@@ -155,7 +159,7 @@ impl Kernel {
             || !(0x1000..=crate::mmu::USER_TOP - 4096).contains(&va)
             || (USER_RES_VA..res_end).contains(&va)
         {
-            return Err(err::EINVAL);
+            return Err(SysError::Invalid);
         }
         let p = &self.procs[cur];
         if p.kernel_pages
@@ -164,17 +168,17 @@ impl Kernel {
             .flatten()
             .any(|pg| pg.va == va)
         {
-            return Err(err::EBUSY);
+            return Err(SysError::Busy);
         }
         let slot = p
             .user_pages
             .iter()
             .position(Option::is_none)
-            .ok_or(err::ENOMEM)?;
-        let t = tcm::tcm().ok_or(err::ENOSYS)?;
+            .ok_or(SysError::NoMemory)?;
+        let t = tcm::tcm().ok_or(SysError::NoSys)?;
         let pa = match src {
             Source::Ram => {
-                let pa = frames().alloc().ok_or(err::ENOMEM)?;
+                let pa = frames().alloc().ok_or(SysError::NoMemory)?;
                 // A free RAM frame becomes a page resource (the kernel's
                 // transition from undefined).
                 let r = t
@@ -182,17 +186,17 @@ impl Kernel {
                     .init_range(PhysAddr::new(pa), 4096, FrameState::Resource, true);
                 if r.is_err() {
                     free_frame(pa);
-                    return Err(err::ENOMEM);
+                    return Err(SysError::NoMemory);
                 }
                 pa
             }
-            Source::Tcm(k) => t.alloc(k).ok_or(err::ENOMEM)?,
+            Source::Tcm(k) => t.alloc(k).ok_or(SysError::NoMemory)?,
         };
         let space = SpaceId(cur as u16);
         let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, space, VirtAddr::new(va), PhysAddr::new(pa), 4096, AccessPermission::ReadWrite, CachePolicy::WriteBack)));
         if let Err(e) = r {
             free_frame(pa);
-            return Err(map_error(e));
+            return Err(e.into());
         }
         self.procs[cur].user_pages[slot] = Some(Page {
             va,
@@ -201,7 +205,7 @@ impl Kernel {
         });
         tcm::note_mapper(pa, Some(cur));
         self.touch(cur, va);
-        let t = tcm::tcm().ok_or(err::ENOSYS)?;
+        let t = tcm::tcm().ok_or(SysError::NoSys)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
         // SAFETY: this kernel's frame table, mappings and CPU (`tcm.rs`,
@@ -220,27 +224,24 @@ impl Kernel {
         }
     }
 
-    fn tcm_delete(&mut self, cur: usize, va: u32) -> Result<i32, i32> {
+    fn tcm_delete(&mut self, cur: usize, va: u32) -> Result<i32, SysError> {
         let sid = spm_space(cur)?;
         self.own_page(cur, va)?;
         self.touch(cur, va);
-        let t = tcm::tcm().ok_or(err::ENOSYS)?;
+        let t = tcm::tcm().ok_or(SysError::NoSys)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
         spm::ops::delete_user_page(table, &maps, sid, VirtAddr::new(va)).map_err(op_error)?;
         // A page resource now: unmapped, its frame given back.
-        match self.unmap_page(cur, va) {
-            0 => Ok(0),
-            e => Err(e),
-        }
+        self.unmap_page(cur, va).map(|()| 0)
     }
 
-    fn tcm_set_state(&mut self, cur: usize, va: u32, code: u32) -> Result<i32, i32> {
+    fn tcm_set_state(&mut self, cur: usize, va: u32, code: u32) -> Result<i32, SysError> {
         let sid = spm_space(cur)?;
         let to = state_of(code, sid)?;
         self.own_page(cur, va)?;
         self.touch(cur, va);
-        let t = tcm::tcm().ok_or(err::ENOSYS)?;
+        let t = tcm::tcm().ok_or(SysError::NoSys)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
         // SAFETY: as in `tcm_create`.

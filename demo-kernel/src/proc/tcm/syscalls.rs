@@ -36,10 +36,11 @@ use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::tcm::TcmKind;
 use spm::{AddressSpace, ExchangeError, ExchangeRequest, PageSize, Progress, Rights};
 
-use crate::abi::{err, nr};
+use crate::abi::nr;
 use crate::probe::{probe_read, Privilege};
 use crate::proc::kernel::{free_frame, set_owner, After, Kernel, Page, Pending, State};
 use crate::proc::strategy::{dispatch, Strategy};
+use crate::proc::syscall::SysError;
 use crate::proc::tcm::{self, Hw, Irq, KernelJob, Maps, XTiming, CHUNK, USER_RES_VA};
 use crate::proc::timer;
 
@@ -49,16 +50,17 @@ const JOB_STEPS_PER_TICK: u32 = 12;
 /// Ticks the kernel page stays in ITCM before it is moved back.
 const KERNEL_TICKS_IN_ITCM: u32 = 6;
 
-fn xerr(e: ExchangeError) -> i32 {
+/// Why an exchange was refused or failed, as a system-call error.
+fn xerr(e: ExchangeError) -> SysError {
     match e {
-        ExchangeError::RightsExceeded { .. } => err::EINVAL,
+        ExchangeError::RightsExceeded { .. } => SysError::Invalid,
         ExchangeError::NotPermitted
         | ExchangeError::NotOwner(_)
         | ExchangeError::KernelOnly(_)
-        | ExchangeError::NotMovable(_) => err::EPERM,
-        ExchangeError::Busy(_) => err::EBUSY,
-        ExchangeError::NotMapped(_) => err::EFAULT,
-        _ => err::EINVAL,
+        | ExchangeError::NotMovable(_) => SysError::NotPermitted,
+        ExchangeError::Busy(_) => SysError::Busy,
+        ExchangeError::NotMapped(_) => SysError::Fault,
+        _ => SysError::Invalid,
     }
 }
 
@@ -96,9 +98,15 @@ impl Kernel {
     /// `TCM_EXCHANGE`, `TCM_RELEASE` and `TCM_STATE` of process `cur`.
     /// `None`: preempted between steps; `cur` is blocked in the call
     /// ([`State::InTcm`]) until [`Kernel::tcm_continue`] ends it.
-    pub fn sys_tcm(&mut self, cur: usize, call: u32, va: u32, kind: u32) -> (Option<i32>, After) {
+    pub fn sys_tcm(
+        &mut self,
+        cur: usize,
+        call: u32,
+        va: u32,
+        kind: u32,
+    ) -> (Option<Result<i32, SysError>>, After) {
         if tcm::tcm().is_none() {
-            return (Some(err::ENOSYS), After::Continue);
+            return (Some(Err(SysError::NoSys)), After::Continue);
         }
         if call == nr::TCM_STATE {
             return (Some(self.tcm_state(cur, va)), After::Continue);
@@ -106,11 +114,11 @@ impl Kernel {
         // One exchange at a time, another process's (the caller's own
         // cannot be pending: it would still be blocked in its call).
         if self.pending.is_some() {
-            return (Some(err::EBUSY), After::Continue);
+            return (Some(Err(SysError::Busy)), After::Continue);
         }
         match self.tcm_begin(cur, [call, va, kind]) {
             Ok(p) => self.pending = Some(p),
-            Err(e) => return (Some(e), After::Continue),
+            Err(e) => return (Some(Err(e)), After::Continue),
         }
         match self.tcm_run(cur) {
             Some(r) => (Some(r), After::Continue),
@@ -126,9 +134,10 @@ impl Kernel {
         match self.tcm_run(idx) {
             None => false,
             Some(r) => {
-                if r < 0 {
+                let r = r.unwrap_or_else(|e| {
                     self.procs[idx].errors += 1;
-                }
+                    e.code()
+                });
                 self.procs[idx].ctx.r[0] = r as u32;
                 self.set_state(idx, State::Ready);
                 true
@@ -148,13 +157,13 @@ impl Kernel {
         })
     }
 
-    fn tcm_state(&mut self, cur: usize, va: u32) -> i32 {
+    fn tcm_state(&mut self, cur: usize, va: u32) -> Result<i32, SysError> {
         if va >= crate::mmu::USER_TOP {
-            return err::EFAULT;
+            return Err(SysError::Fault);
         }
         self.touch(cur, va & !0xFFF);
         let Some(t) = tcm::tcm() else {
-            return err::ENOSYS;
+            return Err(SysError::NoSys);
         };
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
@@ -166,9 +175,9 @@ impl Kernel {
                     .region_of(tr.page)
                     .map(|r| tcm::location_code(r.location()))
                     .unwrap_or(3);
-                (tcm::state_code(state) | (loc << 4)) as i32
+                Ok((tcm::state_code(state) | (loc << 4)) as i32)
             }
-            _ => err::EFAULT,
+            _ => Err(SysError::Fault),
         }
     }
 
@@ -196,34 +205,34 @@ impl Kernel {
             .copied()
     }
 
-    fn tcm_begin(&mut self, cur: usize, args: [u32; 3]) -> Result<Pending, i32> {
+    fn tcm_begin(&mut self, cur: usize, args: [u32; 3]) -> Result<Pending, SysError> {
         let [call, va, kind] = args;
         if va & 0xFFF != 0 {
-            return Err(err::EINVAL);
+            return Err(SysError::Invalid);
         }
-        let exec = self.record(cur, va).ok_or(err::EINVAL)?.exec;
-        let t = tcm::tcm().ok_or(err::ENOSYS)?;
+        let exec = self.record(cur, va).ok_or(SysError::Invalid)?.exec;
+        let t = tcm::tcm().ok_or(SysError::NoSys)?;
         let slot = if call == nr::TCM_EXCHANGE {
             let kind = match kind {
                 0 => TcmKind::Instruction,
                 1 => TcmKind::Data,
-                _ => return Err(err::EINVAL),
+                _ => return Err(SysError::Invalid),
             };
             if self.procs[cur].tcm_targets.contains(&Some(va)) {
-                return Err(err::EBUSY);
+                return Err(SysError::Busy);
             }
             let slot = self.procs[cur]
                 .res_pages
                 .iter()
                 .position(Option::is_none)
-                .ok_or(err::ENOMEM)?;
-            let frame = t.alloc(kind).ok_or(err::ENOMEM)?;
+                .ok_or(SysError::NoMemory)?;
+            let frame = t.alloc(kind).ok_or(SysError::NoMemory)?;
             let rva = USER_RES_VA + (slot as u32) * 4096;
             let sp = SpaceId(cur as u16);
             let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, sp, VirtAddr::new(rva), PhysAddr::new(frame), 4096, AccessPermission::PrivRw, CachePolicy::Uncached)));
             if let Err(e) = r {
                 t.free(frame);
-                return Err(crate::proc::mem::map_error(e));
+                return Err(e.into());
             }
             self.procs[cur].res_pages[slot] = Some(Page {
                 va: rva,
@@ -237,25 +246,25 @@ impl Kernel {
                 .tcm_targets
                 .iter()
                 .position(|t| *t == Some(va))
-                .ok_or(err::EINVAL)?;
+                .ok_or(SysError::Invalid)?;
             // The frame the page left is still the caller's user page
             // (thesis 4.4.2.3): it becomes a page resource again with
             // `spm`'s delete, so the page can be exchanged back into it.
             let rva = USER_RES_VA + (slot as u32) * 4096;
             self.touch(cur, rva);
-            let sid = spm::SpaceId::new(cur as u16).map_err(|_| err::EINVAL)?;
+            let sid = spm::SpaceId::new(cur as u16).map_err(|_| SysError::Invalid)?;
             let (table, tt) = tcm::split(t);
             let maps = Maps::new(&mut self.procs, &self.strategy, tt);
             if let Err(e) = spm::ops::delete_user_page(table, &maps, sid, VirtAddr::new(rva)) {
                 defmt::info!("TCM release of process {=usize}: {}", cur, e);
-                return Err(err::EBUSY);
+                return Err(SysError::Busy);
             }
             slot
         };
         let req = self.request(cur, va, slot, exec);
         self.touch(cur, va);
         self.touch(cur, req.resource.as_u32());
-        let t = tcm::tcm().ok_or(err::ENOSYS)?;
+        let t = tcm::tcm().ok_or(SysError::NoSys)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
         match spm::Exchange::begin(table, &maps, req, CHUNK) {
@@ -325,11 +334,11 @@ impl Kernel {
     /// ends, or until a tick came in between two steps while another
     /// process can run: then `cur` is blocked in its call
     /// ([`State::InTcm`]) and the answer is `None`. `Some`: the call's result.
-    fn tcm_run(&mut self, cur: usize) -> Option<i32> {
+    fn tcm_run(&mut self, cur: usize) -> Option<Result<i32, SysError>> {
         let mut p = self.pending.take()?;
         if p.proc != cur {
             self.pending = Some(p);
-            return Some(err::EBUSY);
+            return Some(Err(SysError::Busy));
         }
         let req = *p.x.request();
         self.touch(cur, req.target.as_u32());
@@ -385,7 +394,7 @@ impl Kernel {
         if let Some(slot) = self.xtimes.iter_mut().find(|s| s.is_none()) {
             *slot = Some((p.call[0], p.t));
         }
-        Some(result.err().unwrap_or(0))
+        Some(result.map(|_| 0))
     }
 
     fn complete(&mut self, cur: usize, p: &Pending, exchanged: bool) {
