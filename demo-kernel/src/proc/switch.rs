@@ -42,7 +42,9 @@ impl Kernel {
     /// is dropped if `next` is the current process). Under FASS a process
     /// whose precomputed registers are of the current generation ([`Fast`])
     /// is switched to by writing them: the lean path, a handful of
-    /// instructions besides the two register writes.
+    /// instructions besides the two register writes; naive and FCSE-only
+    /// take `fass`'s precomputed switch ([`SwitchStrategy::switch_lean`])
+    /// here too; anything else takes the full switch.
     #[inline(always)]
     pub(super) fn switch_ready(&mut self, next: usize) -> *mut TrapFrame {
         let next = next & (MAX_PROCS - 1);
@@ -64,6 +66,11 @@ impl Kernel {
             self.clock.t0 = Some(t0);
             return &mut p.ctx;
         }
+        // Naive and FCSE-only: their precomputed switch, inline as well (the
+        // same quality of path as FASS's; the mechanisms differ).
+        if self.switch_table_lean(next, t0) {
+            return &mut self.procs[next].ctx;
+        }
         self.switch_slow(next, t0)
     }
 
@@ -72,10 +79,7 @@ impl Kernel {
     #[inline(never)]
     pub(super) fn switch_slow(&mut self, mut next: usize, t0: u32) -> *mut TrapFrame {
         loop {
-            if self.current == Some(next)
-                || self.switch_table_lean(next, t0)
-                || self.switch_full(next, t0)
-            {
+            if self.current == Some(next) || self.switch_full(next, t0) {
                 return &mut self.procs[next].ctx;
             }
             self.end(next, Exit::SwitchFailed);
