@@ -1121,6 +1121,74 @@ pub(crate) mod tests {
         (t, sys)
     }
 
+    /// A segment specification for the trait tests.
+    fn seg_spec() -> crate::segment::SegmentSpec {
+        crate::segment::SegmentSpec {
+            base: VirtAddr::new(0x8000_0000),
+            pa: PhysAddr::new(0x0010_0000),
+            size: 1 << 20,
+            ap: AccessPermission::ReadWrite,
+            cache: CachePolicy::WriteBack,
+        }
+    }
+
+    /// What every strategy answers through the trait: the running space,
+    /// the generation its own accessor gives, and a destroyed segment is
+    /// gone (its identifier can be defined again).
+    fn trait_contract<T: SwitchStrategy>(
+        t: &mut T,
+        sys: &mut Sys<'_>,
+        inherent_generation: impl Fn(&T) -> u64,
+    ) {
+        for s in 0..3 {
+            t.create_space(sys, SpaceId(s)).unwrap();
+        }
+        assert_eq!(SwitchStrategy::current(t), None);
+        // Round robin: under one shared PID, or with two domains for three
+        // spaces, switches flush or recycle and move the generation past 1.
+        for round in 0..3 {
+            for s in 0..3 {
+                t.switch_to(sys, SpaceId(s)).unwrap();
+                assert_eq!(
+                    SwitchStrategy::current(t),
+                    Some(SpaceId(s)),
+                    "round {round}"
+                );
+            }
+        }
+        let g = SwitchStrategy::generation(t);
+        assert_eq!(g, inherent_generation(t));
+        assert!(g > 1, "generation {g}");
+        let id = crate::id::SegmentId(0);
+        t.create_segment(id, seg_spec()).unwrap();
+        assert_eq!(
+            t.create_segment(id, seg_spec()),
+            Err(FassError::Segment(crate::segment::SegmentError::Exists(id)))
+        );
+        SwitchStrategy::destroy_segment(t, id).unwrap();
+        t.create_segment(id, seg_spec()).unwrap();
+    }
+
+    #[test]
+    fn fass_answers_the_strategy_trait() {
+        let mut mem = table_mem();
+        // Two free domains for three spaces: switches recycle.
+        let reserved = DomainSet::ALL.without(d(1)).without(d(2));
+        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, reserved);
+        trait_contract(&mut f, &mut sys, |f| f.generation());
+    }
+
+    #[test]
+    fn table_strategies_answer_the_strategy_trait() {
+        let mut mem = table_mem();
+        let (mut t, mut sys) = classic_in(
+            &mut mem,
+            crate::classic::TableKind::Fcse(PidMode::BestEffort),
+            one_pid_layout(),
+        );
+        trait_contract(&mut t, &mut sys, |t| t.generation());
+    }
+
     #[test]
     fn fcse_guaranteed_switch_is_ttbr_tlb_pid_and_never_a_flush() {
         use crate::pid::PidMode;

@@ -130,10 +130,12 @@ impl WindowLines {
         }
     }
 
-    /// Whether any window may hold left lines.
+    /// Whether any window may hold left lines. O(1): `some` is set with
+    /// every leftover recorded and cleared only with all of them.
     #[must_use]
     pub fn any(&self) -> bool {
-        self.some && self.left.iter().any(|l| *l != Leftover::Nobody)
+        debug_assert_eq!(self.some, self.left.iter().any(|l| *l != Leftover::Nobody));
+        self.some
     }
 
     /// Records that `space`'s domain was recycled without a flush: its lines
@@ -216,6 +218,27 @@ mod tests {
         let t = w.flush_ticket();
         assert!(w.flush_done(t));
         assert!(!w.any());
+    }
+
+    #[test]
+    fn any_and_the_epoch_follow_every_leftover() {
+        let mut w = WindowLines::new();
+        assert!(!w.any());
+        assert_eq!(w.epoch(), 0);
+        w.note_left(pid(9), SpaceId(4));
+        assert!(w.any());
+        assert_eq!(w.epoch(), 1);
+        // Every window holding lines: still "any".
+        for p in 0..128 {
+            w.note_left(pid(p), SpaceId(4));
+        }
+        assert!(w.any());
+        assert_eq!(w.epoch(), 129);
+        let t = w.flush_ticket();
+        assert!(w.flush_done(t));
+        assert!(!w.any());
+        // A flush does not move the epoch.
+        assert_eq!(w.epoch(), 129);
     }
 
     #[test]
