@@ -786,6 +786,65 @@ mod tests {
     }
 
     #[test]
+    fn a_union_keeps_the_members_both_sets_have() {
+        let a = DomainSet::EMPTY.with(d(2)).with(d(3));
+        let b = DomainSet::EMPTY.with(d(3)).with(d(9));
+        assert_eq!(
+            a.union(b),
+            DomainSet::EMPTY.with(d(2)).with(d(3)).with(d(9))
+        );
+        assert_eq!(a.union(a), a);
+    }
+
+    #[test]
+    fn one_domain_is_marked_clean_the_others_stay_dirty() {
+        let mut t = DomainTable::new(d(0), DomainSet::EMPTY).unwrap();
+        t.mark_dirty(Dacr::only(d(4), DomainAccess::Client).with(d(5), DomainAccess::Manager));
+        assert!(t.is_dirty(d(4)) && t.is_dirty(d(5)));
+        t.mark_clean(d(4));
+        assert!(!t.is_dirty(d(4)));
+        assert!(t.is_dirty(d(5)));
+        t.mark_all_clean();
+        assert!(!t.is_dirty(d(5)));
+    }
+
+    #[test]
+    fn sets_tables_and_errors_describe_themselves() {
+        let s = DomainSet::EMPTY.with(d(1)).with(d(12));
+        assert_eq!(std::format!("{s:?}"), "{1, 12}");
+        let mut t = DomainTable::new(d(0), DomainSet::EMPTY).unwrap();
+        t.allocate(sp(7)).unwrap();
+        let dbg = std::format!("{t:?}");
+        assert!(dbg.starts_with("DomainTable"), "{dbg}");
+        assert!(dbg.contains("owners") && dbg.contains("dirty"), "{dbg}");
+        let msgs = [
+            (DomainError::AllReserved, "every domain is reserved"),
+            (DomainError::Exhausted, "no free domain"),
+            (DomainError::NoVictim, "no domain can be recycled"),
+            (
+                DomainError::IneligibleVictim(d(3)),
+                "policy chose domain 3, which cannot be recycled",
+            ),
+            (DomainError::NotOwned(d(6)), "domain 6 is not owned"),
+            (
+                DomainError::SlotOutOfRange(4096),
+                "first-level slot 4096 is out of range",
+            ),
+        ];
+        for (e, m) in msgs {
+            assert_eq!(std::format!("{e}"), m);
+        }
+        let e = DomainError::AlreadyOwned {
+            owner: sp(7),
+            domain: d(1),
+        };
+        assert!(
+            std::format!("{e}").ends_with("already owns domain 1"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_set_iterates_its_members_in_increasing_order() {
         let s = DomainSet::EMPTY.with(d(15)).with(d(0)).with(d(7));
         assert_eq!(s.iter().collect::<Vec<_>>(), [d(0), d(7), d(15)]);

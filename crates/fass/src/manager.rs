@@ -975,3 +975,71 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::switch::tests::setup;
+    use crate::{domain::DomainSet, layout::Layout};
+    use mmu_armv5::maint::Arm926;
+    use mmu_armv5::regs::{Cp15Event, Cp15Op, MockCp15};
+
+    fn va(a: u32) -> VirtAddr {
+        VirtAddr::new(a)
+    }
+
+    #[test]
+    fn page_ranges_are_checked_to_the_last_page() {
+        let bad_len = |l| Err(FassError::BadLength(l));
+        let misaligned = |a| Err(FassError::Space(SpaceError::Misaligned(a)));
+        assert_eq!(check_range(va(0x1000), None, 0), bad_len(0));
+        assert_eq!(check_range(va(0x1000), None, 100), bad_len(100));
+        assert_eq!(check_range(va(0x1000), None, 0x1800), bad_len(0x1800));
+        assert_eq!(check_range(va(0x1001), None, 0x1000), misaligned(0x1001));
+        assert_eq!(check_range(va(0x1000), None, 0x3000), Ok(()));
+        // The last page of the address space, and one page more.
+        assert_eq!(check_range(va(0xFFFF_F000), None, 0x1000), Ok(()));
+        assert_eq!(check_range(va(0xFFFF_F000), None, 0x2000), bad_len(0x2000));
+        let pa = |a| Some(PhysAddr::new(a));
+        assert_eq!(check_range(va(0x1000), pa(0xFFFF_F000), 0x1000), Ok(()));
+        assert_eq!(
+            check_range(va(0x1000), pa(0xFFFF_F000), 0x2000),
+            bad_len(0x2000)
+        );
+        assert_eq!(
+            check_range(va(0x1000), pa(0x0010_0800), 0x1000),
+            misaligned(0x0010_0800)
+        );
+    }
+
+    #[test]
+    fn purging_a_page_cleans_each_of_its_lines_once_then_drains() {
+        let mut sys = Arm926::new(MockCp15::arm926());
+        // Any address in the page: the whole page.
+        purge_page(&mut sys, ModifiedVirtAddr::new(0x0210_3abc));
+        let ev = sys.cp15().events();
+        let lines = (PAGE_SIZE / 32) as usize;
+        assert_eq!(ev.len(), 2 * lines + 1);
+        for (i, pair) in ev[..2 * lines].chunks(2).enumerate() {
+            let a = 0x0210_3000 + 32 * i as u32;
+            assert_eq!(
+                pair,
+                [
+                    Cp15Event::Op(Cp15Op::CleanInvalidateDCacheLine, a),
+                    Cp15Event::Op(Cp15Op::InvalidateICacheLine, a),
+                ]
+            );
+        }
+        assert_eq!(ev[2 * lines], Cp15Event::Op(Cp15Op::DrainWriteBuffer, 0));
+    }
+
+    #[test]
+    fn the_recycling_rule_is_what_was_set_last() {
+        let mut mem = crate::space::tests::mem();
+        let (mut f, _sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
+        for rule in [RecycleRule::ExclusiveWindows, RecycleRule::Conservative] {
+            f.set_recycle_rule(rule);
+            assert_eq!(f.recycle_rule(), rule);
+        }
+    }
+}
