@@ -38,7 +38,7 @@ use mmu_armv5::addr::FCSE_WINDOW_SIZE;
 use mmu_armv5::descriptor::{L1Descriptor, L1Encoding};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Dacr, DomainAccess};
-use mmu_armv5::{Domain, Fault, FaultKind, FaultLevel, ModifiedVirtAddr, VirtAddr};
+use mmu_armv5::{Domain, Fault, FaultKind, FaultLevel, VirtAddr};
 
 /// What resolving a FASS fault flushed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,11 +266,8 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             return Ok(Resolution::NotFass(fault));
         };
         let st = self.space(cur)?;
-        let mva = if far < FCSE_WINDOW_SIZE {
-            VirtAddr::new(far).to_mva(st.pid.pid())
-        } else {
-            ModifiedVirtAddr::new(far)
-        };
+        // Relocated below 32 MiB only (`to_mva` leaves the rest as it is).
+        let mva = VirtAddr::new(far).to_mva(st.pid.pid());
         let slot = mva.l1_index();
         let shared = self.layout.classify(mva) == RegionKind::Shared;
         let wanted = if shared {

@@ -536,3 +536,62 @@ fn the_fast_fault_path_needs_a_pinned_cpd() {
         }
     ));
 }
+
+/// The fast path takes both forms of a fault address below 32 MiB that a
+/// core may report with a non-zero PID (the modified address, or, as QEMU
+/// does, the unmodified one: `resolve_fast` relocates it), and an address
+/// at 32 MiB or above as it is (never relocated).
+#[test]
+fn the_fast_path_relocates_low_fault_addresses_by_the_running_pid() {
+    let mut m = machine();
+    let mut f = fass_on(&mut m, Layout::DEMO);
+    let map = |f: &mut FassModel, m: &mut Machine, s: u16, va: u32, pa: u32| {
+        f.map_page(
+            m,
+            SpaceId(s),
+            VirtAddr::new(va),
+            PhysAddr::new(pa),
+            AccessPermission::ReadWrite,
+            CachePolicy::WriteBack,
+        )
+        .unwrap();
+    };
+    // Three spaces: the last one runs at a PID of 2 or more.
+    for s in 0..3 {
+        f.create_space(SpaceId(s)).unwrap();
+    }
+    let s = 2;
+    let pid = u32::from(f.pid_of(SpaceId(s)).unwrap().get());
+    assert!(pid >= 2, "PID {pid}");
+    map(&mut f, &mut m, s, 0x8000, PAGE);
+    map(&mut f, &mut m, s, 0x0010_0000, 2 * PAGE);
+    // At 32 MiB: outside every relocation.
+    map(&mut f, &mut m, s, 0x0200_0000, 3 * PAGE);
+    f.switch_to(&mut m, SpaceId(s)).unwrap();
+    let resolved = |r: Option<Resolution>, slot: usize| {
+        assert!(
+            matches!(
+                r,
+                Some(Resolution::Resolved {
+                    slot: got,
+                    flushed: Flushed::Nothing,
+                    ..
+                }) if got == slot
+            ),
+            "{r:?}, slot {slot:#x}"
+        );
+    };
+    let slot = |mva: u32| (mva >> 20) as usize;
+    // The unmodified address (a translation fault, FS 0x5) ...
+    let r = f.resolve_fast(&mut m, 0x005, 0x8000);
+    resolved(r, slot(pid << 25 | 0x8000));
+    // ... and the modified one.
+    let r = f.resolve_fast(&mut m, 0x005, pid << 25 | 0x0010_0000);
+    resolved(r, slot(pid << 25 | 0x0010_0000));
+    let r = f.resolve_fast(&mut m, 0x005, 0x0200_0000);
+    resolved(r, slot(0x0200_0000));
+    // Each slot now holds the space's entry: the loads go through.
+    for va in [0x8000, 0x0010_0000, 0x0200_0000] {
+        assert_eq!(access(&mut m, &mut f, va, None), 0, "{va:#x}");
+    }
+}
