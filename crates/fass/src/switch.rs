@@ -906,6 +906,85 @@ pub(crate) mod tests {
         assert_eq!(f.stats().full_flushes, 0);
     }
 
+    /// Three spaces with a page each that never faulted in, two domains:
+    /// the switch to space 2 recycles a domain that owns no CPD slot.
+    fn recycle_slotless(mem: &mut Mem, rule: RecycleRule) -> (F, Sys<'_>) {
+        let reserved = DomainSet::ALL.without(d(1)).without(d(2));
+        let (f, mut sys) = setup(mem, Layout::DEMO, reserved);
+        let mut f = f.with_recycle_rule(rule);
+        for s in 0..3 {
+            f.create_space(SpaceId(s)).unwrap();
+            map(
+                &mut f,
+                &mut sys,
+                s,
+                0x8000,
+                0x0010_0000 + u32::from(s) * 0x1000,
+            );
+        }
+        for s in 0..2 {
+            f.switch_to(&mut sys, SpaceId(s)).unwrap();
+        }
+        (f, sys)
+    }
+
+    #[test]
+    fn recycling_a_domain_without_slots_invalidates_no_tlb() {
+        // A dirty domain of a window-exclusive space: taken without a
+        // flush, and without a TLB invalidation, as it owns no CPD slot
+        // (nothing of it can be in the TLB).
+        let mut mem = table_mem();
+        let (mut f, mut sys) = recycle_slotless(&mut mem, RecycleRule::ExclusiveWindows);
+        sys.hw.cp15_mut().clear();
+        f.switch_to(&mut sys, SpaceId(2)).unwrap();
+        assert_eq!(only_ops(&sys), switch_events(&f, 2));
+        assert_eq!((f.stats().recycles_exclusive, f.stats().tlb_only), (1, 0));
+    }
+
+    #[test]
+    fn a_flush_free_victim_is_preferred_even_with_more_slots() {
+        // Three domains. Space 0 is not window-exclusive (its one slot lies
+        // outside its PID's window), space 1 is (two slots, both in its
+        // window); both dirty. With space 2 running, space 3 needs a
+        // domain: the fewest-slots policy takes space 1's, flush-free, over
+        // space 0's, which has fewer slots but would cost a full flush.
+        let mut mem = table_mem();
+        let reserved = DomainSet::ALL.without(d(1)).without(d(2)).without(d(3));
+        let (f, mut sys) = setup(&mut mem, Layout::DEMO, reserved);
+        let mut f = f.with_recycle_rule(RecycleRule::ExclusiveWindows);
+        for s in 0..4 {
+            f.create_space(SpaceId(s)).unwrap();
+        }
+        let far = 0x0400_0000;
+        assert_ne!(f.pid_of(SpaceId(0)).unwrap().get(), 2);
+        map(&mut f, &mut sys, 0, far, 0x0010_0000);
+        map(&mut f, &mut sys, 1, 0x8000, 0x0011_0000);
+        map(&mut f, &mut sys, 1, 0x0010_0000, 0x0012_0000);
+        let fill = |f: &mut F, sys: &mut Sys<'_>, va: u32| {
+            assert!(matches!(
+                f.resolve(sys, 0x005, va).unwrap(),
+                Resolution::Resolved {
+                    flushed: Flushed::Nothing,
+                    ..
+                }
+            ));
+        };
+        f.switch_to(&mut sys, SpaceId(0)).unwrap();
+        fill(&mut f, &mut sys, far);
+        f.switch_to(&mut sys, SpaceId(1)).unwrap();
+        fill(&mut f, &mut sys, 0x8000);
+        fill(&mut f, &mut sys, 0x0010_0000);
+        f.switch_to(&mut sys, SpaceId(2)).unwrap();
+        assert!(!f.is_window_exclusive(SpaceId(0)).unwrap());
+        assert!(f.is_window_exclusive(SpaceId(1)).unwrap());
+        let d1 = f.domain_of(SpaceId(1)).unwrap().unwrap();
+        f.switch_to(&mut sys, SpaceId(3)).unwrap();
+        assert_eq!(f.domain_of(SpaceId(3)).unwrap(), Some(d1));
+        assert!(f.domain_of(SpaceId(0)).unwrap().is_some());
+        let s = *f.stats();
+        assert_eq!((s.recycles_exclusive, s.full_flushes), (1, 0));
+    }
+
     #[test]
     fn evicting_a_dirty_domain_flushes_unless_the_space_is_window_exclusive() {
         use mmu_armv5::regs::Cp15Op;
