@@ -979,8 +979,10 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::segment::SegmentAccess;
     use crate::switch::tests::setup;
     use crate::{domain::DomainSet, layout::Layout};
+    use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
     use mmu_armv5::maint::Arm926;
     use mmu_armv5::regs::{Cp15Event, Cp15Op, MockCp15};
 
@@ -1031,6 +1033,165 @@ mod tests {
             );
         }
         assert_eq!(ev[2 * lines], Cp15Event::Op(Cp15Op::DrainWriteBuffer, 0));
+    }
+
+    #[test]
+    fn page_ranges_map_and_unmap_every_page_and_refuse_a_taken_one() {
+        use crate::switch::tests::Sys;
+        let mut mem = crate::space::tests::mem();
+        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
+        let id = SpaceId(0);
+        f.create_space(id).unwrap();
+        let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
+        let map_one = |f: &mut crate::switch::tests::F, sys: &mut Sys<'_>, va: u32| {
+            f.map_pages(
+                sys,
+                id,
+                VirtAddr::new(va),
+                PhysAddr::new(0x0030_0000),
+                PAGE_SIZE,
+                ap,
+                cache,
+            )
+        };
+        let base = 0x0010_0000;
+        f.map_pages(
+            &mut sys,
+            id,
+            VirtAddr::new(base),
+            PhysAddr::new(0x0020_0000),
+            3 * PAGE_SIZE,
+            ap,
+            cache,
+        )
+        .unwrap();
+        let pid = f.pid_of(id).unwrap();
+        let taken = |va: u32| {
+            Err::<(), _>(FassError::Space(SpaceError::AlreadyMapped(
+                VirtAddr::new(va).to_mva(pid),
+            )))
+        };
+        // Each of the three pages, and only they, are mapped.
+        for k in 0..3 {
+            assert_eq!(
+                map_one(&mut f, &mut sys, base + k * PAGE_SIZE),
+                taken(base + k * PAGE_SIZE)
+            );
+        }
+        assert_eq!(map_one(&mut f, &mut sys, base + 3 * PAGE_SIZE), Ok(()));
+        // Unmapping the range frees each page.
+        f.unmap_pages(&mut sys, id, VirtAddr::new(base), 3 * PAGE_SIZE)
+            .unwrap();
+        for k in 0..3 {
+            assert_eq!(map_one(&mut f, &mut sys, base + k * PAGE_SIZE), Ok(()));
+        }
+        f.unmap_pages(&mut sys, id, VirtAddr::new(base), 4 * PAGE_SIZE)
+            .unwrap();
+        // A range whose third page is taken is refused before anything is
+        // mapped.
+        map_one(&mut f, &mut sys, base + 2 * PAGE_SIZE).unwrap();
+        assert_eq!(
+            f.map_pages(
+                &mut sys,
+                id,
+                VirtAddr::new(base),
+                PhysAddr::new(0x0020_0000),
+                3 * PAGE_SIZE,
+                ap,
+                cache
+            ),
+            taken(base + 2 * PAGE_SIZE)
+        );
+        for k in 0..2 {
+            assert_eq!(map_one(&mut f, &mut sys, base + k * PAGE_SIZE), Ok(()));
+        }
+    }
+
+    #[test]
+    fn a_range_maps_each_page_to_its_own_frame() {
+        let mut mem = crate::space::tests::mem();
+        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
+        let id = SpaceId(0);
+        f.create_space(id).unwrap();
+        let (base, pa) = (0x0010_0000, 0x0020_0000);
+        let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
+        f.map_pages(
+            &mut sys,
+            id,
+            VirtAddr::new(base),
+            PhysAddr::new(pa),
+            3 * PAGE_SIZE,
+            ap,
+            cache,
+        )
+        .unwrap();
+        let pid = f.pid_of(id).unwrap();
+        for k in 0..3 {
+            let mva = VirtAddr::new(base + k * PAGE_SIZE).to_mva(pid);
+            let got = f.space(id).unwrap().dir.lookup(&sys, mva).unwrap();
+            assert_eq!(got, Some(PhysAddr::new(pa + k * PAGE_SIZE)), "page {k}");
+        }
+    }
+
+    #[test]
+    fn a_range_that_fails_half_way_is_unmapped_again() {
+        let mut mem = crate::space::tests::mem();
+        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
+        let id = SpaceId(0);
+        f.create_space(id).unwrap();
+        let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
+        // One page in each of 41 first-level slots: the directory holds 40,
+        // so the last page fails after 40 were mapped.
+        let base = 0x0010_0000;
+        let len = 41 << 20;
+        let r = f.map_pages(
+            &mut sys,
+            id,
+            VirtAddr::new(base),
+            PhysAddr::new(0x0100_0000),
+            len,
+            ap,
+            cache,
+        );
+        assert_eq!(r, Err(FassError::Space(SpaceError::DirectoryFull)));
+        let pid = f.pid_of(id).unwrap();
+        let dir = &f.space(id).unwrap().dir;
+        assert!(dir.is_empty(), "{dir:?}");
+        for off in (0..len).step_by(PAGE_SIZE as usize) {
+            let mva = VirtAddr::new(base + off).to_mva(pid);
+            assert_eq!(dir.lookup(&sys, mva).unwrap(), None, "{off:#x}");
+        }
+    }
+
+    #[test]
+    fn a_segment_mapped_for_management_opens_its_domain_as_manager() {
+        use mmu_armv5::regs::DomainAccess;
+        let mut mem = crate::space::tests::mem();
+        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
+        let spec = crate::segment::SegmentSpec {
+            base: VirtAddr::new(0x8000_0000),
+            pa: PhysAddr::new(0x0010_0000),
+            size: 1 << 20,
+            ap: AccessPermission::ReadWrite,
+            cache: CachePolicy::WriteBack,
+        };
+        for (s, g, access, want) in [
+            (0, 0, SegmentAccess::Client, DomainAccess::Client),
+            (1, 1, SegmentAccess::Manager, DomainAccess::Manager),
+        ] {
+            let (space, seg) = (SpaceId(s), SegmentId(g));
+            f.create_space(space).unwrap();
+            let base = VirtAddr::new(0x8000_0000 + (u32::from(g) << 20));
+            f.create_segment(seg, crate::segment::SegmentSpec { base, ..spec })
+                .unwrap();
+            f.map_segment(&mut sys, space, seg, base, access).unwrap();
+            assert!(f.segments_of(space).unwrap().contains(seg));
+            let gd = f.segments().get(seg).unwrap().domain().unwrap();
+            let dacr = f
+                .dacr_of(space, mmu_armv5::Domain::new(15).unwrap())
+                .unwrap();
+            assert_eq!(dacr.get(gd), want, "{access:?}");
+        }
     }
 
     #[test]
