@@ -1113,7 +1113,9 @@ mod tests {
         let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
         let id = SpaceId(0);
         f.create_space(id).unwrap();
-        let (base, pa) = (0x0010_0000, 0x0020_0000);
+        // From the second page of the space: a page address computed the
+        // wrong way round would wrap below zero.
+        let (base, pa) = (0x1000, 0x0020_0000);
         let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
         f.map_pages(
             &mut sys,

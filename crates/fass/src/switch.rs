@@ -942,6 +942,41 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn recycling_a_clean_domain_without_slots_invalidates_no_tlb() {
+        // Three domains, conservative rule. Spaces 0-2 run, space 3 takes
+        // a dirty domain with a full flush, which leaves every domain but
+        // the running one's clean; then space 0 takes a clean one that owns
+        // no CPD slot: neither a flush nor a TLB invalidation.
+        let mut mem = table_mem();
+        let reserved = DomainSet::ALL.without(d(1)).without(d(2)).without(d(3));
+        let (f, mut sys) = setup(&mut mem, Layout::DEMO, reserved);
+        let mut f = f.with_recycle_rule(RecycleRule::Conservative);
+        for s in 0..4 {
+            f.create_space(SpaceId(s)).unwrap();
+            map(
+                &mut f,
+                &mut sys,
+                s,
+                0x8000,
+                0x0010_0000 + u32::from(s) * 0x1000,
+            );
+        }
+        for s in 0..4 {
+            f.switch_to(&mut sys, SpaceId(s)).unwrap();
+        }
+        assert_eq!(f.stats().full_flushes, 1);
+        let before = *f.stats();
+        sys.hw.cp15_mut().clear();
+        f.switch_to(&mut sys, SpaceId(0)).unwrap();
+        assert_eq!(only_ops(&sys), switch_events(&f, 0));
+        let delta = f.stats().since(&before);
+        assert_eq!(
+            (delta.recycles_clean, delta.tlb_only, delta.full_flushes),
+            (1, 0, 0)
+        );
+    }
+
+    #[test]
     fn a_flush_free_victim_is_preferred_even_with_more_slots() {
         // Three domains. Space 0 is not window-exclusive (its one slot lies
         // outside its PID's window), space 1 is (two slots, both in its
