@@ -181,6 +181,79 @@ fn every_fault_kind_in_priority_order() {
 }
 
 #[test]
+fn alignment_large_page_quarters_and_tiny_entries_of_coarse_tables() {
+    use mmu_armv5::descriptor::{LargePageDesc, Tex, TinyPageDesc};
+    let mut m = mem::<8>();
+    let mut p = TablePool::new(&mut m, PhysAddr::new(0x0800_0000), Mva::new(0xC800_0000)).unwrap();
+    let mut t = PageTable::new(&mut p).unwrap();
+    map(
+        &mut t,
+        &mut p,
+        0x0040_0000,
+        0x0300_0000,
+        0x1000,
+        4,
+        Ap::ReadWrite,
+        SizePolicy::Largest,
+    );
+    let mut s = state(&t, Dacr::ALL_CLIENT);
+    s.alignment_check = true;
+    let sized = |va: u32, size: u32| Access {
+        va: VirtAddr::new(va),
+        kind: AccessType::Read,
+        privileged: false,
+        size,
+    };
+    // Aligned accesses pass the alignment check, misaligned ones do not.
+    assert!(translate(&p, &s, &sized(0x0040_0004, 4)).is_ok());
+    assert!(translate(&p, &s, &sized(0x0040_0002, 2)).is_ok());
+    assert!(translate(&p, &s, &sized(0x0040_0001, 1)).is_ok());
+    for (va, size) in [(0x0040_0001, 2), (0x0040_0002, 4)] {
+        let f = translate(&p, &s, &sized(va, size)).unwrap_err();
+        assert_eq!(f.kind, FaultKind::Alignment, "{va:#x} size {size}");
+    }
+    s.alignment_check = false;
+    // A large page (64 KiB, sixteen entries) at 0x0041_0000 whose four
+    // 16 KiB quarters have their own AP (VA[15:14]), and a tiny-page entry,
+    // which a coarse table cannot hold, at 0x0042_0000.
+    let (kind, tpa) = t.l1_entry(&p, 4).unwrap().table().unwrap();
+    let table = mmu_armv5::table::TableRef::new(kind, tpa).unwrap();
+    let large = L2Descriptor::Large(LargePageDesc {
+        frame: Frame::from_start(PhysAddr::new(0x0310_0000)).unwrap(),
+        ap: SubpageAp([Ap::ReadWrite, Ap::PrivRwUserRo, Ap::PrivRw, Ap::NoneOrRom]),
+        cache: CachePolicy::Uncached,
+        tex: Tex::ZERO,
+    });
+    let tiny = L2Descriptor::Tiny(TinyPageDesc {
+        frame: Frame::from_start(PhysAddr::new(0x0320_0000)).unwrap(),
+        ap: Ap::ReadWrite,
+        cache: CachePolicy::Uncached,
+        tex: Tex::ZERO,
+    });
+    for i in 0x10..0x20 {
+        // SAFETY: entries of this test's own table that link no table.
+        unsafe { table.write(&p, i, large.to_bits()).unwrap() };
+    }
+    // SAFETY: as above.
+    unsafe { table.write(&p, 0x20, tiny.to_bits()).unwrap() };
+    let user = |va: u32, kind| translate(&p, &s, &acc(va, kind, false));
+    let ok = user(0x0041_4abc, AccessType::Read).unwrap();
+    assert_eq!(
+        (ok.size, ok.pa, ok.ap),
+        (
+            PageSizeKind::Large,
+            PhysAddr::new(0x0310_4abc),
+            Ap::PrivRwUserRo
+        )
+    );
+    assert!(user(0x0041_0000, AccessType::Write).is_ok());
+    assert!(user(0x0041_4000, AccessType::Write).is_err());
+    assert!(user(0x0041_8000, AccessType::Read).is_err());
+    let f = user(0x0042_0000, AccessType::Read).unwrap_err();
+    assert_eq!(f.kind, FaultKind::Translation(FaultLevel::Page));
+}
+
+#[test]
 fn subpages_select_by_va_bits() {
     let mut m = mem::<8>();
     let mut p = TablePool::new(&mut m, PhysAddr::new(0x0800_0000), Mva::new(0xC800_0000)).unwrap();

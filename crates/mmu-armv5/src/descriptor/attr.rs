@@ -262,6 +262,18 @@ impl Tex {
 mod tests {
     use super::*;
 
+    #[test]
+    fn descriptor_errors_say_which_field_and_value() {
+        assert_eq!(
+            std::format!("{}", DescriptorError::TexOutOfRange(9)),
+            "TEX value 9 does not fit in 3 bits"
+        );
+        assert_eq!(
+            std::format!("{}", DescriptorError::ApOutOfRange(4)),
+            "AP value 4 does not fit in 2 bits"
+        );
+    }
+
     const NONE: ProtectionBits = ProtectionBits {
         system: false,
         rom: false,
