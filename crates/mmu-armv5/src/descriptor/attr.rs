@@ -263,6 +263,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn c_and_b_bits_of_every_policy() {
+        use CachePolicy::*;
+        for (p, c, b) in [
+            (Uncached, false, false),
+            (Buffered, false, true),
+            (WriteThrough, true, false),
+            (WriteBack, true, true),
+        ] {
+            assert_eq!((p.cacheable(), p.bufferable()), (c, b), "{p:?}");
+        }
+    }
+
+    #[test]
     fn descriptor_errors_say_which_field_and_value() {
         assert_eq!(
             std::format!("{}", DescriptorError::TexOutOfRange(9)),
