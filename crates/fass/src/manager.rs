@@ -990,6 +990,15 @@ mod tests {
         VirtAddr::new(a)
     }
 
+    /// A manager with one space, 0.
+    fn one_space(
+        mem: &mut crate::space::tests::Mem,
+    ) -> (crate::switch::tests::F, crate::switch::tests::Sys<'_>) {
+        let (mut f, sys) = setup(mem, Layout::DEMO, DomainSet::EMPTY);
+        f.create_space(SpaceId(0)).unwrap();
+        (f, sys)
+    }
+
     #[test]
     fn page_ranges_are_checked_to_the_last_page() {
         let bad_len = |l| Err(FassError::BadLength(l));
@@ -1039,9 +1048,8 @@ mod tests {
     fn page_ranges_map_and_unmap_every_page_and_refuse_a_taken_one() {
         use crate::switch::tests::Sys;
         let mut mem = crate::space::tests::mem();
-        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
+        let (mut f, mut sys) = one_space(&mut mem);
         let id = SpaceId(0);
-        f.create_space(id).unwrap();
         let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
         let map_one = |f: &mut crate::switch::tests::F, sys: &mut Sys<'_>, va: u32| {
             f.map_pages(
@@ -1110,9 +1118,8 @@ mod tests {
     #[test]
     fn a_range_maps_each_page_to_its_own_frame() {
         let mut mem = crate::space::tests::mem();
-        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
+        let (mut f, mut sys) = one_space(&mut mem);
         let id = SpaceId(0);
-        f.create_space(id).unwrap();
         // From the second page of the space: a page address computed the
         // wrong way round would wrap below zero.
         let (base, pa) = (0x1000, 0x0020_0000);
@@ -1138,9 +1145,8 @@ mod tests {
     #[test]
     fn a_range_that_fails_half_way_is_unmapped_again() {
         let mut mem = crate::space::tests::mem();
-        let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
+        let (mut f, mut sys) = one_space(&mut mem);
         let id = SpaceId(0);
-        f.create_space(id).unwrap();
         let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
         // One page in each of 41 first-level slots: the directory holds 40,
         // so the last page fails after 40 were mapped.

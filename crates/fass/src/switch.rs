@@ -809,6 +809,29 @@ pub(crate) mod tests {
         ]
     }
 
+    /// `n` spaces on a manager with only the domains outside `reserved`,
+    /// under `rule`, each with a page at 0x8000 (not faulted in).
+    fn spaces_with_a_page(
+        mem: &mut Mem,
+        reserved: DomainSet,
+        rule: RecycleRule,
+        n: u16,
+    ) -> (F, Sys<'_>) {
+        let (f, mut sys) = setup(mem, Layout::DEMO, reserved);
+        let mut f = f.with_recycle_rule(rule);
+        for s in 0..n {
+            f.create_space(SpaceId(s)).unwrap();
+            map(
+                &mut f,
+                &mut sys,
+                s,
+                0x8000,
+                0x0010_0000 + u32::from(s) * 0x1000,
+            );
+        }
+        (f, sys)
+    }
+
     /// Two usable domains; spaces 0, 1, 2 (PIDs 63, 62, 61) each map a low
     /// page at 0x8000 (plus `extra` for space 0); 0 and 1 run and fill
     /// their slot; then the switch to 2 must recycle space 0's dirty domain.
@@ -819,18 +842,7 @@ pub(crate) mod tests {
         extra: Option<u32>,
     ) -> (F, Sys<'_>, Vec<Cp15Event>) {
         let reserved = DomainSet::ALL.without(d(1)).without(d(2));
-        let (f, mut sys) = setup(mem, Layout::DEMO, reserved);
-        let mut f = f.with_recycle_rule(rule);
-        for s in 0..3 {
-            f.create_space(SpaceId(s)).unwrap();
-            map(
-                &mut f,
-                &mut sys,
-                s,
-                0x8000,
-                0x0010_0000 + u32::from(s) * 0x1000,
-            );
-        }
+        let (mut f, mut sys) = spaces_with_a_page(mem, reserved, rule, 3);
         if let Some(va) = extra {
             map(&mut f, &mut sys, 0, va, 0x0020_0000);
         }
@@ -910,18 +922,7 @@ pub(crate) mod tests {
     /// the switch to space 2 recycles a domain that owns no CPD slot.
     fn recycle_slotless(mem: &mut Mem, rule: RecycleRule) -> (F, Sys<'_>) {
         let reserved = DomainSet::ALL.without(d(1)).without(d(2));
-        let (f, mut sys) = setup(mem, Layout::DEMO, reserved);
-        let mut f = f.with_recycle_rule(rule);
-        for s in 0..3 {
-            f.create_space(SpaceId(s)).unwrap();
-            map(
-                &mut f,
-                &mut sys,
-                s,
-                0x8000,
-                0x0010_0000 + u32::from(s) * 0x1000,
-            );
-        }
+        let (mut f, mut sys) = spaces_with_a_page(mem, reserved, rule, 3);
         for s in 0..2 {
             f.switch_to(&mut sys, SpaceId(s)).unwrap();
         }
@@ -949,18 +950,7 @@ pub(crate) mod tests {
         // no CPD slot: neither a flush nor a TLB invalidation.
         let mut mem = table_mem();
         let reserved = DomainSet::ALL.without(d(1)).without(d(2)).without(d(3));
-        let (f, mut sys) = setup(&mut mem, Layout::DEMO, reserved);
-        let mut f = f.with_recycle_rule(RecycleRule::Conservative);
-        for s in 0..4 {
-            f.create_space(SpaceId(s)).unwrap();
-            map(
-                &mut f,
-                &mut sys,
-                s,
-                0x8000,
-                0x0010_0000 + u32::from(s) * 0x1000,
-            );
-        }
+        let (mut f, mut sys) = spaces_with_a_page(&mut mem, reserved, RecycleRule::Conservative, 4);
         for s in 0..4 {
             f.switch_to(&mut sys, SpaceId(s)).unwrap();
         }

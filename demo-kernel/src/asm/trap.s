@@ -43,6 +43,19 @@
     str     r2, [r0, #64]
 .endm
 
+@ An abort from user mode, in abort mode with the user's r0 just below the
+@ abort stack: saves r0-r12, sp_usr and lr_usr into *__cur_frame (r0 = the
+@ frame on exit) and reads the 24 MHz counter into r1.
+.macro SAVE_ABORT
+    ldr     r0, =__cur_frame
+    ldr     r0, [r0]
+    stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
+    mov     r2, #0xF0000000         @ (no banked register right after STM^)
+    ldr     r1, [r2, #0x5C]
+    ldr     r2, [sp, #-4]
+    str     r2, [r0]
+.endm
+
 @ Entered in IRQ/ABT/UND mode from user mode, lr = the exception's (the pc
 @ to resume + 4), spsr = user CPSR.
 .macro USER_TRAP kind
@@ -71,20 +84,14 @@ __user_trap_irq:
 @ fault path, `clock::FaultClock`: the 11th instruction from the vector)
 @ and calls `trap_dabt(frame, stamp)` in SVC mode, IRQ/FIQ masked. A
 @ non-zero answer is the same frame: the fault was resolved on the fast path
-@ (`kernel::Kernel::dabt_fast`), which touched neither the user's banked
+@ (`trap::Kernel::dabt_fast`), which touched neither the user's banked
 @ registers nor abort mode's lr and SPSR, so the access is retried straight
 @ from abort mode (`__return_fast`). Zero: it declined; the pc to resume
 @ and the user CPSR complete the frame and `trap_entry(4)` takes the
 @ abort the general way.
     .global __user_trap_dabt
 __user_trap_dabt:
-    ldr     r0, =__cur_frame
-    ldr     r0, [r0]
-    stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
-    mov     r2, #0xF0000000         @ (no banked register right after STM^)
-    ldr     r1, [r2, #0x5C]
-    ldr     r2, [sp, #-4]
-    str     r2, [r0]
+    SAVE_ABORT
     msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
     bl      trap_dabt
     mov     r1, #4                  @ (the general path's kind)
@@ -127,17 +134,11 @@ __abort_general:
 @ instruction from the vector, as every transit's), lr set to the
 @ instruction to retry, then `trap_pabt(frame, stamp, pc)` in SVC mode,
 @ IRQ/FIQ masked: the same frame back means resolved on the fast path
-@ (`kernel::Kernel::pabt_fast`), and the fetch is retried through
+@ (`trap::Kernel::pabt_fast`), and the fetch is retried through
 @ `__return_fast`; zero, the general path.
     .global __user_trap_pabt
 __user_trap_pabt:
-    ldr     r0, =__cur_frame
-    ldr     r0, [r0]
-    stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
-    mov     r2, #0xF0000000         @ (no banked register right after STM^)
-    ldr     r1, [r2, #0x5C]
-    ldr     r2, [sp, #-4]
-    str     r2, [r0]
+    SAVE_ABORT
     sub     lr, lr, #4              @ the instruction to fetch again
     mov     r2, lr
     msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
