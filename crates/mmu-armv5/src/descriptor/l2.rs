@@ -160,6 +160,19 @@ mod tests {
     use AccessPermission::*;
 
     #[test]
+    fn only_a_fault_descriptor_is_invalid() {
+        assert!(!L2Descriptor::Fault { raw: 0x1234_5670 }.is_valid());
+        assert!(!L2Descriptor::from_bits(0).is_valid());
+        let small = L2Descriptor::Small(SmallPageDesc {
+            frame: Frame::containing(PhysAddr::new(0x0030_0000)),
+            ap: SubpageAp::uniform(ReadWrite),
+            cache: CachePolicy::WriteBack,
+        });
+        assert!(small.is_valid());
+        assert!(L2Descriptor::from_bits(small.to_bits()).is_valid());
+    }
+
+    #[test]
     fn large_page_bits_match_the_manual() {
         let l = L2Descriptor::Large(LargePageDesc {
             frame: Frame::from_start(PhysAddr::new(0x1234_0000)).unwrap(),
