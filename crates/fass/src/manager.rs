@@ -1148,10 +1148,23 @@ mod tests {
         let (mut f, mut sys) = one_space(&mut mem);
         let id = SpaceId(0);
         let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
-        // One page in each of 41 first-level slots: the directory holds 40,
-        // so the last page fails after 40 were mapped.
-        let base = 0x0010_0000;
-        let len = 41 << 20;
+        // 39 of the directory's 40 slots taken by single pages above the
+        // window; then a 2 MiB range: its first MiB takes the last slot,
+        // its second fails after 256 pages were mapped.
+        let single = |k: u32| VirtAddr::new(0x0400_0000 + (k << 20));
+        for k in 0..39 {
+            f.map_pages(
+                &mut sys,
+                id,
+                single(k),
+                PhysAddr::new(0x0100_0000),
+                PAGE_SIZE,
+                ap,
+                cache,
+            )
+            .unwrap();
+        }
+        let (base, len) = (0x0010_0000, 2 << 20);
         let r = f.map_pages(
             &mut sys,
             id,
@@ -1164,10 +1177,14 @@ mod tests {
         assert_eq!(r, Err(FassError::Space(SpaceError::DirectoryFull)));
         let pid = f.pid_of(id).unwrap();
         let dir = &f.space(id).unwrap().dir;
-        assert!(dir.is_empty(), "{dir:?}");
+        assert_eq!(dir.len(), 39, "{dir:?}");
         for off in (0..len).step_by(PAGE_SIZE as usize) {
             let mva = VirtAddr::new(base + off).to_mva(pid);
             assert_eq!(dir.lookup(&sys, mva).unwrap(), None, "{off:#x}");
+        }
+        for k in 0..39 {
+            let mva = single(k).to_mva(pid);
+            assert!(dir.lookup(&sys, mva).unwrap().is_some(), "{k}");
         }
     }
 
