@@ -36,6 +36,10 @@ pub const DEFAULT_FILES: [&str; 14] = [
     "crates/spm/src/exchange.rs",
 ];
 
+/// Sequences of each `fass` model isolation property per mutant
+/// (`FASS_PROPTEST_CASES`; the normal test runs 500-2,000).
+pub const MUTANT_PROPTEST_CASES: u32 = 200;
+
 /// Options of `cargo xtask mutants`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MutantsOpts {
@@ -254,6 +258,10 @@ pub fn run(opts: &MutantsOpts) -> Result<()> {
             cmd.args(["--shard", &format!("{k}/{n}")]);
         }
         cmd.args(["--jobs", &opts.jobs.unwrap_or(1).to_string()]);
+        // `fass`'s model isolation properties run 200 sequences per mutant
+        // instead of 500-2,000: a mutant only those would catch with a lucky
+        // seed then survives, and gets a direct test of the decision.
+        cmd.env("FASS_PROPTEST_CASES", MUTANT_PROPTEST_CASES.to_string());
         let command = cargo::display(&cmd);
         let status = cmd.status().map_err(|source| Error::Spawn {
             command: command.clone(),
