@@ -1892,3 +1892,91 @@ fn mark<const R: usize>(
     }
     Err(e)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{Maps, Ops};
+
+    /// `n` kernel mappings of the frame at `pa`, at `va`, `va + 4 KiB`, ...
+    fn mapped(maps: &mut Maps, pa: u32, va: u32, n: u32) {
+        for i in 0..n {
+            maps.map(
+                AddressSpace::Kernel,
+                va + i * 0x1000,
+                pa,
+                PageSize::Small,
+                i == 0,
+            );
+        }
+    }
+
+    fn mvas(list: &[Mapping]) -> std::vec::Vec<u32> {
+        list.iter().map(|m| m.mva.as_u32()).collect()
+    }
+
+    /// The remembered lists: both sides collected with two calls, swapped
+    /// by the switch, forgotten by `clear` and when a side has more
+    /// mappings than fit (then every use asks the kernel).
+    #[test]
+    fn known_mappings_are_collected_swapped_and_forgotten() {
+        let (old, new) = (PhysAddr::new(0x5000), PhysAddr::new(0x9000));
+        let mut maps = Maps::new(Ops::default());
+        mapped(&mut maps, 0x5000, 0xc000_0000, 2);
+        mapped(&mut maps, 0x9000, 0xd000_0000, KNOWN as u32);
+        let mut k = Known::NONE;
+        assert_eq!(k.collect(&maps, Some(7), old, new, PageSize::Small), 2);
+        assert_eq!(k.gen, Some(7));
+        assert_eq!(mvas(k.of(0)), [0xc000_0000, 0xc000_1000]);
+        assert_eq!(
+            mvas(k.of(1)),
+            [0xd000_0000, 0xd000_1000, 0xd000_2000, 0xd000_3000]
+        );
+        assert!(k.of(0)[0].writable && !k.of(0)[1].writable);
+        k.swap_sides();
+        assert_eq!(mvas(k.of(1)), [0xc000_0000, 0xc000_1000]);
+        assert_eq!(mvas(k.of(0)).len(), KNOWN);
+        k.swap_sides();
+        assert_eq!(mvas(k.of(0)), [0xc000_0000, 0xc000_1000]);
+        k.clear();
+        assert_eq!((k.gen, k.of(0).len(), k.of(1).len()), (None, 0, 0));
+
+        // A kernel that keeps no generation: nothing is asked or kept.
+        assert_eq!(k.collect(&maps, None, old, new, PageSize::Small), 0);
+        assert_eq!((k.gen, k.of(0).len(), k.of(1).len()), (None, 0, 0));
+
+        // One mapping more than fits, on either side: not remembered.
+        for (side, page) in [(0, old), (1, new)] {
+            let mut maps = Maps::new(Ops::default());
+            mapped(&mut maps, 0x5000, 0xc000_0000, 1);
+            mapped(&mut maps, 0x9000, 0xd000_0000, 1);
+            mapped(&mut maps, page.as_u32(), 0xe000_0000, KNOWN as u32);
+            let mut k = Known::NONE;
+            assert_eq!(k.collect(&maps, Some(1), old, new, PageSize::Small), 2);
+            assert_eq!(k.gen, None, "side {side} has {} mappings", KNOWN + 1);
+        }
+        // Exactly as many as fit: remembered.
+        let mut maps = Maps::new(Ops::default());
+        mapped(&mut maps, 0x5000, 0xc000_0000, KNOWN as u32);
+        mapped(&mut maps, 0x9000, 0xd000_0000, KNOWN as u32);
+        let mut k = Known::NONE;
+        k.collect(&maps, Some(1), old, new, PageSize::Small);
+        assert_eq!(
+            (k.gen, k.of(0).len(), k.of(1).len()),
+            (Some(1), KNOWN, KNOWN)
+        );
+    }
+
+    /// Every error has its own message naming what is wrong.
+    #[test]
+    fn errors_display_what_went_wrong() {
+        use std::string::ToString;
+        let e = ExchangeError::Scattered(9).to_string();
+        assert!(e.contains('9') && e.contains("not contiguous"), "{e}");
+        assert!(!ExchangeError::Overlap.to_string().is_empty());
+        assert_ne!(
+            ExchangeError::Overlap.to_string(),
+            ExchangeError::PartialDirectory.to_string()
+        );
+    }
+}

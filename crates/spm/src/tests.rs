@@ -468,6 +468,14 @@ fn moved_page_tables_and_directories_are_re_pointed() {
         w.hw.store(&w.maps, K, 0xc002_3000, 1),
         Err(CpuFault::Permission(_))
     ));
+    // Every frame of both directories is protected, nothing beyond.
+    for (base, what) in [(0x2_0000, "old"), (ITCM + 0x4000, "new")] {
+        for off in [0, 0x1000, 0x2fff, 0x3ffc] {
+            assert!(x.protects(pa(base + off)), "{what} + {off:#x}");
+        }
+        assert!(!x.protects(pa(base + 0x4000)), "{what} + 16 KiB");
+        assert!(!x.protects(pa(base - 4)), "{what} - 4");
+    }
     w.run(&mut x);
     assert_eq!(w.hw.ttbr, (ITCM + 0x4000) | 0x18);
     assert_eq!(w.maps.dirs, vec![(us(1), ITCM + 0x4000), (us(2), 0x3_0000)]);
@@ -587,4 +595,236 @@ fn a_dropped_exchange_leaves_its_frames_busy() {
     drop(x);
     assert!(w.table.desc(pa(0x5000)).unwrap().is_busy());
     assert_eq!(w.table.busy_frames(), 2);
+}
+
+// --------------------------------------------------------- begin's checks
+
+/// The address checks of `begin` at their limits: a range may end exactly
+/// at 4 GiB, two ranges of one space may touch but not overlap.
+#[test]
+fn ranges_may_end_at_four_gib_and_touch() {
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    w.table
+        .init_range(
+            pa(0x5000),
+            0x2000,
+            FrameState::Kernel(KernelUse::Plain),
+            true,
+        )
+        .unwrap();
+    w.maps.map(K, 0xffff_f000, 0x5000, PageSize::Small, true);
+    w.maps.map(K, 0xc100_0000, ITCM, PageSize::Small, false);
+    // The last page of the address space: its range ends at 4 GiB.
+    let x = w.begin(w.req(K, 0xffff_f000, 0xc100_0000, 1, Rights::RW));
+    assert!(x.is_ok(), "{:?}", x.err());
+    let mut x = x.unwrap();
+    w.run(&mut x);
+    // One page further does not fit.
+    assert_eq!(
+        w.begin(w.req(K, 0xffff_f000, 0xc100_0000, 2, Rights::RW))
+            .err(),
+        Some(ExchangeError::BadCount(2))
+    );
+
+    // Touching ranges in one space, either way round.
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    w.table
+        .init_range(
+            pa(0x5000),
+            0x2000,
+            FrameState::Kernel(KernelUse::Plain),
+            true,
+        )
+        .unwrap();
+    w.maps.map(K, 0xc000_5000, 0x5000, PageSize::Small, true);
+    w.maps.map(K, 0xc000_6000, 0x6000, PageSize::Small, true);
+    w.maps.map(K, 0xc000_4000, ITCM, PageSize::Small, false);
+    w.maps
+        .map(K, 0xc000_7000, ITCM + 0x1000, PageSize::Small, false);
+    // The target right after the resource, and right before it.
+    for (t, r) in [(0xc000_5000, 0xc000_4000), (0xc000_6000, 0xc000_7000)] {
+        let mut x = w.begin(w.req(K, t, r, 1, Rights::RW)).unwrap();
+        assert_eq!(w.cancel(&mut x), Ok(0));
+        assert!(!w.any_busy());
+    }
+    // One page more on either side overlaps.
+    for (t, r) in [(0xc000_5000, 0xc000_4000), (0xc000_6000, 0xc000_5000)] {
+        let req = w.req(K, t, r, 2, Rights::RW);
+        assert_eq!(w.begin(req).err(), Some(ExchangeError::Overlap));
+    }
+}
+
+/// Pages whose frames are not contiguous: at most `MAX_SCATTERED` of them
+/// in one exchange.
+#[test]
+fn at_most_max_scattered_pages_are_scattered() {
+    use crate::exchange::MAX_SCATTERED;
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    let n = MAX_SCATTERED + 1;
+    for i in 0..n {
+        // Every other frame: never contiguous.
+        w.user_page(1, 0x10_0000 + i * 0x1000, 0x20_0000 + i * 0x2000, true);
+        w.maps.map(
+            us(1),
+            0x20_0000 + i * 0x1000,
+            0x30_0000 + i * 0x1000,
+            PageSize::Small,
+            false,
+        );
+    }
+    let r = w.req(us(1), 0x10_0000, 0x20_0000, n, Rights::RW);
+    assert_eq!(w.begin(r).err(), Some(ExchangeError::Scattered(n)));
+    assert!(!w.any_busy());
+    let r = w.req(us(1), 0x10_0000, 0x20_0000, MAX_SCATTERED, Rights::RW);
+    let mut x = w.begin(r).unwrap();
+    w.fill(us(1), 0x10_0000, MAX_SCATTERED * 0x1000, 5);
+    w.run(&mut x);
+    for i in 0..MAX_SCATTERED {
+        assert_eq!(
+            w.maps_translate(us(1), 0x10_0000 + i * 0x1000),
+            0x30_0000 + i * 0x1000
+        );
+    }
+    for i in (0..MAX_SCATTERED * 0x1000).step_by(0x3ff) {
+        assert_eq!(
+            w.hw.load(&w.maps, us(1), 0x10_0000 + i).unwrap(),
+            content(i, 5)
+        );
+    }
+}
+
+/// A page directory moves whole: 16 KiB of which every frame is a
+/// directory frame. Three directory frames and a plain kernel page are
+/// refused, and nothing is left busy.
+#[test]
+fn a_directory_with_a_foreign_frame_is_refused() {
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    w.table
+        .init_range(
+            pa(0x2_0000),
+            0x3000,
+            FrameState::Kernel(KernelUse::PageDirectory),
+            true,
+        )
+        .unwrap();
+    w.table
+        .init_range(
+            pa(0x2_3000),
+            0x1000,
+            FrameState::Kernel(KernelUse::Plain),
+            true,
+        )
+        .unwrap();
+    for i in 0..4 {
+        w.maps.map(
+            K,
+            0xc002_0000 + i * 0x1000,
+            0x2_0000 + i * 0x1000,
+            PageSize::Small,
+            true,
+        );
+        w.maps.map(
+            K,
+            0xc200_0000 + i * 0x1000,
+            ITCM + 0x4000 + i * 0x1000,
+            PageSize::Small,
+            false,
+        );
+    }
+    let r = w.req(K, 0xc002_0000, 0xc200_0000, 4, Rights::RW);
+    assert_eq!(w.begin(r).err(), Some(ExchangeError::PartialDirectory));
+    assert!(!w.table.desc(pa(0x2_0000)).unwrap().is_busy());
+    // The same four frames, all directory frames: accepted.
+    w.table
+        .init_range(
+            pa(0x2_3000),
+            0x1000,
+            FrameState::Kernel(KernelUse::PageDirectory),
+            true,
+        )
+        .unwrap();
+    let mut x = w.begin(r).unwrap();
+    w.run(&mut x);
+    assert_eq!(
+        w.state(ITCM + 0x7000),
+        FrameState::Kernel(KernelUse::PageDirectory)
+    );
+}
+
+/// `protects` answers for the frames of the page being copied while its
+/// mappings are write-protected, and for nothing else, never before the
+/// first step or after the last.
+#[test]
+fn protects_names_exactly_the_frames_of_the_protected_page() {
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    w.user_page(1, 0x8000, 0x5000, true);
+    w.maps
+        .map(us(1), 0x10_0000, ITCM + 0x1000, PageSize::Small, false);
+    let mut x = w
+        .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
+        .unwrap();
+    let frames = [
+        0x4fff,
+        0x5000,
+        0x5ffc,
+        0x6000,
+        ITCM,
+        ITCM + 0x1000,
+        ITCM + 0x1ffc,
+        ITCM + 0x2000,
+    ];
+    assert!(
+        frames.iter().all(|&f| !x.protects(pa(f))),
+        "before the first step"
+    );
+    w.step(&mut x).unwrap();
+    let now: Vec<bool> = frames.iter().map(|&f| x.protects(pa(f))).collect();
+    assert_eq!(now, [false, true, true, false, false, true, true, false]);
+    w.run(&mut x);
+    assert!(
+        frames.iter().all(|&f| !x.protects(pa(f))),
+        "after the last step"
+    );
+
+    // Nothing writable mapped: nothing protected, nothing to wait for.
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    w.user_page(1, 0x8000, 0x5000, false);
+    w.maps
+        .map(us(1), 0x10_0000, ITCM + 0x1000, PageSize::Small, false);
+    let mut x = w
+        .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
+        .unwrap();
+    w.step(&mut x).unwrap();
+    assert!(!x.protects(pa(0x5000)) && !x.protects(pa(ITCM + 0x1000)));
+}
+
+/// A step after the kernel changed its mappings checks them again, and
+/// counts exactly the calls it made: two translations and one collection
+/// of each side's mappings.
+#[test]
+fn a_recheck_counts_its_kernel_calls() {
+    let mut totals = vec![];
+    for change in [false, true] {
+        let mut st = Storage::new();
+        let mut w = world(&mut st);
+        w.user_page(1, 0x8000, 0x5000, true);
+        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+        let mut x = w
+            .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
+            .unwrap();
+        w.step(&mut x).unwrap();
+        if change {
+            // Unrelated to the exchange, but a new generation.
+            w.maps.map(us(2), 0x8000, 0x7000, PageSize::Small, true);
+        }
+        w.run(&mut x);
+        totals.push(x.stats().total_ops);
+    }
+    assert_eq!(totals[1], totals[0] + 4, "{totals:?}");
 }
