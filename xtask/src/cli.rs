@@ -34,9 +34,9 @@ options (run):
   --icount SHIFT    deterministic instruction counting (-icount shift=SHIFT,sleep=off)
 options (test):
   --timeout SECS    time limit of each QEMU run (default 60)
-  --skip KEY        do not run a stage (repeatable; keys: fmt clippy host-tests docs
-                    model-bench arm-v5te arm-v4 msrv miri fuzz kernel integration); skipped stages do
-                    not count as passed
+  --skip KEY        do not run a stage (repeatable; keys: fmt clippy host-tests
+                    model-bench docs package arm-v5te arm-v4 msrv miri fuzz kernel
+                    integration); skipped stages do not count as passed
 options (mutants):
   --file PATH       mutate this file (repeatable; default: the critical files,
                     `xtask::mutants::DEFAULT_FILES`)

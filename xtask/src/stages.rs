@@ -12,6 +12,8 @@ use crate::{Error, Result};
 
 /// Host library crates whose docs must build without warnings.
 pub const DOC_CRATES: [&str; 4] = ["mmu-armv5", "fass", "spm", "armv5-sim"];
+/// Library crates packaged as they would be published (the `package` stage).
+pub const PACKAGE_CRATES: [&str; 4] = ["mmu-armv5", "fass", "spm", "armv5-sim"];
 /// Kernel command line that runs the in-kernel tests.
 pub const KERNEL_TEST_CMDLINE: &str = "test";
 
@@ -60,6 +62,11 @@ pub fn all() -> Vec<Stage> {
             name: "docs",
             key: "docs",
             run: docs,
+        },
+        Stage {
+            name: "package",
+            key: "package",
+            run: package,
         },
         Stage {
             name: "ARMv5TE no_std builds",
@@ -152,6 +159,28 @@ fn docs(_: &Settings) -> Result<()> {
     cmd.args(["doc", "--no-deps"])
         .env("RUSTDOCFLAGS", "-D warnings");
     for c in DOC_CRATES {
+        cmd.args(["-p", c]);
+    }
+    run_checked(&mut cmd)
+}
+
+/// The library crates package as they would be published:
+/// `cargo package --locked --allow-dirty -p mmu-armv5 -p fass -p spm -p armv5-sim`.
+///
+/// Checks each manifest (metadata, `readme`, every path dependency between
+/// them also carrying a version), the file list, and that each `.crate`
+/// builds on its own from its packaged contents (verification is on). The
+/// four are packaged in one invocation because none is on crates.io: Cargo
+/// (1.90 and later) then resolves their dependencies on each other through
+/// a local overlay registry of the just-packaged crates under
+/// `<target>/package`, where `cargo package -p fass` alone would look for
+/// `mmu-armv5` on crates.io and fail. `--locked`: `Cargo.lock` must not
+/// change. `--allow-dirty`, like the other stages, checks the working tree
+/// as it is, committed or not.
+fn package(_: &Settings) -> Result<()> {
+    let mut cmd = cargo::cargo();
+    cmd.args(["package", "--locked", "--allow-dirty"]);
+    for c in PACKAGE_CRATES {
         cmd.args(["-p", c]);
     }
     run_checked(&mut cmd)

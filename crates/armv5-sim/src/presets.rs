@@ -12,9 +12,9 @@
 //!   "The StrongARM has a 32-entry ITLB and a 32-entry DTLB, both fully
 //!   associative. It has a 16kB instruction and an 8kB data cache, both fully
 //!   virtual and 32-way associative".
-//! * **\[COMP9242\]** UNSW COMP9242 (Advanced Operating Systems) lecture,
-//!   "Caches: What Every OS Designer Must Know": "Native Linux vs OKL4/Wombat
-//!   on PXA255 @ 400MHz".
+//! * **\[COMP9242\]** G. Heiser, "Caches: What Every OS Designer Must
+//!   Know", COMP9242 (Advanced Operating Systems) lecture slides, UNSW,
+//!   2008: "Native Linux vs OKL4/Wombat on PXA255 @ 400MHz".
 //! * **\[ARM926 TRM\]** ARM926EJ-S Technical Reference Manual (ARM DDI 0198):
 //!   I and D caches each 4–128 KiB, 4-way set associative, 8-word (32-byte)
 //!   lines, write-back or write-through per page, pseudo-random or

@@ -109,7 +109,7 @@ fn run(a: &Args) -> Result<(), BenchError> {
     let mut md = String::new();
     md.push_str("### Goals held against the model (modelled)\n\n");
     md.push_str(&report::model_goals(&r));
-    md.push_str("### lat_ctx and IPC with the real kernel path, against the seed and L4 figures (modelled)\n\n");
+    md.push_str("### lat_ctx and IPC with the real kernel path, against the published hardware and L4 figures (modelled)\n\n");
     md.push_str(&report::anchors(&r));
     md.push_str("### The kernel path the model runs\n\n");
     md.push_str(&report::kernel_path(&r));

@@ -204,7 +204,7 @@ pub enum Rule {
     /// [`RecycleRule::ExclusiveWindows`] (the default of `Fass::new`): the
     /// dirty domain of a window-exclusive space is recycled without a flush.
     Exclusive,
-    /// [`RecycleRule::Conservative`] (Pistachio, seed 000): recycling any
+    /// [`RecycleRule::Conservative`] (Pistachio; Wiggins et al., ACSAC 2003): recycling any
     /// dirty domain costs a full flush.
     Conservative,
 }

@@ -63,7 +63,7 @@ fn shade(c: RGBColor, i: usize, of: usize) -> RGBColor {
 
 /// Modelled cycles per switch against N, ring pattern, SA-1100 and
 /// ARM926EJ-S side by side: one line per mode and touch size (log scale),
-/// like seed 000's context-switch figure. The modes are those of the main
+/// like the context-switch figure of Wiggins et al. (ACSAC 2003). The modes are those of the main
 /// tables ([`main_modes`]): naive, FCSE-only, FASS under the default
 /// (exclusive-windows) rule and FASS round-robin under the conservative
 /// rule (dashed).

@@ -23,7 +23,8 @@ pub fn default_fass() -> Mode {
 }
 
 /// The baseline of the policy comparison: clean-first round-robin under
-/// the conservative rule (Pistachio's policy and rule, seed 000).
+/// the conservative rule (Pistachio's policy and rule: Wiggins, Tuch,
+/// Uhlig, Heiser, ACSAC 2003).
 pub const BASELINE: Mode = Mode::Fass(PolicyKind::RoundRobin, Rule::Conservative);
 
 /// The modes of the main tables and the switch-cost plot: naive, FCSE-only,
@@ -554,7 +555,7 @@ pub fn policy_tables(r: &Results, host: &HostNs) -> String {
     let ns = r.grid.ns();
     let _ = writeln!(
         out,
-        "Baseline: **{BASELINE}** (Pistachio's clean-first round-robin under the seed rule). \
+        "Baseline: **{BASELINE}** (Pistachio's clean-first round-robin under its published rule). \
          Flush cells at N >= 16 give the change against it in parentheses (-100 % = no flush left).\n"
     );
     for pattern in [Pattern::Ring, Pattern::Ipc] {
@@ -716,7 +717,7 @@ pub fn model_goals(r: &Results) -> String {
                 "| naive / FASS cycles per switch, lat_ctx (ring), 2 processes, 0 KiB, real kernel path, {}{} | {} / {} = {:.1} | {} |",
                 cpu.name(),
                 if goal {
-                    format!(" (goal >= {SEED_LAT_CTX_RATIO}: seed 000's hardware ratio)")
+                    format!(" (goal >= {SEED_LAT_CTX_RATIO}: the hardware ratio of Wiggins et al. 2003)")
                 } else {
                     " (no goal; for comparison)".to_string()
                 },
@@ -766,11 +767,11 @@ pub fn model_goals(r: &Results) -> String {
     out
 }
 
-/// Seed 000 (SA-1100, Linux, lmbench `lat_ctx`, 2 processes, nothing
+/// Wiggins, Tuch, Uhlig, Heiser, ACSAC 2003 (SA-1100, Linux, lmbench `lat_ctx`, 2 processes, nothing
 /// touched): the original kernel's latency over the FASS kernel's, "a factor
 /// of 57". Hardware, not modelled.
 pub const SEED_LAT_CTX_RATIO: f64 = 57.0;
-/// Seed 000, L4 on the SA-1100 at 200 MHz: IPC round trip without and with
+/// Wiggins et al., ACSAC 2003, L4 on the SA-1100 at 200 MHz: IPC round trip without and with
 /// fast context switching, microseconds (hardware).
 pub const SEED_L4_ROUND_TRIP_US: (f64, f64) = (135.0, 10.0);
 /// One-way IPC including the address-space switch, cycles (hardware):
@@ -802,7 +803,8 @@ pub fn lat_ctx_ratio(r: &Results, cpu: Cpu) -> Option<(f64, f64, f64)> {
 }
 
 /// The modelled lat_ctx and IPC figures per mode, with the real kernel
-/// path, next to the hardware figures of seed 000 and of L4 kernels.
+/// path, next to the hardware figures of Wiggins et al. (ACSAC 2003) and
+/// of L4 kernels.
 #[must_use]
 pub fn anchors(r: &Results) -> String {
     let mut out = String::from(
@@ -830,7 +832,7 @@ pub fn anchors(r: &Results) -> String {
                 if sa {
                     let ratio = lat_ctx_ratio(r, cpu).map_or(0.0, |x| x.2);
                     format!(
-                        "seed 000, SA-1100 200 MHz, Linux: naive / FASS = {SEED_LAT_CTX_RATIO:.0}x; goal: modelled >= {SEED_LAT_CTX_RATIO:.0}x: {}",
+                        "Wiggins et al. 2003, SA-1100 200 MHz, Linux: naive / FASS = {SEED_LAT_CTX_RATIO:.0}x; goal: modelled >= {SEED_LAT_CTX_RATIO:.0}x: {}",
                         verdict_at_least(ratio, SEED_LAT_CTX_RATIO)
                     )
                 } else {
@@ -847,7 +849,7 @@ pub fn anchors(r: &Results) -> String {
                 if sa {
                     let (a, b) = SEED_L4_ROUND_TRIP_US;
                     format!(
-                        "seed 000, L4 on SA-1100 200 MHz: {a:.0} µs without FASS, {b:.0} µs with ({:.1}x)",
+                        "Wiggins et al. 2003, L4 on SA-1100 200 MHz: {a:.0} µs without FASS, {b:.0} µs with ({:.1}x)",
                         a / b
                     )
                 } else {

@@ -2,8 +2,9 @@
 //! first-level table ([`PageTable`]) per address space, switched by
 //! reloading the translation table base:
 //!
-//! * [`TableKind::Fcse`]: the Linux FCSE patch (seed 002). Each space has
-//!   an FCSE PID. In [`PidMode::Guaranteed`] a switch is TTBR write + TLB
+//! * [`TableKind::Fcse`]: the Linux FCSE patch (G. Chanteperdrix,
+//!   R. Cochran, "The ARM Fast Context Switch Extension for Linux", Real
+//!   Time Linux Workshop 2009). Each space has an FCSE PID. In [`PidMode::Guaranteed`] a switch is TTBR write + TLB
 //!   invalidate + FCSEIDR write and never flushes a cache; spaces cannot
 //!   map above 32 MiB. In [`PidMode::BestEffort`] PIDs are shared when they
 //!   run out and a space that maps above 32 MiB moves to PID 0 (its

@@ -3,7 +3,7 @@
 //! ARMv5 caches are virtually indexed and virtually tagged and its TLB has
 //! no address-space identifiers, so a naive kernel cleans and invalidates
 //! every cache and the TLB on each context switch. This crate implements the
-//! two mechanisms that avoid it (seeds 000, 001, 002 of the project):
+//! two mechanisms that avoid it (see [Sources](#sources)):
 //!
 //! * FCSE PIDs: every address below 32 MiB is relocated into a per-process
 //!   32 MiB window ([`pid`]), so the caches never see two processes at the
@@ -13,9 +13,10 @@
 //!   its owner's domain; a switch reloads the DACR ([`domain`], [`policy`]).
 //!
 //! When the 15 free domains run out, one is recycled from a space that is
-//! not running. The seed systems flush the caches whenever the recycled
-//! domain is dirty (its owner ran since the last flush), which in a ring of
-//! more than 15 spaces means a full flush about every 15 switches. This
+//! not running. The published implementations (Wiggins et al.) flush the
+//! caches whenever the recycled domain is dirty (its owner ran since the
+//! last flush), which in a ring of more than 15 spaces means a full flush
+//! about every 15 switches. This
 //! crate's default [`RecycleRule::ExclusiveWindows`] skips that flush for a
 //! *window-exclusive* space: one whose mappings all lie inside its own
 //! 32 MiB FCSE window, at a PID no other space holds. Its lines are tagged
@@ -24,7 +25,7 @@
 //! another space inside that window, a later space given the same PID, the
 //! space's frames being reused after it is destroyed) flush first, guided
 //! by a per-window record of the lines left behind ([`window`]), which any
-//! full flush clears. [`RecycleRule::Conservative`] keeps the seed rule;
+//! full flush clears. [`RecycleRule::Conservative`] keeps the published rule;
 //! the `policy_table` example compares both on the model.
 //!
 //! It also implements the two strategies FASS is measured against (per-space
@@ -61,6 +62,19 @@
 //! Everything is `no_std`, allocation-free and generic over the
 //! `mmu-armv5` traits, so the same code drives real CP15 registers, the
 //! recording mock and the `armv5-sim` model.
+//!
+//! # Sources
+//! * A. Wiggins, H. Tuch, V. Uhlig, G. Heiser, "Implementation of Fast
+//!   Address-Space Switching and TLB Sharing on the StrongARM Processor",
+//!   ACSAC 2003: FASS in L4 and Linux, domains as address-space tags, and
+//!   the conservative recycling rule;
+//! * G. Heiser, "Caches: What Every OS Designer Must Know", COMP9242
+//!   lecture slides, UNSW, 2008: virtually indexed, virtually tagged
+//!   caches, FCSE PID relocation and domains for fast address-space
+//!   switching;
+//! * G. Chanteperdrix, R. Cochran, "The ARM Fast Context Switch Extension
+//!   for Linux", Real Time Linux Workshop 2009: per-process tables with
+//!   FCSE PIDs, the strategy of [`TableSwitch`]'s FCSE mode.
 //!
 //! # Safety model
 //! The strategies write the translation registers (TTBR, DACR, FCSEIDR)

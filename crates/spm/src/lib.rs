@@ -1,8 +1,9 @@
 //! Tightly-coupled memory (scratch-pad) management for ARMv5.
 //!
-//! After the TCM design of Daniel Molka's Fiasco thesis (seed 003), with a
-//! far smaller frame description and an exchange that never keeps interrupts
-//! off for a whole page copy.
+//! After the TCM design of D. Molka, "Support for on-chip memory in Fiasco",
+//! Großer Beleg (student research thesis), TU Dresden, 2007, with a far
+//! smaller frame description and an exchange that never keeps interrupts off
+//! for a whole page copy.
 //!
 //! # Module map
 //!

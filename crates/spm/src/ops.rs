@@ -1,7 +1,8 @@
 //! Page operations with the thesis's permission rules: create a user page
 //! from a page resource, delete it back, change or query a page's state.
 //!
-//! Rules (seed 003, section 4.3):
+//! Rules (D. Molka, "Support for on-chip memory in Fiasco", Großer Beleg,
+//! TU Dresden, 2007, section 4.3):
 //! * an address space changes only frames it owns, or page resources it has
 //!   mapped (a resource becomes *its* user page);
 //! * kernel pages, page-table and page-directory flags change only by the kernel;
