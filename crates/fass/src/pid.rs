@@ -1,5 +1,6 @@
 //! The FCSE PID allocator and its cache-flush decisions, in the two modes
-//! of the Linux FCSE patch (seed 002).
+//! of the Linux FCSE patch (Chanteperdrix and Cochran, "The ARM Fast
+//! Context Switch Extension for Linux", Real Time Linux Workshop 2009).
 //!
 //! * [`PidMode::Guaranteed`]: every address space gets a PID of its own; when
 //!   none is free, allocation fails with [`PidError::Exhausted`]; address

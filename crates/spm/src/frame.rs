@@ -1,7 +1,8 @@
 //! The frame table: one two-byte description per 4 KiB physical frame, plus
 //! a four-byte summary per 1 MiB, over caller-provided storage.
 //!
-//! The Fiasco design (seed 003) spent 36 bytes per frame: a properties word,
+//! The Fiasco design (D. Molka, "Support for on-chip memory in Fiasco",
+//! TU Dresden, 2007) spent 36 bytes per frame: a properties word,
 //! a pointer to sub-page descriptions, three kernel mapping addresses and
 //! four page-directory back-pointers. Here:
 //!
