@@ -971,11 +971,9 @@ impl Exchange {
             }
         }
         let n = self.req.size.frames();
-        if n > 1 {
-            for (side, base) in [(0, self.old), (1, self.new)] {
-                if !run_consistent(table, base, n, self.expect[side]) {
-                    return Err(self.changed(side));
-                }
+        for (side, base) in [(0, self.old), (1, self.new)] {
+            if !run_consistent(table, base, n, self.expect[side]) {
+                return Err(self.changed(side));
             }
         }
         if self.hold {

@@ -828,3 +828,120 @@ fn a_recheck_counts_its_kernel_calls() {
     }
     assert_eq!(totals[1], totals[0] + 4, "{totals:?}");
 }
+
+impl World<'_> {
+    fn finish_page(&mut self, x: &mut Exchange) -> Result<Progress, ExchangeError> {
+        // SAFETY: as in `change_state`.
+        unsafe { x.finish_page(&mut self.table, &mut self.maps, &mut self.hw, &mut self.irq) }
+    }
+}
+
+/// The frames of a later page are checked when it starts: both still
+/// busy, the old one still what the caller may move, the new one still a
+/// page resource. Nothing in the safe API can change a busy frame; a
+/// kernel bug that does is refused, not acted on.
+#[test]
+fn a_later_page_whose_frames_changed_is_refused() {
+    type Corrupt = fn(FrameDesc) -> FrameDesc;
+    let cases: [(u32, Corrupt, u32); 3] = [
+        (0x6000, |d| d.with_busy(false), 0x9000),
+        (ITCM + 0x1000, |d| d.with_busy(false), 0x10_1000),
+        (
+            ITCM + 0x1000,
+            |d| d.with_state(FrameState::Kernel(KernelUse::Plain)),
+            0x10_1000,
+        ),
+    ];
+    for (frame, corrupt, at) in cases {
+        let mut st = Storage::new();
+        let mut w = world(&mut st);
+        w.user_page(1, 0x8000, 0x5000, true);
+        w.user_page(1, 0x9000, 0x6000, true);
+        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+        w.maps
+            .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+        let mut x = w
+            .begin(w.req(us(1), 0x8000, 0x10_0000, 2, Rights::RW))
+            .unwrap();
+        assert_eq!(w.finish_page(&mut x), Ok(Progress::Pending));
+        let d = w.table.desc(pa(frame)).unwrap();
+        w.table.set(pa(frame), corrupt(d)).unwrap();
+        assert_eq!(w.step(&mut x), Err(ExchangeError::Changed(va(at))));
+    }
+}
+
+/// A directory move re-checks every frame of the directory at every step:
+/// one that lost its busy flag or its state is refused.
+#[test]
+fn a_held_directory_frame_that_changed_is_refused() {
+    type Corrupt = fn(FrameDesc) -> FrameDesc;
+    let cases: [(u32, Corrupt); 3] = [
+        (0x2_3000, |d| d.with_busy(false)),
+        (0x2_3000, |d| {
+            d.with_state(FrameState::Kernel(KernelUse::Plain))
+        }),
+        (ITCM + 0x7000, |d| d.with_busy(false)),
+    ];
+    for (frame, corrupt) in cases {
+        let mut st = Storage::new();
+        let mut w = world(&mut st);
+        w.table
+            .init_range(
+                pa(0x2_0000),
+                0x4000,
+                FrameState::Kernel(KernelUse::PageDirectory),
+                true,
+            )
+            .unwrap();
+        for i in 0..4 {
+            w.maps.map(
+                K,
+                0xc002_0000 + i * 0x1000,
+                0x2_0000 + i * 0x1000,
+                PageSize::Small,
+                true,
+            );
+            w.maps.map(
+                K,
+                0xc200_0000 + i * 0x1000,
+                ITCM + 0x4000 + i * 0x1000,
+                PageSize::Small,
+                false,
+            );
+        }
+        let mut x = w
+            .begin(w.req(K, 0xc002_0000, 0xc200_0000, 4, Rights::RW))
+            .unwrap();
+        w.step(&mut x).unwrap();
+        w.step(&mut x).unwrap();
+        let d = w.table.desc(pa(frame)).unwrap();
+        w.table.set(pa(frame), corrupt(d)).unwrap();
+        assert!(
+            matches!(w.step(&mut x), Err(ExchangeError::Changed(_))),
+            "{frame:#x}"
+        );
+    }
+}
+
+/// Without a mapping generation every step checks the mappings again: two
+/// translations and one walk of each side's mappings more than a step of
+/// the same exchange under an unchanged generation.
+#[test]
+fn without_a_generation_a_step_costs_its_recheck() {
+    let mut per_step = vec![];
+    for generation in [Some(0), None] {
+        let mut st = Storage::new();
+        let mut w = world(&mut st);
+        w.maps.generation = generation;
+        w.user_page(1, 0x8000, 0x5000, true);
+        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+        let mut x = w
+            .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
+            .unwrap();
+        w.step(&mut x).unwrap();
+        let before = x.stats().total_ops;
+        w.step(&mut x).unwrap();
+        per_step.push(x.stats().total_ops - before);
+    }
+    assert_eq!(per_step[1], per_step[0] + 4, "{per_step:?}");
+}
