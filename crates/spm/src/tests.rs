@@ -945,3 +945,27 @@ fn without_a_generation_a_step_costs_its_recheck() {
     }
     assert_eq!(per_step[1], per_step[0] + 4, "{per_step:?}");
 }
+
+/// A large page's sixteen frames are checked as a run when its first step
+/// starts: a frame in the middle that changed since `begin` is refused on
+/// either side.
+#[test]
+fn a_large_page_with_a_changed_frame_is_refused() {
+    for (frame, at) in [(0x10_3000, 0x1_0000), (0x20_5000, 0x50_0000)] {
+        let mut st = Storage::new();
+        let mut w = world(&mut st);
+        w.table
+            .init_range(pa(0x10_0000), 0x1_0000, FrameState::User(sp(1)), true)
+            .unwrap();
+        w.maps
+            .map(us(1), 0x1_0000, 0x10_0000, PageSize::Large, true);
+        w.maps
+            .map(us(1), 0x50_0000, 0x20_0000, PageSize::Large, false);
+        let mut r = w.req(us(1), 0x1_0000, 0x50_0000, 1, Rights::RW);
+        r.size = PageSize::Large;
+        let mut x = w.begin(r).unwrap();
+        let d = w.table.desc(pa(frame)).unwrap();
+        w.table.set(pa(frame), d.with_busy(false)).unwrap();
+        assert_eq!(w.step(&mut x), Err(ExchangeError::Changed(va(at))));
+    }
+}
