@@ -316,9 +316,10 @@ pub enum Progress {
     Done,
 }
 
-/// Counts of the work an exchange did, in operations: one per cache or TLB
-/// maintenance operation, per 32-bit word copied, per [`Mappings`] call and
-/// per register write.
+/// Counts of the work an exchange's steps did, in operations: one per cache
+/// or TLB maintenance operation, per 32-bit word copied, per [`Mappings`]
+/// call (but [`Mappings::generation`], a counter read) and per register
+/// write. `begin`'s checks are not counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ExchangeStats {
@@ -1122,7 +1123,8 @@ impl Exchange {
         let (old, new) = self.pages.of(self.page, size);
         let tva = || ExchangeError::Changed(self.target_va(self.page));
         let rva = || ExchangeError::Changed(self.resource_va(self.page));
-        if gen.is_none() || gen != self.begin_gen {
+        let translated = gen.is_none() || gen != self.begin_gen;
+        if translated {
             let (t, r) = translate_pair(maps, &self.req, self.page).map_err(as_changed)?;
             if t != old {
                 return Err(tva());
@@ -1160,6 +1162,9 @@ impl Exchange {
         if n > 1 && !run_consistent(table, new, n, d1) {
             return Err(rva());
         }
+        if translated {
+            self.stats.total_ops += 2;
+        }
         self.at = at;
         self.expect = [d0, d1];
         self.old = old;
@@ -1179,6 +1184,7 @@ impl Exchange {
                 let mut w = false;
                 maps.for_each_mapping(old, size, &mut |m| w |= m.writable);
                 maps.for_each_mapping(new, size, &mut |m| w |= m.writable);
+                self.stats.total_ops += 2;
                 w
             };
             self.protected = writable;
@@ -1203,6 +1209,7 @@ impl Exchange {
                 for p in [o, n] {
                     maps.for_each_mapping(p, size, &mut |m| writable |= m.writable);
                 }
+                self.stats.total_ops += 2;
             }
             self.protected = writable;
             if writable {
@@ -1261,7 +1268,7 @@ impl Exchange {
         let lines = self.chunk / H::DCACHE_LINE;
         // Clean the chunk at every cacheable address the old page
         // is mapped at.
-        self.each(maps, 0, self.old, |m| {
+        let mut calls = self.each(maps, 0, self.old, |m| {
             if m.cached {
                 hw.clean_dcache_lines(at(m.mva, off), self.chunk);
                 ops += lines;
@@ -1270,7 +1277,7 @@ impl Exchange {
         // Discard the new page's lines of the chunk (a page resource
         // holds nothing anyone relies on): a dirty one, written back
         // after the copy, would overwrite the copied data.
-        self.each(maps, 1, self.new, |m| {
+        calls += self.each(maps, 1, self.new, |m| {
             if m.cached {
                 // SAFETY: the new page is a page resource this exchange
                 // holds (checked at the start of this step) and is
@@ -1284,7 +1291,7 @@ impl Exchange {
         });
         hw.drain_write_buffer();
         hw.copy(offset(self.new, off), offset(self.old, off), self.chunk);
-        self.stats.total_ops += ops + 1 + self.chunk / 4;
+        self.stats.total_ops += calls + ops + 1 + self.chunk / 4;
         self.stats.bytes_copied += self.chunk;
     }
 
@@ -1299,7 +1306,7 @@ impl Exchange {
         let mut ops = 0;
         let lines = self.chunk / H::DCACHE_LINE;
         for (side, page) in [self.old, self.new].into_iter().enumerate() {
-            self.each(maps, side, page, |m| {
+            ops += self.each(maps, side, page, |m| {
                 if m.cached {
                     hw.flush_lines(at(m.mva, off), self.chunk);
                     ops += 2 * lines;
@@ -1565,9 +1572,11 @@ impl Exchange {
                     hw.invalidate_tlb_entry(m.mva);
                     w.ops += 1;
                 });
+                w.ops += 1;
             }
             w.close(irq, &mut self.stats);
             maps.swapped(o, n, size);
+            self.stats.total_ops += 1;
             for f in 0..size.frames() {
                 if let (Ok(o_at), Ok(n_at)) =
                     (table.locate(frame_at(o, f)), table.locate(frame_at(n, f)))
@@ -1594,14 +1603,16 @@ impl Exchange {
         side: usize,
         page: PhysAddr,
         mut f: F,
-    ) {
+    ) -> u32 {
         let current = if side == 0 { self.old } else { self.new };
         if self.known.gen.is_some() && page == current {
             for m in self.known.of(side) {
                 f(m);
             }
+            0
         } else {
             maps.for_each_mapping(page, self.req.size, &mut f);
+            1
         }
     }
 
@@ -1613,12 +1624,12 @@ impl Exchange {
         H: LineMaintenance + ?Sized,
     {
         let mut n = 0;
-        self.each(maps, side, page, |m: &Mapping| {
+        let calls = self.each(maps, side, page, |m: &Mapping| {
             // One entry covers a whole small page, large page or section.
             hw.invalidate_tlb_entry(m.mva);
             n += 1;
         });
-        n
+        n + calls
     }
 
     /// The switch: mappings, tables and TTB in one masked window, then the
@@ -1666,7 +1677,7 @@ impl Exchange {
             let (base_old, base_new) = self.pages.of(0, size);
             maps.move_first_level(base_old, base_new);
             let ttbr = hw.read(Cp15Reg::Ttbr);
-            w.ops += 2;
+            w.ops += 1;
             if ttbr & !(DIRECTORY_SIZE - 1) == base_old.as_u32() {
                 // SAFETY: all four frames of the directory hold an identical
                 // copy at `base_new` (copied while write-protected, and the

@@ -310,6 +310,7 @@ impl Mappings for Maps {
     }
 
     fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
+        self.tick();
         let va = va.as_u32();
         self.entries
             .iter()
@@ -322,6 +323,7 @@ impl Mappings for Maps {
     }
 
     fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping)) {
+        self.tick();
         for e in self
             .entries
             .iter()
@@ -358,6 +360,10 @@ impl Mappings for Maps {
             e.writable |= e.saved;
             e.saved = false;
         }
+    }
+
+    fn swapped(&mut self, _a: PhysAddr, _b: PhysAddr, _size: PageSize) {
+        self.tick();
     }
 
     fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
