@@ -79,7 +79,7 @@ impl Hw {
             Some(e) => *e,
             None => {
                 let t = maps
-                    .translate(space, VirtAddr::new(va))
+                    .walk(space, VirtAddr::new(va))
                     .ok_or(CpuFault::Translation)?;
                 let off = va & (t.size.bytes() - 1) & !0xfff;
                 let e = (t.page.as_u32() + off, t.writable);
@@ -263,6 +263,8 @@ pub struct Maps {
     /// What [`Mappings::generation`] reports (`Some`, counting `map` calls,
     /// unless a test sets `None`).
     pub generation: Option<u32>,
+    /// Calls of [`Mappings::for_each_mapping`] so far.
+    pub walks: Cell<u32>,
     ops: Ops,
 }
 
@@ -273,6 +275,7 @@ impl Maps {
             l1: Vec::new(),
             dirs: Vec::new(),
             generation: Some(0),
+            walks: Cell::new(0),
             ops,
         }
     }
@@ -302,15 +305,10 @@ impl Maps {
     fn tick(&self) {
         self.ops.set(self.ops.get() + 1);
     }
-}
 
-impl Mappings for Maps {
-    fn generation(&self) -> Option<u32> {
-        self.generation
-    }
-
-    fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
-        self.tick();
+    /// What the MMU finds for `va` in `space` (no kernel call: not
+    /// counted).
+    pub fn walk(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
         let va = va.as_u32();
         self.entries
             .iter()
@@ -321,9 +319,21 @@ impl Mappings for Maps {
                 writable: e.writable,
             })
     }
+}
+
+impl Mappings for Maps {
+    fn generation(&self) -> Option<u32> {
+        self.generation
+    }
+
+    fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
+        self.tick();
+        self.walk(space, va)
+    }
 
     fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping)) {
         self.tick();
+        self.walks.set(self.walks.get() + 1);
         for e in self
             .entries
             .iter()

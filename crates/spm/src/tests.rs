@@ -1094,3 +1094,115 @@ fn the_statistics_count_every_call() {
         }
     }
 }
+
+/// A RAM page read during its copy (clean lines filled from the old frame
+/// at the target's addresses) and written after the exchange: the write
+/// reaches the new frame, whether the exchange ran to its end or was
+/// cancelled during its flush. Without the flush after the switch, the
+/// store would hit a line still tagged with the old frame and be written
+/// back there: a lost write.
+#[test]
+fn lines_filled_during_the_copy_never_take_a_later_write() {
+    use mmu_armv5::maint::CacheMaintenance;
+    // Steps before the cancel: 0x1000 / 256 = 16 copy steps, then the
+    // switch joins the first flush chunk; 17 and 20 are in the flush.
+    for cancel_after in [None, Some(17), Some(20)] {
+        let mut st = Storage::new();
+        let mut w = world(&mut st);
+        w.user_page(1, 0x8000, 0x5000, true);
+        w.maps
+            .map(us(1), 0x20_0000, 0x30_0000, PageSize::Small, false);
+        w.fill(us(1), 0x8000, 0x1000, 9);
+        w.hw.clean_invalidate_dcache();
+        let mut x = w
+            .begin(w.req(us(1), 0x8000, 0x20_0000, 1, Rights::RW))
+            .unwrap();
+        let mut steps = 0;
+        loop {
+            if cancel_after == Some(steps) {
+                w.cancel(&mut x).unwrap();
+                break;
+            }
+            steps += 1;
+            // Reads go on during the copy: every line of the page filled.
+            for off in (0..0x1000).step_by(32) {
+                let _ = w.hw.load(&w.maps, us(1), 0x8000 + off);
+                let _ = w.hw.load(&w.maps, us(1), 0x20_0000 + off);
+            }
+            if w.step(&mut x).unwrap() == Progress::Done {
+                break;
+            }
+        }
+        assert_eq!(
+            w.maps_translate(us(1), 0x8000),
+            0x30_0000,
+            "{cancel_after:?}"
+        );
+        for off in (0..0x1000).step_by(32) {
+            w.hw.store(&w.maps, us(1), 0x8000 + off, 0xab).unwrap();
+        }
+        w.hw.clean_invalidate_dcache();
+        for off in (0..0x1000).step_by(32) {
+            assert_eq!(
+                w.hw.phys(0x30_0000 + off),
+                0xab,
+                "{cancel_after:?} {off:#x}"
+            );
+            assert_eq!(
+                w.hw.phys(0x5000 + off),
+                content(off, 9),
+                "{cancel_after:?} {off:#x}"
+            );
+        }
+    }
+}
+
+/// A cancel uses the mapping lists its page collected only while the
+/// kernel's generation is unchanged; after a change it asks again.
+#[test]
+fn a_cancel_asks_for_the_mappings_again_only_after_a_change() {
+    for change in [false, true] {
+        let mut st = Storage::new();
+        let mut w = world(&mut st);
+        w.user_page(1, 0x8000, 0x5000, true);
+        w.maps
+            .map(us(1), 0x20_0000, 0x30_0000, PageSize::Small, false);
+        let mut x = w
+            .begin(w.req(us(1), 0x8000, 0x20_0000, 1, Rights::RW))
+            .unwrap();
+        for _ in 0..18 {
+            w.step(&mut x).unwrap();
+        }
+        if change {
+            w.maps.map(us(2), 0x4000, 0x6000, PageSize::Small, false);
+        }
+        let walks = w.maps.walks.get();
+        w.cancel(&mut x).unwrap();
+        assert_eq!(w.maps.walks.get() > walks, change, "change {change}");
+    }
+}
+
+/// Cancelled before a later page started, the exchange releases that
+/// page's frames only if they are still what it holds: a frame whose
+/// state changed under it (a kernel bug) stays busy.
+#[test]
+fn a_cancel_releases_only_untouched_frames_it_holds() {
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    w.user_page(1, 0x8000, 0x5000, true);
+    w.user_page(1, 0x9000, 0x6000, true);
+    w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+    w.maps
+        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+    let mut x = w
+        .begin(w.req(us(1), 0x8000, 0x10_0000, 2, Rights::RW))
+        .unwrap();
+    w.step(&mut x).unwrap();
+    let d = w.table.desc(pa(0x6000)).unwrap();
+    let foreign = d.with_state(FrameState::Kernel(KernelUse::Plain));
+    w.table.set(pa(0x6000), foreign).unwrap();
+    w.cancel(&mut x).unwrap();
+    assert_eq!(w.table.desc(pa(0x6000)).unwrap(), foreign);
+    assert!(!w.table.desc(pa(ITCM + 0x1000)).unwrap().is_busy());
+    assert!(!w.table.desc(pa(0x5000)).unwrap().is_busy());
+}
