@@ -822,8 +822,9 @@ impl Exchange {
     /// before it stay exchanged. A **page directory** moves all or
     /// nothing: cancelled before the switch of its last page (the one that
     /// moves the translation table base), every page already switched is
-    /// switched back (masked, TLB entries invalidated, states back), write
-    /// access is given back and all its frames are released: 0 pages.
+    /// switched back (masked, TLB entries invalidated, states back, then
+    /// its lines flushed at both frames' addresses as after a switch),
+    /// write access is given back and all its frames are released: 0 pages.
     /// After that switch it is finished: all of it.
     ///
     /// Frames that are no longer this exchange's (freed, handed on,
@@ -1303,9 +1304,20 @@ impl Exchange {
         M: Mappings + ?Sized,
         H: LineMaintenance + ?Sized,
     {
+        self.flush_chunk_of(maps, hw, [self.old, self.new], off);
+    }
+
+    /// [`Exchange::flush_chunk`] of the frames `pages` (old, new) of any
+    /// page of this exchange.
+    #[inline(always)]
+    fn flush_chunk_of<M, H>(&mut self, maps: &M, hw: &mut H, pages: [PhysAddr; 2], off: u32)
+    where
+        M: Mappings + ?Sized,
+        H: LineMaintenance + ?Sized,
+    {
         let mut ops = 0;
         let lines = self.chunk / H::DCACHE_LINE;
-        for (side, page) in [self.old, self.new].into_iter().enumerate() {
+        for (side, page) in pages.into_iter().enumerate() {
             ops += self.each(maps, side, page, |m| {
                 if m.cached {
                     hw.flush_lines(at(m.mva, off), self.chunk);
@@ -1583,6 +1595,15 @@ impl Exchange {
                 {
                     move_state(table, n_at, o_at);
                 }
+            }
+            // As after a switch: lines filled since the page's switch are
+            // tagged with the frame its addresses no longer map; a write
+            // hitting one would be written back there. Still
+            // write-protected, so nothing dirties a line meanwhile.
+            let mut off = 0;
+            while off < size.bytes() {
+                self.flush_chunk_of(maps, hw, [o, n], off);
+                off += self.chunk;
             }
         }
         // Every page is as before its switch now.

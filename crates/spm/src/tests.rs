@@ -1206,3 +1206,104 @@ fn a_cancel_releases_only_untouched_frames_it_holds() {
     assert!(!w.table.desc(pa(ITCM + 0x1000)).unwrap().is_busy());
     assert!(!w.table.desc(pa(0x5000)).unwrap().is_busy());
 }
+
+/// A page directory four pages long, kernel-mapped at 0xc002_0000 (frames
+/// 0x2_0000..) with its ITCM resource at 0xc200_0000, `seed` in it.
+fn directory_world(w: &mut World<'_>, seed: u8) -> ExchangeRequest {
+    w.table
+        .init_range(
+            pa(0x2_0000),
+            0x4000,
+            FrameState::Kernel(KernelUse::PageDirectory),
+            true,
+        )
+        .unwrap();
+    for i in 0..4 {
+        w.maps.map(
+            K,
+            0xc002_0000 + i * 0x1000,
+            0x2_0000 + i * 0x1000,
+            PageSize::Small,
+            true,
+        );
+        w.maps.map(
+            K,
+            0xc200_0000 + i * 0x1000,
+            ITCM + 0x4000 + i * 0x1000,
+            PageSize::Small,
+            false,
+        );
+    }
+    w.fill(K, 0xc002_0000, 0x4000, seed);
+    w.maps.dirs = vec![(us(1), 0x2_0000)];
+    w.hw.ttbr = 0x2_0000 | 0x18;
+    w.req(K, 0xc002_0000, 0xc200_0000, 4, Rights::RW)
+}
+
+/// A directory move cancelled after some pages were switched, with those
+/// pages read in between (lines filled from the new frames at the target's
+/// addresses): switched back, a later write to them reaches the old frames.
+#[test]
+fn a_directory_switched_back_keeps_later_writes() {
+    use mmu_armv5::maint::CacheMaintenance;
+    for pages in [1, 2] {
+        let mut st = Storage::new();
+        let mut w = world(&mut st);
+        let r = directory_world(&mut w, 21);
+        w.hw.clean_invalidate_dcache();
+        let mut x = w.begin(r).unwrap();
+        for _ in 0..pages {
+            w.finish_page(&mut x).unwrap();
+        }
+        for off in (0..0x4000).step_by(32) {
+            w.hw.load(&w.maps, K, 0xc002_0000 + off).unwrap();
+        }
+        assert_eq!(w.cancel(&mut x), Ok(0));
+        assert_eq!(w.maps_translate(K, 0xc002_0000), 0x2_0000);
+        for off in (0..0x4000).step_by(32) {
+            w.hw.store(&w.maps, K, 0xc002_0000 + off, 0x5a).unwrap();
+        }
+        w.hw.clean_invalidate_dcache();
+        for off in (0..0x4000).step_by(32) {
+            assert_eq!(w.hw.phys(0x2_0000 + off), 0x5a, "{pages} pages, {off:#x}");
+        }
+    }
+}
+
+/// Cancelled after its last switch (the TTB moved), a directory move is
+/// finished, its flush included: a later write reaches the new frames.
+#[test]
+fn a_directory_cancelled_after_its_last_switch_is_finished() {
+    use mmu_armv5::maint::CacheMaintenance;
+    for extra in [0, 3] {
+        let mut st = Storage::new();
+        let mut w = world(&mut st);
+        let r = directory_world(&mut w, 22);
+        w.hw.clean_invalidate_dcache();
+        let mut x = w.begin(r).unwrap();
+        while w.hw.ttbr == 0x2_0000 | 0x18 {
+            for off in (0..0x4000).step_by(32) {
+                w.hw.load(&w.maps, K, 0xc002_0000 + off).unwrap();
+            }
+            w.step(&mut x).unwrap();
+        }
+        for _ in 0..extra {
+            w.step(&mut x).unwrap();
+        }
+        assert_eq!(w.cancel(&mut x), Ok(4));
+        assert_eq!(w.hw.ttbr, (ITCM + 0x4000) | 0x18);
+        for off in (0..0x4000).step_by(32) {
+            w.hw.store(&w.maps, K, 0xc002_0000 + off, 0xa6).unwrap();
+        }
+        w.hw.clean_invalidate_dcache();
+        for off in (0..0x4000).step_by(32) {
+            assert_eq!(w.hw.phys(ITCM + 0x4000 + off), 0xa6, "{extra} {off:#x}");
+            assert_eq!(
+                w.hw.phys(0x2_0000 + off),
+                content(off, 22),
+                "{extra} {off:#x}"
+            );
+        }
+        assert!(!w.any_busy());
+    }
+}
