@@ -1307,3 +1307,84 @@ fn a_directory_cancelled_after_its_last_switch_is_finished() {
         assert!(!w.any_busy());
     }
 }
+
+/// With a mapping generation, a page's mappings are asked for once per
+/// side when it starts; every later use (copy, switch, flush, restore)
+/// takes the remembered lists.
+#[test]
+fn remembered_mappings_are_asked_for_once_per_page_side() {
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    w.user_page(1, 0x8000, 0x5000, true);
+    w.user_page(1, 0x9000, 0x6000, true);
+    w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+    w.maps
+        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+    let mut x = w
+        .begin(w.req(us(1), 0x8000, 0x10_0000, 2, Rights::RW))
+        .unwrap();
+    let walks = w.maps.walks.get();
+    w.run(&mut x);
+    assert_eq!(w.maps.walks.get() - walks, 4);
+}
+
+/// A large kernel page of which one frame holds second-level tables (the
+/// others plain kernel pages): the first-level entries pointing into that
+/// frame follow it, wherever it lies in the page.
+#[test]
+fn a_large_page_moves_the_tables_in_any_of_its_frames() {
+    for table_frame in [0u32, 2] {
+        let mut st = Storage::new();
+        let mut w = world(&mut st);
+        w.table
+            .init_range(
+                pa(0x10_0000),
+                0x1_0000,
+                FrameState::Kernel(KernelUse::Plain),
+                true,
+            )
+            .unwrap();
+        let t = 0x10_0000 + table_frame * 0x1000;
+        w.table
+            .init_range(
+                pa(t),
+                0x1000,
+                FrameState::Kernel(KernelUse::PageTable),
+                true,
+            )
+            .unwrap();
+        w.maps.map(K, 0xc010_0000, 0x10_0000, PageSize::Large, true);
+        w.maps
+            .map(K, 0xc050_0000, 0x20_0000, PageSize::Large, false);
+        w.maps.l1 = vec![(0x300, t + 0x400), (0x301, 0x2_0000)];
+        let mut r = w.req(K, 0xc010_0000, 0xc050_0000, 1, Rights::RW);
+        r.size = PageSize::Large;
+        let mut x = w.begin(r).unwrap();
+        w.run(&mut x);
+        let moved = 0x20_0000 + table_frame * 0x1000;
+        assert_eq!(w.maps.l1, vec![(0x300, moved + 0x400), (0x301, 0x2_0000)]);
+        assert_eq!(w.state(moved), FrameState::Kernel(KernelUse::PageTable));
+    }
+}
+
+/// A directory move cancelled with a switched page whose frame changed
+/// under it (a kernel bug): that page is left as it is, the others are
+/// switched back.
+#[test]
+fn a_directory_cancel_leaves_a_changed_page_alone() {
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    let r = directory_world(&mut w, 23);
+    let mut x = w.begin(r).unwrap();
+    w.finish_page(&mut x).unwrap();
+    w.finish_page(&mut x).unwrap();
+    // Page 1's new frame (switched: it holds the directory page now).
+    let f = ITCM + 0x5000;
+    let d = w.table.desc(pa(f)).unwrap();
+    w.table
+        .set(pa(f), d.with_state(FrameState::Kernel(KernelUse::Plain)))
+        .unwrap();
+    assert_eq!(w.cancel(&mut x), Ok(0));
+    assert_eq!(w.maps_translate(K, 0xc002_0000), 0x2_0000);
+    assert_eq!(w.maps_translate(K, 0xc002_1000), ITCM + 0x5000);
+}
