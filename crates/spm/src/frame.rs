@@ -661,9 +661,7 @@ impl<'a, const R: usize> FrameTable<'a, R> {
         };
         let old = core::mem::replace(d, desc);
         // The summary counts resources and pinned frames only.
-        if (old.0 ^ desc.0) & (STATE_MASK | PINNED) != 0
-            && (old.is_resource() != desc.is_resource() || old.is_movable() != desc.is_movable())
-        {
+        if old.is_resource() != desc.is_resource() || old.is_movable() != desc.is_movable() {
             if let Some(s) = self.sections.get_mut(at.section) {
                 *s = s.update(old, desc);
             }
@@ -967,5 +965,178 @@ mod tests {
         assert_eq!(t.desc(b).unwrap(), moved.with_busy(false));
         assert!(FrameDesc::new(FrameState::Kernel(KernelUse::Plain)).is_kernel());
         assert!(!FrameDesc::new(FrameState::Resource).is_kernel());
+    }
+
+    /// The packed layout, bit by bit, as the module documentation draws it.
+    #[test]
+    fn descriptions_pack_to_the_documented_bits() {
+        let user = |n| FrameState::User(SpaceId::new(n).unwrap());
+        let k = FrameState::Kernel;
+        let cases = [
+            (FrameState::Undefined, 0x0000),
+            (FrameState::Resource, 0x0001),
+            (user(0), 0x0002),
+            (user(0xabc), 0xabc2),
+            (user(MAX_SPACE_ID), 0xfff2),
+            (k(KernelUse::Plain), 0x0003),
+            (k(KernelUse::PageTable), 0x0013),
+            (k(KernelUse::PageDirectory), 0x0023),
+        ];
+        for (state, bits) in cases {
+            let d = FrameDesc::new(state);
+            assert_eq!(d.bits(), bits, "{state:?}");
+            assert_eq!(d.with_movable(false).bits(), bits | 0x4, "{state:?} pinned");
+            assert_eq!(d.with_busy(true).bits(), bits | 0x8, "{state:?} busy");
+            let both = d.with_movable(false).with_busy(true);
+            assert_eq!(both.bits(), bits | 0xc, "{state:?} both");
+            // Clearing a flag clears that flag only.
+            assert_eq!(both.with_movable(true).bits(), bits | 0x8);
+            assert_eq!(both.with_busy(false).bits(), bits | 0x4);
+            // Setting a flag twice changes nothing.
+            assert_eq!(both.with_movable(false).with_busy(true), both);
+            assert_eq!(d.with_movable(true).with_busy(false), d);
+            // A new state keeps the flags and drops the old payload.
+            let other = FrameDesc::new(user(0x123)).with_busy(true);
+            assert_eq!(both.with_state(user(0x123)).bits(), 0x1232 | 0xc);
+            assert_eq!(d.with_state(user(0x123)), FrameDesc::new(user(0x123)));
+            // `with_state_of` is `with_state` without decoding.
+            assert_eq!(both.with_state_of(other), both.with_state(user(0x123)));
+            assert_eq!(d.with_state_of(FrameDesc::new(state).with_busy(true)), d);
+            assert_eq!(d.is_page_table(), state == k(KernelUse::PageTable));
+            assert_eq!(both.is_page_table(), state == k(KernelUse::PageTable));
+            assert_eq!(d.is_kernel(), matches!(state, FrameState::Kernel(_)));
+            assert_eq!(both.is_resource(), state == FrameState::Resource);
+        }
+        // An unknown kernel use decodes as plain.
+        assert_eq!(FrameDesc(0x0033).state(), k(KernelUse::Plain));
+    }
+
+    #[test]
+    fn descriptions_and_summaries_print_their_fields() {
+        use std::format;
+        let d = FrameDesc::new(FrameState::Resource);
+        assert_eq!(format!("{d:?}"), "FrameDesc(Resource)");
+        let d = d.with_movable(false).with_busy(true);
+        assert_eq!(format!("{d:?}"), "FrameDesc(Resource, pinned, busy)");
+        let s = SectionSummary::pack(256, 255, 3);
+        assert_eq!(
+            format!("{s:?}"),
+            "SectionSummary(described 256, free 255, pinned 3)"
+        );
+        let e = FrameError::FrameStorage {
+            needed: 7,
+            given: 2,
+        };
+        assert_eq!(
+            format!("{e}"),
+            "frame storage holds 2 descriptions, 7 needed"
+        );
+    }
+
+    /// The three counts use nine bits each, side by side.
+    #[test]
+    fn summaries_pack_three_nine_bit_counts() {
+        let s = SectionSummary::pack(256, 256, 256);
+        assert_eq!(s.0, 256 | (256 << 9) | (256 << 18));
+        assert_eq!((s.described(), s.resources(), s.pinned()), (256, 256, 256));
+        let s = SectionSummary::pack(1, 2, 3);
+        assert_eq!(s.0, 1 | (2 << 9) | (3 << 18));
+        assert!(SectionSummary::pack(256, 256, 0).is_free_section());
+        assert!(!SectionSummary::pack(255, 255, 0).is_free_section());
+        assert!(!SectionSummary::pack(256, 255, 0).is_free_section());
+        assert!(SectionSummary::pack(256, 0, 0).is_movable_section());
+        assert!(!SectionSummary::pack(256, 0, 1).is_movable_section());
+        assert!(!SectionSummary::pack(128, 0, 0).is_movable_section());
+    }
+
+    /// `run`: the descriptions of consecutive frames of one region, or
+    /// `None` when any lies outside it.
+    #[test]
+    fn runs_stay_inside_one_region() {
+        let regions = layout();
+        let mut f = vec![FrameDesc::default(); FrameTable::<4>::frames_needed(&regions)];
+        let mut s = vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&regions)];
+        let mut t = FrameTable::<4>::new(&regions, &mut f, &mut s).unwrap();
+        let p = PhysAddr::new;
+        t.init_range(p(0xfffe_9000), 0x1000, FrameState::Resource, false)
+            .unwrap();
+        // DTCM: 8 frames from 0xfffe_8000; the second one is pinned.
+        let run = t.run(p(0xfffe_8000), 8).unwrap();
+        assert_eq!(run.len(), 8);
+        assert!(run[0].is_movable() && !run[1].is_movable() && run[2].is_movable());
+        assert_eq!(t.run(p(0xfffe_9000), 7).unwrap().len(), 7);
+        assert!(!t.run(p(0xfffe_9000), 1).unwrap()[0].is_movable());
+        assert_eq!(t.run(p(0xfffe_9000), 8), None, "past the region's end");
+        assert_eq!(t.run(p(0xfffe_f000), 1).unwrap().len(), 1);
+        assert_eq!(t.run(p(0xfffe_f000), 2), None);
+        assert_eq!(t.run(p(0xfffe_8000), 0), None);
+        assert_eq!(t.run(p(0x0040_0000), 1), None, "not described");
+        assert_eq!(t.run(p(0xffff_f000), u32::MAX), None);
+        // The first region starts at frame 0 of the storage, the others after it.
+        assert_eq!(
+            t.run(p(0x3ff000), 1).unwrap()[0],
+            t.desc(p(0x3ff000)).unwrap()
+        );
+    }
+
+    /// `set_at` keeps the summary in step for every kind of change, and
+    /// ignores a slot the table never handed out.
+    #[test]
+    fn located_sets_count_resources_and_pins() {
+        let regions = layout();
+        let mut f = vec![FrameDesc::default(); FrameTable::<4>::frames_needed(&regions)];
+        let mut s = vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&regions)];
+        let mut t = FrameTable::<4>::new(&regions, &mut f, &mut s).unwrap();
+        let frame = PhysAddr::new(0xfffe_1000);
+        let at = t.locate(frame).unwrap();
+        let counts = |t: &FrameTable<'_, 4>| {
+            let s = t.section(frame).unwrap();
+            (s.resources(), s.pinned())
+        };
+        assert_eq!(counts(&t), (8, 0));
+        let d = t.desc_at(at);
+        let user = FrameState::User(SpaceId::new(1).unwrap());
+        t.set_at(at, d.with_state(user));
+        assert_eq!(counts(&t), (7, 0));
+        t.set_at(at, t.desc_at(at).with_movable(false));
+        assert_eq!(counts(&t), (7, 1));
+        t.set_at(
+            at,
+            t.desc_at(at)
+                .with_state(FrameState::Resource)
+                .with_movable(true),
+        );
+        assert_eq!(counts(&t), (8, 0));
+        // Resource and pinned at once.
+        t.set_at(at, FrameDesc::new(FrameState::Resource).with_movable(false));
+        assert_eq!(counts(&t), (8, 1));
+        t.set_at(at, FrameDesc::new(user).with_movable(true));
+        assert_eq!(counts(&t), (7, 0));
+        // A user frame changing owner: no count moves.
+        t.set_at(
+            at,
+            FrameDesc::new(FrameState::User(SpaceId::new(2).unwrap())),
+        );
+        assert_eq!(counts(&t), (7, 0));
+        assert_eq!(
+            t.desc_at(at).state(),
+            FrameState::User(SpaceId::new(2).unwrap())
+        );
+        let before = (t.desc(frame).unwrap(), counts(&t));
+        t.set_at(
+            FrameSlot {
+                frame: usize::MAX,
+                section: 0,
+            },
+            FrameDesc::new(FrameState::Resource),
+        );
+        assert_eq!((t.desc(frame).unwrap(), counts(&t)), before);
+        assert_eq!(
+            t.desc_at(FrameSlot {
+                frame: usize::MAX,
+                section: 0
+            }),
+            FrameDesc::UNDEFINED
+        );
     }
 }
