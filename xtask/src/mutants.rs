@@ -38,7 +38,11 @@ pub const DEFAULT_FILES: [&str; 14] = [
 
 /// Sequences of each `fass` model isolation property per mutant
 /// (`FASS_PROPTEST_CASES`; the normal test runs 500-2,000).
-pub const MUTANT_PROPTEST_CASES: u32 = 200;
+pub const MUTANT_MODEL_CASES: u32 = 100;
+
+/// Cases of the other property tests per mutant (`PROPTEST_CASES`, read by
+/// the configurations built on proptest's default; 256 normally).
+pub const MUTANT_PROPTEST_CASES: u32 = 32;
 
 /// Options of `cargo xtask mutants`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -258,10 +262,12 @@ pub fn run(opts: &MutantsOpts) -> Result<()> {
             cmd.args(["--shard", &format!("{k}/{n}")]);
         }
         cmd.args(["--jobs", &opts.jobs.unwrap_or(1).to_string()]);
-        // `fass`'s model isolation properties run 200 sequences per mutant
-        // instead of 500-2,000: a mutant only those would catch with a lucky
-        // seed then survives, and gets a direct test of the decision.
-        cmd.env("FASS_PROPTEST_CASES", MUTANT_PROPTEST_CASES.to_string());
+        // Property tests run fewer cases per mutant (`fass`'s model
+        // isolation properties 100 sequences instead of 500-2,000, the
+        // others 32 instead of proptest's 256): a mutant only a lucky seed
+        // would catch then survives, and gets a direct test of the decision.
+        cmd.env("FASS_PROPTEST_CASES", MUTANT_MODEL_CASES.to_string());
+        cmd.env("PROPTEST_CASES", MUTANT_PROPTEST_CASES.to_string());
         let command = cargo::display(&cmd);
         let status = cmd.status().map_err(|source| Error::Spawn {
             command: command.clone(),
