@@ -97,6 +97,54 @@ pub const RUNS: &[MiriRun] = &[
                 "tests::moved_page_tables_and_directories_are_re_pointed",
                 "page-table and directory moves on the byte-wise host doubles",
             ),
+            (
+                "tests::at_most_max_scattered_pages_are_scattered",
+                "an eight-page exchange on the byte-wise host doubles",
+            ),
+            (
+                "tests::a_directory_with_a_foreign_frame_is_refused",
+                "a 16 KiB page-directory move on the byte-wise host doubles",
+            ),
+            (
+                "tests::a_recheck_counts_its_kernel_calls",
+                "two whole-page exchanges on the byte-wise host doubles",
+            ),
+            (
+                "tests::a_later_page_whose_frames_changed_is_refused",
+                "three whole-page copies on the byte-wise host doubles",
+            ),
+            (
+                "tests::the_statistics_count_every_call",
+                "about thirty exchanges, directories included on the byte-wise host doubles",
+            ),
+            (
+                "tests::lines_filled_during_the_copy_never_take_a_later_write",
+                "three exchanges with a load of every line per step on the byte-wise host doubles",
+            ),
+            (
+                "tests::a_cancel_asks_for_the_mappings_again_only_after_a_change",
+                "two whole-page copies on the byte-wise host doubles",
+            ),
+            (
+                "tests::a_directory_switched_back_keeps_later_writes",
+                "two partial 16 KiB page-directory moves on the byte-wise host doubles",
+            ),
+            (
+                "tests::a_directory_cancelled_after_its_last_switch_is_finished",
+                "two 16 KiB page-directory moves on the byte-wise host doubles",
+            ),
+            (
+                "tests::remembered_mappings_are_asked_for_once_per_page_side",
+                "a two-page exchange on the byte-wise host doubles",
+            ),
+            (
+                "tests::a_large_page_moves_the_tables_in_any_of_its_frames",
+                "two 64 KiB large-page exchanges on the byte-wise host doubles",
+            ),
+            (
+                "tests::a_directory_cancel_leaves_a_changed_page_alone",
+                "two pages of a page-directory move on the byte-wise host doubles",
+            ),
         ],
         lane: 0,
     },

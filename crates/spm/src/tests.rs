@@ -345,10 +345,8 @@ impl World<'_> {
     }
 }
 
-#[test]
-fn kernel_code_moves_into_itcm_and_back() {
-    let mut st = Storage::new();
-    let mut w = world(&mut st);
+/// Two kernel pages, frames 0x5000 and 0x6000, mapped at 0xc000_5000.
+fn kernel_pages(w: &mut World<'_>) {
     w.table
         .init_range(
             pa(0x5000),
@@ -359,6 +357,13 @@ fn kernel_code_moves_into_itcm_and_back() {
         .unwrap();
     w.maps.map(K, 0xc000_5000, 0x5000, PageSize::Small, true);
     w.maps.map(K, 0xc000_6000, 0x6000, PageSize::Small, true);
+}
+
+#[test]
+fn kernel_code_moves_into_itcm_and_back() {
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    kernel_pages(&mut w);
     w.maps.map(K, 0xc100_0000, ITCM, PageSize::Small, false);
     w.maps
         .map(K, 0xc100_1000, ITCM + 0x1000, PageSize::Small, false);
@@ -424,30 +429,7 @@ fn moved_page_tables_and_directories_are_re_pointed() {
     assert_eq!(w.state(DTCM), FrameState::Kernel(KernelUse::PageTable));
 
     // The active page directory moves whole; the TTB follows.
-    w.table
-        .init_range(
-            pa(0x2_0000),
-            0x4000,
-            FrameState::Kernel(KernelUse::PageDirectory),
-            true,
-        )
-        .unwrap();
-    for i in 0..4 {
-        w.maps.map(
-            K,
-            0xc002_0000 + i * 0x1000,
-            0x2_0000 + i * 0x1000,
-            PageSize::Small,
-            true,
-        );
-        w.maps.map(
-            K,
-            0xc200_0000 + i * 0x1000,
-            ITCM + 0x4000 + i * 0x1000,
-            PageSize::Small,
-            false,
-        );
-    }
+    directory_frames(&mut w);
     w.fill(K, 0xc002_0000, 0x4000, 13);
     w.maps.dirs = vec![(us(1), 0x2_0000), (us(2), 0x3_0000)];
     w.hw.ttbr = 0x2_0000 | 0x18;
@@ -509,30 +491,7 @@ fn a_cancelled_directory_move_is_switched_back_or_finished() {
     for &(steps, exchanged) in cases {
         let mut st = Storage::new();
         let mut w = world(&mut st);
-        w.table
-            .init_range(
-                pa(0x2_0000),
-                0x4000,
-                FrameState::Kernel(KernelUse::PageDirectory),
-                true,
-            )
-            .unwrap();
-        for i in 0..4 {
-            w.maps.map(
-                K,
-                0xc002_0000 + i * 0x1000,
-                0x2_0000 + i * 0x1000,
-                PageSize::Small,
-                true,
-            );
-            w.maps.map(
-                K,
-                0xc200_0000 + i * 0x1000,
-                ITCM + 0x4000 + i * 0x1000,
-                PageSize::Small,
-                false,
-            );
-        }
+        directory_frames(&mut w);
         // Every 61st byte of the directory (a sample is enough here).
         for i in (0..0x4000).step_by(61) {
             w.hw.store(&w.maps, K, 0xc002_0000 + i, content(i, 13))
@@ -630,16 +589,7 @@ fn ranges_may_end_at_four_gib_and_touch() {
     // Touching ranges in one space, either way round.
     let mut st = Storage::new();
     let mut w = world(&mut st);
-    w.table
-        .init_range(
-            pa(0x5000),
-            0x2000,
-            FrameState::Kernel(KernelUse::Plain),
-            true,
-        )
-        .unwrap();
-    w.maps.map(K, 0xc000_5000, 0x5000, PageSize::Small, true);
-    w.maps.map(K, 0xc000_6000, 0x6000, PageSize::Small, true);
+    kernel_pages(&mut w);
     w.maps.map(K, 0xc000_4000, ITCM, PageSize::Small, false);
     w.maps
         .map(K, 0xc000_7000, ITCM + 0x1000, PageSize::Small, false);
@@ -703,14 +653,7 @@ fn at_most_max_scattered_pages_are_scattered() {
 fn a_directory_with_a_foreign_frame_is_refused() {
     let mut st = Storage::new();
     let mut w = world(&mut st);
-    w.table
-        .init_range(
-            pa(0x2_0000),
-            0x3000,
-            FrameState::Kernel(KernelUse::PageDirectory),
-            true,
-        )
-        .unwrap();
+    directory_frames(&mut w);
     w.table
         .init_range(
             pa(0x2_3000),
@@ -719,22 +662,6 @@ fn a_directory_with_a_foreign_frame_is_refused() {
             true,
         )
         .unwrap();
-    for i in 0..4 {
-        w.maps.map(
-            K,
-            0xc002_0000 + i * 0x1000,
-            0x2_0000 + i * 0x1000,
-            PageSize::Small,
-            true,
-        );
-        w.maps.map(
-            K,
-            0xc200_0000 + i * 0x1000,
-            ITCM + 0x4000 + i * 0x1000,
-            PageSize::Small,
-            false,
-        );
-    }
     let r = w.req(K, 0xc002_0000, 0xc200_0000, 4, Rights::RW);
     assert_eq!(w.begin(r).err(), Some(ExchangeError::PartialDirectory));
     assert!(!w.table.desc(pa(0x2_0000)).unwrap().is_busy());
@@ -885,30 +812,7 @@ fn a_held_directory_frame_that_changed_is_refused() {
     for (frame, corrupt) in cases {
         let mut st = Storage::new();
         let mut w = world(&mut st);
-        w.table
-            .init_range(
-                pa(0x2_0000),
-                0x4000,
-                FrameState::Kernel(KernelUse::PageDirectory),
-                true,
-            )
-            .unwrap();
-        for i in 0..4 {
-            w.maps.map(
-                K,
-                0xc002_0000 + i * 0x1000,
-                0x2_0000 + i * 0x1000,
-                PageSize::Small,
-                true,
-            );
-            w.maps.map(
-                K,
-                0xc200_0000 + i * 0x1000,
-                ITCM + 0x4000 + i * 0x1000,
-                PageSize::Small,
-                false,
-            );
-        }
+        directory_frames(&mut w);
         let mut x = w
             .begin(w.req(K, 0xc002_0000, 0xc200_0000, 4, Rights::RW))
             .unwrap();
@@ -1061,30 +965,7 @@ fn the_statistics_count_every_call() {
                 .begin(w.req(K, 0xc001_0000, 0xc100_0000, 1, Rights::RW))
                 .unwrap();
             run_counted(&mut w, &mut x, cancel, "page tables");
-            w.table
-                .init_range(
-                    pa(0x2_0000),
-                    0x4000,
-                    FrameState::Kernel(KernelUse::PageDirectory),
-                    true,
-                )
-                .unwrap();
-            for i in 0..4 {
-                w.maps.map(
-                    K,
-                    0xc002_0000 + i * 0x1000,
-                    0x2_0000 + i * 0x1000,
-                    PageSize::Small,
-                    true,
-                );
-                w.maps.map(
-                    K,
-                    0xc200_0000 + i * 0x1000,
-                    ITCM + 0x4000 + i * 0x1000,
-                    PageSize::Small,
-                    false,
-                );
-            }
+            directory_frames(&mut w);
             w.maps.dirs = vec![(us(1), 0x2_0000)];
             w.hw.ttbr = 0x2_0000;
             let mut x = w
@@ -1208,8 +1089,8 @@ fn a_cancel_releases_only_untouched_frames_it_holds() {
 }
 
 /// A page directory four pages long, kernel-mapped at 0xc002_0000 (frames
-/// 0x2_0000..) with its ITCM resource at 0xc200_0000, `seed` in it.
-fn directory_world(w: &mut World<'_>, seed: u8) -> ExchangeRequest {
+/// 0x2_0000..) with its ITCM resource at 0xc200_0000.
+fn directory_frames(w: &mut World<'_>) {
     w.table
         .init_range(
             pa(0x2_0000),
@@ -1234,6 +1115,12 @@ fn directory_world(w: &mut World<'_>, seed: u8) -> ExchangeRequest {
             false,
         );
     }
+}
+
+/// [`directory_frames`], `seed` in the directory, the directory of task 1
+/// and the TTB's; the request that moves it.
+fn directory_world(w: &mut World<'_>, seed: u8) -> ExchangeRequest {
+    directory_frames(w);
     w.fill(K, 0xc002_0000, 0x4000, seed);
     w.maps.dirs = vec![(us(1), 0x2_0000)];
     w.hw.ttbr = 0x2_0000 | 0x18;
