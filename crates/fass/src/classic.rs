@@ -69,6 +69,67 @@ impl TableSpace {
 }
 
 /// A classic strategy: one hardware first-level table per space.
+///
+/// In [`TableKind::Fcse`] with [`PidMode::Guaranteed`] a switch loads the
+/// next space's table, invalidates the TLB and sets its PID, and never
+/// flushes a cache:
+///
+/// ```
+/// # use fass::{KernelTable, Layout, Split};
+/// # use mmu_armv5::descriptor::L1Encoding;
+/// # use mmu_armv5::maint::Arm926;
+/// # use mmu_armv5::regs::MockCp15;
+/// # use mmu_armv5::table::{PoolBlock, TableKind as HwTable, TablePool, TableRef};
+/// # use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr};
+/// # type Sys<'m> = Split<Arm926<MockCp15>, TablePool<'m, 8>>;
+/// # // A recording ARM926EJ-S and 128 KiB of table memory, and the kernel's
+/// # // table (one kernel-only section at 3 GiB, domain 0), as in the crate example.
+/// # fn platform<'m>(mem: &'m mut [PoolBlock; 8], layout: &Layout) -> (Sys<'m>, KernelTable) {
+/// #     let pool = TablePool::new(mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000)).unwrap();
+/// #     let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool);
+/// #     let root = TableRef::allocate(&mut sys, HwTable::L1).unwrap();
+/// #     // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
+/// #     unsafe { root.write(&sys, 0xC00, 0x0000_0412) }.unwrap();
+/// #     // SAFETY: `MockCp15` only records register writes (see `KernelTable::new`).
+/// #     let kernel = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, layout, Domain::default()) }.unwrap();
+/// #     (sys, kernel)
+/// # }
+/// use fass::{FassError, PidError, PidMode, SpaceId, SwitchStrategy, TableKind, TableSwitch};
+/// use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy};
+/// use mmu_armv5::regs::{Cp15Event, Cp15Op, Cp15Reg};
+/// use mmu_armv5::VirtAddr;
+///
+/// let mut mem = Box::new([PoolBlock::ZERO; 8]);
+/// let (mut sys, kernel) = platform(&mut mem, &Layout::DEMO);
+/// let user = Domain::new(1)?; // the caller keeps it client in the DACR
+/// let mut fcse: TableSwitch<8, 2> = TableSwitch::new(TableKind::Fcse(PidMode::Guaranteed), user, kernel);
+///
+/// let (a, b) = (SpaceId(1), SpaceId(2));
+/// fcse.create_space(&mut sys, a)?;
+/// fcse.create_space(&mut sys, b)?;
+/// fcse.map_pages(&mut sys, a, VirtAddr::new(0x8000), PhysAddr::new(0x0030_0000), 0x1000, Ap::ReadWrite, CachePolicy::WriteBack)?;
+/// assert_ne!(fcse.root_of(a)?, fcse.root_of(b)?); // a table each
+/// assert_ne!(fcse.pid_of(a)?, fcse.pid_of(b)?); // and a PID each
+/// assert_eq!(fcse.mva_of(a, VirtAddr::new(0x8000))?, VirtAddr::new(0x8000).to_mva(fcse.pid_of(a)?));
+///
+/// fcse.switch_to(&mut sys, a)?;
+/// sys.hw.cp15_mut().clear();
+/// fcse.switch_to(&mut sys, b)?;
+/// assert_eq!(
+///     sys.hw.cp15().events(),
+///     [
+///         Cp15Event::Write(Cp15Reg::Ttbr, fcse.root_of(b)?.as_u32()),
+///         Cp15Event::Op(Cp15Op::InvalidateTlb, 0),
+///         Cp15Event::Write(Cp15Reg::Fcseidr, fcse.pid_of(b)?.fcseidr_value()),
+///     ]
+/// );
+/// assert_eq!(fcse.stats().full_flushes, 0);
+///
+/// // Guaranteed mode keeps every space inside its own 32 MiB window.
+/// let big = fcse.map_pages(&mut sys, a, VirtAddr::new(0x0200_0000), PhysAddr::new(0x0031_0000), 0x1000, Ap::ReadWrite, CachePolicy::WriteBack);
+/// assert_eq!(big, Err(FassError::Pid(PidError::LargeNotSupported)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct TableSwitch<const SPACES: usize, const SEGMENTS: usize> {
     pub(crate) kind: TableKind,
     pub(crate) layout: Layout,

@@ -33,6 +33,22 @@ use mmu_armv5::regs::{Dacr, DomainAccess};
 use mmu_armv5::Domain;
 
 /// A set of domains, bit `n` for domain `n`.
+///
+/// ```
+/// use fass::DomainSet;
+/// use mmu_armv5::regs::{Dacr, DomainAccess};
+/// use mmu_armv5::Domain;
+///
+/// let (d0, d3) = (Domain::new(0)?, Domain::new(3)?);
+/// let set = DomainSet::of(d0).with(d3);
+/// assert_eq!((set.bits(), set.len(), set.first()), (0b1001, 2, Some(d0)));
+/// assert!(set.contains(d3) && !set.without(d3).contains(d3));
+/// // In DACR format: every member with the same access.
+/// let dacr = set.to_dacr(DomainAccess::Client);
+/// assert_eq!(dacr, Dacr::only(d0, DomainAccess::Client).with(d3, DomainAccess::Client));
+/// assert_eq!(DomainSet::from_dacr(dacr), set);
+/// # Ok::<(), mmu_armv5::AddrError>(())
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DomainSet(u16);
@@ -259,6 +275,42 @@ pub struct Acquired {
 }
 
 /// The sixteen domains' owners, dirty mask and CPD slot sets.
+///
+/// ```
+/// use fass::domain::Owner;
+/// use fass::{DefaultPolicy, DomainError, DomainOwner, DomainSet, DomainTable, SpaceId};
+/// use mmu_armv5::regs::{Dacr, DomainAccess};
+/// use mmu_armv5::Domain;
+///
+/// // Domain 0 is the kernel's; all but 1 and 2 are set aside, so two
+/// // spaces use up the free ones.
+/// let (d1, d2) = (Domain::new(1)?, Domain::new(2)?);
+/// let reserved = DomainSet::ALL.without(d1).without(d2);
+/// let mut table = DomainTable::new(Domain::new(0)?, reserved)?;
+/// assert_eq!(table.free(), DomainSet::of(d1).with(d2));
+///
+/// let (a, b, c) = (Owner::Space(SpaceId(1)), Owner::Space(SpaceId(2)), Owner::Space(SpaceId(3)));
+/// assert_eq!(table.allocate(a)?, d1);
+/// assert_eq!(table.allocate(b)?, d2);
+/// assert_eq!(table.allocate(c), Err(DomainError::Exhausted));
+///
+/// // A's entries sit in CPD slot 0x20, and A ran: its domain is dirty.
+/// assert_eq!(table.claim_slot(d1, 0x20)?, None);
+/// table.mark_dirty(Dacr::only(d1, DomainAccess::Client));
+///
+/// // C takes a domain back; B is running, so it is protected.
+/// let mut cleared = Vec::new();
+/// let got = table.acquire(c, DomainSet::of(d2), &mut DefaultPolicy::default(), |slot| cleared.push(slot))?;
+/// assert_eq!(got.domain, d1);
+/// let evicted = got.evicted.unwrap();
+/// assert_eq!((evicted.owner, evicted.was_dirty, evicted.slots), (a, true, 1));
+/// assert_eq!(cleared, [0x20]); // the caller clears these CPD slots
+/// // A dirty eviction: the caller flushes the caches and the TLB, then:
+/// table.mark_all_clean();
+/// assert_eq!(table.owner(d1), DomainOwner::Owned(c));
+/// assert_eq!(table.slot_owner(0x20), None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// Laid out in declaration order (`repr(C)`): what the fast fault path
 /// reads first.

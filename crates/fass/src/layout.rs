@@ -210,6 +210,29 @@ pub enum RegionKind {
 /// All three are 1 MiB aligned and pairwise disjoint, and none reaches into
 /// the low 32 MiB the FCSE relocates (PID 0's window, [`RegionKind::Low`]):
 /// a kernel there would be relocated by every switch's FCSEIDR write.
+///
+/// ```
+/// use fass::{Layout, LayoutError, Region, RegionKind};
+/// use mmu_armv5::{FcsePid, ModifiedVirtAddr as Mva};
+///
+/// let (p1, p63) = (FcsePid::new(1)?, FcsePid::new(63)?);
+/// let shared = Region::new(0x8000_0000, 1 << 30)?;
+/// let kernel = Region::new(0xC000_0000, 1 << 30)?;
+/// let layout = Layout::new(p1, p63, shared, kernel)?;
+/// assert_eq!(layout, Layout::DEMO);
+/// assert_eq!(layout.pid_count(), 63);
+/// assert_eq!(layout.classify(Mva::new(0x0A00_8000)), RegionKind::PidWindow(FcsePid::new(5)?));
+/// assert_eq!(layout.classify(Mva::new(0xC000_8000)), RegionKind::Kernel);
+/// assert_eq!(layout.classify(Mva::new(0x0000_8000)), RegionKind::Low);
+///
+/// // A kernel in the low 32 MiB would move with every FCSEIDR write.
+/// let low = Region::new(0, 16 << 20)?;
+/// assert_eq!(Layout::new(p1, p63, shared, low), Err(LayoutError::Relocated(RegionKind::Kernel)));
+/// // Windows 1..=63 reach 2 GiB: a shared region below that overlaps them.
+/// let under = Region::new(0x7000_0000, 1 << 20)?;
+/// assert!(matches!(Layout::new(p1, p63, under, kernel), Err(LayoutError::Overlap { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Layout {

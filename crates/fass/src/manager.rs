@@ -135,6 +135,72 @@ pub enum RecycleRule {
 /// first-level slots per space directory, `SEGMENTS` (at most 32) the
 /// segment identifiers.
 ///
+/// Two spaces that share the only FCSE PID of the layout and map the same
+/// address meet in one CPD slot; domains tell them apart, and
+/// [`Fass::resolve`] moves the slot on the domain fault:
+///
+/// ```
+/// # use fass::{KernelTable, Layout, Split};
+/// # use mmu_armv5::descriptor::L1Encoding;
+/// # use mmu_armv5::maint::Arm926;
+/// # use mmu_armv5::regs::MockCp15;
+/// # use mmu_armv5::table::{PoolBlock, TableKind as HwTable, TablePool, TableRef};
+/// # use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr};
+/// # type Sys<'m> = Split<Arm926<MockCp15>, TablePool<'m, 8>>;
+/// # // A recording ARM926EJ-S and 128 KiB of table memory, and the kernel's
+/// # // table (one kernel-only section at 3 GiB, domain 0), as in the crate example.
+/// # fn platform<'m>(mem: &'m mut [PoolBlock; 8], layout: &Layout) -> (Sys<'m>, KernelTable) {
+/// #     let pool = TablePool::new(mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000)).unwrap();
+/// #     let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool);
+/// #     let root = TableRef::allocate(&mut sys, HwTable::L1).unwrap();
+/// #     // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
+/// #     unsafe { root.write(&sys, 0xC00, 0x0000_0412) }.unwrap();
+/// #     // SAFETY: `MockCp15` only records register writes (see `KernelTable::new`).
+/// #     let kernel = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, layout, Domain::default()) }.unwrap();
+/// #     (sys, kernel)
+/// # }
+/// use fass::resolve::Flushed;
+/// use fass::{Cpd, DefaultPolicy, DomainSet, Fass, Region, Resolution, SpaceId, SwitchStrategy};
+/// use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy};
+/// use mmu_armv5::{FaultKind, FaultLevel, FcsePid, VirtAddr};
+///
+/// let pid = FcsePid::new(1)?;
+/// let layout = Layout::new(pid, pid, Region::new(0x8000_0000, 1 << 30)?, Region::new(0xC000_0000, 1 << 30)?)?;
+/// let mut mem = Box::new([PoolBlock::ZERO; 8]);
+/// let (mut sys, kernel) = platform(&mut mem, &layout);
+/// let mut fass: Fass<DefaultPolicy, 8, 8, 4> =
+///     Fass::new(Cpd::new(kernel), DomainSet::EMPTY, DefaultPolicy::default())?;
+///
+/// let (a, b) = (SpaceId(1), SpaceId(2));
+/// fass.create_space(a)?;
+/// fass.create_space(b)?;
+/// assert_eq!(fass.pid_of(a)?, fass.pid_of(b)?); // one PID for both
+/// let va = VirtAddr::new(0x8000); // MVA 0x0200_8000: CPD slot 0x20 for both
+/// fass.map_pages(&mut sys, a, va, PhysAddr::new(0x0030_0000), 0x1000, Ap::ReadWrite, CachePolicy::WriteBack)?;
+/// fass.map_pages(&mut sys, b, va, PhysAddr::new(0x0031_0000), 0x1000, Ap::ReadWrite, CachePolicy::WriteBack)?;
+///
+/// // A's first access: a section translation fault on the empty slot; filled.
+/// fass.switch_to(&mut sys, a)?;
+/// let fill = fass.resolve(&mut sys, 0x005, 0x8000)?;
+/// assert_eq!(fill, Resolution::Resolved { slot: 0x20, collided_with: None, flushed: Flushed::Nothing });
+///
+/// // B's access meets A's entry: a section domain fault in A's domain, FAR
+/// // the MVA. The slot moves to B; A ran, so its lines are flushed first.
+/// fass.switch_to(&mut sys, b)?;
+/// let da = fass.domain_of(a)?.unwrap();
+/// let fsr = 0x009 | u32::from(da.get()) << 4;
+/// let moved = fass.resolve(&mut sys, fsr, 0x0200_8000)?;
+/// assert_eq!(moved, Resolution::Resolved { slot: 0x20, collided_with: Some(da), flushed: Flushed::Full });
+/// assert_eq!(fass.domains().slot_owner(0x20), fass.domain_of(b)?);
+/// assert_eq!((fass.stats().cpd_fills, fass.stats().collisions), (2, 1));
+///
+/// // A permission fault is not FASS's doing: handed back, decoded.
+/// let db = fass.domain_of(b)?.unwrap();
+/// let other = fass.resolve(&mut sys, 0x00F | u32::from(db.get()) << 4, 0x8000)?;
+/// assert!(matches!(other, Resolution::NotFass(f) if f.kind == FaultKind::Permission(FaultLevel::Page)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// Laid out in declaration order (`repr(C)`), what the fast fault path
 /// ([`Fass::resolve_fast`]) reads first, at small offsets, the large tables
 /// last.

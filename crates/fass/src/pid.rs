@@ -285,6 +285,42 @@ pub struct PidSwitch {
 const PIDS: usize = 128;
 
 /// The FCSE PID allocator. See the [module docs](self) for the rules.
+///
+/// ```
+/// use fass::{FlushDecision, FlushReasons, Layout, PidAllocator, PidError, PidMode, Region, SpaceId};
+/// use mmu_armv5::FcsePid;
+///
+/// // A layout with a single FCSE window (PID 1), so two spaces must share it.
+/// let one = FcsePid::new(1)?;
+/// let layout = Layout::new(one, one, Region::new(0x8000_0000, 1 << 30)?, Region::new(0xC000_0000, 1 << 30)?)?;
+///
+/// // Guaranteed: a PID per space, or an error.
+/// let mut strict = PidAllocator::new(&layout, PidMode::Guaranteed);
+/// assert_eq!(strict.allocate(SpaceId(1))?.context.pid(), one);
+/// assert_eq!(strict.allocate(SpaceId(2)), Err(PidError::Exhausted));
+///
+/// // Best effort: the PID is shared, and switches flush when they must.
+/// let mut pids = PidAllocator::new(&layout, PidMode::BestEffort);
+/// let mut a = pids.allocate(SpaceId(1))?.context;
+/// let b = pids.allocate(SpaceId(2))?;
+/// assert!(b.shared);
+/// let b = b.context;
+/// assert_eq!(pids.users(one), 2);
+///
+/// // A runs first: PID 1 holds no lines yet.
+/// let s = pids.switch(None, &a)?;
+/// assert_eq!((s.pid, s.flush), (one, FlushDecision::None));
+/// // B would hit A's lines at the same MVAs: flush.
+/// let s = pids.switch(Some(&mut a), &b)?;
+/// assert_eq!(s.flush.reasons(), FlushReasons::PID_REUSED);
+/// let FlushDecision::Flush { ticket, .. } = s.flush else { unreachable!() };
+/// // ... the kernel cleans and invalidates the caches and the TLB, then:
+/// assert!(pids.flush_done(ticket));
+/// assert_eq!(pids.last_user(one), Some(SpaceId(2)));
+/// // Back to A: B's lines are cached under PID 1 now.
+/// assert!(pids.switch(None, &a)?.flush.is_flush());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct PidAllocator {
     mode: PidMode,

@@ -39,6 +39,61 @@ use mmu_armv5::{Domain, Fault, ModifiedVirtAddr, PhysAddr, VirtAddr};
 ///
 /// Every method that touches tables or caches takes the [`Platform`] it
 /// runs on.
+///
+/// Code written against the trait runs every strategy; here the same
+/// round-robin scheduler counts the full cache flushes of FASS and of the
+/// naive per-space tables:
+///
+/// ```
+/// # use fass::{KernelTable, Layout, Split};
+/// # use mmu_armv5::descriptor::L1Encoding;
+/// # use mmu_armv5::maint::Arm926;
+/// # use mmu_armv5::regs::MockCp15;
+/// # use mmu_armv5::table::{PoolBlock, TableKind as HwTable, TablePool, TableRef};
+/// # use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr};
+/// # type Sys<'m> = Split<Arm926<MockCp15>, TablePool<'m, 8>>;
+/// # // A recording ARM926EJ-S and 128 KiB of table memory, and the kernel's
+/// # // table (one kernel-only section at 3 GiB, domain 0), as in the crate example.
+/// # fn platform<'m>(mem: &'m mut [PoolBlock; 8], layout: &Layout) -> (Sys<'m>, KernelTable) {
+/// #     let pool = TablePool::new(mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000)).unwrap();
+/// #     let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool);
+/// #     let root = TableRef::allocate(&mut sys, HwTable::L1).unwrap();
+/// #     // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
+/// #     unsafe { root.write(&sys, 0xC00, 0x0000_0412) }.unwrap();
+/// #     // SAFETY: `MockCp15` only records register writes (see `KernelTable::new`).
+/// #     let kernel = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, layout, Domain::default()) }.unwrap();
+/// #     (sys, kernel)
+/// # }
+/// use fass::{Cpd, DefaultPolicy, DomainSet, Fass, FassError, Platform, SpaceId, SwitchStrategy, TableKind, TableSwitch};
+///
+/// /// Creates `n` spaces, runs them in turn for `rounds` rounds after a
+/// /// first one, and returns the full flushes of those rounds.
+/// fn flushes<T: SwitchStrategy, S: Platform>(t: &mut T, sys: &mut S, n: u16, rounds: u32) -> Result<u64, FassError> {
+///     for s in 0..n {
+///         t.create_space(sys, SpaceId(s))?;
+///         t.switch_to(sys, SpaceId(s))?;
+///     }
+///     let before = t.stats().full_flushes;
+///     for _ in 0..rounds {
+///         for s in 0..n {
+///             t.switch_to(sys, SpaceId(s))?;
+///             assert_eq!(t.current(), Some(SpaceId(s)));
+///         }
+///     }
+///     Ok(t.stats().full_flushes - before)
+/// }
+///
+/// let mut mem = Box::new([PoolBlock::ZERO; 8]);
+/// let (mut sys, kernel) = platform(&mut mem, &Layout::DEMO);
+/// let mut fass: Fass<DefaultPolicy, 8, 8, 4> = Fass::new(Cpd::new(kernel), DomainSet::EMPTY, DefaultPolicy::default())?;
+/// assert_eq!(flushes(&mut fass, &mut sys, 3, 2)?, 0);
+///
+/// let mut mem = Box::new([PoolBlock::ZERO; 8]);
+/// let (mut sys, kernel) = platform(&mut mem, &Layout::DEMO);
+/// let mut naive: TableSwitch<8, 2> = TableSwitch::new(TableKind::Naive, Domain::new(1)?, kernel);
+/// assert_eq!(flushes(&mut naive, &mut sys, 3, 2)?, 6); // every switch
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait SwitchStrategy {
     /// Creates an empty address space `id`.
     fn create_space<S: Platform + ?Sized>(

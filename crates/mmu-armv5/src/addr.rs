@@ -291,6 +291,18 @@ macro_rules! address_type {
 
 address_type!(
     /// A virtual address, as issued by the program, before FCSE relocation.
+    ///
+    /// ```
+    /// use mmu_armv5::addr::Align;
+    /// use mmu_armv5::VirtAddr;
+    ///
+    /// let va = VirtAddr::new(0x0012_3456);
+    /// assert_eq!(va.l1_index(), 1); // the second MiB
+    /// assert_eq!(va.align_down(Align::KIB_4), VirtAddr::new(0x0012_3000));
+    /// assert_eq!(va.align_up(Align::KIB_4), Some(VirtAddr::new(0x0012_4000)));
+    /// assert_eq!(VirtAddr::new(0xFFFF_F000).checked_add(0x1000), None);
+    /// assert_eq!(format!("{va:?} {va}"), "VA(0x00123456) 0x00123456");
+    /// ```
     VirtAddr,
     "VA"
 );
@@ -304,6 +316,22 @@ address_type!(
 );
 address_type!(
     /// A physical address.
+    ///
+    /// ```
+    /// use mmu_armv5::addr::{AddrError, Align};
+    /// use mmu_armv5::PhysAddr;
+    ///
+    /// // A first-level table must sit on a 16 KiB boundary.
+    /// let l1 = PhysAddr::new_aligned(0x0000_4000, Align::KIB_16).unwrap();
+    /// assert_eq!(u32::from(l1), 0x4000);
+    /// assert_eq!(
+    ///     PhysAddr::new_aligned(0x0000_5000, Align::KIB_16),
+    ///     Err(AddrError::Misaligned { addr: 0x5000, align: 0x4000 })
+    /// );
+    /// // Wider values are checked, not truncated.
+    /// assert_eq!(PhysAddr::try_new(1 << 32), Err(AddrError::OutOfRange(1 << 32)));
+    /// assert_eq!(PhysAddr::try_new(0xFFFF_FFFF), Ok(PhysAddr::new(u32::MAX)));
+    /// ```
     PhysAddr,
     "PA"
 );
@@ -312,6 +340,20 @@ impl VirtAddr {
     /// Relocates the address by the FCSE PID: `va < 32 MiB ? va + pid * 32 MiB : va`.
     ///
     /// This is the one place that implements the FCSE relocation.
+    ///
+    /// ```
+    /// use mmu_armv5::{FcsePid, ModifiedVirtAddr, VirtAddr};
+    ///
+    /// let pid = FcsePid::new(5).unwrap();
+    /// // Below 32 MiB: moved into PID 5's window, 5 * 32 MiB up.
+    /// let mva = VirtAddr::new(0x0000_8000).to_mva(pid);
+    /// assert_eq!(mva, ModifiedVirtAddr::new(0x0A00_8000));
+    /// assert_eq!(mva.window(), 5);
+    /// // At or above 32 MiB (the kernel, shared regions): unchanged.
+    /// assert_eq!(VirtAddr::new(0xC000_0000).to_mva(pid).as_u32(), 0xC000_0000);
+    /// // PID 0 relocates nothing.
+    /// assert_eq!(VirtAddr::new(0x8000).to_mva(FcsePid::ZERO).as_u32(), 0x8000);
+    /// ```
     #[inline]
     #[must_use]
     pub const fn to_mva(self, pid: FcsePid) -> ModifiedVirtAddr {
@@ -331,6 +373,17 @@ impl ModifiedVirtAddr {
     /// can also reach its own window by its relocated address directly; both
     /// name the same MVA, and this returns the low form.) With PID 0 the MVA
     /// is the VA.
+    ///
+    /// ```
+    /// use mmu_armv5::{FcsePid, ModifiedVirtAddr, VirtAddr};
+    ///
+    /// let pid = FcsePid::new(5).unwrap();
+    /// let va = VirtAddr::new(0x0000_8000);
+    /// assert_eq!(va.to_mva(pid).to_va(pid), va);
+    /// // Another window's MVA is not this process's low address.
+    /// let other = ModifiedVirtAddr::new(0x0C00_8000); // window 6
+    /// assert_eq!(other.to_va(pid), VirtAddr::new(0x0C00_8000));
+    /// ```
     #[inline]
     #[must_use]
     pub const fn to_va(self, pid: FcsePid) -> VirtAddr {
@@ -354,6 +407,22 @@ impl ModifiedVirtAddr {
 /// Seven bits (0..=127) on ARM926EJ-S and XScale; six (0..=63) on the
 /// StrongARM SA-1100/SA-1110. Use [`FcsePid::new`] for the former and
 /// [`FcsePid::with_limit`] with [`FcsePid::MAX_SA1100`] for the latter.
+///
+/// ```
+/// use mmu_armv5::{AddrError, FcsePid, ModifiedVirtAddr};
+///
+/// let pid = FcsePid::new(127).unwrap();
+/// assert_eq!(pid.get(), 127);
+/// assert_eq!(pid.fcseidr_value(), 127 << 25);
+/// assert_eq!(pid.window_base(), ModifiedVirtAddr::new(0xFE00_0000));
+/// assert_eq!(FcsePid::new(128), Err(AddrError::PidOutOfRange { pid: 128, max: 127 }));
+/// // The SA-1100's FCSE has six bits.
+/// assert!(FcsePid::with_limit(63, FcsePid::MAX_SA1100).is_ok());
+/// assert_eq!(
+///     FcsePid::with_limit(64, FcsePid::MAX_SA1100),
+///     Err(AddrError::PidOutOfRange { pid: 64, max: 63 })
+/// );
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[repr(transparent)]
@@ -412,6 +481,17 @@ impl fmt::Debug for FcsePid {
 }
 
 /// One of the sixteen ARM memory domains.
+///
+/// ```
+/// use mmu_armv5::{AddrError, Domain};
+///
+/// let d = Domain::new(15).unwrap();
+/// assert_eq!(d.get(), 15);
+/// assert_eq!(Domain::new(16), Err(AddrError::DomainOutOfRange(16)));
+/// // Hardware fields (descriptor bits [8:5], FSR bits [7:4]) decode without a check.
+/// assert_eq!(Domain::from_low_bits(0x3a), Domain::new(10).unwrap());
+/// assert_eq!(Domain::all().count(), Domain::COUNT);
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[repr(transparent)]

@@ -109,6 +109,19 @@ impl FaultKind {
 }
 
 /// A decoded fault: its kind and, where the architecture defines one, its domain.
+///
+/// ```
+/// use mmu_armv5::fault::{Fault, FaultKind, FaultLevel};
+/// use mmu_armv5::Domain;
+///
+/// // DFSR 0x3B: a page domain fault in domain 3.
+/// let f = Fault::from_fsr(0x3B);
+/// assert_eq!(f.kind, FaultKind::Domain(FaultLevel::Page));
+/// assert_eq!(f.domain, Some(Domain::new(3).unwrap()));
+/// assert_eq!(f.fsr(), 0x3B);
+/// // A section translation fault defines no domain: the field is dropped.
+/// assert_eq!(Fault::from_fsr(0x35).domain, None);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Fault {

@@ -136,6 +136,53 @@ fn check(
 /// A table the allocator cannot reach yields an external abort on
 /// translation (first or second level), which is what a walk into
 /// non-existent memory raises on hardware.
+///
+/// ```
+/// use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+/// use mmu_armv5::fault::{Fault, FaultKind, FaultLevel};
+/// use mmu_armv5::maint::Arm926;
+/// use mmu_armv5::regs::{Dacr, DomainAccess, MockCp15};
+/// use mmu_armv5::size::PageSizeKind;
+/// use mmu_armv5::table::{MapAttrs, PageTable, PoolBlock, SizePolicy, TablePool};
+/// use mmu_armv5::translate::{translate, Access, AccessType, MmuState};
+/// use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
+///
+/// let mut mem = Box::new([PoolBlock::ZERO; 2]);
+/// let mut pool = TablePool::new(&mut *mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000))?;
+/// let mut pt = PageTable::new(&mut pool)?;
+///
+/// // A process at FCSE PID 3 with one read-only (for user mode) page at VA
+/// // 0x8000: tables are indexed by MVA, so map the relocated address.
+/// let (user, pid) = (Domain::new(1)?, FcsePid::new(3)?);
+/// let attrs = MapAttrs::new(user, AccessPermission::PrivRwUserRo, CachePolicy::WriteBack);
+/// pt.map(&mut pool, VirtAddr::new(0x8000).to_mva(pid), PhysAddr::new(0x0050_0000), 0x1000, attrs, SizePolicy::Largest)?
+///     .flush(&mut Arm926::new(MockCp15::arm926()), &mut pool);
+///
+/// let mut state = MmuState {
+///     ttb: pt.root(),
+///     dacr: Dacr::only(user, DomainAccess::Client),
+///     pid,
+///     system_protect: false,
+///     rom_protect: false,
+///     alignment_check: true,
+/// };
+/// let access = |va, kind| Access { va: VirtAddr::new(va), kind, privileged: false, size: 4 };
+///
+/// let t = translate(&pool, &state, &access(0x8010, AccessType::Read)).unwrap();
+/// assert_eq!((t.pa, t.mva, t.size), (PhysAddr::new(0x0050_0010), ModifiedVirtAddr::new(0x0600_8010), PageSizeKind::Small));
+/// // The exact fault the hardware raises, in the architecture's order.
+/// let write = translate(&pool, &state, &access(0x8010, AccessType::Write));
+/// assert_eq!(write, Err(Fault::new(FaultKind::Permission(FaultLevel::Page), user)));
+/// let unaligned = translate(&pool, &state, &access(0x8012, AccessType::Read));
+/// assert_eq!(unaligned, Err(Fault::without_domain(FaultKind::Alignment)));
+/// let unmapped = translate(&pool, &state, &access(0x0010_0000, AccessType::Read));
+/// assert_eq!(unmapped.unwrap_err().kind, FaultKind::Translation(FaultLevel::Section));
+/// // Closing the domain needs no table change: the DACR is checked on every access.
+/// state.dacr = Dacr::NONE;
+/// let closed = translate(&pool, &state, &access(0x8010, AccessType::Read));
+/// assert_eq!(closed, Err(Fault::new(FaultKind::Domain(FaultLevel::Page), user)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn translate<A: TableAlloc + ?Sized>(
     tables: &A,
     state: &MmuState,

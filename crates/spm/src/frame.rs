@@ -36,6 +36,19 @@ use mmu_armv5::PhysAddr;
 pub const MAX_SPACE_ID: u16 = 0x0fff;
 
 /// An address space (task) identifier, 0..=4095.
+///
+/// ```
+/// use spm::{FrameDesc, FrameError, FrameState, SpaceId};
+///
+/// let task = SpaceId::new(4095)?;
+/// assert_eq!(SpaceId::new(4096), Err(FrameError::SpaceIdOutOfRange(4096)));
+/// // A frame description holds the owner, a movable and a busy bit in two bytes.
+/// let d = FrameDesc::new(FrameState::User(task)).with_movable(false);
+/// assert_eq!(d.state(), FrameState::User(task));
+/// assert!(!d.is_movable() && !d.is_busy() && !d.is_resource());
+/// assert!(FrameDesc::new(FrameState::Resource).is_resource());
+/// # Ok::<(), FrameError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct SpaceId(u16);
@@ -394,6 +407,43 @@ struct Slot {
 ///
 /// Lookup by physical address scans the (at most `R`) regions and indexes
 /// the frame directly: O(R), independent of the amount of memory.
+///
+/// ```
+/// use mmu_armv5::PhysAddr;
+/// use spm::{FrameDesc, FrameError, FrameState, FrameTable, InitialUse, KernelUse, Location};
+/// use spm::{Region, Rights, SectionSummary};
+///
+/// // 2 MiB of RAM, the kernel image in its first 64 KiB; an 8 KiB DTCM; a UART.
+/// let regions = [
+///     Region::new(PhysAddr::new(0), 2 << 20, Location::Ram, InitialUse::Resource)?,
+///     Region::new(PhysAddr::new(0x0300_0000), 8 << 10, Location::Dtcm, InitialUse::Resource)?,
+///     Region::new(PhysAddr::new(0x101F_1000), 0x1000, Location::Device, InitialUse::Undefined)?,
+/// ];
+/// // Storage sized by the table: two bytes per frame, four per MiB touched.
+/// assert_eq!(FrameTable::<3>::frames_needed(&regions), 512 + 2 + 1);
+/// assert_eq!(FrameTable::<3>::sections_needed(&regions), 2 + 1 + 1);
+/// let mut frames = [FrameDesc::default(); 515];
+/// let mut sections = [SectionSummary::default(); 4];
+/// let mut table = FrameTable::<3>::new(&regions, &mut frames, &mut sections)?;
+/// assert_eq!(table.overhead_bytes(), 515 * 2 + 4 * 4);
+///
+/// // Boot: the kernel image is pinned kernel memory.
+/// table.init_range(PhysAddr::new(0), 64 << 10, FrameState::Kernel(KernelUse::Plain), false)?;
+/// let k = table.desc(PhysAddr::new(0x8000))?;
+/// assert_eq!((k.state(), k.is_movable()), (FrameState::Kernel(KernelUse::Plain), false));
+///
+/// // Per-MiB summaries: the first MiB is no longer free, the second is.
+/// let (first, second) = (table.section(PhysAddr::new(0))?, table.section(PhysAddr::new(0x0010_0000))?);
+/// assert_eq!((first.described(), first.resources(), first.pinned()), (256, 240, 16));
+/// assert!(!first.is_free_section() && second.is_free_section());
+///
+/// // Lookups give the region's fixed properties too.
+/// let d = table.info(PhysAddr::new(0x0300_1abc))?;
+/// assert_eq!((d.location, d.max_rights, d.desc.state()), (Location::Dtcm, Rights::RW, FrameState::Resource));
+/// assert!(!table.desc(PhysAddr::new(0x101F_1000))?.is_movable());
+/// assert_eq!(table.desc(PhysAddr::new(0x0400_0000)), Err(FrameError::NotDescribed(PhysAddr::new(0x0400_0000))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct FrameTable<'a, const R: usize> {
     slots: heapless::Vec<Slot, R>,
     frames: &'a mut [FrameDesc],

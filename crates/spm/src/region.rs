@@ -49,6 +49,19 @@ impl Location {
 }
 
 /// A set of access rights: read, write, execute.
+///
+/// ```
+/// use spm::{Location, Rights};
+///
+/// assert!(Rights::RWX.contains(Rights::RX));
+/// assert!(!Rights::RW.contains(Rights::X));
+/// assert_eq!(Rights::R.union(Rights::X), Rights::RX);
+/// assert!(Rights::RW.writable() && !Rights::RX.writable());
+/// assert_eq!(Rights::from_bits_truncate(0xFF), Rights::RWX);
+/// // Code may go to ITCM but never to DTCM.
+/// assert!(Location::Itcm.ceiling().contains(Rights::RX));
+/// assert!(!Location::Dtcm.ceiling().contains(Rights::RX));
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Rights(u8);
@@ -121,6 +134,32 @@ pub enum InitialUse {
 
 /// A contiguous, 4 KiB-aligned physical memory region with a fixed location
 /// and maximum rights.
+///
+/// ```
+/// use mmu_armv5::PhysAddr;
+/// use spm::{InitialUse, Location, Region, RegionError, Rights};
+///
+/// let itcm = Region::new(PhysAddr::new(0x0200_0000), 16 << 10, Location::Itcm, InitialUse::Resource)?;
+/// assert_eq!((itcm.frames(), itcm.sections(), itcm.max_rights()), (4, 1, Rights::RWX));
+/// assert!(itcm.contains(PhysAddr::new(0x0200_3FFF)) && !itcm.contains(PhysAddr::new(0x0200_4000)));
+/// // Lowered rights: this ITCM takes code only, no data writes.
+/// assert_eq!(itcm.with_max_rights(Rights::RX)?.max_rights(), Rights::RX);
+///
+/// let dtcm = Region::new(PhysAddr::new(0x0300_0000), 16 << 10, Location::Dtcm, InitialUse::Resource)?;
+/// assert_eq!(
+///     dtcm.with_max_rights(Rights::RX),
+///     Err(RegionError::RightsAboveCeiling { location: Location::Dtcm, asked: Rights::RX })
+/// );
+/// assert_eq!(
+///     Region::new(PhysAddr::new(0x1000_0000), 0x1000, Location::Device, InitialUse::Resource),
+///     Err(RegionError::DeviceNotFixed)
+/// );
+/// assert_eq!(
+///     Region::new(PhysAddr::new(0x0100_0800), 0x1000, Location::Ram, InitialUse::Kernel),
+///     Err(RegionError::MisalignedBase(PhysAddr::new(0x0100_0800)))
+/// );
+/// # Ok::<(), RegionError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Region {

@@ -531,6 +531,44 @@ impl PhysRange {
 
 /// Whether a kernel may use a real TCM of one kind beside an emulated bank
 /// of the other ([`BoardTcm::mix`]).
+///
+/// A part that reports only a 16 KiB DTCM (disabled at 0 after reset):
+///
+/// ```
+/// use mmu_armv5::regs::{Cp15Reg, MockCp15};
+/// use mmu_armv5::PhysAddr;
+/// use spm::tcm::{self, BoardTcm, Fallback, Mix, PhysRange, TcmBank, TcmError, TcmKind, TcmLayout, TcmSource};
+///
+/// let cpu = MockCp15::arm926()
+///     .with_register(Cp15Reg::TcmStatus, 1 << 16) // DTCM only
+///     .with_register(Cp15Reg::DtcmRegion, 0b0101 << 2); // 16 KiB, off
+/// let ram = [PhysRange::new(PhysAddr::new(0), 128 << 20)];
+/// let mut board = BoardTcm {
+///     itcm_base: PhysAddr::new(0x2000_0000),
+///     dtcm_base: PhysAddr::new(0x2010_0000),
+///     emulated: TcmLayout {
+///         itcm: Some(TcmBank::board(TcmKind::Instruction, PhysAddr::new(0x07f0_0000), 32 << 10)?),
+///         dtcm: Some(TcmBank::board(TcmKind::Data, PhysAddr::new(0x07f0_8000), 32 << 10)?),
+///     },
+///     avoid: &ram,
+///     capacity: 256 << 10,
+///     mix: Mix::PerKind,
+/// };
+/// let found = tcm::discover(&cpu)?;
+/// assert!(found.itcm.is_none());
+///
+/// // Per kind: the CPU's DTCM, placed at the board's base, and the board's ITCM.
+/// let plan = tcm::plan(found, &board)?;
+/// assert_eq!(plan.get(TcmKind::Data).unwrap().source().name(), "cpu-placed");
+/// let i = plan.get(TcmKind::Instruction).unwrap();
+/// assert_eq!(i.source(), TcmSource::Board(Fallback::NotReported));
+/// assert_eq!(i.bank(), board.emulated.itcm.unwrap());
+///
+/// // Never mixed: refused, naming the one kind the CPU reports.
+/// board.mix = Mix::Never;
+/// assert_eq!(tcm::plan(found, &board), Err(TcmError::OnlyOneKind { reported: TcmKind::Data }));
+/// # Ok::<(), TcmError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Mix {

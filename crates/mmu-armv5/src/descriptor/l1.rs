@@ -72,6 +72,39 @@ pub struct FineTableDesc {
 }
 
 /// A decoded first-level descriptor.
+///
+/// ```
+/// use mmu_armv5::descriptor::{
+///     AccessPermission, CachePolicy, L1Descriptor, L1Encoding, SectionDesc, Tex,
+/// };
+/// use mmu_armv5::size::Frame;
+/// use mmu_armv5::table::TableKind;
+/// use mmu_armv5::{Domain, PhysAddr};
+///
+/// // A 1 MiB section of write-back RAM at 3 MiB, read/write, domain 2.
+/// let section = L1Descriptor::Section(SectionDesc {
+///     frame: Frame::from_start(PhysAddr::new(0x0030_0000)).unwrap(),
+///     ap: AccessPermission::ReadWrite,
+///     cache: CachePolicy::WriteBack,
+///     domain: Domain::new(2).unwrap(),
+///     p: false,
+///     tex: Tex::ZERO,
+/// });
+/// // base | AP=3 at [11:10] | domain 2 at [8:5] | bit 4 | C | B | 0b10
+/// assert_eq!(section.to_bits(), 0x0030_0C5E);
+/// assert_eq!(section.encode(L1Encoding::XScale), 0x0030_0C4E); // bit 4 clear
+/// assert_eq!(L1Descriptor::from_bits(0x0030_0C5E), section);
+/// assert_eq!(section.domain(), Domain::new(2).ok());
+///
+/// // A coarse-table link: the table at 0x8400 in domain 1.
+/// let coarse = L1Descriptor::from_bits(0x0000_8400 | (1 << 5) | 0b01);
+/// assert_eq!(coarse.table(), Some((TableKind::Coarse, PhysAddr::new(0x8400))));
+/// assert_eq!(coarse.domain(), Domain::new(1).ok());
+///
+/// // Low bits 0b00 are a fault; the other bits stay free for software.
+/// assert_eq!(L1Descriptor::from_bits(0xABC0), L1Descriptor::Fault { raw: 0xABC0 });
+/// assert!(!L1Descriptor::FAULT.is_valid());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum L1Descriptor {
     /// Invalid: any access faults. Bits \[31:2\] are ignored by the hardware and

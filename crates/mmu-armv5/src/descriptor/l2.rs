@@ -47,6 +47,32 @@ pub struct TinyPageDesc {
 
 /// A decoded second-level descriptor.
 ///
+/// ```
+/// use mmu_armv5::descriptor::{
+///     AccessPermission, CachePolicy, L2Descriptor, SmallPageDesc, SubpageAp,
+/// };
+/// use mmu_armv5::size::{Frame, PageSizeKind};
+/// use mmu_armv5::PhysAddr;
+///
+/// let page = L2Descriptor::Small(SmallPageDesc {
+///     frame: Frame::from_start(PhysAddr::new(0x0040_2000)).unwrap(),
+///     ap: SubpageAp::uniform(AccessPermission::ReadWrite),
+///     cache: CachePolicy::WriteThrough,
+/// });
+/// // base | AP3..AP0 = 0b11 each at [11:4] | C | 0b10
+/// assert_eq!(page.to_bits(), 0x0040_2FFA);
+/// assert_eq!(L2Descriptor::from_bits(0x0040_2FFA), page);
+/// assert_eq!(page.size(), Some(PageSizeKind::Small));
+/// assert_eq!(page.frame_start(), Some(PhysAddr::new(0x0040_2000)));
+///
+/// // One read-only 1 KiB quarter: subpage permissions decode per quarter.
+/// let L2Descriptor::Small(s) = L2Descriptor::from_bits(0x0040_2FBA) else {
+///     unreachable!()
+/// };
+/// assert_eq!(s.ap.get(1), AccessPermission::PrivRwUserRo);
+/// assert!(!s.ap.is_uniform());
+/// ```
+///
 /// The `0b11` encoding means a tiny page in a fine table. In a coarse table
 /// it is UNPREDICTABLE on ARMv5 (an "extended small page" on XScale and
 /// ARMv6); [`translate`](crate::translate) treats it as a page translation

@@ -90,6 +90,23 @@ impl DomainAccess {
 /// Built and inspected per domain; the raw value is what the hardware
 /// register holds. Use it as a mask, too: [`Dacr::union`] is one OR, which is
 /// how FASS keeps its "dirty domains" set in DACR format.
+///
+/// ```
+/// use mmu_armv5::regs::{Dacr, DomainAccess};
+/// use mmu_armv5::Domain;
+///
+/// let (kernel, user) = (Domain::new(0).unwrap(), Domain::new(3).unwrap());
+/// let dacr = Dacr::only(kernel, DomainAccess::Client).with(user, DomainAccess::Manager);
+/// assert_eq!(dacr.bits(), 0b11_00_00_01); // D3 manager, D0 client
+/// assert_eq!(dacr.get(user), DomainAccess::Manager);
+/// assert_eq!(dacr.get(Domain::new(1).unwrap()), DomainAccess::NoAccess);
+///
+/// // As a mask: dirty domains are ORed in and cleared per domain.
+/// let dirty = Dacr::NONE.union(dacr);
+/// assert!(dirty.contains(user));
+/// assert!(!dirty.difference(Dacr::only(user, DomainAccess::Manager)).contains(user));
+/// assert_eq!(Dacr::ALL_CLIENT.get(Domain::new(15).unwrap()), DomainAccess::Client);
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[repr(transparent)]

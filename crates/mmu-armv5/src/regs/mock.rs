@@ -47,6 +47,30 @@ pub enum Cp15Event {
 pub const DIRTY_FOREVER: u32 = u32::MAX;
 
 /// A recording CP15 backend for tests.
+///
+/// ```
+/// use mmu_armv5::fault::{FaultKind, FaultLevel};
+/// use mmu_armv5::regs::{Cp15Event, Cp15Ext, Cp15Reg, MockCp15, Ttbr};
+/// use mmu_armv5::{FcsePid, PhysAddr, VirtAddr};
+///
+/// let mut cp15 = MockCp15::arm926();
+/// assert_eq!(cp15.midr().bits(), 0x4106_9265); // QEMU's ARM926EJ-S
+///
+/// // Typed writes through `Cp15Ext` are logged in order.
+/// let ttbr = Ttbr::new(PhysAddr::new(0x0000_4000))?;
+/// // SAFETY: a mock only records the write; nothing runs under it.
+/// unsafe { cp15.set_ttbr(ttbr) };
+/// assert_eq!(cp15.ttbr().base(), PhysAddr::new(0x4000));
+/// assert_eq!(cp15.take_events().as_slice(), &[Cp15Event::Write(Cp15Reg::Ttbr, 0x4000)]);
+///
+/// // A test stages an abort by setting registers, which logs nothing.
+/// cp15.set_register(Cp15Reg::Dfsr, 0x17); // page translation fault, domain 1
+/// cp15.set_register(Cp15Reg::Far, 0x0600_8010); // the MVA, under PID 3
+/// assert_eq!(cp15.dfsr().fault().kind, FaultKind::Translation(FaultLevel::Page));
+/// assert_eq!(cp15.far().va(FcsePid::new(3)?), VirtAddr::new(0x8010));
+/// assert!(cp15.events().is_empty());
+/// # Ok::<(), mmu_armv5::AddrError>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct MockCp15 {
     regs: [u32; Cp15Reg::ALL.len()],

@@ -98,6 +98,48 @@ pub struct Mapping {
 /// A first-level table and its second-level tables.
 ///
 /// See the [module documentation](self) for which tables it frees.
+///
+/// ```
+/// use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+/// use mmu_armv5::maint::Arm926;
+/// use mmu_armv5::regs::MockCp15;
+/// use mmu_armv5::size::PageSizeKind;
+/// use mmu_armv5::table::{MapAttrs, PageTable, PoolBlock, SizePolicy, TableError, TablePool};
+/// use mmu_armv5::{Domain, ModifiedVirtAddr as Mva, PhysAddr};
+///
+/// // Table memory (heap on the host, a static array in a kernel): 2 x 16 KiB
+/// // at "physical" 16 MiB, which the D-cache knows at 0xC100_0000.
+/// let mut mem = Box::new([PoolBlock::ZERO; 2]);
+/// let mut pool = TablePool::new(&mut *mem, PhysAddr::new(0x0100_0000), Mva::new(0xC100_0000))?;
+/// // The maintenance a change needs, here recorded by a mock ARM926EJ-S.
+/// let mut cpu = Arm926::new(MockCp15::arm926());
+///
+/// let mut pt = PageTable::new(&mut pool)?;
+/// assert_eq!(pool.free_units(), 16); // the 16 KiB first-level table took one block
+/// let attrs = MapAttrs::new(Domain::new(1)?, AccessPermission::ReadWrite, CachePolicy::WriteBack);
+/// // 68 KiB: the largest pages that fit are one 64 KiB page and one 4 KiB page.
+/// pt.map(&mut pool, Mva::new(0x1_0000), PhysAddr::new(0x40_0000), 0x11000, attrs, SizePolicy::Largest)?
+///     .flush(&mut cpu, &mut pool);
+/// assert_eq!(pool.free_units(), 15); // plus one 1 KiB coarse table
+///
+/// let large = pt.lookup(&pool, Mva::new(0x1_8004))?.unwrap();
+/// assert_eq!((large.mva, large.pa, large.size), (Mva::new(0x1_0000), PhysAddr::new(0x40_0000), PageSizeKind::Large));
+/// let small = pt.lookup(&pool, Mva::new(0x2_0123))?.unwrap();
+/// assert_eq!((small.pa, small.size), (PhysAddr::new(0x41_0000), PageSizeKind::Small));
+/// assert_eq!(pt.lookup(&pool, Mva::new(0x2_1000))?, None);
+///
+/// // Operations are all-or-nothing: an overlap changes nothing.
+/// let again = pt.map(&mut pool, Mva::new(0x2_0000), PhysAddr::new(0x50_0000), 0x2000, attrs, SizePolicy::Largest);
+/// assert_eq!(again, Err(TableError::AlreadyMapped(Mva::new(0x2_0000))));
+///
+/// // Unmapping everything empties the coarse table; the token frees it
+/// // only after the TLB and cache maintenance.
+/// let flush = pt.unmap(&mut pool, Mva::new(0x1_0000), 0x11000)?;
+/// assert_eq!(flush.tables_to_free(), 1);
+/// flush.flush(&mut cpu, &mut pool);
+/// assert_eq!(pool.free_units(), 16);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(PartialEq, Eq)]
 pub struct PageTable {
     root: TableRef,
