@@ -101,6 +101,8 @@ pub enum FrameState {
 const STATE_MASK: u16 = 0b11;
 const PINNED: u16 = 1 << 2;
 const BUSY: u16 = 1 << 3;
+/// The flag bits (neither state nor payload).
+const FLAGS: u16 = PINNED | BUSY;
 const PAYLOAD_SHIFT: u16 = 4;
 
 /// The per-frame description: state, owner or kernel use, movability and a
@@ -152,7 +154,7 @@ impl FrameDesc {
     /// This description with a new state; movability and busy flag kept.
     #[must_use]
     pub const fn with_state(self, state: FrameState) -> FrameDesc {
-        FrameDesc(FrameDesc::new(state).0 | (self.0 & (PINNED | BUSY)))
+        FrameDesc(FrameDesc::new(state).0 | (self.0 & FLAGS))
     }
 
     /// Whether the frame may be moved by an exchange.
@@ -191,7 +193,7 @@ impl FrameDesc {
     /// (`Kernel(PageTable)`), without decoding the state.
     #[must_use]
     pub const fn is_page_table(self) -> bool {
-        self.0 & !(PINNED | BUSY) == FrameDesc::new(FrameState::Kernel(KernelUse::PageTable)).0
+        self.0 & !FLAGS == FrameDesc::new(FrameState::Kernel(KernelUse::PageTable)).0
     }
 
     /// This description with `content`'s state (and owner or kernel use);
@@ -199,7 +201,7 @@ impl FrameDesc {
     /// decoding the state.
     #[must_use]
     pub(crate) const fn with_state_of(self, content: FrameDesc) -> FrameDesc {
-        FrameDesc((content.0 & !(PINNED | BUSY)) | (self.0 & (PINNED | BUSY)))
+        FrameDesc((content.0 & !FLAGS) | (self.0 & FLAGS))
     }
 
     /// Whether the frame is a kernel page of any use.
