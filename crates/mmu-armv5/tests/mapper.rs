@@ -627,3 +627,28 @@ mod sequences {
         }
     }
 }
+
+/// A table's debug output names its root, encoding and how many
+/// second-level tables it owns.
+#[test]
+fn debug_output_counts_owned_tables() {
+    let mut m = mem::<4>();
+    let mut p = pool(&mut m);
+    let mut t = PageTable::new(&mut p).unwrap();
+    let f = t
+        .map(
+            &mut p,
+            Mva::new(0x0),
+            PhysAddr::new(0),
+            0x0020_1000,
+            attrs(0),
+            SizePolicy::Largest,
+        )
+        .unwrap();
+    // SAFETY: host test; the table was never installed.
+    unsafe { f.ignore() };
+    let text = format!("{t:?}");
+    assert!(text.starts_with("PageTable { root: "), "{text}");
+    assert!(text.contains("owns_root: true"), "{text}");
+    assert!(text.ends_with("owned_tables: 1 }"), "{text}");
+}

@@ -34,7 +34,6 @@ use core::fmt;
 use core::ops::Range;
 
 const MIB: u32 = 1 << 20;
-const KIB: u32 = 1 << 10;
 /// First-level slots.
 const SLOTS: usize = 4096;
 
@@ -509,8 +508,8 @@ impl PageTable {
             // One TLB entry per section.
             L1Descriptor::Section(_) => flush.tlb_stale(mva, MIB, MIB),
             // Pages of any size down to 1 KiB: more entries than are worth
-            // invalidating one by one, so this escalates to the whole TLB.
-            _ => flush.tlb_stale(mva, MIB, KIB),
+            // invalidating one by one, so the whole TLB.
+            _ => flush.tlb_all(),
         }
         Ok(())
     }
