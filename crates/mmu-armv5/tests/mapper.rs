@@ -652,3 +652,67 @@ fn debug_output_counts_owned_tables() {
     assert!(text.contains("owns_root: true"), "{text}");
     assert!(text.ends_with("owned_tables: 1 }"), "{text}");
 }
+
+/// One call that needs several second-level tables of mixed kinds (a
+/// coarse one, then a fine one; or several fine ones) allocates them all
+/// before writing and links each as the kind it was allocated.
+#[test]
+fn one_map_links_tables_of_mixed_kinds() {
+    let mut m = mem::<4>();
+    let mut p = pool(&mut m);
+    let mut t = PageTable::new(&mut p).unwrap();
+    // MiB 3 in 64 KiB pages (a coarse table), then one tiny page in MiB 4.
+    let f = t
+        .map(
+            &mut p,
+            Mva::new(0x0030_0000),
+            PhysAddr::new(0x0081_0000),
+            0x0010_0400,
+            attrs(2),
+            SizePolicy::Largest,
+        )
+        .unwrap();
+    // SAFETY: host test, no hardware walker.
+    unsafe { f.ignore() };
+    // Tiny pages over MiB 6 and half of MiB 7: two fine tables.
+    let f = t
+        .map(
+            &mut p,
+            Mva::new(0x0060_0000),
+            PhysAddr::new(0x00a0_0000),
+            0x0018_0000,
+            attrs(2),
+            SizePolicy::Exactly(PageSizeKind::Tiny),
+        )
+        .unwrap();
+    // SAFETY: as above.
+    unsafe { f.ignore() };
+    assert!(matches!(
+        t.l1_entry(&p, 3).unwrap(),
+        L1Descriptor::Coarse(_)
+    ));
+    for slot in [4, 6, 7] {
+        assert!(
+            matches!(t.l1_entry(&p, slot).unwrap(), L1Descriptor::Fine(_)),
+            "slot {slot}"
+        );
+    }
+    for (mva, size, pa) in [
+        (0x0030_0000, PageSizeKind::Large, 0x0081_0000),
+        (0x003f_fffc, PageSizeKind::Large, 0x0090_fffc),
+        (0x0040_03ff, PageSizeKind::Tiny, 0x0091_03ff),
+        (0x0060_0000, PageSizeKind::Tiny, 0x00a0_0000),
+        (0x0070_0c00, PageSizeKind::Tiny, 0x00b0_0c00),
+        (0x0077_ffff, PageSizeKind::Tiny, 0x00b7_ffff),
+    ] {
+        let found = t.lookup(&p, Mva::new(mva)).unwrap().unwrap();
+        assert_eq!(found.size, size, "{mva:#x}");
+        assert_eq!(
+            found.pa.as_u32() + (mva - found.mva.as_u32()),
+            pa,
+            "{mva:#x}"
+        );
+    }
+    assert_eq!(t.lookup(&p, Mva::new(0x0040_0400)).unwrap(), None);
+    assert_eq!(t.lookup(&p, Mva::new(0x0078_0000)).unwrap(), None);
+}
