@@ -716,3 +716,40 @@ fn one_map_links_tables_of_mixed_kinds() {
     assert_eq!(t.lookup(&p, Mva::new(0x0040_0400)).unwrap(), None);
     assert_eq!(t.lookup(&p, Mva::new(0x0078_0000)).unwrap(), None);
 }
+
+/// A range may end exactly at 4 GiB, virtually and physically; one byte
+/// further is an overflow. A length that is not a multiple of the exact
+/// size asked for is refused whole, before anything is mapped.
+#[test]
+fn ranges_end_at_four_gib_and_exact_sizes_divide_the_length() {
+    let mut m = mem::<4>();
+    let mut p = pool(&mut m);
+    let mut t = PageTable::new(&mut p).unwrap();
+    let map = |t: &mut PageTable, p: &mut TablePool<'_, 4>, mva: u32, pa: u32, len, policy| {
+        t.map(p, Mva::new(mva), PhysAddr::new(pa), len, attrs(3), policy)
+            // SAFETY: host test, no hardware walker.
+            .map(|f| unsafe { f.ignore() })
+    };
+    let small = SizePolicy::Exactly(PageSizeKind::Small);
+    assert_eq!(
+        map(&mut t, &mut p, 0xfff0_0000, 0x10_0000, 0x10_0000, small),
+        Ok(())
+    );
+    assert_eq!(
+        map(&mut t, &mut p, 0x10_0000, 0xfff0_0000, 0x10_0000, small),
+        Ok(())
+    );
+    assert_eq!(
+        map(&mut t, &mut p, 0xffef_f000, 0x30_0000, 0x10_2000, small),
+        Err(TableError::AddressOverflow)
+    );
+    assert_eq!(
+        map(&mut t, &mut p, 0x30_0000, 0xffef_f000, 0x10_2000, small),
+        Err(TableError::AddressOverflow)
+    );
+    assert_eq!(
+        map(&mut t, &mut p, 0x40_0000, 0x40_0000, 0x1400, small),
+        Err(TableError::BadLength(0x1400))
+    );
+    assert_eq!(t.lookup(&p, Mva::new(0x40_0000)).unwrap(), None);
+}
