@@ -753,3 +753,68 @@ fn ranges_end_at_four_gib_and_exact_sizes_divide_the_length() {
     );
     assert_eq!(t.lookup(&p, Mva::new(0x40_0000)).unwrap(), None);
 }
+
+/// Overwriting a section invalidates the one TLB entry of its MiB (at its
+/// own address), not the whole TLB; past the last slot nothing is owned.
+#[test]
+fn replacing_a_section_invalidates_its_one_entry() {
+    let mut mem = mem::<8>();
+    let ledger = Ledger::default();
+    let mut a = ledger.alloc(&mut mem);
+    let mut t = PageTable::new(&mut a).unwrap();
+    for index in [5usize, 0xc01, 4095] {
+        let section = t
+            .map(
+                &mut a,
+                Mva::new((index as u32) << 20),
+                PhysAddr::new(0x0300_0000),
+                1 << 20,
+                attrs(1),
+                SizePolicy::Exactly(PageSizeKind::Section),
+            )
+            .unwrap();
+        section.flush(&mut ledger.maint(), &mut a);
+        let f = t.set_l1_entry(&a, index, L1Descriptor::FAULT).unwrap();
+        let start = Mva::new((index as u32) << 20);
+        assert_eq!(
+            f.tlb(),
+            TlbInvalidate::Pages(TlbPages::new(start, 1 << 20, Align::MIB_1).unwrap()),
+            "slot {index:#x}"
+        );
+        f.flush(&mut ledger.maint(), &mut a);
+    }
+    assert!(!t.owns_l2_table(4096) && !t.owns_l2_table(usize::MAX));
+    // SAFETY: never loaded.
+    unsafe { t.release(&mut a).unwrap() };
+}
+
+/// The kernel's entries up to the last slot (0xC000_0000 to 4 GiB) can be
+/// shared into a process table; a range past slot 4095 is refused.
+#[test]
+fn sharing_reaches_the_last_slot() {
+    let mut mem = mem::<8>();
+    let ledger = Ledger::default();
+    let mut a = ledger.alloc(&mut mem);
+    let mut kernel = PageTable::new(&mut a).unwrap();
+    let mut process = PageTable::new(&mut a).unwrap();
+    small(&mut kernel, &mut a, 0xfff0_0000, 0x0100_0000).flush(&mut ledger.maint(), &mut a);
+    kernel
+        .share_l1_entries(&a, &mut process, 0xc00..4096)
+        .unwrap()
+        .flush(&mut ledger.maint(), &mut a);
+    assert_eq!(
+        process
+            .lookup(&a, Mva::new(0xfff0_0000))
+            .unwrap()
+            .map(|m| m.pa),
+        Some(PhysAddr::new(0x0100_0000))
+    );
+    assert_eq!(
+        kernel.share_l1_entries(&a, &mut process, 4000..4097).err(),
+        Some(TableError::IndexOutOfRange(4097))
+    );
+    // SAFETY: never loaded; the shared table is freed by neither.
+    unsafe { process.release(&mut a).unwrap() };
+    // SAFETY: as above.
+    unsafe { kernel.release(&mut a).unwrap() };
+}
