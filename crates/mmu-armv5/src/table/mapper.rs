@@ -36,6 +36,9 @@ use core::ops::Range;
 const MIB: u32 = 1 << 20;
 /// First-level slots.
 const SLOTS: usize = 4096;
+/// Words of a bit set with one bit per first-level slot.
+const SLOT_WORDS: usize = 128;
+const _: () = assert!(SLOT_WORDS * 32 == SLOTS);
 
 /// Attributes of a new mapping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -146,7 +149,7 @@ pub struct PageTable {
     owns_root: bool,
     /// Bit `slot`: the table linked at `slot`, if any, was allocated by this
     /// `PageTable` and is freed by it when unlinked.
-    owned: [u32; SLOTS / 32],
+    owned: [u32; SLOT_WORDS],
 }
 
 impl fmt::Debug for PageTable {
@@ -408,7 +411,7 @@ impl PageTable {
             root: TableRef::allocate(alloc, TableKind::L1)?,
             encoding,
             owns_root: true,
-            owned: [0; SLOTS / 32],
+            owned: [0; SLOT_WORDS],
         })
     }
 
@@ -424,7 +427,7 @@ impl PageTable {
             root: TableRef::new(TableKind::L1, root)?,
             encoding,
             owns_root: false,
-            owned: [0; SLOTS / 32],
+            owned: [0; SLOT_WORDS],
         })
     }
 
@@ -672,8 +675,8 @@ impl PageTable {
         kib_range(mva, pa, len)?;
         // Pass 1: check every chunk; note which MiBs need a new table, and
         // which of those a fine one.
-        let mut needs_table = [0u32; SLOTS / 32];
-        let mut needs_fine = [0u32; SLOTS / 32];
+        let mut needs_table = [0u32; SLOT_WORDS];
+        let mut needs_fine = [0u32; SLOT_WORDS];
         let mut off = 0u32;
         while off < len {
             let (m, p) = (mva.as_u32() + off, pa.as_u32() + off);
