@@ -1624,7 +1624,7 @@ impl Exchange {
                 }
                 self.restore(table, maps, hw, irq, false);
                 done += 1;
-                from += 1;
+                from = done;
             }
             Phase::Copy(_) | Phase::Switch => {
                 // Not switched: write access back, both frames released.

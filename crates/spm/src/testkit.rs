@@ -62,6 +62,11 @@ impl Hw {
         self.ops.set(self.ops.get() + n);
     }
 
+    /// Whether the D-cache holds the line of `mva`.
+    pub fn cached(&self, mva: ModifiedVirtAddr) -> bool {
+        self.dcache.contains_key(&(mva.as_u32() & !(LINE - 1)))
+    }
+
     /// Physical backdoor read.
     pub fn phys(&self, pa: u32) -> u8 {
         self.mem.get(&pa).copied().unwrap_or(0)

@@ -1275,3 +1275,141 @@ fn a_directory_cancel_leaves_a_changed_page_alone() {
     assert_eq!(w.maps_translate(K, 0xc002_0000), 0x2_0000);
     assert_eq!(w.maps_translate(K, 0xc002_1000), ITCM + 0x5000);
 }
+
+impl World<'_> {
+    /// Loads every line of `[v, v + len)` in `space` into the D-cache.
+    fn load_lines(&mut self, space: AddressSpace, v: u32, len: u32) {
+        for off in (0..len).step_by(32) {
+            self.hw.load(&self.maps, space, v + off).unwrap();
+        }
+    }
+    /// Whether every line of `[v, v + len)` in `space` is still cached.
+    fn all_cached(&self, space: AddressSpace, v: u32, len: u32) -> bool {
+        (0..len)
+            .step_by(32)
+            .all(|off| self.hw.cached(self.maps.mva(space, v + off)))
+    }
+}
+
+/// An exchange's cache maintenance stays inside its pages: the lines of
+/// the pages next to the target and the resource are still cached after
+/// it ran, or was cancelled in its copy or in its flush.
+#[test]
+fn maintenance_stays_inside_the_exchanged_pages() {
+    for cancel_after in [None, Some(3), Some(17), Some(20)] {
+        let mut st = Storage::new();
+        let mut w = world(&mut st);
+        w.user_page(1, 0x8000, 0x5000, true);
+        w.user_page(1, 0x9000, 0x6000, true);
+        w.maps
+            .map(us(1), 0x20_0000, 0x30_0000, PageSize::Small, false);
+        w.maps
+            .map(us(1), 0x20_1000, 0x30_1000, PageSize::Small, false);
+        let mut x = w
+            .begin(w.req(us(1), 0x8000, 0x20_0000, 1, Rights::RW))
+            .unwrap();
+        w.load_lines(us(1), 0x9000, 0x1000);
+        w.load_lines(us(1), 0x20_1000, 0x1000);
+        let mut steps = 0;
+        loop {
+            if cancel_after == Some(steps) {
+                w.cancel(&mut x).unwrap();
+                break;
+            }
+            steps += 1;
+            if w.step(&mut x).unwrap() == Progress::Done {
+                break;
+            }
+        }
+        assert!(w.all_cached(us(1), 0x9000, 0x1000), "{cancel_after:?}");
+        assert!(w.all_cached(us(1), 0x20_1000, 0x1000), "{cancel_after:?}");
+    }
+}
+
+/// The same for a page directory: finished by a cancel after its last
+/// switch, the page after it keeps its lines; switched back by a cancel
+/// after two pages, the pages never switched keep theirs.
+#[test]
+fn directory_maintenance_stays_inside_the_switched_pages() {
+    // Cancelled after the last switch.
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    let r = directory_world(&mut w, 31);
+    w.table
+        .init_range(
+            pa(0x2_4000),
+            0x1000,
+            FrameState::Kernel(KernelUse::Plain),
+            true,
+        )
+        .unwrap();
+    w.maps.map(K, 0xc002_4000, 0x2_4000, PageSize::Small, true);
+    let mut x = w.begin(r).unwrap();
+    while w.hw.ttbr == 0x2_0000 | 0x18 {
+        w.step(&mut x).unwrap();
+    }
+    w.load_lines(K, 0xc002_4000, 0x1000);
+    assert_eq!(w.cancel(&mut x), Ok(4));
+    assert!(w.all_cached(K, 0xc002_4000, 0x1000));
+
+    // Cancelled after two of the four pages: pages 2 and 3 were never
+    // switched, their lines stay.
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    let r = directory_world(&mut w, 32);
+    let mut x = w.begin(r).unwrap();
+    w.finish_page(&mut x).unwrap();
+    w.finish_page(&mut x).unwrap();
+    w.load_lines(K, 0xc002_2000, 0x2000);
+    assert_eq!(w.cancel(&mut x), Ok(0));
+    assert!(w.all_cached(K, 0xc002_2000, 0x2000));
+}
+
+/// A cancel during a page's flush counts that page as exchanged; one
+/// during its copy does not.
+#[test]
+fn a_cancel_counts_the_switched_page() {
+    for (steps, exchanged) in [(3, 0), (17, 1), (20, 1)] {
+        let mut st = Storage::new();
+        let mut w = world(&mut st);
+        w.user_page(1, 0x8000, 0x5000, true);
+        w.user_page(1, 0x9000, 0x6000, true);
+        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+        w.maps
+            .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+        let mut x = w
+            .begin(w.req(us(1), 0x8000, 0x10_0000, 2, Rights::RW))
+            .unwrap();
+        for _ in 0..steps {
+            w.step(&mut x).unwrap();
+        }
+        assert_eq!(w.cancel(&mut x), Ok(exchanged), "after {steps} steps");
+        assert!(!w.any_busy());
+    }
+}
+
+/// A cancel leaves a frame of the current page alone once it is no
+/// longer as the exchange left it (here a resource pinned under it, a
+/// kernel bug): still busy afterwards, not released as if untouched.
+#[test]
+fn a_cancel_leaves_a_changed_frame_of_the_current_page_busy() {
+    for steps in [3, 20] {
+        let mut st = Storage::new();
+        let mut w = world(&mut st);
+        w.user_page(1, 0x8000, 0x5000, true);
+        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+        let mut x = w
+            .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
+            .unwrap();
+        for _ in 0..steps {
+            w.step(&mut x).unwrap();
+        }
+        // The frame holding the resource side now.
+        let f = if steps < 17 { ITCM } else { 0x5000 };
+        let d = w.table.desc(pa(f)).unwrap();
+        let pinned = d.with_movable(false);
+        w.table.set(pa(f), pinned).unwrap();
+        w.cancel(&mut x).unwrap();
+        assert_eq!(w.table.desc(pa(f)).unwrap(), pinned, "after {steps} steps");
+    }
+}
