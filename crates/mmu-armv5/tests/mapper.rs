@@ -818,3 +818,67 @@ fn sharing_reaches_the_last_slot() {
     // SAFETY: as above.
     unsafe { kernel.release(&mut a).unwrap() };
 }
+
+/// Unmapping a 64 KiB page clears its sixteen coarse entries and asks for
+/// exactly those 64 bytes of table to be cleaned; a table that still maps
+/// something stays.
+#[test]
+fn unmap_cleans_exactly_the_entries_it_cleared() {
+    let mut m = mem::<4>();
+    let mut p = pool(&mut m);
+    let mut t = PageTable::new(&mut p).unwrap();
+    for (mva, pa, len) in [
+        (0x0050_0000, 0x0080_0000, 0x1_0000),
+        (0x0051_0000, 0x0090_0000, 0x1000),
+    ] {
+        let f = t
+            .map(
+                &mut p,
+                Mva::new(mva),
+                PhysAddr::new(pa),
+                len,
+                attrs(1),
+                SizePolicy::Largest,
+            )
+            .unwrap();
+        // SAFETY: host test, no hardware walker.
+        unsafe { f.ignore() };
+    }
+    let (_, table) = t.l1_entry(&p, 5).unwrap().table().unwrap();
+    let table_mva = 0xC400_0000 + (table.as_u32() - BASE);
+    let f = t.unmap(&mut p, Mva::new(0x0050_0000), 0x1_0000).unwrap();
+    assert_eq!(f.clean_ranges(), &[(table_mva, 64)]);
+    assert_eq!(f.tables_to_free(), 0);
+    // SAFETY: as above.
+    unsafe { f.ignore() };
+    assert!(t.lookup(&p, Mva::new(0x0051_0000)).unwrap().is_some());
+}
+
+/// One unmap over several MiBs frees every table it empties, not only the
+/// last one.
+#[test]
+fn unmap_frees_every_table_it_empties() {
+    let mut m = mem::<4>();
+    let mut p = pool(&mut m);
+    let mut t = PageTable::new(&mut p).unwrap();
+    let free = p.free_units();
+    let f = t
+        .map(
+            &mut p,
+            Mva::new(0x0030_0000),
+            PhysAddr::new(0x0080_0000),
+            0x0030_0000,
+            attrs(1),
+            SizePolicy::Exactly(PageSizeKind::Small),
+        )
+        .unwrap();
+    // SAFETY: host test, no hardware walker.
+    unsafe { f.ignore() };
+    let f = t.unmap(&mut p, Mva::new(0x0030_0000), 0x0030_0000).unwrap();
+    assert_eq!(f.tables_to_free(), 3);
+    f.flush(&mut maint(), &mut p);
+    assert_eq!(p.free_units(), free);
+    for slot in 3..6 {
+        assert_eq!(t.l1_entry(&p, slot).unwrap(), L1Descriptor::FAULT);
+    }
+}

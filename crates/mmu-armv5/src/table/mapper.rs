@@ -931,7 +931,9 @@ impl PageTable {
                     unsafe { t.fill(alloc, first, count, 0)? };
                     flush.table_written(t.entry_mva(alloc, first), 4 * count as u32);
                     off += size.size();
-                    let slot_done = off >= len || ((mva.as_u32() + off) >> 20) as usize != slot;
+                    // The range's last page of this MiB: only then can the
+                    // table have become empty (the range is mapped whole).
+                    let slot_done = off == len || at.wrapping_add(size.size()) & 0xf_ffff == 0;
                     let handed_over =
                         slot_done && self.owns_l2_table(slot) && t.is_empty(alloc)? && {
                             // SAFETY: the table is this `PageTable`'s own and
