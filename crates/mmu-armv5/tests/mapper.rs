@@ -882,3 +882,91 @@ fn unmap_frees_every_table_it_empties() {
         assert_eq!(t.l1_entry(&p, slot).unwrap(), L1Descriptor::FAULT);
     }
 }
+
+/// `protect` changes AP and C/B only: the XScale TEX bits of a large or a
+/// tiny page stay as they were.
+#[test]
+fn protect_keeps_the_tex_bits() {
+    use mmu_armv5::descriptor::{L2Descriptor, Tex};
+    use mmu_armv5::table::TableRef;
+    let mut m = mem::<4>();
+    let mut p = pool(&mut m);
+    let mut t = PageTable::new(&mut p).unwrap();
+    let tex = Tex::new(5).unwrap();
+    let a = MapAttrs { tex, ..attrs(1) };
+    for (mva, pa, len, kind) in [
+        (0x0050_0000, 0x0080_0000, 0x1_0000, PageSizeKind::Large),
+        (0x0060_0000, 0x0090_0000, 0x400, PageSizeKind::Tiny),
+    ] {
+        let f = t
+            .map(
+                &mut p,
+                Mva::new(mva),
+                PhysAddr::new(pa),
+                len,
+                a,
+                SizePolicy::Exactly(kind),
+            )
+            .unwrap();
+        // SAFETY: host test, no hardware walker.
+        unsafe { f.ignore() };
+        let f = t
+            .protect(
+                &mut p,
+                Mva::new(mva),
+                len,
+                Ap::PrivRwUserRo,
+                CachePolicy::WriteThrough,
+            )
+            .unwrap();
+        // SAFETY: as above.
+        unsafe { f.ignore() };
+        let (k, tpa) = t
+            .l1_entry(&p, (mva >> 20) as usize)
+            .unwrap()
+            .table()
+            .unwrap();
+        let word = TableRef::new(k, tpa).unwrap().read(&p, 0).unwrap();
+        let kept = match L2Descriptor::from_bits(word) {
+            L2Descriptor::Large(l) => (l.tex, l.cache),
+            L2Descriptor::Tiny(d) => (d.tex, d.cache),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(kept, (tex, CachePolicy::WriteThrough), "{kind:?}");
+    }
+}
+
+/// The iterator skips empty entries before, between and after pages, in
+/// coarse and fine tables alike.
+#[test]
+fn mappings_skip_empty_entries() {
+    let mut m = mem::<4>();
+    let mut p = pool(&mut m);
+    let mut t = PageTable::new(&mut p).unwrap();
+    for (mva, pa, len, kind) in [
+        (0x0050_3000, 0x0080_0000, 0x1000, PageSizeKind::Small),
+        (0x0050_8000, 0x0081_0000, 0x1000, PageSizeKind::Small),
+        (0x0060_0c00, 0x0090_0000, 0x400, PageSizeKind::Tiny),
+    ] {
+        let f = t
+            .map(
+                &mut p,
+                Mva::new(mva),
+                PhysAddr::new(pa),
+                len,
+                attrs(1),
+                SizePolicy::Exactly(kind),
+            )
+            .unwrap();
+        // SAFETY: host test, no hardware walker.
+        unsafe { f.ignore() };
+    }
+    assert_eq!(
+        sizes(&t, &p),
+        vec![
+            (0x0050_3000, PageSizeKind::Small, 0x0080_0000),
+            (0x0050_8000, PageSizeKind::Small, 0x0081_0000),
+            (0x0060_0c00, PageSizeKind::Tiny, 0x0090_0000),
+        ]
+    );
+}

@@ -1100,13 +1100,13 @@ impl<A: TableAlloc + ?Sized> Iterator for Mappings<'_, A> {
                 }
             };
             match l1 {
-                L1Descriptor::Fault { .. } => {}
                 L1Descriptor::Section(_) => {
                     let mva = ModifiedVirtAddr::new((self.slot as u32) << 20);
                     self.slot += 1;
                     return self.table.lookup(self.alloc, mva).transpose();
                 }
                 _ => {
+                    // A fault (or anything else that links no table).
                     let Some((kind, tpa)) = l1.table() else {
                         self.slot += 1;
                         continue;
