@@ -853,11 +853,19 @@ fn without_a_generation_a_step_costs_its_recheck() {
 }
 
 /// A large page's sixteen frames are checked as a run when its first step
-/// starts: a frame in the middle that changed since `begin` is refused on
-/// either side.
+/// starts: a frame in the middle that changed since `begin` (lost its busy
+/// flag, or became a kernel page) is refused on either side.
 #[test]
 fn a_large_page_with_a_changed_frame_is_refused() {
-    for (frame, at) in [(0x10_3000, 0x1_0000), (0x20_5000, 0x50_0000)] {
+    type Corrupt = fn(FrameDesc) -> FrameDesc;
+    let unbusy: Corrupt = |d| d.with_busy(false);
+    let kernel: Corrupt = |d| d.with_state(FrameState::Kernel(KernelUse::Plain));
+    for (frame, at, corrupt) in [
+        (0x10_3000, 0x1_0000, unbusy),
+        (0x20_5000, 0x50_0000, unbusy),
+        (0x10_3000, 0x1_0000, kernel),
+        (0x20_5000, 0x50_0000, kernel),
+    ] {
         let mut st = Storage::new();
         let mut w = world(&mut st);
         w.table
@@ -871,7 +879,7 @@ fn a_large_page_with_a_changed_frame_is_refused() {
         r.size = PageSize::Large;
         let mut x = w.begin(r).unwrap();
         let d = w.table.desc(pa(frame)).unwrap();
-        w.table.set(pa(frame), d.with_busy(false)).unwrap();
+        w.table.set(pa(frame), corrupt(d)).unwrap();
         assert_eq!(w.step(&mut x), Err(ExchangeError::Changed(va(at))));
     }
 }
