@@ -101,8 +101,8 @@ pub enum FrameState {
 const STATE_MASK: u16 = 0b11;
 const PINNED: u16 = 1 << 2;
 const BUSY: u16 = 1 << 3;
-/// The flag bits (neither state nor payload).
-const FLAGS: u16 = PINNED | BUSY;
+/// The flag bits, `PINNED` and `BUSY` (neither state nor payload).
+const FLAGS: u16 = 0b1100;
 const PAYLOAD_SHIFT: u16 = 4;
 
 /// The per-frame description: state, owner or kernel use, movability and a
@@ -1022,6 +1022,7 @@ mod tests {
     /// The packed layout, bit by bit, as the module documentation draws it.
     #[test]
     fn descriptions_pack_to_the_documented_bits() {
+        assert_eq!(FLAGS, PINNED | BUSY);
         let user = |n| FrameState::User(SpaceId::new(n).unwrap());
         let k = FrameState::Kernel;
         let cases = [

@@ -1024,7 +1024,9 @@ impl PageTable {
         Ok(flush)
     }
 
-    /// Iterates over every mapping, in address order.
+    /// Iterates over every mapping, in address order. A table `alloc`
+    /// cannot read yields its error once: a second-level table's ends the
+    /// iteration of its MiB, the first-level table's the whole iteration.
     pub fn mappings<'a, A: TableAlloc + ?Sized>(&'a self, alloc: &'a A) -> Mappings<'a, A> {
         Mappings {
             table: self,
@@ -1091,11 +1093,12 @@ impl<A: TableAlloc + ?Sized> Iterator for Mappings<'_, A> {
     type Item = Result<Mapping, TableError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        while self.slot < 4096 {
+        while self.slot < SLOTS {
             let l1 = match self.table.l1_entry(self.alloc, self.slot) {
                 Ok(d) => d,
                 Err(e) => {
-                    self.slot += 1;
+                    // The root table cannot be read: no later slot can.
+                    self.slot = SLOTS;
                     return Some(Err(e));
                 }
             };
