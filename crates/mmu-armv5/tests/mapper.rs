@@ -970,3 +970,140 @@ fn mappings_skip_empty_entries() {
         ]
     );
 }
+
+/// A table pool that reaches the table at `deny` once (when it is
+/// allocated and cleared) and never again: an allocator breaking its
+/// contract after handing the table out.
+struct Denying<'a, const N: usize> {
+    pool: TablePool<'a, N>,
+    deny: Option<PhysAddr>,
+    reached: core::cell::Cell<u32>,
+}
+
+// SAFETY: every call goes to a conforming `TablePool`, except that
+// `table_ptr` answers `None` for one table after its first use: the trait
+// allows `None` for memory the allocator cannot reach, and callers must
+// handle it.
+unsafe impl<const N: usize> TableAlloc for Denying<'_, N> {
+    fn allocate(&mut self, kind: TableKind) -> Result<PhysAddr, mmu_armv5::table::AllocError> {
+        self.pool.allocate(kind)
+    }
+    unsafe fn deallocate(&mut self, kind: TableKind, pa: PhysAddr) {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { self.pool.deallocate(kind, pa) }
+    }
+    fn table_ptr(&self, kind: TableKind, pa: PhysAddr) -> Option<core::ptr::NonNull<u32>> {
+        if self.deny == Some(pa) {
+            self.reached.set(self.reached.get() + 1);
+            if self.reached.get() > 1 {
+                return None;
+            }
+        }
+        self.pool.table_ptr(kind, pa)
+    }
+    fn table_mva(&self, pa: PhysAddr) -> Mva {
+        self.pool.table_mva(pa)
+    }
+}
+
+/// A map that fails half-way (its second new table, allocated and cleared
+/// with the first before anything was written, cannot be reached when its
+/// MiB is filled) takes back the pages it wrote: nothing is mapped after.
+#[test]
+fn a_map_failing_half_way_takes_back_what_it_wrote() {
+    let mut m = mem::<4>();
+    let mut a = Denying {
+        pool: pool(&mut m),
+        deny: None,
+        reached: Default::default(),
+    };
+    let mut t = PageTable::new(&mut a).unwrap();
+    // The pool hands out the same tables again: learn the second's address.
+    let first = a.pool.allocate(TableKind::Coarse).unwrap();
+    let second = a.pool.allocate(TableKind::Coarse).unwrap();
+    // SAFETY: just allocated, never linked.
+    unsafe {
+        a.pool.deallocate(TableKind::Coarse, second);
+        a.pool.deallocate(TableKind::Coarse, first);
+    }
+    a.deny = Some(second);
+    let r = t.map(
+        &mut a,
+        Mva::new(0x0030_0000),
+        PhysAddr::new(0x0080_0000),
+        0x0020_0000,
+        attrs(1),
+        SizePolicy::Exactly(PageSizeKind::Small),
+    );
+    assert!(r.is_err(), "{r:?}");
+    assert!(a.reached.get() > 1, "failed before the second MiB");
+    a.deny = None;
+    for mva in [0x0030_0000, 0x003f_f000, 0x0040_0000] {
+        assert_eq!(t.lookup(&a, Mva::new(mva)).unwrap(), None, "{mva:#x}");
+    }
+}
+
+/// A range that ends inside a page is refused whole, for unmap and
+/// protect alike.
+#[test]
+fn a_range_ending_inside_a_page_is_refused() {
+    let mut m = mem::<4>();
+    let mut p = pool(&mut m);
+    let mut t = PageTable::new(&mut p).unwrap();
+    let f = t
+        .map(
+            &mut p,
+            Mva::new(0x0050_0000),
+            PhysAddr::new(0x0080_0000),
+            0x1_1000,
+            attrs(1),
+            SizePolicy::Largest,
+        )
+        .unwrap();
+    // SAFETY: host test, no hardware walker.
+    unsafe { f.ignore() };
+    let partial = Err(TableError::PartialPage(Mva::new(0x0050_0000)));
+    assert_eq!(
+        t.unmap(&mut p, Mva::new(0x0050_0000), 0x1000).map(|_| ()),
+        partial
+    );
+    assert_eq!(
+        t.protect(
+            &mut p,
+            Mva::new(0x0050_0000),
+            0x8000,
+            Ap::PrivRw,
+            CachePolicy::WriteBack
+        )
+        .map(|_| ()),
+        partial
+    );
+    assert!(t.lookup(&p, Mva::new(0x0051_0000)).unwrap().is_some());
+    assert_eq!(
+        t.lookup(&p, Mva::new(0x0050_0000)).unwrap().map(|m| m.size),
+        Some(PageSizeKind::Large)
+    );
+    // Fifteen 4 KiB pages, then a 64 KiB one the range ends inside.
+    for (mva, pa, len) in [
+        (0x0060_1000, 0x0090_1000, 0xf000),
+        (0x0061_0000, 0x00a0_0000, 0x1_0000),
+    ] {
+        let f = t
+            .map(
+                &mut p,
+                Mva::new(mva),
+                PhysAddr::new(pa),
+                len,
+                attrs(1),
+                SizePolicy::Largest,
+            )
+            .unwrap();
+        // SAFETY: as above.
+        unsafe { f.ignore() };
+    }
+    assert_eq!(
+        t.unmap(&mut p, Mva::new(0x0060_1000), 0x1_0000).map(|_| ()),
+        Err(TableError::PartialPage(Mva::new(0x0061_0000)))
+    );
+    assert!(t.lookup(&p, Mva::new(0x0060_1000)).unwrap().is_some());
+}
