@@ -145,6 +145,22 @@ pub const RUNS: &[MiriRun] = &[
                 "tests::a_directory_cancel_leaves_a_changed_page_alone",
                 "two pages of a page-directory move on the byte-wise host doubles",
             ),
+            (
+                "tests::maintenance_stays_inside_the_exchanged_pages",
+                "four exchanges with two pages of cached lines on the byte-wise host doubles",
+            ),
+            (
+                "tests::directory_maintenance_stays_inside_the_switched_pages",
+                "two 16 KiB page-directory moves on the byte-wise host doubles",
+            ),
+            (
+                "tests::a_cancel_counts_the_switched_page",
+                "three two-page exchanges cancelled in their copy or flush on the byte-wise host doubles",
+            ),
+            (
+                "tests::a_cancel_leaves_a_changed_frame_of_the_current_page_busy",
+                "two exchanges cancelled in their copy or flush on the byte-wise host doubles",
+            ),
         ],
         lane: 0,
     },
