@@ -161,6 +161,18 @@ pub const RUNS: &[MiriRun] = &[
                 "tests::a_cancel_leaves_a_changed_frame_of_the_current_page_busy",
                 "two exchanges cancelled in their copy or flush on the byte-wise host doubles",
             ),
+            (
+                "tests::ranges_may_end_at_four_gib_and_touch",
+                "a whole-page exchange and two begun ones on the byte-wise host doubles",
+            ),
+            (
+                "tests::protects_names_exactly_the_frames_of_the_protected_page",
+                "a whole-page exchange and a begun one on the byte-wise host doubles",
+            ),
+            (
+                "tests::a_held_directory_frame_that_changed_is_refused",
+                "three begun 16 KiB page-directory moves on the byte-wise host doubles",
+            ),
         ],
         lane: 0,
     },
