@@ -37,6 +37,22 @@ fn sizes(t: &PageTable, p: &impl TableAlloc) -> Vec<(u32, PageSizeKind, u32)> {
         .collect()
 }
 
+/// Maps and drops the flush token (host tests: no hardware walker reads
+/// these tables).
+fn map_now(
+    t: &mut PageTable,
+    p: &mut impl TableAlloc,
+    mva: Mva,
+    pa: PhysAddr,
+    len: u32,
+    a: MapAttrs,
+    policy: SizePolicy,
+) {
+    let f = t.map(p, mva, pa, len, a, policy).unwrap();
+    // SAFETY: host test, no hardware walker.
+    unsafe { f.ignore() };
+}
+
 #[test]
 fn largest_policy_picks_sections_large_small_and_tiny_pages() {
     let mut m = mem::<8>();
@@ -148,18 +164,15 @@ fn overlaps_domains_and_table_kinds_are_checked_before_any_write() {
     let mut m = mem::<4>();
     let mut p = pool(&mut m);
     let mut t = PageTable::new(&mut p).unwrap();
-    let ok = t
-        .map(
-            &mut p,
-            Mva::new(0x0010_2000),
-            PhysAddr::new(0x9000),
-            0x1000,
-            attrs(3),
-            SizePolicy::Largest,
-        )
-        .unwrap();
-    // SAFETY: host test.
-    unsafe { ok.ignore() };
+    map_now(
+        &mut t,
+        &mut p,
+        Mva::new(0x0010_2000),
+        PhysAddr::new(0x9000),
+        0x1000,
+        attrs(3),
+        SizePolicy::Largest,
+    );
     // Overlap with an existing page: nothing of the new range gets mapped.
     let e = t.map(
         &mut p,
@@ -242,18 +255,15 @@ fn unmap_needs_whole_pages_and_frees_empty_tables() {
     let mut p = pool(&mut m);
     let mut t = PageTable::new(&mut p).unwrap();
     let free = p.free_units();
-    let f = t
-        .map(
-            &mut p,
-            Mva::new(0x0200_0000),
-            PhysAddr::new(0x0500_0000),
-            0x11000,
-            attrs(2),
-            SizePolicy::Largest,
-        )
-        .unwrap();
-    // SAFETY: host test.
-    unsafe { f.ignore() };
+    map_now(
+        &mut t,
+        &mut p,
+        Mva::new(0x0200_0000),
+        PhysAddr::new(0x0500_0000),
+        0x11000,
+        attrs(2),
+        SizePolicy::Largest,
+    );
     assert_eq!(p.free_units(), free - 1, "one coarse table");
     assert_eq!(
         t.unmap(&mut p, Mva::new(0x0200_0000), 0x1000),
@@ -285,18 +295,15 @@ fn protect_rewrites_permissions_and_invalidates() {
     let mut m = mem::<2>();
     let mut p = pool(&mut m);
     let mut t = PageTable::new(&mut p).unwrap();
-    let f = t
-        .map(
-            &mut p,
-            Mva::new(0x0300_0000),
-            PhysAddr::new(0x0300_0000),
-            (1 << 20) + 0x1000,
-            attrs(2),
-            SizePolicy::Largest,
-        )
-        .unwrap();
-    // SAFETY: host test.
-    unsafe { f.ignore() };
+    map_now(
+        &mut t,
+        &mut p,
+        Mva::new(0x0300_0000),
+        PhysAddr::new(0x0300_0000),
+        (1 << 20) + 0x1000,
+        attrs(2),
+        SizePolicy::Largest,
+    );
     let f = t
         .protect(
             &mut p,
@@ -326,18 +333,15 @@ fn release_returns_every_table() {
     let mut p = pool(&mut m);
     let free = p.free_units();
     let mut t = PageTable::new(&mut p).unwrap();
-    let f = t
-        .map(
-            &mut p,
-            Mva::new(0x0),
-            PhysAddr::new(0),
-            0x0030_0400,
-            attrs(0),
-            SizePolicy::Largest,
-        )
-        .unwrap();
-    // SAFETY: host test.
-    unsafe { f.ignore() };
+    map_now(
+        &mut t,
+        &mut p,
+        Mva::new(0x0),
+        PhysAddr::new(0),
+        0x0030_0400,
+        attrs(0),
+        SizePolicy::Largest,
+    );
     assert!(p.free_units() < free);
     // SAFETY: the table was never installed anywhere.
     unsafe { t.release(&mut p).unwrap() };
@@ -635,18 +639,15 @@ fn debug_output_counts_owned_tables() {
     let mut m = mem::<4>();
     let mut p = pool(&mut m);
     let mut t = PageTable::new(&mut p).unwrap();
-    let f = t
-        .map(
-            &mut p,
-            Mva::new(0x0),
-            PhysAddr::new(0),
-            0x0020_1000,
-            attrs(0),
-            SizePolicy::Largest,
-        )
-        .unwrap();
-    // SAFETY: host test; the table was never installed.
-    unsafe { f.ignore() };
+    map_now(
+        &mut t,
+        &mut p,
+        Mva::new(0x0),
+        PhysAddr::new(0),
+        0x0020_1000,
+        attrs(0),
+        SizePolicy::Largest,
+    );
     let text = format!("{t:?}");
     assert!(text.starts_with("PageTable { root: "), "{text}");
     assert!(text.contains("owns_root: true"), "{text}");
@@ -662,31 +663,25 @@ fn one_map_links_tables_of_mixed_kinds() {
     let mut p = pool(&mut m);
     let mut t = PageTable::new(&mut p).unwrap();
     // MiB 3 in 64 KiB pages (a coarse table), then one tiny page in MiB 4.
-    let f = t
-        .map(
-            &mut p,
-            Mva::new(0x0030_0000),
-            PhysAddr::new(0x0081_0000),
-            0x0010_0400,
-            attrs(2),
-            SizePolicy::Largest,
-        )
-        .unwrap();
-    // SAFETY: host test, no hardware walker.
-    unsafe { f.ignore() };
+    map_now(
+        &mut t,
+        &mut p,
+        Mva::new(0x0030_0000),
+        PhysAddr::new(0x0081_0000),
+        0x0010_0400,
+        attrs(2),
+        SizePolicy::Largest,
+    );
     // Tiny pages over MiB 6 and half of MiB 7: two fine tables.
-    let f = t
-        .map(
-            &mut p,
-            Mva::new(0x0060_0000),
-            PhysAddr::new(0x00a0_0000),
-            0x0018_0000,
-            attrs(2),
-            SizePolicy::Exactly(PageSizeKind::Tiny),
-        )
-        .unwrap();
-    // SAFETY: as above.
-    unsafe { f.ignore() };
+    map_now(
+        &mut t,
+        &mut p,
+        Mva::new(0x0060_0000),
+        PhysAddr::new(0x00a0_0000),
+        0x0018_0000,
+        attrs(2),
+        SizePolicy::Exactly(PageSizeKind::Tiny),
+    );
     assert!(matches!(
         t.l1_entry(&p, 3).unwrap(),
         L1Descriptor::Coarse(_)
@@ -831,18 +826,15 @@ fn unmap_cleans_exactly_the_entries_it_cleared() {
         (0x0050_0000, 0x0080_0000, 0x1_0000),
         (0x0051_0000, 0x0090_0000, 0x1000),
     ] {
-        let f = t
-            .map(
-                &mut p,
-                Mva::new(mva),
-                PhysAddr::new(pa),
-                len,
-                attrs(1),
-                SizePolicy::Largest,
-            )
-            .unwrap();
-        // SAFETY: host test, no hardware walker.
-        unsafe { f.ignore() };
+        map_now(
+            &mut t,
+            &mut p,
+            Mva::new(mva),
+            PhysAddr::new(pa),
+            len,
+            attrs(1),
+            SizePolicy::Largest,
+        );
     }
     let (_, table) = t.l1_entry(&p, 5).unwrap().table().unwrap();
     let table_mva = 0xC400_0000 + (table.as_u32() - BASE);
@@ -862,18 +854,15 @@ fn unmap_frees_every_table_it_empties() {
     let mut p = pool(&mut m);
     let mut t = PageTable::new(&mut p).unwrap();
     let free = p.free_units();
-    let f = t
-        .map(
-            &mut p,
-            Mva::new(0x0030_0000),
-            PhysAddr::new(0x0080_0000),
-            0x0030_0000,
-            attrs(1),
-            SizePolicy::Exactly(PageSizeKind::Small),
-        )
-        .unwrap();
-    // SAFETY: host test, no hardware walker.
-    unsafe { f.ignore() };
+    map_now(
+        &mut t,
+        &mut p,
+        Mva::new(0x0030_0000),
+        PhysAddr::new(0x0080_0000),
+        0x0030_0000,
+        attrs(1),
+        SizePolicy::Exactly(PageSizeKind::Small),
+    );
     let f = t.unmap(&mut p, Mva::new(0x0030_0000), 0x0030_0000).unwrap();
     assert_eq!(f.tables_to_free(), 3);
     f.flush(&mut maint(), &mut p);
@@ -898,18 +887,15 @@ fn protect_keeps_the_tex_bits() {
         (0x0050_0000, 0x0080_0000, 0x1_0000, PageSizeKind::Large),
         (0x0060_0000, 0x0090_0000, 0x400, PageSizeKind::Tiny),
     ] {
-        let f = t
-            .map(
-                &mut p,
-                Mva::new(mva),
-                PhysAddr::new(pa),
-                len,
-                a,
-                SizePolicy::Exactly(kind),
-            )
-            .unwrap();
-        // SAFETY: host test, no hardware walker.
-        unsafe { f.ignore() };
+        map_now(
+            &mut t,
+            &mut p,
+            Mva::new(mva),
+            PhysAddr::new(pa),
+            len,
+            a,
+            SizePolicy::Exactly(kind),
+        );
         let f = t
             .protect(
                 &mut p,
@@ -948,18 +934,15 @@ fn mappings_skip_empty_entries() {
         (0x0050_8000, 0x0081_0000, 0x1000, PageSizeKind::Small),
         (0x0060_0c00, 0x0090_0000, 0x400, PageSizeKind::Tiny),
     ] {
-        let f = t
-            .map(
-                &mut p,
-                Mva::new(mva),
-                PhysAddr::new(pa),
-                len,
-                attrs(1),
-                SizePolicy::Exactly(kind),
-            )
-            .unwrap();
-        // SAFETY: host test, no hardware walker.
-        unsafe { f.ignore() };
+        map_now(
+            &mut t,
+            &mut p,
+            Mva::new(mva),
+            PhysAddr::new(pa),
+            len,
+            attrs(1),
+            SizePolicy::Exactly(kind),
+        );
     }
     assert_eq!(
         sizes(&t, &p),
@@ -1050,18 +1033,15 @@ fn a_range_ending_inside_a_page_is_refused() {
     let mut m = mem::<4>();
     let mut p = pool(&mut m);
     let mut t = PageTable::new(&mut p).unwrap();
-    let f = t
-        .map(
-            &mut p,
-            Mva::new(0x0050_0000),
-            PhysAddr::new(0x0080_0000),
-            0x1_1000,
-            attrs(1),
-            SizePolicy::Largest,
-        )
-        .unwrap();
-    // SAFETY: host test, no hardware walker.
-    unsafe { f.ignore() };
+    map_now(
+        &mut t,
+        &mut p,
+        Mva::new(0x0050_0000),
+        PhysAddr::new(0x0080_0000),
+        0x1_1000,
+        attrs(1),
+        SizePolicy::Largest,
+    );
     let partial = Err(TableError::PartialPage(Mva::new(0x0050_0000)));
     assert_eq!(
         t.unmap(&mut p, Mva::new(0x0050_0000), 0x1000).map(|_| ()),
@@ -1088,18 +1068,15 @@ fn a_range_ending_inside_a_page_is_refused() {
         (0x0060_1000, 0x0090_1000, 0xf000),
         (0x0061_0000, 0x00a0_0000, 0x1_0000),
     ] {
-        let f = t
-            .map(
-                &mut p,
-                Mva::new(mva),
-                PhysAddr::new(pa),
-                len,
-                attrs(1),
-                SizePolicy::Largest,
-            )
-            .unwrap();
-        // SAFETY: as above.
-        unsafe { f.ignore() };
+        map_now(
+            &mut t,
+            &mut p,
+            Mva::new(mva),
+            PhysAddr::new(pa),
+            len,
+            attrs(1),
+            SizePolicy::Largest,
+        );
     }
     assert_eq!(
         t.unmap(&mut p, Mva::new(0x0060_1000), 0x1_0000).map(|_| ()),
