@@ -3,12 +3,13 @@
 use crate::domain::DomainError;
 use crate::id::SpaceId;
 use crate::kernel_table::KernelTableError;
+use crate::layout::LayoutError;
 use crate::pid::PidError;
 use crate::segment::SegmentError;
 use crate::space::SpaceError;
 use core::fmt;
 use mmu_armv5::table::TableError;
-use mmu_armv5::VirtAddr;
+use mmu_armv5::{AddrError, VirtAddr};
 
 /// An address-space operation that cannot be done.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +38,10 @@ pub enum FassError {
     Table(TableError),
     /// The kernel's table cannot be used.
     KernelTable(KernelTableError),
+    /// An address, PID or domain value was refused by `mmu-armv5`.
+    Addr(AddrError),
+    /// The address-space layout cannot be used.
+    Layout(LayoutError),
 }
 
 impl fmt::Display for FassError {
@@ -53,6 +58,8 @@ impl fmt::Display for FassError {
             FassError::Segment(e) => write!(f, "{e}"),
             FassError::Table(e) => write!(f, "{e}"),
             FassError::KernelTable(e) => write!(f, "{e}"),
+            FassError::Addr(e) => write!(f, "{e}"),
+            FassError::Layout(e) => write!(f, "{e}"),
         }
     }
 }
@@ -69,4 +76,29 @@ macro_rules! from {
     )*};
 }
 
-from!(PidError => Pid, DomainError => Domain, SpaceError => Space, SegmentError => Segment, TableError => Table, KernelTableError => KernelTable);
+from!(PidError => Pid, DomainError => Domain, SpaceError => Space, SegmentError => Segment, TableError => Table, KernelTableError => KernelTable, AddrError => Addr, LayoutError => Layout);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Region;
+
+    fn domain(n: u8) -> Result<mmu_armv5::Domain, FassError> {
+        Ok(mmu_armv5::Domain::new(n)?)
+    }
+
+    fn region(base: u32) -> Result<Region, FassError> {
+        Ok(Region::new(base, 1 << 20)?)
+    }
+
+    #[test]
+    fn the_lower_crates_errors_convert_with_question_mark() {
+        assert_eq!(
+            domain(16),
+            Err(FassError::Addr(AddrError::DomainOutOfRange(16)))
+        );
+        assert!(domain(15).is_ok());
+        assert!(matches!(region(0x1234), Err(FassError::Layout(_))));
+        assert!(region(0x10_0000).is_ok());
+    }
+}
