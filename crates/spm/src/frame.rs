@@ -246,6 +246,11 @@ const COUNT_MASK: u32 = (1 << COUNT_BITS) - 1;
 pub struct SectionSummary(u32);
 
 impl SectionSummary {
+    /// The summary of a slot nobody described yet (all counts zero), for
+    /// the storage a kernel hands to [`FrameTable::new`] (which fills it
+    /// in): `static SECTIONS: [SectionSummary; N] = [SectionSummary::EMPTY; N];`.
+    pub const EMPTY: SectionSummary = SectionSummary(0);
+
     /// Frames of this 1 MiB slot that the table describes (256 when a region
     /// covers the whole slot).
     #[must_use]

@@ -114,8 +114,9 @@ static KTEXT_L2: Global<L2Table> = Global::new(L2Table([0; 256]));
 static KTCM_L2: Global<L2Table> = Global::new(L2Table([0; 256]));
 static DESCS: Global<[FrameDesc; FRAMES_NEEDED]> =
     Global::new([FrameDesc::UNDEFINED; FRAMES_NEEDED]);
-/// Storage of the per-MiB summaries (`SectionSummary` is a transparent `u32`, 0 by default).
-static SECTIONS: Global<[u32; SECTIONS_MAX]> = Global::new([0; SECTIONS_MAX]);
+/// Storage of the per-MiB summaries.
+static SECTIONS: Global<[SectionSummary; SECTIONS_MAX]> =
+    Global::new([SectionSummary::EMPTY; SECTIONS_MAX]);
 
 /// Why TCM could not be set up.
 #[derive(Clone, Copy, defmt::Format)]
@@ -223,13 +224,7 @@ pub fn init() -> Result<(), InitError> {
     ];
     // SAFETY: `init` runs once (checked above); the table keeps the only
     // references to this storage for the rest of the boot.
-    // `SectionSummary` is `repr(transparent)` over `u32`: same layout.
-    let (descs, sections) = unsafe {
-        (
-            &mut *DESCS.as_ptr(),
-            &mut *SECTIONS.as_ptr().cast::<[SectionSummary; SECTIONS_MAX]>(),
-        )
-    };
+    let (descs, sections) = unsafe { (&mut *DESCS.as_ptr(), &mut *SECTIONS.as_ptr()) };
     let mut table = FrameTable::<4>::new(&regions, descs, sections).map_err(InitError::Frame)?;
     // Page tables never move: the pool and the two static tables are pinned.
     let (pool_pa, pool_len) = crate::mmu::pool_range();
