@@ -23,6 +23,7 @@ use fass::{
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::regs::{Dacr, DomainAccess};
+use mmu_armv5::regs::{Far, Fsr};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
 use spm::{AddressSpace, FrameDesc, FrameState, FrameTable, InitialUse, Location, Region};
 use std::hint::black_box;
@@ -121,7 +122,10 @@ fn cpd(c: &mut Criterion) {
             fass_ready,
             |(m, f)| {
                 // Section translation fault (status 0x5) at the space's page.
-                let _ = black_box(f.resolve(m, 0x5, 0x8000).expect("resolve"));
+                let _ = black_box(
+                    f.resolve(m, Fsr::from_bits(0x5), Far::from_bits(0x8000))
+                        .expect("resolve"),
+                );
             },
             BatchSize::PerIteration,
         );

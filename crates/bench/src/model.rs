@@ -73,6 +73,7 @@ use fass::{
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
+use mmu_armv5::regs::{Far, Fsr};
 use mmu_armv5::table::{TableAlloc, TableKind as HwTable, TableRef};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
 use std::any::TypeId;
@@ -671,7 +672,7 @@ fn user<T: SwitchStrategy>(
                 kernel_fetches(m, FAULT_TEXT, path.fault_insns)?;
                 let stores = path.fault_accesses / 2;
                 stack_traffic(m, stores, path.fault_accesses - stores)?;
-                match t.resolve(m, fsr, far)? {
+                match t.resolve(m, Fsr::from_bits(fsr), Far::from_bits(far))? {
                     Resolution::Resolved { .. } => {}
                     Resolution::NotFass(_) => return Err(BenchError::Fault { va, fsr }),
                 }

@@ -37,6 +37,7 @@ use fass::{
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
+use mmu_armv5::regs::{Far, Fsr};
 use mmu_armv5::table::{TableKind as HwTable, TableRef};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
 
@@ -124,7 +125,10 @@ fn run<T: SwitchStrategy>(m: &mut Machine, t: &mut T, n: u16, mixed: bool) -> (u
                     Ok(v) => break v,
                     Err(_) => {
                         let (fsr, far) = (m.dfsr(), m.far());
-                        match t.resolve(m, fsr, far).expect("resolve") {
+                        match t
+                            .resolve(m, Fsr::from_bits(fsr), Far::from_bits(far))
+                            .expect("resolve")
+                        {
                             Resolution::Resolved { .. } => {}
                             Resolution::NotFass(f) => panic!("unexpected fault {f:?}"),
                         }

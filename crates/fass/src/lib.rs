@@ -110,7 +110,7 @@
 //! use fass::{Cpd, DefaultPolicy, DomainSet, Fass, KernelTable, Layout, Resolution, SpaceId, Split, SwitchStrategy};
 //! use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor, L1Encoding, SectionDesc};
 //! use mmu_armv5::maint::Arm926;
-//! use mmu_armv5::regs::{Cp15Event, Cp15Reg, MockCp15};
+//! use mmu_armv5::regs::{Cp15Event, Cp15Reg, Far, Fsr, MockCp15};
 //! use mmu_armv5::size::Frame;
 //! use mmu_armv5::table::{PoolBlock, TableKind, TablePool, TableRef};
 //! use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
@@ -147,7 +147,7 @@
 //!                AccessPermission::ReadWrite, CachePolicy::WriteBack).unwrap();
 //! fass.switch_to(&mut sys, a).unwrap();
 //! // The first access faults (empty CPD slot); resolving fills the slot.
-//! let r = fass.resolve(&mut sys, 0x005, 0x8000).unwrap();
+//! let r = fass.resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000)).unwrap();
 //! assert!(matches!(r, Resolution::Resolved { .. }));
 //!
 //! // Switching back to `a` after another space costs one DACR and one FCSEIDR write.

@@ -162,6 +162,7 @@ pub enum RecycleRule {
 /// use fass::resolve::Flushed;
 /// use fass::{Cpd, DefaultPolicy, DomainSet, Fass, Region, Resolution, SpaceId, SwitchStrategy};
 /// use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy};
+/// use mmu_armv5::regs::{Far, Fsr};
 /// use mmu_armv5::{FaultKind, FaultLevel, FcsePid, VirtAddr};
 ///
 /// let pid = FcsePid::new(1)?;
@@ -181,7 +182,7 @@ pub enum RecycleRule {
 ///
 /// // A's first access: a section translation fault on the empty slot; filled.
 /// fass.switch_to(&mut sys, a)?;
-/// let fill = fass.resolve(&mut sys, 0x005, 0x8000)?;
+/// let fill = fass.resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))?;
 /// assert_eq!(fill, Resolution::Resolved { slot: 0x20, collided_with: None, flushed: Flushed::Nothing });
 ///
 /// // B's access meets A's entry: a section domain fault in A's domain, FAR
@@ -189,14 +190,14 @@ pub enum RecycleRule {
 /// fass.switch_to(&mut sys, b)?;
 /// let da = fass.domain_of(a)?.unwrap();
 /// let fsr = 0x009 | u32::from(da.get()) << 4;
-/// let moved = fass.resolve(&mut sys, fsr, 0x0200_8000)?;
+/// let moved = fass.resolve(&mut sys, Fsr::from_bits(fsr), Far::from_bits(0x0200_8000))?;
 /// assert_eq!(moved, Resolution::Resolved { slot: 0x20, collided_with: Some(da), flushed: Flushed::Full });
 /// assert_eq!(fass.domains().slot_owner(0x20), fass.domain_of(b)?);
 /// assert_eq!((fass.stats().cpd_fills, fass.stats().collisions), (2, 1));
 ///
 /// // A permission fault is not FASS's doing: handed back, decoded.
 /// let db = fass.domain_of(b)?.unwrap();
-/// let other = fass.resolve(&mut sys, 0x00F | u32::from(db.get()) << 4, 0x8000)?;
+/// let other = fass.resolve(&mut sys, Fsr::from_bits(0x00F | u32::from(db.get()) << 4), Far::from_bits(0x8000))?;
 /// assert!(matches!(other, Resolution::NotFass(f) if f.kind == FaultKind::Permission(FaultLevel::Page)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -37,8 +37,8 @@ use crate::window::window_of_slot;
 use mmu_armv5::addr::FCSE_WINDOW_SIZE;
 use mmu_armv5::descriptor::{L1Descriptor, L1Encoding};
 use mmu_armv5::maint::CacheMaintenance;
-use mmu_armv5::regs::{Dacr, DomainAccess};
-use mmu_armv5::{Domain, Fault, FaultKind, FaultLevel, VirtAddr};
+use mmu_armv5::regs::{Dacr, DomainAccess, Far, Fsr};
+use mmu_armv5::{Domain, Fault, VirtAddr};
 
 /// What resolving a FASS fault flushed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,8 +98,8 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     pub fn resolve<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
-        fsr: u32,
-        far: u32,
+        fsr: Fsr,
+        far: Far,
     ) -> Result<Resolution, FassError> {
         if let Some(r) = self.resolve_private(sys, fsr, far) {
             return r;
@@ -120,18 +120,16 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     fn resolve_private<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
-        fsr: u32,
-        far: u32,
+        fsr: Fsr,
+        far: Far,
     ) -> Option<Result<Resolution, FassError>> {
-        // FS[3:0] (FS[4] = bit 10 clear): 0x5/0x7 section/page translation,
-        // 0x9/0xB section/page domain.
-        if !matches!(fsr & 0x40F, 0x5 | 0x7 | 0x9 | 0xB) {
+        if !fsr.is_lazy_fill_candidate() {
             return None;
         }
         let cur = self.current?;
         let st = self.spaces.get(usize::from(cur.0))?.as_ref()?;
         let d = st.domain?;
-        let mva = VirtAddr::new(far).to_mva(st.pid.pid());
+        let mva = VirtAddr::new(far.bits()).to_mva(st.pid.pid());
         let slot = mva.l1_index();
         let word = st.dir.raw(slot)?;
         if word & 3 != 0b01 {
@@ -140,7 +138,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         let want = coarse_entry(word, d, self.cpd.encoding());
         match self.cpd.raw(&*sys, slot) {
             Err(e) => return Some(Err(e.into())),
-            Ok(w) if w == want => return Some(Ok(Resolution::NotFass(Fault::from_fsr(fsr)))),
+            Ok(w) if w == want => return Some(Ok(Resolution::NotFass(fsr.fault()))),
             Ok(_) => {}
         }
         Some(self.fill(sys, slot, d, want, Some(cur)))
@@ -176,12 +174,10 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     pub fn resolve_fast<S: CacheMaintenance + ?Sized>(
         &mut self,
         sys: &mut S,
-        fsr: u32,
-        far: u32,
+        fsr: Fsr,
+        far: Far,
     ) -> Option<Resolution> {
-        // FS[3:0] (FS[4] = bit 10 clear): 0x5/0x7 section/page translation,
-        // 0x9/0xB section/page domain.
-        if !matches!(fsr & 0x40F, 0x5 | 0x7 | 0x9 | 0xB) {
+        if !fsr.is_lazy_fill_candidate() {
             return None;
         }
         // The current space, its domain and PID from the hot record, not
@@ -192,6 +188,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         // no domain: declined above).
         let cur = SpaceId(hot.space as u16);
         debug_assert_eq!(hot, self.computed_hot());
+        let far = far.bits();
         let mva = if far < FCSE_WINDOW_SIZE {
             far | hot.pid_bits
         } else {
@@ -246,20 +243,16 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     fn resolve_general<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
-        fsr: u32,
-        far: u32,
+        fsr: Fsr,
+        far: Far,
     ) -> Result<Resolution, FassError> {
-        let fault = Fault::from_fsr(fsr);
+        let fault = fsr.fault();
         // Section faults come from an empty or foreign CPD slot; a page
         // translation fault too, when the slot holds another space's coarse
         // table lacking that page (the walk reports it before any domain
         // check). The comparison with the wanted entry below tells them
         // from genuine faults.
-        if !matches!(
-            fault.kind,
-            FaultKind::Translation(FaultLevel::Section | FaultLevel::Page)
-                | FaultKind::Domain(FaultLevel::Section | FaultLevel::Page)
-        ) {
+        if !fsr.is_lazy_fill_candidate() {
             return Ok(Resolution::NotFass(fault));
         }
         let Some(cur) = self.current else {
@@ -267,7 +260,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         };
         let st = self.space(cur)?;
         // Relocated below 32 MiB only (`to_mva` leaves the rest as it is).
-        let mva = VirtAddr::new(far).to_mva(st.pid.pid());
+        let mva = VirtAddr::new(far.bits()).to_mva(st.pid.pid());
         let slot = mva.l1_index();
         let shared = self.layout.classify(mva) == RegionKind::Shared;
         let wanted = if shared {

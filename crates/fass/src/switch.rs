@@ -31,9 +31,9 @@ use crate::segment::{SegmentAccess, SegmentSpec};
 use crate::stats::{Event, Stats};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::maint::CacheMaintenance;
-use mmu_armv5::regs::{Cp15, Cp15Ext, Dacr, Ttbr};
+use mmu_armv5::regs::{Cp15, Cp15Ext, Dacr, Far, Fsr, Ttbr};
 use mmu_armv5::table::TableError;
-use mmu_armv5::{Domain, Fault, ModifiedVirtAddr, PhysAddr, VirtAddr};
+use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
 
 /// A way of managing and switching address spaces.
 ///
@@ -158,8 +158,8 @@ pub trait SwitchStrategy {
     fn resolve<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
-        fsr: u32,
-        far: u32,
+        fsr: Fsr,
+        far: Far,
     ) -> Result<Resolution, FassError>;
     /// The generation precomputed switches are stamped with
     /// ([`crate::lean`]): a record of another generation is stale.
@@ -352,8 +352,8 @@ where
     fn resolve<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
-        fsr: u32,
-        far: u32,
+        fsr: Fsr,
+        far: Far,
     ) -> Result<Resolution, FassError> {
         Fass::resolve(self, sys, fsr, far)
     }
@@ -559,10 +559,10 @@ impl<const SPACES: usize, const SEGMENTS: usize> SwitchStrategy for TableSwitch<
     fn resolve<S: Platform + ?Sized>(
         &mut self,
         _sys: &mut S,
-        fsr: u32,
-        _far: u32,
+        fsr: Fsr,
+        _far: Far,
     ) -> Result<Resolution, FassError> {
-        Ok(Resolution::NotFass(Fault::from_fsr(fsr)))
+        Ok(Resolution::NotFass(fsr.fault()))
     }
 
     fn mva_of(&self, id: SpaceId, va: VirtAddr) -> Result<ModifiedVirtAddr, FassError> {
@@ -653,7 +653,9 @@ pub(crate) mod tests {
         }
         for s in 0..n {
             f.switch_to(&mut sys, SpaceId(s)).unwrap();
-            let r = f.resolve(&mut sys, 0x005, 0x8000).unwrap();
+            let r = f
+                .resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))
+                .unwrap();
             assert!(matches!(
                 r,
                 Resolution::Resolved {
@@ -679,7 +681,8 @@ pub(crate) mod tests {
                 );
                 // No fault: the CPD still holds the space's slot.
                 assert!(matches!(
-                    f.resolve(&mut sys, 0x005, 0x8000).unwrap(),
+                    f.resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))
+                        .unwrap(),
                     Resolution::NotFass(_)
                 ));
             }
@@ -703,7 +706,8 @@ pub(crate) mod tests {
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
         let da = f.domain_of(SpaceId(0)).unwrap().unwrap();
         assert_eq!(
-            f.resolve(&mut sys, 0x005, 0x8000).unwrap(),
+            f.resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))
+                .unwrap(),
             Resolution::Resolved {
                 slot: 0x20,
                 collided_with: None,
@@ -716,7 +720,8 @@ pub(crate) mod tests {
         // Hardware reports the MVA.
         let fsr = 0x009 | (u32::from(da.get()) << 4);
         assert_eq!(
-            f.resolve(&mut sys, fsr, 0x0200_8000).unwrap(),
+            f.resolve(&mut sys, Fsr::from_bits(fsr), Far::from_bits(0x0200_8000))
+                .unwrap(),
             Resolution::Resolved {
                 slot: 0x20,
                 collided_with: Some(da),
@@ -733,7 +738,8 @@ pub(crate) mod tests {
         // Switching marked A dirty; B ran since the flush too, so it is dirty.
         let fsr = 0x009 | (u32::from(db.get()) << 4);
         assert_eq!(
-            f.resolve(&mut sys, fsr, 0x8000).unwrap(),
+            f.resolve(&mut sys, Fsr::from_bits(fsr), Far::from_bits(0x8000))
+                .unwrap(),
             Resolution::Resolved {
                 slot: 0x20,
                 collided_with: Some(db),
@@ -761,13 +767,19 @@ pub(crate) mod tests {
         }
         map(&mut f, &mut sys, 2, 0x0030_0000, 0x0030_0000);
         f.switch_to(&mut sys, SpaceId(2)).unwrap();
-        let _ = f.resolve(&mut sys, 0x005, 0x0030_0000).unwrap();
+        let _ = f
+            .resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x0030_0000))
+            .unwrap();
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
-        let _ = f.resolve(&mut sys, 0x005, 0x8000).unwrap();
+        let _ = f
+            .resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))
+            .unwrap();
         f.switch_to(&mut sys, SpaceId(1)).unwrap();
         let d0 = f.domain_of(SpaceId(0)).unwrap();
         let d2 = f.domain_of(SpaceId(2)).unwrap();
-        let r = f.resolve(&mut sys, 0x009, 0x8000).unwrap();
+        let r = f
+            .resolve(&mut sys, Fsr::from_bits(0x009), Far::from_bits(0x8000))
+            .unwrap();
         assert_eq!(
             r,
             Resolution::Resolved {
@@ -781,7 +793,9 @@ pub(crate) mod tests {
         map(&mut f, &mut sys, 1, 0x0030_0000, 0x0050_0000);
         let s0 = *f.stats();
         sys.hw.cp15_mut().clear();
-        let r = f.resolve(&mut sys, 0x009, 0x0030_0000).unwrap();
+        let r = f
+            .resolve(&mut sys, Fsr::from_bits(0x009), Far::from_bits(0x0030_0000))
+            .unwrap();
         assert_eq!(
             r,
             Resolution::Resolved {
@@ -904,7 +918,8 @@ pub(crate) mod tests {
         for s in 0..2 {
             f.switch_to(&mut sys, SpaceId(s)).unwrap();
             assert!(matches!(
-                f.resolve(&mut sys, 0x005, 0x8000).unwrap(),
+                f.resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))
+                    .unwrap(),
                 Resolution::Resolved {
                     flushed: Flushed::Nothing,
                     ..
@@ -963,7 +978,8 @@ pub(crate) mod tests {
         let (mut f, mut sys) = (f, sys);
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
         assert!(matches!(
-            f.resolve(&mut sys, 0x005, 0x8000).unwrap(),
+            f.resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))
+                .unwrap(),
             Resolution::Resolved {
                 slot: SLOT_63,
                 collided_with: None,
@@ -1042,7 +1058,8 @@ pub(crate) mod tests {
         map(&mut f, &mut sys, 1, 0x0010_0000, 0x0012_0000);
         let fill = |f: &mut F, sys: &mut Sys<'_>, va: u32| {
             assert!(matches!(
-                f.resolve(sys, 0x005, va).unwrap(),
+                f.resolve(sys, Fsr::from_bits(0x005), Far::from_bits(va))
+                    .unwrap(),
                 Resolution::Resolved {
                     flushed: Flushed::Nothing,
                     ..
@@ -1123,7 +1140,12 @@ pub(crate) mod tests {
         sys.hw.cp15_mut().clear();
         let before = *f.stats();
         assert_eq!(
-            f.resolve(&mut sys, 0x005, 63 << 25 | 0x8000).unwrap(),
+            f.resolve(
+                &mut sys,
+                Fsr::from_bits(0x005),
+                Far::from_bits(63 << 25 | 0x8000)
+            )
+            .unwrap(),
             Resolution::Resolved {
                 slot: SLOT_63,
                 collided_with: None,
@@ -1141,7 +1163,9 @@ pub(crate) mod tests {
         // ordinary rule, not the window guard.
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
         let before = *f.stats();
-        let r = f.resolve(&mut sys, 0x005, 0x8000).unwrap();
+        let r = f
+            .resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))
+            .unwrap();
         assert!(matches!(
             r,
             Resolution::Resolved {
@@ -1164,7 +1188,12 @@ pub(crate) mod tests {
         sys.hw.cp15_mut().clear();
         let before = *f.stats();
         assert_eq!(
-            f.resolve(&mut sys, 0x005, 63 << 25 | 0x8000).unwrap(),
+            f.resolve(
+                &mut sys,
+                Fsr::from_bits(0x005),
+                Far::from_bits(63 << 25 | 0x8000)
+            )
+            .unwrap(),
             Resolution::Resolved {
                 slot: SLOT_63,
                 collided_with: None,
@@ -1206,11 +1235,13 @@ pub(crate) mod tests {
         map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
         assert_eq!(
-            f.resolve(&mut sys, 0x00f, 0x8000).unwrap(),
+            f.resolve(&mut sys, Fsr::from_bits(0x00f), Far::from_bits(0x8000))
+                .unwrap(),
             Resolution::NotFass(Fault::from_fsr(0x00f))
         );
         assert_eq!(
-            f.resolve(&mut sys, 0x005, 0x0100_0000).unwrap(),
+            f.resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x0100_0000))
+                .unwrap(),
             Resolution::NotFass(Fault::from_fsr(0x005))
         );
         assert_eq!(
@@ -1245,7 +1276,9 @@ pub(crate) mod tests {
         f.create_space(SpaceId(0)).unwrap();
         map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
-        let _ = f.resolve(&mut sys, 0x005, 0x8000).unwrap();
+        let _ = f
+            .resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))
+            .unwrap();
         let dom = f.domain_of(SpaceId(0)).unwrap().unwrap();
         let slot = VirtAddr::new(0x8000)
             .to_mva(f.pid_of(SpaceId(0)).unwrap())

@@ -29,6 +29,7 @@ use fass::{
     Cpd, DomainSet, Fass, Flushed, Layout, RecycleRule, Resolution, SpaceId, SwitchStrategy,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+use mmu_armv5::regs::{Far, Fsr};
 use mmu_armv5::{FcsePid, PhysAddr, VirtAddr};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestCaseError, TestRunner};
@@ -160,7 +161,8 @@ fn ring(n: u16, rounds: u32, rule: RecycleRule) -> (armv5_sim::Counters, fass::S
                     Err(_) => {
                         let (fsr, far) = (m.dfsr(), m.far());
                         assert!(matches!(
-                            f.resolve(m, fsr, far).unwrap(),
+                            f.resolve(m, Fsr::from_bits(fsr), Far::from_bits(far))
+                                .unwrap(),
                             Resolution::Resolved { .. }
                         ));
                     }
@@ -291,7 +293,8 @@ fn access(m: &mut Machine, f: &mut FassModel, va: u32, store: Option<u32>) -> u3
             Err(_) => {
                 let (fsr, far) = (m.dfsr(), m.far());
                 assert!(matches!(
-                    f.resolve(m, fsr, far).unwrap(),
+                    f.resolve(m, Fsr::from_bits(fsr), Far::from_bits(far))
+                        .unwrap(),
                     Resolution::Resolved { .. }
                 ));
             }
@@ -415,7 +418,7 @@ fn access_logged(
                 let (fsr, far) = (m.dfsr(), m.far());
                 let gen = f.generation();
                 let quick = if fast {
-                    f.resolve_fast(m, fsr, far)
+                    f.resolve_fast(m, Fsr::from_bits(fsr), Far::from_bits(far))
                 } else {
                     None
                 };
@@ -424,7 +427,9 @@ fn access_logged(
                 }
                 let r = match quick {
                     Some(r) => r,
-                    None => f.resolve(m, fsr, far).unwrap(),
+                    None => f
+                        .resolve(m, Fsr::from_bits(fsr), Far::from_bits(far))
+                        .unwrap(),
                 };
                 assert!(matches!(r, Resolution::Resolved { .. }), "{r:?}");
                 log.push((r, quick.is_some(), far));
@@ -527,9 +532,13 @@ fn the_fast_fault_path_needs_a_pinned_cpd() {
     .unwrap();
     f.switch_to(&mut m, SpaceId(0)).unwrap();
     let far = 0x8000;
-    assert_eq!(f.resolve_fast(&mut m, 0x005, far), None);
+    assert_eq!(
+        f.resolve_fast(&mut m, Fsr::from_bits(0x005), Far::from_bits(far)),
+        None
+    );
     assert!(matches!(
-        f.resolve(&mut m, 0x005, far).unwrap(),
+        f.resolve(&mut m, Fsr::from_bits(0x005), Far::from_bits(far))
+            .unwrap(),
         Resolution::Resolved {
             flushed: Flushed::Nothing,
             ..
@@ -583,12 +592,16 @@ fn the_fast_path_relocates_low_fault_addresses_by_the_running_pid() {
     };
     let slot = |mva: u32| (mva >> 20) as usize;
     // The unmodified address (a translation fault, FS 0x5) ...
-    let r = f.resolve_fast(&mut m, 0x005, 0x8000);
+    let r = f.resolve_fast(&mut m, Fsr::from_bits(0x005), Far::from_bits(0x8000));
     resolved(r, slot(pid << 25 | 0x8000));
     // ... and the modified one.
-    let r = f.resolve_fast(&mut m, 0x005, pid << 25 | 0x0010_0000);
+    let r = f.resolve_fast(
+        &mut m,
+        Fsr::from_bits(0x005),
+        Far::from_bits(pid << 25 | 0x0010_0000),
+    );
     resolved(r, slot(pid << 25 | 0x0010_0000));
-    let r = f.resolve_fast(&mut m, 0x005, 0x0200_0000);
+    let r = f.resolve_fast(&mut m, Fsr::from_bits(0x005), Far::from_bits(0x0200_0000));
     resolved(r, slot(0x0200_0000));
     // Each slot now holds the space's entry: the loads go through.
     for va in [0x8000, 0x0010_0000, 0x0200_0000] {

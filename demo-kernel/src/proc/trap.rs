@@ -13,8 +13,7 @@
 
 use super::clock::{self, FaultClock, Transit};
 use fass::{Resolution, SpaceId, SwitchStrategy};
-use mmu_armv5::regs::Cp15Ext;
-use mmu_armv5::FaultKind;
+use mmu_armv5::regs::{Cp15Ext, Far, Fsr};
 
 use super::kernel::{running_kernel, After, Exit, Kernel, State, TrapFrame, TrapKind};
 use super::platform;
@@ -143,17 +142,17 @@ impl Kernel {
 impl Kernel {
     /// Resolves an abort of the current process through the strategy;
     /// `true` if the access can be retried.
-    pub fn resolve(&mut self, fsr: u32, addr: u32) -> bool {
-        self.resolve_fault(fsr, addr).is_some()
+    pub fn resolve(&mut self, fsr: Fsr, far: Far) -> bool {
+        self.resolve_fault(fsr, far).is_some()
     }
 
     /// [`Kernel::resolve`], saying what the resolution flushed:
     /// `Some(flushed)` if the access can be retried.
-    pub fn resolve_fault(&mut self, fsr: u32, addr: u32) -> Option<fass::Flushed> {
-        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::resolve(s, sys, fsr, addr)));
+    pub fn resolve_fault(&mut self, fsr: Fsr, far: Far) -> Option<fass::Flushed> {
+        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::resolve(s, sys, fsr, far)));
         match r {
             Ok(Resolution::Resolved { flushed, .. }) => {
-                if is_domain_fault(fsr) {
+                if fsr.is_domain_fault() {
                     self.counters.domain_faults += 1;
                 } else {
                     self.counters.fills += 1;
@@ -197,13 +196,18 @@ impl Kernel {
             }
             3 | 4 => {
                 let c = hw();
-                let (trap, fsr, addr) = if kind == 4 {
-                    (TrapKind::Data, c.dfsr().bits(), c.far().bits())
+                // A prefetch abort has no FAR: the address is the pc.
+                let (trap, fsr, far) = if kind == 4 {
+                    (TrapKind::Data, c.dfsr(), c.far())
                 } else {
-                    (TrapKind::Prefetch, c.ifsr().bits(), self.procs[cur].ctx.pc)
+                    (
+                        TrapKind::Prefetch,
+                        c.ifsr(),
+                        Far::from_bits(self.procs[cur].ctx.pc),
+                    )
                 };
-                if let Some(flushed) = self.resolve_fault(fsr, addr) {
-                    let domain = is_domain_fault(fsr);
+                if let Some(flushed) = self.resolve_fault(fsr, far) {
+                    let domain = fsr.is_domain_fault();
                     if domain && flushed == fass::Flushed::TlbOnly {
                         self.counters.flush_free_collisions += 1;
                     }
@@ -217,7 +221,14 @@ impl Kernel {
                     }
                     return Wish::Next(Some(cur));
                 }
-                self.end(cur, Exit::Killed { trap, fsr, addr });
+                self.end(
+                    cur,
+                    Exit::Killed {
+                        trap,
+                        fsr: fsr.bits(),
+                        addr: far.bits(),
+                    },
+                );
                 Wish::Resume(None)
             }
             _ => {
@@ -241,8 +252,7 @@ impl Kernel {
     #[inline(always)]
     fn dabt_fast(&mut self, t0: u32) -> bool {
         let c = hw();
-        let (fsr, far) = (c.dfsr().bits(), c.far().bits());
-        match self.abort_fast(fsr, far) {
+        match self.abort_fast(c.dfsr(), c.far()) {
             Some(true) => {
                 self.fault_clock.fast = Some(t0);
                 true
@@ -258,8 +268,7 @@ impl Kernel {
     /// relocated by `fass` below 32 MiB as the FAR would be).
     #[inline(always)]
     fn pabt_fast(&mut self, pc: u32) -> bool {
-        let fsr = hw().ifsr().bits();
-        self.abort_fast(fsr, pc).is_some()
+        self.abort_fast(hw().ifsr(), Far::from_bits(pc)).is_some()
     }
 
     /// The abort fast path under FASS: a fault `fass` resolves without
@@ -271,7 +280,7 @@ impl Kernel {
     /// (`resolve_fast` never changes it). `Some(domain fault)`: resolved;
     /// `None`: nothing was done, take the general path.
     #[inline(always)]
-    fn abort_fast(&mut self, fsr: u32, addr: u32) -> Option<bool> {
+    fn abort_fast(&mut self, fsr: Fsr, far: Far) -> Option<bool> {
         let cur = self.current?;
         let Strategy::Fass(fs) = &mut self.strategy else {
             return None;
@@ -286,11 +295,11 @@ impl Kernel {
         // `black_box` only hides the pointer's origin: without it the
         // optimiser folds in the static's address and rebuilds it for each
         // field access (two more instructions each, measured under icount).
-        let flushed = resolve_fast(core::hint::black_box(fs), fsr, addr)?;
+        let flushed = resolve_fast(core::hint::black_box(fs), fsr, far)?;
         // `resolve_fast` resolves FS 0x5/0x7 (translation) and 0x9/0xB
         // (domain) only: bit 3 tells them apart.
-        let domain = fsr & 0b1000 != 0;
-        debug_assert_eq!(domain, is_domain_fault(fsr));
+        let domain = fsr.bits() & 0b1000 != 0;
+        debug_assert_eq!(domain, fsr.is_domain_fault());
         if domain {
             self.counters.domain_faults += 1;
             if flushed == fass::Flushed::TlbOnly {
@@ -308,23 +317,11 @@ impl Kernel {
 /// through one base register (its hot fields at small offsets), not at
 /// large offsets into the whole kernel record.
 #[inline(never)]
-fn resolve_fast(fs: &mut FassS, fsr: u32, far: u32) -> Option<fass::Flushed> {
+fn resolve_fast(fs: &mut FassS, fsr: Fsr, far: Far) -> Option<fass::Flushed> {
     match fs.resolve_fast(&mut platform::counting(), fsr, far)? {
         Resolution::Resolved { flushed, .. } => Some(flushed),
         Resolution::NotFass(_) => None,
     }
-}
-
-/// Whether `fsr` is a section or page domain fault (FS 0x9 or 0xB):
-/// [`FaultKind::Domain`] without decoding the rest.
-#[inline]
-fn is_domain_fault(fsr: u32) -> bool {
-    let d = matches!(fsr & 0x40F, 0x9 | 0xB);
-    debug_assert_eq!(
-        d,
-        matches!(FaultKind::from_status(fsr), FaultKind::Domain(_))
-    );
-    d
 }
 
 /// Called by `__user_trap_dabt` (`asm/trap.s`) for a data abort from user

@@ -9,6 +9,7 @@
 use super::kernel::Kernel;
 use super::syscall::SysError;
 use crate::probe::{probe_read, probe_write, Privilege};
+use mmu_armv5::regs::{Far, Fsr};
 
 /// Attempts per word (one retry after each resolved abort).
 const ATTEMPTS: usize = 4;
@@ -20,7 +21,7 @@ impl Kernel {
             match probe_read(va, Privilege::User) {
                 Ok(v) => return Ok(v),
                 Err(f) => {
-                    if !self.resolve(f.dfsr, f.far) {
+                    if !self.resolve(Fsr::from_bits(f.dfsr), Far::from_bits(f.far)) {
                         return Err(SysError::Fault);
                     }
                     self.counters.copy_faults += 1;
@@ -38,7 +39,7 @@ impl Kernel {
             match unsafe { probe_write(va, value, Privilege::User) } {
                 Ok(()) => return Ok(()),
                 Err(f) => {
-                    if !self.resolve(f.dfsr, f.far) {
+                    if !self.resolve(Fsr::from_bits(f.dfsr), Far::from_bits(f.far)) {
                         return Err(SysError::Fault);
                     }
                     self.counters.copy_faults += 1;

@@ -1,6 +1,7 @@
 //! The records, and every strategy's lean path on the recording mock.
 
 use super::*;
+use mmu_armv5::regs::{Far, Fsr};
 
 #[test]
 fn a_record_is_sixteen_bytes_and_an_absent_one_costs_nothing_more() {
@@ -76,7 +77,8 @@ fn fass_ring(mem: &mut Mem, n: u16) -> (F, Sys<'_>) {
         assert_eq!(f.switch_lean(&mut sys, SpaceId(s)), Err(StaleSwitch));
         f.switch_to(&mut sys, SpaceId(s)).unwrap();
         assert!(matches!(
-            f.resolve(&mut sys, 0x005, 0x8000).unwrap(),
+            f.resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))
+                .unwrap(),
             Resolution::Resolved { .. }
         ));
     }
@@ -105,7 +107,8 @@ fn a_lean_fass_switch_writes_the_dacr_and_the_fcseidr_only() {
             assert_eq!(f.current(), Some(id));
             assert!(f.runs(id));
             assert!(matches!(
-                f.resolve(&mut sys, 0x005, 0x8000).unwrap(),
+                f.resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))
+                    .unwrap(),
                 Resolution::NotFass(_)
             ));
         }
@@ -245,7 +248,9 @@ fn the_fass_generation_changes_exactly_on_the_events_that_stale_a_record() {
         |f, sys| sw(f, sys, 0),
     );
     gen_change(&mut f, &mut sys, false, "fill", |f, sys| {
-        let _ = f.resolve(sys, 0x005, 0x8000).unwrap();
+        let _ = f
+            .resolve(sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))
+            .unwrap();
     });
     gen_change(&mut f, &mut sys, false, "switch", |f, sys| sw(f, sys, 1));
     gen_change(&mut f, &mut sys, false, "lean switch", |f, sys| {
@@ -623,7 +628,10 @@ fn run_op<T: SwitchStrategy>(t: &mut T, sys: &mut Sys<'_>, op: &Op, lean: bool) 
         }
         Op::Fault(i) => {
             let far = if i % 2 == 0 { low(i / 2) } else { high(i / 2) };
-            format!("{:?}", t.resolve(sys, 0x007, far))
+            format!(
+                "{:?}",
+                t.resolve(sys, Fsr::from_bits(0x007), Far::from_bits(far))
+            )
         }
     };
     (r, false)

@@ -20,7 +20,7 @@ use fass::{
     TableKind, TableSwitch,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
-use mmu_armv5::regs::{Dacr, DomainAccess};
+use mmu_armv5::regs::{Dacr, DomainAccess, Far, Fsr};
 use mmu_armv5::table::{TableKind as HwTable, TableRef};
 use mmu_armv5::{Domain, FcsePid, PhysAddr, VirtAddr};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -165,7 +165,7 @@ pub fn no_fast<T>(_: &mut T, _: &mut Machine, _: u32, _: u32) -> Option<Resoluti
 }
 
 pub fn fass_fast(f: &mut FassModel, m: &mut Machine, fsr: u32, far: u32) -> Option<Resolution> {
-    f.resolve_fast(m, fsr, far)
+    f.resolve_fast(m, Fsr::from_bits(fsr), Far::from_bits(far))
 }
 
 pub struct Harness<T: SwitchStrategy> {
@@ -256,7 +256,10 @@ impl<T: SwitchStrategy> Harness<T> {
                     self.fast_hits += u64::from(fast.is_some());
                     let r = match fast {
                         Some(r) => r,
-                        None => self.t.resolve(&mut self.m, fsr, far).unwrap(),
+                        None => self
+                            .t
+                            .resolve(&mut self.m, Fsr::from_bits(fsr), Far::from_bits(far))
+                            .unwrap(),
                     };
                     match r {
                         Resolution::Resolved { .. } => continue,

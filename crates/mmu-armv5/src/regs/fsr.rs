@@ -88,6 +88,58 @@ impl Fsr {
         Fault::from_fsr(self.0)
     }
 
+    /// Status bits with XScale's `X` extension (bit 10): a value's
+    /// architectural kind is in the four status bits only when `X` is clear.
+    const KIND_BITS: u32 = 0x40f;
+
+    /// A section (`0x5`) or page (`0x7`) translation fault: nothing is
+    /// mapped at the address (or, under FASS, not yet in the CPD).
+    ///
+    /// False when XScale's `X` bit extends the status field (the four bits
+    /// then name an XScale-specific abort).
+    ///
+    /// ```
+    /// use mmu_armv5::regs::Fsr;
+    ///
+    /// assert!(Fsr::from_bits(0x005).is_translation_fault());
+    /// assert!(Fsr::from_bits(0x0b7).is_translation_fault());
+    /// assert!(!Fsr::from_bits(0x405).is_translation_fault()); // XScale extended status
+    /// assert!(Fsr::from_bits(0x069).is_domain_fault());
+    /// assert!(!Fsr::from_bits(0x00f).is_lazy_fill_candidate()); // a permission fault
+    /// ```
+    #[inline]
+    #[must_use]
+    pub const fn is_translation_fault(self) -> bool {
+        matches!(self.0 & Self::KIND_BITS, 0x5 | 0x7)
+    }
+
+    /// A section (`0x9`) or page (`0xB`) domain fault: the descriptor's
+    /// domain has no access in the DACR (under FASS: another space's entry
+    /// in the CPD, a collision). False when XScale's `X` bit is set.
+    #[inline]
+    #[must_use]
+    pub const fn is_domain_fault(self) -> bool {
+        matches!(self.0 & Self::KIND_BITS, 0x9 | 0xB)
+    }
+
+    /// A section (`0xD`) or page (`0xF`) permission fault. False when
+    /// XScale's `X` bit is set.
+    #[inline]
+    #[must_use]
+    pub const fn is_permission_fault(self) -> bool {
+        matches!(self.0 & Self::KIND_BITS, 0xD | 0xF)
+    }
+
+    /// A translation or a domain fault at section or page level: the two
+    /// kinds a lazily filled first-level table (the FASS caching page
+    /// directory) produces and resolves, and the only ones
+    /// `fass::Fass::resolve` may handle without handing them back.
+    #[inline]
+    #[must_use]
+    pub const fn is_lazy_fill_candidate(self) -> bool {
+        self.is_translation_fault() || self.is_domain_fault()
+    }
+
     /// XScale `X` (bit 10): the status field has an extended, XScale-specific meaning.
     #[inline]
     #[must_use]
@@ -147,6 +199,24 @@ mod tests {
             Fsr::from_bits(0x00f).fault().kind,
             FaultKind::Permission(FaultLevel::Page)
         );
+    }
+
+    #[test]
+    fn kind_predicates_match_the_decoded_kind() {
+        for bits in 0..0x800u32 {
+            let v = Fsr::from_bits(bits);
+            let arch = bits & (1 << 10) == 0;
+            let (t, d, p) = match v.fault().kind {
+                FaultKind::Translation(_) => (true, false, false),
+                FaultKind::Domain(_) => (false, true, false),
+                FaultKind::Permission(_) => (false, false, true),
+                _ => (false, false, false),
+            };
+            assert_eq!(v.is_translation_fault(), arch && t, "{bits:#x}");
+            assert_eq!(v.is_domain_fault(), arch && d, "{bits:#x}");
+            assert_eq!(v.is_permission_fault(), arch && p, "{bits:#x}");
+            assert_eq!(v.is_lazy_fill_candidate(), arch && (t || d), "{bits:#x}");
+        }
     }
 
     #[test]

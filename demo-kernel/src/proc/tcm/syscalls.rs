@@ -32,6 +32,7 @@
 
 use fass::{SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+use mmu_armv5::regs::{Far, Fsr};
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::tcm::TcmKind;
 use spm::{AddressSpace, ExchangeError, ExchangeRequest, PageSize, Progress, Rights};
@@ -87,7 +88,7 @@ impl Kernel {
             match probe_read(va, Privilege::Kernel) {
                 Ok(_) => return,
                 Err(f) => {
-                    if !self.resolve(f.dfsr, f.far) {
+                    if !self.resolve(Fsr::from_bits(f.dfsr), Far::from_bits(f.far)) {
                         return;
                     }
                 }
