@@ -6,7 +6,7 @@
 //! stores words over a 4 KiB working set (write-back sections) and fetches
 //! from a 2 KiB code loop, with one access in 64 going to a cold page.
 
-use armv5_sim::{encode, presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
+use armv5_sim::{encode, presets, sctlr, Machine, MemoryKind, MemoryRegion, Privilege, Width};
 use mmu_armv5::{regs::Dacr, PhysAddr, VirtAddr};
 use std::time::Instant;
 
@@ -16,10 +16,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let preset = presets::sa1100();
     let cost = preset.cost;
     let mut cfg = preset.config;
-    cfg.regions.push(Region {
+    cfg.regions.push(MemoryRegion {
         base: PhysAddr::new(0xC000_0000),
         size: 32 << 20,
-        kind: RegionKind::Ram,
+        kind: MemoryKind::Ram,
         latency: 0,
     });
     let mut m = Machine::new(cfg)?;

@@ -141,7 +141,7 @@ pub enum TlbLayout {
 
 /// What a physical region is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RegionKind {
+pub enum MemoryKind {
     /// Ordinary memory: cacheable where the page's C bit says so.
     Ram,
     /// Device memory: never cached, whatever the page says.
@@ -154,20 +154,20 @@ pub enum RegionKind {
 
 /// A described region of physical memory, backed by host memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Region {
+pub struct MemoryRegion {
     /// First physical address (a multiple of 1 KiB).
     pub base: PhysAddr,
     /// Size in bytes (a non-zero multiple of 1 KiB, at most 512 MiB).
     pub size: u32,
     /// What the region is.
-    pub kind: RegionKind,
+    pub kind: MemoryKind,
     /// Cycles per bus transaction with this region (one uncached access, one
     /// line fill, one line write-back, one table-walk read), added to
     /// [`Counters::bus_cycles`](crate::Counters::bus_cycles).
     pub latency: u32,
 }
 
-impl Region {
+impl MemoryRegion {
     /// Checks alignment and size.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let base = self.base.as_u32();
@@ -219,7 +219,7 @@ pub struct Config {
     /// Seed of every random replacement decision.
     pub seed: u64,
     /// Physical memory regions present at construction.
-    pub regions: Vec<Region>,
+    pub regions: Vec<MemoryRegion>,
     /// What [`TableAlloc::table_mva`](mmu_armv5::table::TableAlloc::table_mva)
     /// reports: a table at physical `pa` is seen by the program at MVA
     /// `pa + table_mva_offset` (wrapping). Zero for an identity-mapped kernel.

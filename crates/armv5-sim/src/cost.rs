@@ -62,7 +62,7 @@ pub struct CostBreakdown {
     pub cp15_writes: u64,
     /// Faults.
     pub faults: u64,
-    /// Region latencies ([`Counters::bus_cycles`]).
+    /// MemoryRegion latencies ([`Counters::bus_cycles`]).
     pub bus: u64,
 }
 

@@ -2,7 +2,7 @@
 //! implementations of the [`Machine`], and the same effects as safe inherent
 //! methods.
 
-use crate::config::{Region, RegionKind};
+use crate::config::{MemoryKind, MemoryRegion};
 use crate::machine::Machine;
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, Dacr};
@@ -47,7 +47,7 @@ pub(crate) struct Regs {
 }
 
 /// ARM926EJ-S TCM region register value for `r` (base, size code, enable).
-fn tcm_region_value(r: &Region) -> u32 {
+fn tcm_region_value(r: &MemoryRegion) -> u32 {
     let code = if r.size.is_power_of_two() && (4096..=1 << 20).contains(&r.size) {
         r.size.trailing_zeros() - 9
     } else {
@@ -59,15 +59,18 @@ fn tcm_region_value(r: &Region) -> u32 {
 impl Regs {
     /// Describes TCM regions in the TCM status and region registers
     /// (status bit 16: DTCM present, bit 0: ITCM present).
-    pub(crate) fn reset_tcm_regions<'a>(&mut self, regions: impl Iterator<Item = &'a Region>) {
+    pub(crate) fn reset_tcm_regions<'a>(
+        &mut self,
+        regions: impl Iterator<Item = &'a MemoryRegion>,
+    ) {
         self.tcm_status = 0;
         for r in regions {
             match r.kind {
-                RegionKind::Dtcm => {
+                MemoryKind::Dtcm => {
                     self.tcm_status |= 1 << 16;
                     self.dtcm_region = tcm_region_value(r);
                 }
-                RegionKind::Itcm => {
+                MemoryKind::Itcm => {
                     self.tcm_status |= 1;
                     self.itcm_region = tcm_region_value(r);
                 }
@@ -230,7 +233,7 @@ impl Machine {
             return;
         };
         let pa = t.pa.as_u32();
-        if self.mem.region(pa).map(|r| r.kind) == Some(RegionKind::Ram) {
+        if self.mem.region(pa).map(|r| r.kind) == Some(MemoryKind::Ram) {
             self.dcache
                 .allocate(mva, pa, false, &self.mem, &mut self.counters);
         }

@@ -12,11 +12,11 @@
 //! and [`Machine::fetch`] as the current process.
 //!
 //! ```
-//! use armv5_sim::{encode, presets, Machine, Privilege, Region, RegionKind, Width};
+//! use armv5_sim::{encode, presets, Machine, Privilege, MemoryRegion, MemoryKind, Width};
 //! use mmu_armv5::{regs::Dacr, PhysAddr, VirtAddr};
 //!
 //! let mut cfg = presets::sa1100().config;
-//! cfg.regions.push(Region { base: PhysAddr::new(0), size: 4 << 20, kind: RegionKind::Ram, latency: 0 });
+//! cfg.regions.push(MemoryRegion { base: PhysAddr::new(0), size: 4 << 20, kind: MemoryKind::Ram, latency: 0 });
 //! let mut m = Machine::new(cfg).unwrap();
 //! m.set_frame_pool(PhysAddr::new(1 << 20), 1 << 20).unwrap();
 //! let l1 = m.alloc_frames(16 << 10).unwrap().as_u32();
@@ -70,8 +70,8 @@ mod tlb;
 pub mod walk;
 
 pub use config::{
-    CacheConfig, Config, Region, RegionKind, Replacement, TlbConfig, TlbLayout, TlbReplacement,
-    MAX_CACHE_SIZE, MIN_DCACHE_LINE,
+    CacheConfig, Config, MemoryKind, MemoryRegion, Replacement, TlbConfig, TlbLayout,
+    TlbReplacement, MAX_CACHE_SIZE, MIN_DCACHE_LINE,
 };
 pub use cost::{CostBreakdown, CostModel};
 pub use counters::Counters;

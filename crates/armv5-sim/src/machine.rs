@@ -2,7 +2,7 @@
 //! the CPU makes them.
 
 use crate::cache::Cache;
-use crate::config::{Config, Region, RegionKind, TlbLayout};
+use crate::config::{Config, MemoryKind, MemoryRegion, TlbLayout};
 use crate::counters::Counters;
 use crate::cp15::{sctlr, Regs};
 use crate::error::{ConfigError, MemError};
@@ -102,14 +102,14 @@ impl Machine {
     }
 
     /// Adds a physical region.
-    pub fn add_region(&mut self, region: Region) -> Result<(), ConfigError> {
+    pub fn add_region(&mut self, region: MemoryRegion) -> Result<(), ConfigError> {
         self.mem.add(region)?;
         self.regs.reset_tcm_regions(self.mem.regions());
         Ok(())
     }
 
     /// Every region, in the order added.
-    pub fn regions(&self) -> impl Iterator<Item = Region> + '_ {
+    pub fn regions(&self) -> impl Iterator<Item = MemoryRegion> + '_ {
         self.mem.regions().copied()
     }
 
@@ -373,7 +373,7 @@ impl Machine {
             return Err(self.abort(Side::Instruction, f, r.mva));
         };
         let latency = u64::from(region.latency);
-        if region.kind == RegionKind::Ram && r.cacheable && self.regs.sctlr & sctlr::I != 0 {
+        if region.kind == MemoryKind::Ram && r.cacheable && self.regs.sctlr & sctlr::I != 0 {
             if let Some(i) = self.icache.lookup(r.mva) {
                 self.counters.icache_hits += 1;
                 return Ok(self.icache.word(i, r.mva));
@@ -392,19 +392,19 @@ impl Machine {
     }
 
     #[inline]
-    fn dcache_on(&self, r: &Resolved, kind: RegionKind) -> bool {
-        kind == RegionKind::Ram && r.cacheable && self.regs.sctlr & sctlr::C != 0
+    fn dcache_on(&self, r: &Resolved, kind: MemoryKind) -> bool {
+        kind == MemoryKind::Ram && r.cacheable && self.regs.sctlr & sctlr::C != 0
     }
 
     #[inline]
-    fn count_uncached(&mut self, kind: RegionKind, latency: u64, write: bool) {
+    fn count_uncached(&mut self, kind: MemoryKind, latency: u64, write: bool) {
         if write {
             self.counters.uncached_writes += 1;
         } else {
             self.counters.uncached_reads += 1;
         }
         self.counters.bus_cycles += latency;
-        if matches!(kind, RegionKind::Itcm | RegionKind::Dtcm) {
+        if matches!(kind, MemoryKind::Itcm | MemoryKind::Dtcm) {
             self.counters.tcm_accesses += 1;
         }
     }

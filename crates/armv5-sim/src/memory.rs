@@ -7,7 +7,7 @@
 //! derived from the whole store, never from a reference to one word, so they
 //! may address every word of a table. Words are little-endian.
 
-use crate::config::{Region, RegionKind};
+use crate::config::{MemoryKind, MemoryRegion};
 use crate::error::{ConfigError, MemError};
 use std::cell::Cell;
 use std::ptr::NonNull;
@@ -62,7 +62,7 @@ pub(crate) fn merge(word: u32, addr: u32, width: Width, value: u32) -> u32 {
 
 /// One region and its backing store.
 pub(crate) struct Bank {
-    pub(crate) region: Region,
+    pub(crate) region: MemoryRegion,
     words: Vec<Cell<u32>>,
 }
 
@@ -104,7 +104,7 @@ pub(crate) struct PhysMemory {
 
 impl PhysMemory {
     /// Adds a region after checking it.
-    pub(crate) fn add(&mut self, region: Region) -> Result<(), ConfigError> {
+    pub(crate) fn add(&mut self, region: MemoryRegion) -> Result<(), ConfigError> {
         region.validate()?;
         let (b, e) = (
             u64::from(region.base.as_u32()),
@@ -126,7 +126,7 @@ impl PhysMemory {
     }
 
     /// The regions, in the order they were added.
-    pub(crate) fn regions(&self) -> impl Iterator<Item = &Region> {
+    pub(crate) fn regions(&self) -> impl Iterator<Item = &MemoryRegion> {
         self.banks.iter().map(|b| &b.region)
     }
 
@@ -146,7 +146,7 @@ impl PhysMemory {
 
     /// The region holding `pa`, if any.
     #[inline]
-    pub(crate) fn region(&self, pa: u32) -> Option<&Region> {
+    pub(crate) fn region(&self, pa: u32) -> Option<&MemoryRegion> {
         self.bank(pa).map(|b| &b.region)
     }
 
@@ -218,7 +218,7 @@ impl PhysMemory {
         self.is_range(base, size)
             && self
                 .bank(base)
-                .is_some_and(|b| b.region.kind == RegionKind::Ram)
+                .is_some_and(|b| b.region.kind == MemoryKind::Ram)
     }
 }
 
@@ -252,11 +252,11 @@ mod tests {
     use super::*;
     use mmu_armv5::PhysAddr;
 
-    fn ram(base: u32, size: u32) -> Region {
-        Region {
+    fn ram(base: u32, size: u32) -> MemoryRegion {
+        MemoryRegion {
             base: PhysAddr::new(base),
             size,
-            kind: RegionKind::Ram,
+            kind: MemoryKind::Ram,
             latency: 0,
         }
     }

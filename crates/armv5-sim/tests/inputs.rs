@@ -3,8 +3,8 @@
 
 mod common;
 use armv5_sim::{
-    presets, CacheConfig, CacheSide, ConfigError, CostModel, Counters, Machine, MemError, Region,
-    RegionKind, Replacement, TlbConfig, TlbLayout, TlbReplacement,
+    presets, CacheConfig, CacheSide, ConfigError, CostModel, Counters, Machine, MemError,
+    MemoryKind, MemoryRegion, Replacement, TlbConfig, TlbLayout, TlbReplacement,
 };
 use common::{machine, proptest_config};
 use mmu_armv5::PhysAddr;
@@ -43,10 +43,10 @@ fn the_frame_pool_refuses_frees_of_blocks_it_does_not_hold() {
 #[test]
 fn frames_at_the_top_of_the_address_space() {
     let mut cfg = presets::arm926ejs().config;
-    cfg.regions.push(Region {
+    cfg.regions.push(MemoryRegion {
         base: PhysAddr::new(0xFFFF_F000),
         size: 0x1000,
-        kind: RegionKind::Ram,
+        kind: MemoryKind::Ram,
         latency: 0,
     });
     let mut m = Machine::new(cfg).unwrap();
@@ -150,7 +150,7 @@ proptest! {
         cfg.fcse_pid_max = pid_max;
         cfg.regions = regions
             .into_iter()
-            .map(|(base, size)| Region { base: PhysAddr::new(base), size, kind: RegionKind::Ram, latency: 1 })
+            .map(|(base, size)| MemoryRegion { base: PhysAddr::new(base), size, kind: MemoryKind::Ram, latency: 1 })
             .collect();
         if let Ok(mut m) = Machine::new(cfg) {
             let r = m.regions().next();

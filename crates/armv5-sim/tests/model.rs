@@ -6,7 +6,7 @@ mod common;
 use armv5_sim::replay::{replay, Outcome, ReplayAccess, ReplayOp, ReplayState};
 use armv5_sim::{
     encode, presets, sctlr, AccessKind, CacheConfig, CacheSide, Config, ConfigError, Machine,
-    PageSize, Privilege, Region, RegionKind, Replacement, Width,
+    MemoryKind, MemoryRegion, PageSize, Privilege, Replacement, Width,
 };
 use common::*;
 use mmu_armv5::maint::CacheMaintenance;
@@ -393,10 +393,10 @@ fn bad_configurations_are_typed_errors() {
         with_d(|d| d.line = 48),
         ConfigError::BadLineSize { .. }
     ));
-    let ram = |base: u32, size: u32| Region {
+    let ram = |base: u32, size: u32| MemoryRegion {
         base: PhysAddr::new(base),
         size,
-        kind: RegionKind::Ram,
+        kind: MemoryKind::Ram,
         latency: 0,
     };
     let mut c: Config = base.clone();
@@ -413,8 +413,8 @@ fn bad_configurations_are_typed_errors() {
         m.add_region(ram(0x100, 4096)),
         Err(ConfigError::UnalignedRegion { .. })
     ));
-    m.add_region(Region {
-        kind: RegionKind::Dtcm,
+    m.add_region(MemoryRegion {
+        kind: MemoryKind::Dtcm,
         ..ram(0xFFFE_8000, 8192)
     })
     .unwrap();

@@ -13,7 +13,7 @@
 //!   and a checked state change of one frame (`check_transition` +
 //!   `init_range` of one frame, as `spm` exposes it).
 
-use armv5_sim::{presets, sctlr, Machine, Region as SimRegion, RegionKind};
+use armv5_sim::{presets, sctlr, Machine, MemoryKind, MemoryRegion};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use fass::domain::Owner;
 use fass::policy::{CleanFirstLru, CleanFirstRandom, CleanFirstRoundRobin, FewestSlots};
@@ -25,7 +25,7 @@ use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::regs::{Dacr, DomainAccess};
 use mmu_armv5::regs::{Far, Fsr};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
-use spm::{AddressSpace, FrameDesc, FrameState, FrameTable, InitialUse, Location, Region};
+use spm::{AddressSpace, FrameDesc, FrameState, FrameTable, InitialUse, Location, PhysRegion};
 use std::hint::black_box;
 
 fn kernel() -> Domain {
@@ -87,10 +87,10 @@ type F = Fass<DefaultPolicy, 4, 8, 1>;
 
 fn fass_ready() -> (Machine, F) {
     let mut cfg = presets::arm926ejs().config;
-    cfg.regions.push(SimRegion {
+    cfg.regions.push(MemoryRegion {
         base: PhysAddr::new(0),
         size: 2 << 20,
-        kind: RegionKind::Ram,
+        kind: MemoryKind::Ram,
         latency: 0,
     });
     let mut m = Machine::new(cfg).expect("model");
@@ -151,7 +151,7 @@ fn pids(c: &mut Criterion) {
 }
 
 fn frames(c: &mut Criterion) {
-    let ram = Region::new(
+    let ram = PhysRegion::new(
         PhysAddr::new(0),
         128 << 20,
         Location::Ram,

@@ -23,7 +23,7 @@ use mmu_armv5::maint::Arm926;
 use mmu_armv5::regs::MockCp15;
 use mmu_armv5::table::{AllocError, PoolBlock, TableAlloc, TableKind, TablePool};
 use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
-use spm::{FrameDesc, FrameTable, InitialUse, Location, Region, SectionSummary};
+use spm::{FrameDesc, FrameTable, InitialUse, Location, PhysRegion, SectionSummary};
 
 /// A [`TableAlloc`] that counts the bytes it hands out.
 pub struct Counting<A> {
@@ -145,8 +145,8 @@ pub fn measure() -> Result<Memory, BenchError> {
     let mut tables = [0i64; 3];
     let mut mem = Box::new([PoolBlock::ZERO; 8]);
     for (i, kind) in [
-        fass::TableKind::Naive,
-        fass::TableKind::Fcse(PidMode::Guaranteed),
+        fass::ClassicKind::Naive,
+        fass::ClassicKind::Fcse(PidMode::Guaranteed),
     ]
     .into_iter()
     .enumerate()
@@ -163,7 +163,7 @@ pub fn measure() -> Result<Memory, BenchError> {
         Fass::new(Cpd::new(kernel), DomainSet::EMPTY, DefaultPolicy::default())?;
     tables[2] = space_tables(&mut s, &mut f)?;
 
-    let ram = Region::new(
+    let ram = PhysRegion::new(
         PhysAddr::new(0),
         128 << 20,
         Location::Ram,

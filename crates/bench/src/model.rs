@@ -65,11 +65,11 @@
 use crate::path::KernelPath;
 use crate::BenchError;
 use armv5_sim::presets::{self, Preset};
-use armv5_sim::{encode, sctlr, Counters, Machine, Privilege, Region, RegionKind, Width};
+use armv5_sim::{encode, sctlr, Counters, Machine, MemoryKind, MemoryRegion, Privilege, Width};
 use fass::policy::{CleanFirstLru, CleanFirstRandom, CleanFirstRoundRobin, FewestSlots};
 use fass::{
-    Cpd, DomainSet, Fass, KernelTable, Layout, PidMode, RecycleRule, Resolution, SpaceId, Stats,
-    SwitchStrategy, TableKind, TableSwitch, VictimPolicy,
+    ClassicKind, Cpd, DomainSet, Fass, KernelTable, Layout, PidMode, RecycleRule, Resolution,
+    SpaceId, Stats, SwitchStrategy, TableSwitch, VictimPolicy,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
@@ -260,7 +260,7 @@ impl Rule {
 /// A switching strategy of `fass`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mode {
-    /// [`TableSwitch`] with [`TableKind::Naive`]: full flush every switch.
+    /// [`TableSwitch`] with [`ClassicKind::Naive`]: full flush every switch.
     Naive,
     /// [`TableSwitch`] with FCSE PIDs, best-effort mode (as guaranteed
     /// while the spaces fit the 63 PIDs of [`Layout::DEMO`]).
@@ -452,10 +452,10 @@ pub fn kernel_table<A: TableAlloc + ?Sized>(alloc: &mut A) -> Result<KernelTable
 
 fn machine(cpu: Cpu) -> Result<(Machine, KernelTable), BenchError> {
     let mut cfg = cpu.preset().config;
-    cfg.regions.push(Region {
+    cfg.regions.push(MemoryRegion {
         base: PhysAddr::new(0),
         size: RAM,
-        kind: RegionKind::Ram,
+        kind: MemoryKind::Ram,
         latency: 0,
     });
     let mut m = Machine::new(cfg)?;
@@ -488,9 +488,9 @@ pub fn run(w: &Workload) -> Result<Outcome, BenchError> {
     match w.mode {
         Mode::Naive | Mode::Fcse => {
             let kind = if w.mode == Mode::Naive {
-                TableKind::Naive
+                ClassicKind::Naive
             } else {
-                TableKind::Fcse(PidMode::BestEffort)
+                ClassicKind::Fcse(PidMode::BestEffort)
             };
             m.set_dacr(
                 Dacr::only(kernel, DomainAccess::Client).with(dom(1)?, DomainAccess::Client),

@@ -4,7 +4,7 @@
 extern crate std;
 
 use crate::{Config, Deviations, Observed, Target, TestState};
-use armv5_sim::{presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
+use armv5_sim::{presets, sctlr, Machine, MemoryKind, MemoryRegion, Privilege, Width};
 use mmu_armv5::table::{PageTable, TableError, TableFlush};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
 
@@ -24,10 +24,10 @@ impl SimTarget {
     /// An ARM926EJ-S model with 128 MiB of RAM at 0, tables from 80 MiB.
     pub fn new() -> Result<SimTarget, TableError> {
         let mut cfg = presets::arm926ejs().config;
-        cfg.regions.push(Region {
+        cfg.regions.push(MemoryRegion {
             base: PhysAddr::new(0),
             size: 128 << 20,
-            kind: RegionKind::Ram,
+            kind: MemoryKind::Ram,
             latency: 0,
         });
         let mut machine = Machine::new(cfg).map_err(|_| TableError::OutOfTableMemory)?;

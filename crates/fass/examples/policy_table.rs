@@ -29,11 +29,11 @@
 //!
 //! Run with `cargo run --release -p fass --example policy_table`.
 
-use armv5_sim::{encode, presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
+use armv5_sim::{encode, presets, sctlr, Machine, MemoryKind, MemoryRegion, Privilege, Width};
 use fass::policy::{CleanFirstLru, CleanFirstRandom, CleanFirstRoundRobin, FewestSlots};
 use fass::{
-    Cpd, DomainSet, Fass, KernelTable, Layout, PidMode, RecycleRule, Resolution, SpaceId,
-    SwitchStrategy, TableKind, TableSwitch, VictimPolicy,
+    ClassicKind, Cpd, DomainSet, Fass, KernelTable, Layout, PidMode, RecycleRule, Resolution,
+    SpaceId, SwitchStrategy, TableSwitch, VictimPolicy,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
@@ -47,10 +47,10 @@ const WARMUP_ROUNDS: u32 = 2;
 
 fn machine() -> Machine {
     let mut cfg = presets::sa1100().config;
-    cfg.regions.push(Region {
+    cfg.regions.push(MemoryRegion {
         base: PhysAddr::new(0),
         size: 8 << 20,
-        kind: RegionKind::Ram,
+        kind: MemoryKind::Ram,
         latency: 0,
     });
     let mut m = Machine::new(cfg).expect("model configuration");
@@ -198,7 +198,7 @@ fn fass_row<P: VictimPolicy>(name: &str, rule: RecycleRule, mixed: bool, make: i
     println!();
 }
 
-fn table_row(name: &str, kind: TableKind, mixed: bool) {
+fn table_row(name: &str, kind: ClassicKind, mixed: bool) {
     print!("| {name:<26} | {:<17} |", "-");
     for n in NS {
         let mut m = machine();
@@ -245,10 +245,10 @@ fn table(title: &str, mixed: bool) {
     }
     table_row(
         "FCSE tables, best effort",
-        TableKind::Fcse(PidMode::BestEffort),
+        ClassicKind::Fcse(PidMode::BestEffort),
         mixed,
     );
-    table_row("naive", TableKind::Naive, mixed);
+    table_row("naive", ClassicKind::Naive, mixed);
 }
 
 fn main() {

@@ -2,7 +2,7 @@
 //! first-level table ([`PageTable`]) per address space, switched by
 //! reloading the translation table base:
 //!
-//! * [`TableKind::Fcse`]: the Linux FCSE patch (G. Chanteperdrix,
+//! * [`ClassicKind::Fcse`]: the Linux FCSE patch (G. Chanteperdrix,
 //!   R. Cochran, "The ARM Fast Context Switch Extension for Linux", Real
 //!   Time Linux Workshop 2009). Each space has an FCSE PID. In [`PidMode::Guaranteed`] a switch is TTBR write + TLB
 //!   invalidate + FCSEIDR write and never flushes a cache; spaces cannot
@@ -10,7 +10,7 @@
 //!   run out and a space that maps above 32 MiB moves to PID 0 (its
 //!   first-level entries move from its window to window 0); the switch
 //!   flushes exactly when [`PidAllocator::switch`] decides so.
-//! * [`TableKind::Naive`]: no FCSE (every space runs at PID 0; FCSEIDR is
+//! * [`ClassicKind::Naive`]: no FCSE (every space runs at PID 0; FCSEIDR is
 //!   never written and must hold 0); every switch cleans and invalidates
 //!   the D-cache, invalidates the I-cache, reloads the TTBR and invalidates
 //!   the TLB.
@@ -49,7 +49,7 @@ use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 /// Which classic strategy a [`TableSwitch`] implements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum TableKind {
+pub enum ClassicKind {
     /// Per-space tables plus FCSE PIDs in the given mode.
     Fcse(PidMode),
     /// Per-space tables, PID 0, full flush on every switch.
@@ -70,7 +70,7 @@ impl TableSpace {
 
 /// A classic strategy: one hardware first-level table per space.
 ///
-/// In [`TableKind::Fcse`] with [`PidMode::Guaranteed`] a switch loads the
+/// In [`ClassicKind::Fcse`] with [`PidMode::Guaranteed`] a switch loads the
 /// next space's table, invalidates the TLB and sets its PID, and never
 /// flushes a cache:
 ///
@@ -94,7 +94,7 @@ impl TableSpace {
 /// #     let kernel = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, layout, Domain::default()) }.unwrap();
 /// #     (sys, kernel)
 /// # }
-/// use fass::{FassError, PidError, PidMode, SpaceId, SwitchStrategy, TableKind, TableSwitch};
+/// use fass::{FassError, PidError, PidMode, SpaceId, SwitchStrategy, ClassicKind, TableSwitch};
 /// use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy};
 /// use mmu_armv5::regs::{Cp15Event, Cp15Op, Cp15Reg};
 /// use mmu_armv5::VirtAddr;
@@ -102,7 +102,7 @@ impl TableSpace {
 /// let mut mem = Box::new([PoolBlock::ZERO; 8]);
 /// let (mut sys, kernel) = platform(&mut mem, &Layout::DEMO);
 /// let user = Domain::new(1)?; // the caller keeps it client in the DACR
-/// let mut fcse: TableSwitch<8, 2> = TableSwitch::new(TableKind::Fcse(PidMode::Guaranteed), user, kernel);
+/// let mut fcse: TableSwitch<8, 2> = TableSwitch::new(ClassicKind::Fcse(PidMode::Guaranteed), user, kernel);
 ///
 /// let (a, b) = (SpaceId(1), SpaceId(2));
 /// fcse.create_space(&mut sys, a)?;
@@ -131,7 +131,7 @@ impl TableSpace {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct TableSwitch<const SPACES: usize, const SEGMENTS: usize> {
-    pub(crate) kind: TableKind,
+    pub(crate) kind: ClassicKind,
     pub(crate) layout: Layout,
     pub(crate) user: Domain,
     pub(crate) kernel: KernelTable,
@@ -152,11 +152,11 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
     /// domain `user`; first-level entries are written in the kernel table's
     /// encoding.
     #[must_use]
-    pub fn new(kind: TableKind, user: Domain, kernel: KernelTable) -> Self {
+    pub fn new(kind: ClassicKind, user: Domain, kernel: KernelTable) -> Self {
         let layout = *kernel.layout();
         let mode = match kind {
-            TableKind::Fcse(m) => m,
-            TableKind::Naive => PidMode::BestEffort,
+            ClassicKind::Fcse(m) => m,
+            ClassicKind::Naive => PidMode::BestEffort,
         };
         TableSwitch {
             kind,
@@ -174,7 +174,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
 
     /// The strategy.
     #[must_use]
-    pub const fn kind(&self) -> TableKind {
+    pub const fn kind(&self) -> ClassicKind {
         self.kind
     }
 
@@ -190,7 +190,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         self.current
     }
 
-    /// The PID allocator (unused in [`TableKind::Naive`]).
+    /// The PID allocator (unused in [`ClassicKind::Naive`]).
     #[must_use]
     pub fn pids(&self) -> &PidAllocator {
         &self.pids
@@ -201,7 +201,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         Ok(self.space(id)?.table.root())
     }
 
-    /// The FCSE PID space `id` runs with (0 in [`TableKind::Naive`] and for
+    /// The FCSE PID space `id` runs with (0 in [`ClassicKind::Naive`] and for
     /// spaces larger than 32 MiB).
     pub fn pid_of(&self, id: SpaceId) -> Result<FcsePid, FassError> {
         Ok(self.space(id)?.pid())
@@ -249,14 +249,14 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
 
     /// The generation of the precomputed switches ([`crate::lean`]): the
     /// PID allocator's ([`PidAllocator::generation`]); never changes under
-    /// [`TableKind::Naive`].
+    /// [`ClassicKind::Naive`].
     #[must_use]
     pub fn generation(&self) -> u64 {
         self.pids.generation()
     }
 
     /// The record a full switch to `id` makes now, if a switch to it can
-    /// be done from one: always under [`TableKind::Naive`]; under FCSE
+    /// be done from one: always under [`ClassicKind::Naive`]; under FCSE
     /// while the switch would need no flush and change nothing in the PID
     /// allocator but its epoch and running space
     /// ([`PidAllocator::lean_ok`]).
@@ -265,13 +265,13 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         let ttbr = Ttbr::new(st.table.root()).ok()?;
         let gen = self.pids.generation();
         match (self.kind, st.pid.as_ref()) {
-            (TableKind::Naive, _) => {
+            (ClassicKind::Naive, _) => {
                 Some(LeanSwitch::table(gen, LeanKind::Naive, ttbr, FcsePid::ZERO))
             }
-            (TableKind::Fcse(_), Some(ctx)) if self.pids.lean_ok(ctx) => {
+            (ClassicKind::Fcse(_), Some(ctx)) if self.pids.lean_ok(ctx) => {
                 Some(LeanSwitch::table(gen, LeanKind::Fcse, ttbr, ctx.pid()))
             }
-            (TableKind::Fcse(_), _) => None,
+            (ClassicKind::Fcse(_), _) => None,
         }
     }
 
@@ -304,8 +304,8 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
             return Err(e);
         }
         let pid = match self.kind {
-            TableKind::Naive => None,
-            TableKind::Fcse(_) => match self.pids.allocate(id) {
+            ClassicKind::Naive => None,
+            ClassicKind::Fcse(_) => match self.pids.allocate(id) {
                 Ok(a) => {
                     if a.shared {
                         self.stats.record(Event::PidShared);
@@ -460,13 +460,13 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         let st = self.space(id)?;
         let end = va.as_u32() + (len - 1);
         let above = end >= FCSE_WINDOW_SIZE;
-        if above && self.kind == TableKind::Fcse(PidMode::Guaranteed) {
+        if above && self.kind == ClassicKind::Fcse(PidMode::Guaranteed) {
             return Err(FassError::Pid(crate::pid::PidError::LargeNotSupported));
         }
         let pid = st.pid();
         // A space about to grow large moves its low entries out of its own
         // window, so a fixed page there is free even if the window is full.
-        let growing = above && pid != FcsePid::ZERO && self.kind != TableKind::Naive;
+        let growing = above && pid != FcsePid::ZERO && self.kind != ClassicKind::Naive;
         for off in (0..len).step_by(PAGE_SIZE as usize) {
             let v = VirtAddr::new(va.as_u32() + off);
             let mva = v.to_mva(pid);
@@ -478,7 +478,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
                 return Err(FassError::Space(SpaceError::AlreadyMapped(mva)));
             }
         }
-        if above && self.kind != TableKind::Naive {
+        if above && self.kind != ClassicKind::Naive {
             self.grow(sys, id, (end >> FCSE_PID_SHIFT) as u8)?;
         }
         let pid = self.space(id)?.pid();
@@ -640,8 +640,8 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         }
         let running = self.current == Some(id);
         let cached = match self.kind {
-            TableKind::Naive => running,
-            TableKind::Fcse(_) => self.pids.is_dirty(self.space(id)?.pid()),
+            ClassicKind::Naive => running,
+            ClassicKind::Fcse(_) => self.pids.is_dirty(self.space(id)?.pid()),
         };
         if cached {
             self.flush_caches(sys);

@@ -210,7 +210,7 @@ pub mod stats;
 pub mod switch;
 pub mod window;
 
-pub use classic::{TableKind, TableSwitch};
+pub use classic::{ClassicKind, TableSwitch};
 pub use cpd::Cpd;
 pub use domain::{DomainError, DomainOwner, DomainSet, DomainTable};
 pub use error::FassError;

@@ -8,8 +8,8 @@
 //! | strategy | switch | caches |
 //! |---|---|---|
 //! | [`Fass`] | DACR write + FCSEIDR write (domain recycled first if the space has none) | flushed only when a dirty domain is recycled (under [`RecycleRule::ExclusiveWindows`](crate::manager::RecycleRule) not even then if its space is window-exclusive), a collision takes a dirty owner's slot, or a fill enters a window holding another space's left lines |
-//! | [`TableSwitch`] with [`TableKind::Fcse`] | TTBR write + TLB invalidate + FCSEIDR write | guaranteed mode: never; best effort: when [`PidAllocator::switch`](crate::pid::PidAllocator::switch) decides |
-//! | [`TableSwitch`] with [`TableKind::Naive`] | D-cache clean+invalidate, I-cache invalidate, TTBR write, TLB invalidate | every switch |
+//! | [`TableSwitch`] with [`ClassicKind::Fcse`] | TTBR write + TLB invalidate + FCSEIDR write | guaranteed mode: never; best effort: when [`PidAllocator::switch`](crate::pid::PidAllocator::switch) decides |
+//! | [`TableSwitch`] with [`ClassicKind::Naive`] | D-cache clean+invalidate, I-cache invalidate, TTBR write, TLB invalidate | every switch |
 //!
 //! Switching to the space already running does nothing.
 //!
@@ -17,7 +17,7 @@
 //! ([`SwitchStrategy::switch_lean`], see [`crate::lean`]): the same register
 //! writes and maintenance as the table above, without the decisions.
 
-use crate::classic::{TableKind, TableSwitch};
+use crate::classic::{ClassicKind, TableSwitch};
 use crate::domain::Owner;
 use crate::error::FassError;
 use crate::id::{SegmentId, SpaceId};
@@ -64,7 +64,7 @@ use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
 /// #     let kernel = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, layout, Domain::default()) }.unwrap();
 /// #     (sys, kernel)
 /// # }
-/// use fass::{Cpd, DefaultPolicy, DomainSet, Fass, FassError, Platform, SpaceId, SwitchStrategy, TableKind, TableSwitch};
+/// use fass::{Cpd, DefaultPolicy, DomainSet, Fass, FassError, Platform, SpaceId, SwitchStrategy, ClassicKind, TableSwitch};
 ///
 /// /// Creates `n` spaces, runs them in turn for `rounds` rounds after a
 /// /// first one, and returns the full flushes of those rounds.
@@ -90,7 +90,7 @@ use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
 ///
 /// let mut mem = Box::new([PoolBlock::ZERO; 8]);
 /// let (mut sys, kernel) = platform(&mut mem, &Layout::DEMO);
-/// let mut naive: TableSwitch<8, 2> = TableSwitch::new(TableKind::Naive, Domain::new(1)?, kernel);
+/// let mut naive: TableSwitch<8, 2> = TableSwitch::new(ClassicKind::Naive, Domain::new(1)?, kernel);
 /// assert_eq!(flushes(&mut naive, &mut sys, 3, 2)?, 6); // every switch
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -454,7 +454,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> SwitchStrategy for TableSwitch<
         let ttbr = Ttbr::new(root).map_err(TableError::from)?;
         self.stats.record(Event::Switch);
         match self.kind {
-            TableKind::Naive => {
+            ClassicKind::Naive => {
                 self.flush_caches(sys);
                 // SAFETY: every space's table holds the kernel's entries, so
                 // the kernel stays mapped; the caches were just cleaned and
@@ -462,7 +462,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> SwitchStrategy for TableSwitch<
                 unsafe { sys.set_ttbr(ttbr) };
                 sys.invalidate_tlb();
             }
-            TableKind::Fcse(_) => {
+            ClassicKind::Fcse(_) => {
                 let prev = self.current;
                 let mut prev_ctx = prev
                     .and_then(|p| self.spaces.get_mut(usize::from(p.0)))
@@ -1297,7 +1297,7 @@ pub(crate) mod tests {
 
     pub(crate) fn classic(
         mem: &mut Mem,
-        kind: crate::classic::TableKind,
+        kind: crate::classic::ClassicKind,
     ) -> (TableSwitch<8, 2>, Sys<'_>) {
         classic_in(mem, kind, Layout::DEMO)
     }
@@ -1305,7 +1305,7 @@ pub(crate) mod tests {
     /// A classic strategy of `kind` in `layout`, on the recording mock.
     pub(crate) fn classic_in(
         mem: &mut Mem,
-        kind: crate::classic::TableKind,
+        kind: crate::classic::ClassicKind,
         layout: Layout,
     ) -> (TableSwitch<8, 2>, Sys<'_>) {
         let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool(mem));
@@ -1375,7 +1375,7 @@ pub(crate) mod tests {
         let mut mem = table_mem();
         let (mut t, mut sys) = classic_in(
             &mut mem,
-            crate::classic::TableKind::Fcse(PidMode::BestEffort),
+            crate::classic::ClassicKind::Fcse(PidMode::BestEffort),
             one_pid_layout(),
         );
         trait_contract(&mut t, &mut sys, |t| t.generation());
@@ -1388,7 +1388,7 @@ pub(crate) mod tests {
         let mut mem = table_mem();
         let (mut t, mut sys) = classic(
             &mut mem,
-            crate::classic::TableKind::Fcse(PidMode::Guaranteed),
+            crate::classic::ClassicKind::Fcse(PidMode::Guaranteed),
         );
         for s in 0..3 {
             t.create_space(&mut sys, SpaceId(s)).unwrap();
@@ -1441,7 +1441,7 @@ pub(crate) mod tests {
 
     #[test]
     fn every_table_a_classic_strategy_loads_holds_the_kernels_entries() {
-        use crate::classic::TableKind as Kind;
+        use crate::classic::ClassicKind as Kind;
         for kind in [
             Kind::Naive,
             Kind::Fcse(PidMode::Guaranteed),
@@ -1498,7 +1498,7 @@ pub(crate) mod tests {
     fn naive_switch_flushes_caches_then_loads_ttbr_and_invalidates_tlb() {
         use mmu_armv5::regs::Cp15Op;
         let mut mem = table_mem();
-        let (mut t, mut sys) = classic(&mut mem, crate::classic::TableKind::Naive);
+        let (mut t, mut sys) = classic(&mut mem, crate::classic::ClassicKind::Naive);
         t.create_space(&mut sys, SpaceId(0)).unwrap();
         t.create_space(&mut sys, SpaceId(1)).unwrap();
         t.switch_to(&mut sys, SpaceId(0)).unwrap();

@@ -15,10 +15,10 @@
 //! * destroying a space frees exactly the tables it allocated: never the
 //!   kernel's second-level table its first-level entries were copied from.
 
-use armv5_sim::{presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
+use armv5_sim::{presets, sctlr, Machine, MemoryKind, MemoryRegion, Privilege, Width};
 use fass::{
-    FassError, KernelTable, Layout, PidError, PidMode, SegmentAccess, SegmentId, SegmentSpec,
-    SpaceId, SwitchStrategy, TableKind, TableSwitch,
+    ClassicKind, FassError, KernelTable, Layout, PidError, PidMode, SegmentAccess, SegmentId,
+    SegmentSpec, SpaceId, SwitchStrategy, TableSwitch,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::fault::{FaultKind, FaultLevel};
@@ -183,10 +183,10 @@ fn setup() -> (Sys, Kernel) {
     let mut cfg = presets::sa1100().config;
     cfg.dcache.size = 2 << 10;
     cfg.icache.size = 2 << 10;
-    cfg.regions.push(Region {
+    cfg.regions.push(MemoryRegion {
         base: PhysAddr::new(0),
         size: 16 << 20,
-        kind: RegionKind::Ram,
+        kind: MemoryKind::Ram,
         latency: 0,
     });
     let mut m = Machine::new(cfg).unwrap();
@@ -258,14 +258,14 @@ fn kernel_table(sys: &Sys, k: &Kernel, layout: &Layout) -> KernelTable {
     unsafe { KernelTable::new(sys, k.root, L1Encoding::Arm9, layout, d(0)) }.unwrap()
 }
 
-fn strategy(sys: &Sys, kind: TableKind, k: &Kernel) -> Classic {
+fn strategy(sys: &Sys, kind: ClassicKind, k: &Kernel) -> Classic {
     TableSwitch::new(kind, d(1), kernel_table(sys, k, &Layout::DEMO))
 }
 
-const KINDS: [TableKind; 3] = [
-    TableKind::Naive,
-    TableKind::Fcse(PidMode::Guaranteed),
-    TableKind::Fcse(PidMode::BestEffort),
+const KINDS: [ClassicKind; 3] = [
+    ClassicKind::Naive,
+    ClassicKind::Fcse(PidMode::Guaranteed),
+    ClassicKind::Fcse(PidMode::BestEffort),
 ];
 
 /// The kernel's coarse table is still allocated, untouched, and reachable:
@@ -588,7 +588,7 @@ fn low_space(t: &mut Classic, sys: &mut Sys, s: u16) {
 #[test]
 fn a_best_effort_space_growing_past_32_mib_keeps_running() {
     let (mut sys, k) = setup();
-    let mut t = strategy(&sys, TableKind::Fcse(PidMode::BestEffort), &k);
+    let mut t = strategy(&sys, ClassicKind::Fcse(PidMode::BestEffort), &k);
     let baseline = sys.live.clone();
     low_space(&mut t, &mut sys, 0);
     low_space(&mut t, &mut sys, 1);
@@ -672,7 +672,7 @@ fn a_best_effort_space_growing_past_32_mib_keeps_running() {
 #[test]
 fn above_32_mib_is_refused_in_guaranteed_mode_and_plain_in_naive_mode() {
     let (mut sys, k) = setup();
-    let mut t = strategy(&sys, TableKind::Fcse(PidMode::Guaranteed), &k);
+    let mut t = strategy(&sys, ClassicKind::Fcse(PidMode::Guaranteed), &k);
     low_space(&mut t, &mut sys, 0);
     t.switch_to(&mut sys, SpaceId(0)).unwrap();
     store_low(&mut sys, 7);
@@ -694,7 +694,7 @@ fn above_32_mib_is_refused_in_guaranteed_mode_and_plain_in_naive_mode() {
     check_low(&mut sys, "guaranteed", 7);
 
     let (mut sys, k) = setup();
-    let mut t = strategy(&sys, TableKind::Naive, &k);
+    let mut t = strategy(&sys, ClassicKind::Naive, &k);
     low_space(&mut t, &mut sys, 0);
     t.switch_to(&mut sys, SpaceId(0)).unwrap();
     store_low(&mut sys, 9);
@@ -775,7 +775,7 @@ fn a_failed_create_frees_its_table_but_not_the_kernels() {
     .unwrap();
     let (mut sys, k) = setup();
     let mut t: Classic = TableSwitch::new(
-        TableKind::Fcse(PidMode::Guaranteed),
+        ClassicKind::Fcse(PidMode::Guaranteed),
         d(1),
         kernel_table(&sys, &k, &layout),
     );

@@ -19,7 +19,7 @@ use common::{Kernel, Storage, DTCM};
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::{
     AddressSpace, Exchange, ExchangeRequest, FrameDesc, FrameState, FrameTable, InitialUse,
-    Location, PageSize, Region, Rights, SectionSummary, SpaceId,
+    Location, PageSize, PhysRegion, Rights, SectionSummary, SpaceId,
 };
 
 /// One exchange's figures.
@@ -96,21 +96,21 @@ fn measure(chunk: u32, writable: bool) -> Row {
 }
 
 fn main() {
-    let ram = Region::new(
+    let ram = PhysRegion::new(
         PhysAddr::new(0),
         128 << 20,
         Location::Ram,
         InitialUse::Resource,
     )
     .expect("RAM region");
-    let itcm = Region::new(
+    let itcm = PhysRegion::new(
         PhysAddr::new(0xfffe_0000),
         32 << 10,
         Location::Itcm,
         InitialUse::Resource,
     )
     .expect("ITCM region");
-    let dtcm = Region::new(
+    let dtcm = PhysRegion::new(
         PhysAddr::new(0xfffe_8000),
         32 << 10,
         Location::Dtcm,

@@ -483,10 +483,10 @@ impl PageFrames {
 /// # }
 /// use spm::exchange::DEFAULT_CHUNK;
 /// use spm::{Exchange, ExchangeRequest, FrameDesc, FrameState, FrameTable, InitialUse, Location};
-/// use spm::{Region, Rights, SectionSummary, SpaceId};
+/// use spm::{PhysRegion, Rights, SectionSummary, SpaceId};
 ///
-/// let ram = Region::new(PhysAddr::new(0), 1 << 20, Location::Ram, InitialUse::Kernel)?;
-/// let dtcm = Region::new(PhysAddr::new(0x0300_0000), 32 << 10, Location::Dtcm, InitialUse::Resource)?;
+/// let ram = PhysRegion::new(PhysAddr::new(0), 1 << 20, Location::Ram, InitialUse::Kernel)?;
+/// let dtcm = PhysRegion::new(PhysAddr::new(0x0300_0000), 32 << 10, Location::Dtcm, InitialUse::Resource)?;
 /// let mut frames = [FrameDesc::default(); 256 + 8];
 /// let mut sections = [SectionSummary::default(); 2];
 /// let mut table = FrameTable::<2>::new(&[ram, dtcm], &mut frames, &mut sections)?;

@@ -7,7 +7,7 @@
 //! four page-directory back-pointers. Here:
 //!
 //! * location and maximum rights never change at run time, so they live in
-//!   the [`Region`], not the frame;
+//!   the [`PhysRegion`], not the frame;
 //! * the reverse mappings (kernel aliases, page-directory back-pointers)
 //!   belong to whoever owns the page tables: they are asked through the
 //!   [`Mappings`](crate::mappings::Mappings) trait instead of being copied
@@ -27,7 +27,7 @@
 //! A [`SectionSummary`] per 1 MiB slot of each region counts the described,
 //! free and pinned frames in it, so a 1 MiB operation can be refused in O(1).
 
-use crate::region::{InitialUse, Location, Region, Rights, FRAME_SIZE, SECTION_SIZE};
+use crate::region::{InitialUse, Location, PhysRegion, Rights, FRAME_SIZE, SECTION_SIZE};
 use core::fmt;
 use mmu_armv5::addr::Align;
 use mmu_armv5::PhysAddr;
@@ -405,7 +405,7 @@ pub(crate) struct TableId {
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
-    region: Region,
+    region: PhysRegion,
     first_frame: usize,
     first_section: usize,
 }
@@ -418,13 +418,13 @@ struct Slot {
 /// ```
 /// use mmu_armv5::PhysAddr;
 /// use spm::{FrameDesc, FrameError, FrameState, FrameTable, InitialUse, KernelUse, Location};
-/// use spm::{Region, Rights, SectionSummary};
+/// use spm::{PhysRegion, Rights, SectionSummary};
 ///
 /// // 2 MiB of RAM, the kernel image in its first 64 KiB; an 8 KiB DTCM; a UART.
 /// let regions = [
-///     Region::new(PhysAddr::new(0), 2 << 20, Location::Ram, InitialUse::Resource)?,
-///     Region::new(PhysAddr::new(0x0300_0000), 8 << 10, Location::Dtcm, InitialUse::Resource)?,
-///     Region::new(PhysAddr::new(0x101F_1000), 0x1000, Location::Device, InitialUse::Undefined)?,
+///     PhysRegion::new(PhysAddr::new(0), 2 << 20, Location::Ram, InitialUse::Resource)?,
+///     PhysRegion::new(PhysAddr::new(0x0300_0000), 8 << 10, Location::Dtcm, InitialUse::Resource)?,
+///     PhysRegion::new(PhysAddr::new(0x101F_1000), 0x1000, Location::Device, InitialUse::Undefined)?,
 /// ];
 /// // Storage sized by the table: two bytes per frame, four per MiB touched.
 /// assert_eq!(FrameTable::<3>::frames_needed(&regions), 512 + 2 + 1);
@@ -462,20 +462,20 @@ pub struct FrameTable<'a, const R: usize> {
 impl<'a, const R: usize> FrameTable<'a, R> {
     /// Number of [`FrameDesc`]s the storage for `regions` needs.
     #[must_use]
-    pub fn frames_needed(regions: &[Region]) -> usize {
+    pub fn frames_needed(regions: &[PhysRegion]) -> usize {
         regions.iter().map(|r| r.frames() as usize).sum()
     }
 
     /// Number of [`SectionSummary`]s the storage for `regions` needs.
     #[must_use]
-    pub fn sections_needed(regions: &[Region]) -> usize {
+    pub fn sections_needed(regions: &[PhysRegion]) -> usize {
         regions.iter().map(|r| r.sections() as usize).sum()
     }
 
     /// Builds the table for `regions` in the given storage, every frame in its
     /// region's initial state.
     pub fn new(
-        regions: &[Region],
+        regions: &[PhysRegion],
         frames: &'a mut [FrameDesc],
         sections: &'a mut [SectionSummary],
     ) -> Result<Self, FrameError> {
@@ -573,7 +573,7 @@ impl<'a, const R: usize> FrameTable<'a, R> {
     }
 
     /// The described regions.
-    pub fn regions(&self) -> impl Iterator<Item = &Region> {
+    pub fn regions(&self) -> impl Iterator<Item = &PhysRegion> {
         self.slots.iter().map(|s| &s.region)
     }
 
@@ -621,7 +621,7 @@ impl<'a, const R: usize> FrameTable<'a, R> {
     }
 
     /// The region containing `pa`.
-    pub fn region_of(&self, pa: PhysAddr) -> Result<&Region, FrameError> {
+    pub fn region_of(&self, pa: PhysAddr) -> Result<&PhysRegion, FrameError> {
         self.slot(pa).map(|s| &s.region)
     }
 
@@ -783,7 +783,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<FrameDesc>(), 2);
         assert_eq!(core::mem::size_of::<SectionSummary>(), 4);
         // Including the per-MiB summary, the whole table stays under 4 bytes per frame.
-        let regions = [Region::new(
+        let regions = [PhysRegion::new(
             PhysAddr::new(0),
             128 << 20,
             Location::Ram,
@@ -831,13 +831,13 @@ mod tests {
         assert_eq!(SpaceId::new(4096), Err(FrameError::SpaceIdOutOfRange(4096)));
     }
 
-    fn layout() -> [Region; 4] {
+    fn layout() -> [PhysRegion; 4] {
         let p = PhysAddr::new;
         [
-            Region::new(p(0), 4 << 20, Location::Ram, InitialUse::Kernel).unwrap(),
-            Region::new(p(0xfffe_0000), 0x8000, Location::Itcm, InitialUse::Resource).unwrap(),
-            Region::new(p(0xfffe_8000), 0x8000, Location::Dtcm, InitialUse::Resource).unwrap(),
-            Region::new(
+            PhysRegion::new(p(0), 4 << 20, Location::Ram, InitialUse::Kernel).unwrap(),
+            PhysRegion::new(p(0xfffe_0000), 0x8000, Location::Itcm, InitialUse::Resource).unwrap(),
+            PhysRegion::new(p(0xfffe_8000), 0x8000, Location::Dtcm, InitialUse::Resource).unwrap(),
+            PhysRegion::new(
                 p(0x1010_0000),
                 0x1000,
                 Location::Device,
@@ -897,8 +897,8 @@ mod tests {
         );
         let p = PhysAddr::new;
         let overlapping = [
-            Region::new(p(0), 0x2000, Location::Ram, InitialUse::Kernel).unwrap(),
-            Region::new(p(0x1000), 0x2000, Location::Ram, InitialUse::Kernel).unwrap(),
+            PhysRegion::new(p(0), 0x2000, Location::Ram, InitialUse::Kernel).unwrap(),
+            PhysRegion::new(p(0x1000), 0x2000, Location::Ram, InitialUse::Kernel).unwrap(),
         ];
         assert_eq!(
             FrameTable::<4>::new(&overlapping, &mut f, &mut s).err(),

@@ -31,7 +31,7 @@
 //! ```
 //! use mmu_armv5::{regs::MockCp15, PhysAddr};
 //! use spm::tcm::{self, TcmBank, TcmKind, TcmLayout};
-//! use spm::{FrameDesc, FrameState, FrameTable, InitialUse, Location, Region, SectionSummary};
+//! use spm::{FrameDesc, FrameState, FrameTable, InitialUse, Location, PhysRegion, SectionSummary};
 //!
 //! let cpu = MockCp15::new(); // TCM status reads 0: no TCM
 //! let board = TcmLayout {
@@ -40,7 +40,7 @@
 //! };
 //! let layout = tcm::discover(&cpu)?.or_board(board);
 //! let dtcm = layout.dtcm.unwrap().region()?;
-//! let ram = Region::new(PhysAddr::new(0), 1 << 20, Location::Ram, InitialUse::Resource)?;
+//! let ram = PhysRegion::new(PhysAddr::new(0), 1 << 20, Location::Ram, InitialUse::Resource)?;
 //! let regions = [ram, dtcm];
 //!
 //! let mut frames = [FrameDesc::default(); 256 + 8];
@@ -140,5 +140,5 @@ pub use lines::LineMaintenance;
 pub use mappings::{AddressSpace, Mapping, Mappings, PageSize, Translation};
 pub use ops::{OpError, StateRequest};
 pub use phys::PhysMemory;
-pub use region::{InitialUse, Location, Region, RegionError, Rights, FRAME_SIZE, SECTION_SIZE};
+pub use region::{InitialUse, Location, PhysRegion, RegionError, Rights, FRAME_SIZE, SECTION_SIZE};
 pub use tcm::{BoardTcm, PlannedBank, TcmBank, TcmError, TcmKind, TcmLayout, TcmPlan, TcmSource};

@@ -2,7 +2,7 @@
 //!
 //! A frame's location (RAM, ITCM, DTCM, device) and its maximum rights are
 //! properties of the physical memory, not of its content, and never change at
-//! run time. They are therefore stored once per [`Region`] instead of once
+//! run time. They are therefore stored once per [`PhysRegion`] instead of once
 //! per frame, which is what lets a [`FrameDesc`](crate::frame::FrameDesc)
 //! stay at two bytes.
 
@@ -137,32 +137,32 @@ pub enum InitialUse {
 ///
 /// ```
 /// use mmu_armv5::PhysAddr;
-/// use spm::{InitialUse, Location, Region, RegionError, Rights};
+/// use spm::{InitialUse, Location, PhysRegion, RegionError, Rights};
 ///
-/// let itcm = Region::new(PhysAddr::new(0x0200_0000), 16 << 10, Location::Itcm, InitialUse::Resource)?;
+/// let itcm = PhysRegion::new(PhysAddr::new(0x0200_0000), 16 << 10, Location::Itcm, InitialUse::Resource)?;
 /// assert_eq!((itcm.frames(), itcm.sections(), itcm.max_rights()), (4, 1, Rights::RWX));
 /// assert!(itcm.contains(PhysAddr::new(0x0200_3FFF)) && !itcm.contains(PhysAddr::new(0x0200_4000)));
 /// // Lowered rights: this ITCM takes code only, no data writes.
 /// assert_eq!(itcm.with_max_rights(Rights::RX)?.max_rights(), Rights::RX);
 ///
-/// let dtcm = Region::new(PhysAddr::new(0x0300_0000), 16 << 10, Location::Dtcm, InitialUse::Resource)?;
+/// let dtcm = PhysRegion::new(PhysAddr::new(0x0300_0000), 16 << 10, Location::Dtcm, InitialUse::Resource)?;
 /// assert_eq!(
 ///     dtcm.with_max_rights(Rights::RX),
 ///     Err(RegionError::RightsAboveCeiling { location: Location::Dtcm, asked: Rights::RX })
 /// );
 /// assert_eq!(
-///     Region::new(PhysAddr::new(0x1000_0000), 0x1000, Location::Device, InitialUse::Resource),
+///     PhysRegion::new(PhysAddr::new(0x1000_0000), 0x1000, Location::Device, InitialUse::Resource),
 ///     Err(RegionError::DeviceNotFixed)
 /// );
 /// assert_eq!(
-///     Region::new(PhysAddr::new(0x0100_0800), 0x1000, Location::Ram, InitialUse::Kernel),
+///     PhysRegion::new(PhysAddr::new(0x0100_0800), 0x1000, Location::Ram, InitialUse::Kernel),
 ///     Err(RegionError::MisalignedBase(PhysAddr::new(0x0100_0800)))
 /// );
 /// # Ok::<(), RegionError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Region {
+pub struct PhysRegion {
     base: PhysAddr,
     frames: u32,
     location: Location,
@@ -215,7 +215,7 @@ impl fmt::Display for RegionError {
 
 impl core::error::Error for RegionError {}
 
-impl Region {
+impl PhysRegion {
     /// A region of `size` bytes at `base`, with the location's full rights
     /// ([`Location::ceiling`]). Device regions start undefined and unmovable;
     /// others are movable.
@@ -224,7 +224,7 @@ impl Region {
         size: u32,
         location: Location,
         initial: InitialUse,
-    ) -> Result<Region, RegionError> {
+    ) -> Result<PhysRegion, RegionError> {
         if !base.is_aligned(Align::KIB_4) {
             return Err(RegionError::MisalignedBase(base));
         }
@@ -238,7 +238,7 @@ impl Region {
         if !movable && matches!(initial, InitialUse::Resource) {
             return Err(RegionError::DeviceNotFixed);
         }
-        Ok(Region {
+        Ok(PhysRegion {
             base,
             frames: size / FRAME_SIZE,
             location,
@@ -250,7 +250,7 @@ impl Region {
 
     /// This region with maximum rights lowered to `rights`. Asking for more
     /// than the location allows (code in DTCM) is an error.
-    pub const fn with_max_rights(mut self, rights: Rights) -> Result<Region, RegionError> {
+    pub const fn with_max_rights(mut self, rights: Rights) -> Result<PhysRegion, RegionError> {
         if !self.location.ceiling().contains(rights) {
             return Err(RegionError::RightsAboveCeiling {
                 location: self.location,
@@ -263,7 +263,7 @@ impl Region {
 
     /// This region with its frames initially unmovable (e.g. a DMA pool).
     #[must_use]
-    pub const fn pinned(mut self) -> Region {
+    pub const fn pinned(mut self) -> PhysRegion {
         self.movable = false;
         self
     }
@@ -325,7 +325,7 @@ impl Region {
 
     /// Whether the two regions share any byte.
     #[must_use]
-    pub const fn overlaps(&self, other: &Region) -> bool {
+    pub const fn overlaps(&self, other: &PhysRegion) -> bool {
         self.base.as_u32() <= other.last() && other.base.as_u32() <= self.last()
     }
 
@@ -342,7 +342,7 @@ mod tests {
 
     #[test]
     fn dtcm_is_never_executable() {
-        let r = Region::new(
+        let r = PhysRegion::new(
             PhysAddr::new(0xfffe_8000),
             0x8000,
             Location::Dtcm,
@@ -367,23 +367,23 @@ mod tests {
     fn bad_regions_are_typed_errors() {
         let p = PhysAddr::new;
         assert_eq!(
-            Region::new(p(0x1001), 0x1000, Location::Ram, InitialUse::Resource),
+            PhysRegion::new(p(0x1001), 0x1000, Location::Ram, InitialUse::Resource),
             Err(RegionError::MisalignedBase(p(0x1001)))
         );
         assert_eq!(
-            Region::new(p(0x1000), 0, Location::Ram, InitialUse::Resource),
+            PhysRegion::new(p(0x1000), 0, Location::Ram, InitialUse::Resource),
             Err(RegionError::BadSize(0))
         );
         assert_eq!(
-            Region::new(p(0x1000), 0x1800, Location::Ram, InitialUse::Resource),
+            PhysRegion::new(p(0x1000), 0x1800, Location::Ram, InitialUse::Resource),
             Err(RegionError::BadSize(0x1800))
         );
         assert_eq!(
-            Region::new(p(0xffff_f000), 0x2000, Location::Ram, InitialUse::Resource),
+            PhysRegion::new(p(0xffff_f000), 0x2000, Location::Ram, InitialUse::Resource),
             Err(RegionError::Wraps(p(0xffff_f000)))
         );
         assert_eq!(
-            Region::new(
+            PhysRegion::new(
                 p(0x1000_0000),
                 0x1000,
                 Location::Device,
@@ -392,7 +392,8 @@ mod tests {
             Err(RegionError::DeviceNotFixed)
         );
         // The very top of the address space is fine.
-        let top = Region::new(p(0xffff_f000), 0x1000, Location::Ram, InitialUse::Resource).unwrap();
+        let top =
+            PhysRegion::new(p(0xffff_f000), 0x1000, Location::Ram, InitialUse::Resource).unwrap();
         assert!(top.contains(p(0xffff_ffff)));
         assert!(!top.contains(p(0xffff_efff)));
     }
@@ -401,12 +402,12 @@ mod tests {
     fn sections_and_overlap() {
         let p = PhysAddr::new;
         let itcm =
-            Region::new(p(0xfffe_0000), 0x8000, Location::Itcm, InitialUse::Resource).unwrap();
+            PhysRegion::new(p(0xfffe_0000), 0x8000, Location::Itcm, InitialUse::Resource).unwrap();
         let dtcm =
-            Region::new(p(0xfffe_8000), 0x8000, Location::Dtcm, InitialUse::Resource).unwrap();
+            PhysRegion::new(p(0xfffe_8000), 0x8000, Location::Dtcm, InitialUse::Resource).unwrap();
         assert_eq!(itcm.sections(), 1);
         assert!(!itcm.overlaps(&dtcm));
-        let ram = Region::new(
+        let ram = PhysRegion::new(
             p(0x0008_0000),
             0x0020_0000,
             Location::Ram,
@@ -414,7 +415,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ram.sections(), 3);
-        let inner = Region::new(p(0x0010_0000), 0x1000, Location::Ram, InitialUse::Kernel).unwrap();
+        let inner =
+            PhysRegion::new(p(0x0010_0000), 0x1000, Location::Ram, InitialUse::Kernel).unwrap();
         assert!(ram.overlaps(&inner) && inner.overlaps(&ram));
     }
 }

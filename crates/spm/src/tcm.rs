@@ -40,7 +40,7 @@
 //! [`apply`] writes nothing; real placement is exercised only by host tests
 //! against `MockCp15` and test doubles of the region registers.
 
-use crate::region::{InitialUse, Location, Region, RegionError};
+use crate::region::{InitialUse, Location, PhysRegion, RegionError};
 use core::fmt;
 use mmu_armv5::addr::Align;
 use mmu_armv5::regs::{self, Cp15, Cp15Ext, TcmRegion, TcmSize, TcmStatus};
@@ -358,8 +358,8 @@ impl TcmBank {
     }
 
     /// The frame-table region of this TCM: all frames start as page resources.
-    pub const fn region(&self) -> Result<Region, RegionError> {
-        Region::new(
+    pub const fn region(&self) -> Result<PhysRegion, RegionError> {
+        PhysRegion::new(
             self.base,
             self.size,
             self.kind.location(),
@@ -1108,14 +1108,14 @@ mod tests {
 
     #[test]
     fn the_armv5_sim_model_reports_its_tcm_regions() {
-        use armv5_sim::{presets, Machine, Region as SimRegion, RegionKind};
+        use armv5_sim::{presets, Machine, MemoryKind, MemoryRegion};
         let mut cfg = presets::arm926ejs().config;
         for (base, size, kind) in [
-            (0, 1 << 20, RegionKind::Ram),
-            (0x0010_0000, 16 << 10, RegionKind::Itcm),
-            (0x0010_8000, 32 << 10, RegionKind::Dtcm),
+            (0, 1 << 20, MemoryKind::Ram),
+            (0x0010_0000, 16 << 10, MemoryKind::Itcm),
+            (0x0010_8000, 32 << 10, MemoryKind::Dtcm),
         ] {
-            cfg.regions.push(SimRegion {
+            cfg.regions.push(MemoryRegion {
                 base: PhysAddr::new(base),
                 size,
                 kind,
@@ -1137,10 +1137,10 @@ mod tests {
         assert_eq!(discover(&m).unwrap().dtcm, Some(moved));
         // A model without TCM regions reports none.
         let mut cfg = presets::arm926ejs().config;
-        cfg.regions.push(SimRegion {
+        cfg.regions.push(MemoryRegion {
             base: PhysAddr::new(0),
             size: 1 << 20,
-            kind: RegionKind::Ram,
+            kind: MemoryKind::Ram,
             latency: 0,
         });
         assert_eq!(

@@ -6,7 +6,7 @@ use crate::exchange::{Exchange, ExchangeError, ExchangeRequest, Progress, DEFAUL
 use crate::frame::{FrameDesc, FrameState, FrameTable, KernelUse, SectionSummary, SpaceId};
 use crate::mappings::{AddressSpace, PageSize};
 use crate::ops::{self, OpError, StateRequest};
-use crate::region::{InitialUse, Location, Region, Rights};
+use crate::region::{InitialUse, Location, PhysRegion, Rights};
 use crate::testkit::{CpuFault, Hw, Irq, Maps, Ops};
 use mmu_armv5::{PhysAddr, VirtAddr};
 use std::vec;
@@ -56,12 +56,12 @@ fn create_user_page(
     unsafe { ops::create_user_page(table, maps, hw, caller, va) }
 }
 
-fn regions() -> [Region; 4] {
+fn regions() -> [PhysRegion; 4] {
     [
-        Region::new(pa(0), 4 << 20, Location::Ram, InitialUse::Resource).unwrap(),
-        Region::new(pa(ITCM), 0x8000, Location::Itcm, InitialUse::Resource).unwrap(),
-        Region::new(pa(DTCM), 0x8000, Location::Dtcm, InitialUse::Resource).unwrap(),
-        Region::new(pa(DEV), 0x1000, Location::Device, InitialUse::Undefined).unwrap(),
+        PhysRegion::new(pa(0), 4 << 20, Location::Ram, InitialUse::Resource).unwrap(),
+        PhysRegion::new(pa(ITCM), 0x8000, Location::Itcm, InitialUse::Resource).unwrap(),
+        PhysRegion::new(pa(DTCM), 0x8000, Location::Dtcm, InitialUse::Resource).unwrap(),
+        PhysRegion::new(pa(DEV), 0x1000, Location::Device, InitialUse::Undefined).unwrap(),
     ]
 }
 

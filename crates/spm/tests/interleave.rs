@@ -14,7 +14,7 @@ use common::{Kernel, Storage, DTCM, ITCM, RAM, RAM_SIZE};
 use spm::ops::{self, OpError};
 use spm::{
     Exchange, ExchangeError, FrameDesc, FrameState, FrameTable, InitialUse, KernelUse, Location,
-    Mappings, PageSize, Progress, Region, Rights, SectionSummary, MAX_SCATTERED,
+    Mappings, PageSize, PhysRegion, Progress, Rights, SectionSummary, MAX_SCATTERED,
 };
 
 const TARGET: u32 = 0x8000;
@@ -359,10 +359,11 @@ fn a_step_with_another_frame_table_is_refused() {
     assert_eq!(k.step(&mut x), Ok(Progress::Pending));
     // Smaller (its descriptions end before this exchange's slots) and
     // larger (they exist, describing other frames).
-    let small = [Region::new(pa(ITCM), 32 << 10, Location::Itcm, InitialUse::Resource).unwrap()];
+    let small =
+        [PhysRegion::new(pa(ITCM), 32 << 10, Location::Itcm, InitialUse::Resource).unwrap()];
     let large = [
-        Region::new(pa(RAM), RAM_SIZE * 2, Location::Ram, InitialUse::Resource).unwrap(),
-        Region::new(
+        PhysRegion::new(pa(RAM), RAM_SIZE * 2, Location::Ram, InitialUse::Resource).unwrap(),
+        PhysRegion::new(
             pa(0x4000_0000),
             64 << 10,
             Location::Dtcm,

@@ -14,7 +14,7 @@ use spm::tcm::{
     self, BoardTcm, Fallback, Mix, Overlap, PhysRange, TcmBank, TcmError, TcmKind, TcmLayout,
     TcmPlan, TcmSource,
 };
-use spm::{FrameDesc, FrameState, FrameTable, InitialUse, Location, Region, SectionSummary};
+use spm::{FrameDesc, FrameState, FrameTable, InitialUse, Location, PhysRegion, SectionSummary};
 
 const ITCM_BASE: u32 = 0x2000_0000;
 const DTCM_BASE: u32 = 0x2010_0000;
@@ -190,7 +190,8 @@ fn arm926_16k_16k_disabled_after_reset_is_placed_at_the_board_bases() {
     );
     assert!(!cpu.trapped.get());
     // The frame table takes the placed banks as they are.
-    let ram = Region::new(PhysAddr::new(0), 1 << 20, Location::Ram, InitialUse::Kernel).unwrap();
+    let ram =
+        PhysRegion::new(PhysAddr::new(0), 1 << 20, Location::Ram, InitialUse::Kernel).unwrap();
     let regions = [
         ram,
         layout.itcm.unwrap().region().unwrap(),

@@ -3,8 +3,8 @@
 //! so the same workload runs under each.
 
 use fass::{
-    Cpd, DefaultPolicy, DomainSet, Fass, FassError, KernelTable, Layout, PidMode, SwitchStrategy,
-    TableKind, TableSwitch,
+    ClassicKind, Cpd, DefaultPolicy, DomainSet, Fass, FassError, KernelTable, Layout, PidMode,
+    SwitchStrategy, TableSwitch,
 };
 use mmu_armv5::descriptor::L1Encoding;
 use mmu_armv5::{Domain, PhysAddr};
@@ -109,12 +109,12 @@ impl Strategy {
             }
             SwitchMode::Fcse | SwitchMode::Naive => {
                 let kind = if mode == SwitchMode::Naive {
-                    TableKind::Naive
+                    ClassicKind::Naive
                 } else {
                     // Best effort: one PID per space while they last; a
                     // space mapping above 32 MiB (or a 64th space) moves to
                     // PID 0 and pays flushes instead of being refused.
-                    TableKind::Fcse(PidMode::BestEffort)
+                    ClassicKind::Fcse(PidMode::BestEffort)
                 };
                 Strategy::Table(TableSwitch::new(kind, USER_DOMAIN, table))
             }

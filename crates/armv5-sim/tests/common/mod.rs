@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use armv5_sim::presets::Preset;
-use armv5_sim::{encode, sctlr, Machine, Region, RegionKind, Width};
+use armv5_sim::{encode, sctlr, Machine, MemoryKind, MemoryRegion, Width};
 use mmu_armv5::regs::Dacr;
 use mmu_armv5::PhysAddr;
 
@@ -11,10 +11,10 @@ pub const RAM_SIZE: u32 = 8 << 20;
 
 pub fn machine(preset: Preset) -> Machine {
     let mut cfg = preset.config;
-    cfg.regions.push(Region {
+    cfg.regions.push(MemoryRegion {
         base: PhysAddr::new(0),
         size: RAM_SIZE,
-        kind: RegionKind::Ram,
+        kind: MemoryKind::Ram,
         latency: 0,
     });
     let mut m = Machine::new(cfg).unwrap();

@@ -37,7 +37,7 @@ fn accessors_follow_the_kind() {
     assert_eq!(valid(&t, 9, 7), None);
 }
 
-use crate::classic::TableKind as Kind;
+use crate::classic::ClassicKind as Kind;
 use crate::domain::DomainSet;
 use crate::id::{SegmentId, SpaceId};
 use crate::layout::{Layout, Region};

@@ -12,12 +12,12 @@
 //! anything the running space does not map must fault and is never served.
 #![allow(dead_code)]
 
-use armv5_sim::{encode, presets, sctlr, Machine, Privilege, Region, RegionKind, Width};
+use armv5_sim::{encode, presets, sctlr, Machine, MemoryKind, MemoryRegion, Privilege, Width};
 use fass::policy::CleanFirstRoundRobin;
 use fass::{
-    Cpd, DomainSet, Fass, FassError, KernelTable, Layout, PidError, PidMode, RecycleRule,
-    Resolution, SegmentAccess, SegmentError, SegmentId, SegmentSpec, SpaceId, SwitchStrategy,
-    TableKind, TableSwitch,
+    ClassicKind, Cpd, DomainSet, Fass, FassError, KernelTable, Layout, PidError, PidMode,
+    RecycleRule, Resolution, SegmentAccess, SegmentError, SegmentId, SegmentSpec, SpaceId,
+    SwitchStrategy, TableSwitch,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess, Far, Fsr};
@@ -42,10 +42,10 @@ pub fn machine() -> Machine {
     let mut cfg = presets::sa1100().config;
     cfg.dcache.size = 2 << 10;
     cfg.icache.size = 2 << 10;
-    cfg.regions.push(Region {
+    cfg.regions.push(MemoryRegion {
         base: PhysAddr::new(0),
         size: 3 << 20,
-        kind: RegionKind::Ram,
+        kind: MemoryKind::Ram,
         latency: 0,
     });
     let mut m = Machine::new(cfg).unwrap();
@@ -108,7 +108,7 @@ pub fn fass_with(m: &mut Machine, layout: Layout, rule: RecycleRule) -> FassMode
         .with_recycle_rule(rule)
 }
 
-pub fn classic_on(m: &mut Machine, kind: TableKind, layout: Layout) -> Classic {
+pub fn classic_on(m: &mut Machine, kind: ClassicKind, layout: Layout) -> Classic {
     let table = kernel_table(m, &layout);
     m.set_dacr(Dacr::only(d(0), DomainAccess::Client).with(d(1), DomainAccess::Client));
     m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
@@ -656,7 +656,7 @@ pub fn run(setup: Setup, ops: &[Op]) -> Result<Totals, String> {
             ops,
             |m| {
                 (
-                    classic_on(m, TableKind::Fcse(PidMode::BestEffort), small_layout(4)),
+                    classic_on(m, ClassicKind::Fcse(PidMode::BestEffort), small_layout(4)),
                     [4, 3, 2],
                     false,
                 )
@@ -668,7 +668,7 @@ pub fn run(setup: Setup, ops: &[Op]) -> Result<Totals, String> {
             ops,
             |m| {
                 (
-                    classic_on(m, TableKind::Fcse(PidMode::Guaranteed), small_layout(8)),
+                    classic_on(m, ClassicKind::Fcse(PidMode::Guaranteed), small_layout(8)),
                     [8, 7, 6],
                     true,
                 )
@@ -680,7 +680,7 @@ pub fn run(setup: Setup, ops: &[Op]) -> Result<Totals, String> {
             ops,
             |m| {
                 (
-                    classic_on(m, TableKind::Naive, small_layout(8)),
+                    classic_on(m, ClassicKind::Naive, small_layout(8)),
                     [8, 7, 6],
                     false,
                 )

@@ -21,7 +21,7 @@
 pub mod ext;
 
 use armv5_sim::{
-    presets, sctlr, CostModel, Counters, Machine, Privilege, Region, RegionKind, Width,
+    presets, sctlr, CostModel, Counters, Machine, MemoryKind, MemoryRegion, Privilege, Width,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor, L2Descriptor};
 use mmu_armv5::maint::CacheMaintenance;
@@ -33,7 +33,7 @@ use mmu_armv5::table::{
 use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::{
     AddressSpace, FrameDesc, FrameTable, InitialUse, InterruptControl, Location, Mapping, Mappings,
-    PageSize, PhysMemory, Region as SpmRegion, SectionSummary, SpaceId, Translation,
+    PageSize, PhysMemory, PhysRegion, SectionSummary, SpaceId, Translation,
 };
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -58,11 +58,11 @@ pub type Shared = Rc<RefCell<Machine>>;
 pub fn machine() -> Shared {
     let mut cfg = presets::arm926ejs().config;
     for (base, size, kind) in [
-        (RAM, RAM_SIZE, RegionKind::Ram),
-        (ITCM, 32 << 10, RegionKind::Itcm),
-        (DTCM, 64 << 10, RegionKind::Dtcm),
+        (RAM, RAM_SIZE, MemoryKind::Ram),
+        (ITCM, 32 << 10, MemoryKind::Itcm),
+        (DTCM, 64 << 10, MemoryKind::Dtcm),
     ] {
-        cfg.regions.push(Region {
+        cfg.regions.push(MemoryRegion {
             base: PhysAddr::new(base),
             size,
             kind,
@@ -79,30 +79,30 @@ pub fn machine() -> Shared {
 pub const DEV: u32 = 0x1010_0000;
 
 /// The `spm` regions of the model: RAM (resources), ITCM, DTCM, one device page.
-pub fn regions() -> [SpmRegion; 4] {
+pub fn regions() -> [PhysRegion; 4] {
     [
-        SpmRegion::new(
+        PhysRegion::new(
             PhysAddr::new(RAM),
             RAM_SIZE,
             Location::Ram,
             InitialUse::Resource,
         )
         .unwrap(),
-        SpmRegion::new(
+        PhysRegion::new(
             PhysAddr::new(ITCM),
             32 << 10,
             Location::Itcm,
             InitialUse::Resource,
         )
         .unwrap(),
-        SpmRegion::new(
+        PhysRegion::new(
             PhysAddr::new(DTCM),
             64 << 10,
             Location::Dtcm,
             InitialUse::Resource,
         )
         .unwrap(),
-        SpmRegion::new(
+        PhysRegion::new(
             PhysAddr::new(DEV),
             0x1000,
             Location::Device,

@@ -64,7 +64,7 @@ use mmu_armv5::table::{MapAttrs, SizePolicy};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
 use spm::tcm::{self, BoardTcm, Mix, PhysRange, TcmBank, TcmKind, TcmLayout};
 use spm::{
-    FrameDesc, FrameState, FrameTable, InitialUse, KernelUse, Location, Region, SectionSummary,
+    FrameDesc, FrameState, FrameTable, InitialUse, KernelUse, Location, PhysRegion, SectionSummary,
 };
 
 use crate::mmu::{kernel_virt_offset, phys_to_virt, KERNEL_DOMAIN};
@@ -205,14 +205,14 @@ pub fn init() -> Result<(), InitError> {
         return Err(InitError::Tcm(tcm::TcmError::Absent(kind)));
     };
     let regions = [
-        Region::new(
+        PhysRegion::new(
             PhysAddr::new(0),
             FRAMES_PHYS,
             Location::Ram,
             InitialUse::Kernel,
         )
         .map_err(InitError::Region)?,
-        Region::new(
+        PhysRegion::new(
             PhysAddr::new(FRAMES_PHYS),
             FRAMES_END - FRAMES_PHYS,
             Location::Ram,
