@@ -1027,8 +1027,8 @@ impl PageTable {
     /// Iterates over every mapping, in address order. A table `alloc`
     /// cannot read yields its error once: a second-level table's ends the
     /// iteration of its MiB, the first-level table's the whole iteration.
-    pub fn mappings<'a, A: TableAlloc + ?Sized>(&'a self, alloc: &'a A) -> Mappings<'a, A> {
-        Mappings {
+    pub fn mappings<'a, A: TableAlloc + ?Sized>(&'a self, alloc: &'a A) -> MappingIter<'a, A> {
+        MappingIter {
             table: self,
             alloc,
             slot: 0,
@@ -1082,14 +1082,14 @@ fn mapping_of(kind: TableKind, mva: u32, d: L2Descriptor, domain: Domain) -> Opt
 }
 
 /// Iterator over the mappings of a [`PageTable`]; see [`PageTable::mappings`].
-pub struct Mappings<'a, A: TableAlloc + ?Sized> {
+pub struct MappingIter<'a, A: TableAlloc + ?Sized> {
     table: &'a PageTable,
     alloc: &'a A,
     slot: usize,
     index: usize,
 }
 
-impl<A: TableAlloc + ?Sized> Iterator for Mappings<'_, A> {
+impl<A: TableAlloc + ?Sized> Iterator for MappingIter<'_, A> {
     type Item = Result<Mapping, TableError>;
 
     fn next(&mut self) -> Option<Self::Item> {

@@ -15,7 +15,7 @@ pub mod raw;
 
 pub use alloc::{AllocError, TableAlloc, TableKind};
 pub use flush::{TableFlush, TlbInvalidate, TlbPages, MAX_TLB_ENTRY_OPS};
-pub use mapper::{write_l2_page, MapAttrs, Mapping, Mappings, PageTable, SizePolicy};
+pub use mapper::{write_l2_page, MapAttrs, Mapping, MappingIter, PageTable, SizePolicy};
 pub use pool::{PoolBlock, TablePool};
 pub use raw::TableRef;
 
