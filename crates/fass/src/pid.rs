@@ -1267,6 +1267,33 @@ mod tests {
     }
 
     #[test]
+    fn a_running_large_space_growing_keeps_the_other_windows_dirty() {
+        let mut a = PidAllocator::new(&small_layout(4), PidMode::BestEffort);
+        let mut big = alloc(&mut a, 0); // 4
+        let mut p3 = alloc(&mut a, 1); // 3
+        let _ = a.switch(None, &p3).unwrap();
+        let _ = a.switch(Some(&mut p3), &big).unwrap();
+        let d = a.set_large(&mut big, 1).unwrap();
+        assert!(done(&mut a, d));
+        // PID 3 runs and dirties window 3, above the large space's windows.
+        assert_eq!(
+            a.switch(Some(&mut big), &p3).unwrap().flush,
+            FlushDecision::None
+        );
+        assert_eq!(
+            a.switch(Some(&mut p3), &big).unwrap().flush,
+            FlushDecision::None
+        );
+        // Growing to window 2 while running: nothing dirty in 1..=2, no
+        // flush, and window 3 stays dirty...
+        assert_eq!(a.set_large(&mut big, 2).unwrap(), FlushDecision::None);
+        assert!(a.is_dirty(pid(3)) && a.is_dirty(FcsePid::ZERO));
+        // ...so growing over it flushes PID 3's lines.
+        let d = a.set_large(&mut big, 3).unwrap();
+        assert_eq!(d.reasons(), FlushReasons::LARGE_OVERLAP);
+    }
+
+    #[test]
     fn epoch_keeps_dirty_bits_when_a_switch_interrupts_the_flush() {
         let mut a = PidAllocator::new(&small_layout(1), PidMode::BestEffort);
         let x = alloc(&mut a, 0);
