@@ -741,8 +741,13 @@ mod tests {
         );
         assert_eq!(t.claim_slot(d(9), 1), Err(DomainError::NotOwned(d(9))));
         assert_eq!(t.claim_slot(d(0), 1), Err(DomainError::NotOwned(d(0))));
+        assert_eq!(t.claim_slot(b, 6), Ok(None));
+        assert_eq!(t.slot_count(b), 2);
         assert!(t.release_slot(b, 5));
         assert!(!t.release_slot(b, 5));
+        assert_eq!(t.slot_owner(5), None);
+        assert_eq!(t.slot_count(b), 1);
+        assert_eq!(t.slots(b).collect::<heapless::Vec<usize, 4>>(), [6]);
     }
 
     #[test]
