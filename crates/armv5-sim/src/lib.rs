@@ -81,3 +81,8 @@ pub use machine::{Machine, Translation};
 pub use memory::Width;
 pub use protection::{AccessKind, Privilege};
 pub use walk::{Mapping, PageSize};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

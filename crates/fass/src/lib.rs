@@ -229,3 +229,8 @@ pub use segment::{SegmentAccess, SegmentError, SegmentSpec};
 pub use stats::{Event, Stats};
 pub use switch::SwitchStrategy;
 pub use window::{Leftover, WindowLines};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

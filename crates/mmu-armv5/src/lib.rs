@@ -58,3 +58,8 @@ pub mod translate;
 
 pub use addr::{AddrError, Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 pub use fault::{Fault, FaultKind, FaultLevel};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

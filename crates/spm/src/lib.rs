@@ -142,3 +142,8 @@ pub use ops::{OpError, StateRequest};
 pub use phys::PhysMemory;
 pub use region::{InitialUse, Location, PhysRegion, RegionError, Rights, FRAME_SIZE, SECTION_SIZE};
 pub use tcm::{BoardTcm, PlannedBank, TcmBank, TcmError, TcmKind, TcmLayout, TcmPlan, TcmSource};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
