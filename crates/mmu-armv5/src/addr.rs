@@ -11,12 +11,15 @@
 //! The VA -> MVA and MVA -> VA conversions live here and nowhere else:
 //! [`VirtAddr::to_mva`] and [`ModifiedVirtAddr::to_va`].
 
+use crate::regs::FCSEIDR;
 use core::fmt;
 
 /// Size of one FCSE relocation window: 32 MiB.
 pub const FCSE_WINDOW_SIZE: u32 = 1 << FCSE_PID_SHIFT;
 /// The FCSE PID occupies bits \[31:25\] of FCSEIDR; the relocation is `pid << 25`.
-pub const FCSE_PID_SHIFT: u32 = 25;
+///
+/// The offset of the PID field in [`FCSEIDR`], where it is defined.
+pub const FCSE_PID_SHIFT: u32 = FCSEIDR::PID.shift as u32;
 
 /// An address that failed a check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -431,8 +434,9 @@ pub struct FcsePid(u8);
 impl FcsePid {
     /// PID 0: no relocation.
     pub const ZERO: Self = Self(0);
-    /// The largest PID of a seven-bit FCSE (ARM926EJ-S, XScale).
-    pub const MAX: u8 = 127;
+    /// The largest PID of a seven-bit FCSE (ARM926EJ-S, XScale): the
+    /// largest value of the PID field of [`FCSEIDR`].
+    pub const MAX: u8 = FCSEIDR::PID.mask as u8;
     /// The largest PID on the StrongARM SA-1100, whose FCSE has six bits.
     pub const MAX_SA1100: u8 = 63;
 

@@ -6,6 +6,7 @@
 //! applies.
 
 use crate::addr::Domain;
+use crate::regs::{field, FSR};
 use core::fmt;
 
 /// Whether a fault was raised by a first-level (section) or a second-level (page) lookup.
@@ -47,7 +48,7 @@ impl FaultKind {
     #[must_use]
     pub const fn from_status(status: u32) -> FaultKind {
         use FaultLevel::{Page, Section};
-        match status & 0xf {
+        match status & FSR::STATUS.mask {
             0b0000 => FaultKind::Vector,
             0b0001 | 0b0011 => FaultKind::Alignment,
             0b0010 => FaultKind::Terminal,
@@ -156,7 +157,10 @@ impl Fault {
     /// The domain is reported only where the architecture defines it.
     #[must_use]
     pub const fn from_fsr(fsr: u32) -> Fault {
-        Fault::new(FaultKind::from_status(fsr), Domain::from_low_bits(fsr >> 4))
+        Fault::new(
+            FaultKind::from_status(field::read(fsr, FSR::STATUS)),
+            Domain::from_low_bits(field::read(fsr, FSR::DOMAIN)),
+        )
     }
 
     /// The fault status register value this fault produces: status in bits
@@ -167,7 +171,7 @@ impl Fault {
             Some(d) => d.get() as u32,
             None => 0,
         };
-        (d << 4) | self.kind.status()
+        field::place(FSR::DOMAIN, d) | field::place(FSR::STATUS, self.kind.status())
     }
 }
 

@@ -28,6 +28,7 @@
 //! register instead, whose top bits are non-zero: [`CacheType::decode`]
 //! rejects that with [`CacheTypeError::NotThisFormat`].
 
+use super::field;
 use core::fmt;
 use tock_registers::LocalRegisterCopy;
 
@@ -278,10 +279,10 @@ impl CacheGeometry {
         cache: CacheSide,
     ) -> Result<Option<CacheGeometry>, CacheTypeError> {
         let f = field as u32;
-        let len = f & 0b11;
-        let m = (f >> 2) & 1;
-        let assoc = (f >> 3) & 0b111;
-        let size_exp = (f >> 6) & 0b1111;
+        let len = field::read(f, CACHE_SIZE::LEN);
+        let m = field::read(f, CACHE_SIZE::M);
+        let assoc = field::read(f, CACHE_SIZE::ASSOC);
+        let size_exp = field::read(f, CACHE_SIZE::SIZE);
         if assoc == 0 && m == 1 {
             return Ok(None);
         }
@@ -296,7 +297,8 @@ impl CacheGeometry {
             Ok(g) => Ok(Some(g)),
             Err(_) => Err(CacheTypeError::Geometry {
                 cache,
-                field: (f & 0xfff) as u16,
+                // Both size fields are as wide as `Isize`.
+                field: (f & CTR::ISIZE.mask) as u16,
             }),
         }
     }
@@ -348,28 +350,28 @@ impl CacheType {
     #[inline]
     #[must_use]
     pub const fn ctype(self) -> u8 {
-        ((self.0 >> 25) & 0xf) as u8
+        field::read(self.0, CTR::CTYPE) as u8
     }
 
     /// `S`: separate I and D caches.
     #[inline]
     #[must_use]
     pub const fn harvard(self) -> bool {
-        self.0 & (1 << 24) != 0
+        field::is_set(self.0, CTR::S)
     }
 
     /// The raw `Dsize` field.
     #[inline]
     #[must_use]
     pub const fn dsize(self) -> u16 {
-        ((self.0 >> 12) & 0xfff) as u16
+        field::read(self.0, CTR::DSIZE) as u16
     }
 
     /// The raw `Isize` field.
     #[inline]
     #[must_use]
     pub const fn isize(self) -> u16 {
-        (self.0 & 0xfff) as u16
+        field::read(self.0, CTR::ISIZE) as u16
     }
 
     /// Decodes and checks every field.
@@ -377,7 +379,7 @@ impl CacheType {
     /// # Errors
     /// See [`CacheTypeError`].
     pub const fn decode(self) -> Result<CacheInfo, CacheTypeError> {
-        if self.0 >> 29 != 0 {
+        if field::read(self.0, CTR::FORMAT) != 0 {
             return Err(CacheTypeError::NotThisFormat(self.0));
         }
         let class = match CacheClass::from_ctype(self.ctype()) {
@@ -425,6 +427,7 @@ impl fmt::Debug for CacheType {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use tock_registers::debug::RegisterDebugInfo;
 
     const KIB: u32 = 1024;
 
@@ -553,6 +556,64 @@ mod tests {
 
     proptest! {
         #![proptest_config(crate::testing::proptest_config(256))]
+        /// Every const accessor reads exactly its `tock-registers` field.
+        #[test]
+        fn accessors_agree_with_tock_fields(bits in any::<u32>()) {
+            let v = CacheType::from_bits(bits);
+            let r = v.as_register();
+            let fields = CTR::Register::fields();
+            for (name, f) in CTR::Register::field_names().iter().zip(fields) {
+                let ours = match *name {
+                    // No accessor: `decode` refuses a non-zero format.
+                    "FORMAT" => {
+                        let refused =
+                            matches!(v.decode(), Err(CacheTypeError::NotThisFormat(b)) if b == bits);
+                        prop_assert_eq!(refused, r.read(*f) != 0);
+                        continue;
+                    }
+                    "CTYPE" => u32::from(v.ctype()),
+                    "S" => u32::from(v.harvard()),
+                    "DSIZE" => u32::from(v.dsize()),
+                    "ISIZE" => u32::from(v.isize()),
+                    other => panic!("CTR::{other} has no accessor listed"),
+                };
+                prop_assert_eq!(ours, r.read(*f), "{}", name);
+            }
+        }
+
+        /// [`CacheGeometry::decode`] reads each part of a size field from
+        /// its `tock-registers` field and ignores `P`.
+        #[test]
+        fn size_field_decoding_agrees_with_tock_fields(field in 0u16..0x1000) {
+            let r = LocalRegisterCopy::<u32, CACHE_SIZE::Register>::new(u32::from(field));
+            for name in CACHE_SIZE::Register::field_names() {
+                match *name {
+                    "P" | "SIZE" | "ASSOC" | "M" | "LEN" => {}
+                    other => panic!("CACHE_SIZE::{other} is not checked"),
+                }
+            }
+            let size = r.read(CACHE_SIZE::SIZE);
+            let assoc = r.read(CACHE_SIZE::ASSOC);
+            let m = r.read(CACHE_SIZE::M);
+            let len = r.read(CACHE_SIZE::LEN);
+            let got = CacheGeometry::decode(field, CacheSide::Data);
+            match got {
+                Ok(None) => prop_assert!(assoc == 0 && m == 1),
+                Ok(Some(g)) => {
+                    prop_assert_eq!(g.size(), (2 + m) << (size + 8));
+                    let ways = if assoc == 0 { 1 } else { (2 + m) << (assoc - 1) };
+                    prop_assert_eq!(g.ways(), ways);
+                    prop_assert_eq!(g.line(), 1 << (len + 3));
+                }
+                Err(e) => prop_assert_eq!(e, CacheTypeError::Geometry { cache: CacheSide::Data, field }),
+            }
+            let without_p = field & !(CACHE_SIZE::P::SET.mask() as u16);
+            prop_assert_eq!(
+                got.ok(),
+                CacheGeometry::decode(without_p, CacheSide::Data).ok()
+            );
+        }
+
         #[test]
         fn decode_never_panics_and_is_consistent(bits in any::<u32>()) {
             if let Ok(info) = CacheType::from_bits(bits).decode() {

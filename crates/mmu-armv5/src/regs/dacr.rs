@@ -7,8 +7,10 @@
 //! current DACR on every access. That is what makes domains usable as
 //! address-space tags.
 
+use super::field;
 use crate::addr::Domain;
 use core::fmt;
+use tock_registers::fields::Field;
 use tock_registers::LocalRegisterCopy;
 
 pub use fields::DACR;
@@ -73,10 +75,10 @@ pub enum DomainAccess {
 }
 
 impl DomainAccess {
-    /// Decodes a two-bit field.
+    /// Decodes a two-bit field (the low two bits of `bits`).
     #[must_use]
     pub const fn from_bits(bits: u32) -> DomainAccess {
-        match bits & 3 {
+        match bits & DACR::D0.mask {
             0 => DomainAccess::NoAccess,
             1 => DomainAccess::Client,
             2 => DomainAccess::Reserved,
@@ -116,9 +118,31 @@ impl Dacr {
     /// Every domain no access.
     pub const NONE: Dacr = Dacr(0);
     /// Every domain client.
-    pub const ALL_CLIENT: Dacr = Dacr(0x5555_5555);
+    pub const ALL_CLIENT: Dacr = Dacr::splat(DomainAccess::Client);
     /// Every domain manager.
-    pub const ALL_MANAGER: Dacr = Dacr(0xFFFF_FFFF);
+    pub const ALL_MANAGER: Dacr = Dacr::splat(DomainAccess::Manager);
+
+    /// The [`DACR`] field of `domain`: `Dn` for domain `n`.
+    ///
+    /// Computed rather than looked up in a table of the sixteen fields, so
+    /// [`Dacr::get`] and [`Dacr::with`] stay a shift and a mask: field `Dn`
+    /// is `D0` moved up by `n` times `D1`'s offset. The tests check the
+    /// result against each named field.
+    #[inline]
+    const fn field(domain: Domain) -> Field<u32, DACR::Register> {
+        Field::new(DACR::D0.mask, DACR::D1.shift * domain.get() as usize)
+    }
+
+    /// Every domain set to `access`.
+    const fn splat(access: DomainAccess) -> Dacr {
+        let mut v = Dacr::NONE;
+        let mut d = 0;
+        while d < Domain::COUNT {
+            v = v.with(Domain::from_low_bits(d as u32), access);
+            d += 1;
+        }
+        v
+    }
 
     /// A DACR from its raw value.
     #[inline]
@@ -138,15 +162,14 @@ impl Dacr {
     #[inline]
     #[must_use]
     pub const fn get(self, domain: Domain) -> DomainAccess {
-        DomainAccess::from_bits(self.0 >> (2 * domain.get() as u32))
+        DomainAccess::from_bits(field::read(self.0, Dacr::field(domain)))
     }
 
     /// This value with `domain` set to `access`.
     #[inline]
     #[must_use]
     pub const fn with(self, domain: Domain, access: DomainAccess) -> Dacr {
-        let shift = 2 * domain.get() as u32;
-        Dacr((self.0 & !(3 << shift)) | ((access as u32) << shift))
+        Dacr(field::write(self.0, Dacr::field(domain), access as u32))
     }
 
     /// The two-bit field of `domain` set to `access`, every other domain no access.
@@ -174,7 +197,7 @@ impl Dacr {
     #[inline]
     #[must_use]
     pub const fn contains(self, domain: Domain) -> bool {
-        (self.0 >> (2 * domain.get() as u32)) & 3 != 0
+        field::is_set(self.0, Dacr::field(domain))
     }
 
     /// The value as a `tock-registers` copy, for field-level access.
@@ -204,6 +227,61 @@ impl fmt::Debug for Dacr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use tock_registers::debug::RegisterDebugInfo;
+
+    const ACCESSES: [DomainAccess; 4] = [
+        DomainAccess::NoAccess,
+        DomainAccess::Client,
+        DomainAccess::Reserved,
+        DomainAccess::Manager,
+    ];
+
+    proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
+        /// For every domain, the const accessors read and write exactly the
+        /// `tock-registers` field of the same number.
+        #[test]
+        fn accessors_agree_with_tock_fields(bits in any::<u32>(), a in 0..4usize) {
+            let v = Dacr::from_bits(bits);
+            let access = ACCESSES[a];
+            let fields = DACR::Register::fields();
+            prop_assert_eq!(fields.len(), Domain::COUNT);
+            for (name, f) in DACR::Register::field_names().iter().zip(fields) {
+                let n: u8 = name.strip_prefix('D').and_then(|n| n.parse().ok()).unwrap();
+                let d = Domain::new(n).unwrap();
+                prop_assert_eq!(v.get(d) as u32, v.as_register().read(*f), "{}", name);
+                prop_assert_eq!(v.contains(d), v.as_register().is_set(*f), "{}", name);
+                prop_assert_eq!(
+                    v.with(d, access).bits(),
+                    f.val(access as u32).modify(bits),
+                    "{}",
+                    name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn access_codes_agree_with_tock_values() {
+        use DACR::D0::Value;
+        for (ours, tock) in ACCESSES.into_iter().zip([
+            Value::NoAccess,
+            Value::Client,
+            Value::Reserved,
+            Value::Manager,
+        ]) {
+            assert_eq!(ours as u32, tock as u32);
+            assert_eq!(DomainAccess::from_bits(tock as u32), ours);
+        }
+    }
+
+    #[test]
+    fn whole_register_constants() {
+        assert_eq!(Dacr::NONE.bits(), 0);
+        assert_eq!(Dacr::ALL_CLIENT.bits(), 0x5555_5555);
+        assert_eq!(Dacr::ALL_MANAGER.bits(), 0xFFFF_FFFF);
+    }
 
     #[test]
     fn fields_sit_at_two_bits_per_domain() {

@@ -6,7 +6,8 @@
 //! anything else. [`Fcseidr::from_bits`] keeps the PID and reports stray low
 //! bits separately ([`Fcseidr::stray_low_bits`]) so a reader can detect them.
 
-use crate::addr::{FcsePid, FCSE_PID_SHIFT};
+use super::field;
+use crate::addr::FcsePid;
 use core::fmt;
 use tock_registers::LocalRegisterCopy;
 
@@ -47,7 +48,7 @@ impl Fcseidr {
     #[inline]
     #[must_use]
     pub const fn from_bits(bits: u32) -> Fcseidr {
-        match FcsePid::new((bits >> FCSE_PID_SHIFT) as u8) {
+        match FcsePid::new(field::read(bits, FCSEIDR::PID) as u8) {
             Ok(p) => Fcseidr(p),
             // Unreachable: seven bits are always <= 127.
             Err(_) => Fcseidr(FcsePid::ZERO),
@@ -58,7 +59,7 @@ impl Fcseidr {
     #[inline]
     #[must_use]
     pub const fn stray_low_bits(bits: u32) -> u32 {
-        bits & ((1 << FCSE_PID_SHIFT) - 1)
+        bits & !field::mask(FCSEIDR::PID)
     }
 
     /// The PID.
@@ -93,9 +94,13 @@ impl fmt::Debug for Fcseidr {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use tock_registers::debug::RegisterDebugInfo;
 
     #[test]
     fn value_is_exactly_pid_shifted() {
+        // Derived from the field: bits [31:25], seven of them.
+        assert_eq!(crate::addr::FCSE_PID_SHIFT, 25);
+        assert_eq!(FcsePid::MAX, 127);
         let v = Fcseidr::new(FcsePid::new(5).unwrap());
         assert_eq!(v.bits(), 0x0A00_0000);
         assert_eq!(v.as_register().read(FCSEIDR::PID), 5);
@@ -114,6 +119,25 @@ mod tests {
 
     proptest! {
         #![proptest_config(crate::testing::proptest_config(256))]
+        /// The PID is exactly the `tock-registers` field, and the stray bits
+        /// are everything outside it.
+        #[test]
+        fn accessors_agree_with_tock_fields(bits in any::<u32>()) {
+            let raw = LocalRegisterCopy::<u32, FCSEIDR::Register>::new(bits);
+            let v = Fcseidr::from_bits(bits);
+            let fields = FCSEIDR::Register::fields();
+            for (name, f) in FCSEIDR::Register::field_names().iter().zip(fields) {
+                let ours = match *name {
+                    "PID" => u32::from(v.pid().get()),
+                    other => panic!("FCSEIDR::{other} has no accessor listed"),
+                };
+                prop_assert_eq!(ours, raw.read(*f), "{}", name);
+                prop_assert_eq!(v.bits(), f.val(ours).value);
+                prop_assert_eq!(v.as_register().read(*f), ours);
+                prop_assert_eq!(Fcseidr::stray_low_bits(bits), bits & !f.val(f.mask).mask());
+            }
+        }
+
         #[test]
         fn every_pid_round_trips(p in 0u8..=127) {
             let pid = FcsePid::new(p).unwrap();

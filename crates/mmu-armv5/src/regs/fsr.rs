@@ -13,6 +13,7 @@
 //! * **ARMv6** (not targeted here) puts FS\[4\] in bit 10 and `WnR` in bit 11;
 //!   ARM926EJ-S, the SA-1100 and QEMU's ARMv5 models leave bits 10 and 11 zero.
 
+use super::field;
 use crate::fault::Fault;
 use core::fmt;
 use tock_registers::LocalRegisterCopy;
@@ -71,14 +72,14 @@ impl Fsr {
     #[inline]
     #[must_use]
     pub const fn status(self) -> u32 {
-        self.0 & 0xf
+        field::read(self.0, FSR::STATUS)
     }
 
     /// The raw domain field (bits \[7:4\]), whether or not the kind defines one.
     #[inline]
     #[must_use]
     pub const fn domain_field(self) -> u8 {
-        ((self.0 >> 4) & 0xf) as u8
+        field::read(self.0, FSR::DOMAIN) as u8
     }
 
     /// The architectural fault kind and domain (via [`Fault::from_fsr`]).
@@ -90,7 +91,7 @@ impl Fsr {
 
     /// Status bits with XScale's `X` extension (bit 10): a value's
     /// architectural kind is in the four status bits only when `X` is clear.
-    const KIND_BITS: u32 = 0x40f;
+    const KIND_BITS: u32 = field::mask(FSR::STATUS) | field::mask(FSR::XSCALE_X);
 
     /// A section (`0x5`) or page (`0x7`) translation fault: nothing is
     /// mapped at the address (or, under FASS, not yet in the CPD).
@@ -144,14 +145,14 @@ impl Fsr {
     #[inline]
     #[must_use]
     pub const fn xscale_extended_status(self) -> bool {
-        self.0 & (1 << 10) != 0
+        field::is_set(self.0, FSR::XSCALE_X)
     }
 
     /// XScale `D` (bit 9): the abort was a debug event.
     #[inline]
     #[must_use]
     pub const fn xscale_debug_event(self) -> bool {
-        self.0 & (1 << 9) != 0
+        field::is_set(self.0, FSR::XSCALE_D)
     }
 
     /// The value as a `tock-registers` copy, for field-level access.
@@ -173,6 +174,42 @@ mod tests {
     use super::*;
     use crate::addr::Domain;
     use crate::fault::{FaultKind, FaultLevel};
+    use proptest::prelude::*;
+    use tock_registers::debug::RegisterDebugInfo;
+
+    proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
+        /// Every const accessor reads exactly its `tock-registers` field, and
+        /// [`Fault::from_fsr`] and [`Fault::fsr`] use the same fields.
+        #[test]
+        fn accessors_agree_with_tock_fields(bits in any::<u32>()) {
+            let v = Fsr::from_bits(bits);
+            let r = v.as_register();
+            let fields = FSR::Register::fields();
+            for (name, f) in FSR::Register::field_names().iter().zip(fields) {
+                let ours = match *name {
+                    "STATUS" => v.status(),
+                    "DOMAIN" => u32::from(v.domain_field()),
+                    "XSCALE_D" => u32::from(v.xscale_debug_event()),
+                    "XSCALE_X" => u32::from(v.xscale_extended_status()),
+                    other => panic!("FSR::{other} has no accessor listed"),
+                };
+                prop_assert_eq!(ours, r.read(*f), "{}", name);
+            }
+            let fault = v.fault();
+            prop_assert_eq!(fault.kind, FaultKind::from_status(r.read(FSR::STATUS)));
+            if let Some(d) = fault.domain {
+                prop_assert_eq!(u32::from(d.get()), r.read(FSR::DOMAIN));
+            }
+            let encoded = Fsr::from_fault(fault);
+            prop_assert_eq!(
+                encoded.bits(),
+                (FSR::STATUS.val(fault.kind.status())
+                    + FSR::DOMAIN.val(fault.domain.map_or(0, |d| u32::from(d.get()))))
+                .value
+            );
+        }
+    }
 
     #[test]
     fn fields_follow_the_manual() {

@@ -9,6 +9,7 @@
 //! Known values: QEMU `arm926` 0x41069265, QEMU `pxa255` (connex)
 //! 0x69052d00, QEMU `sa1110` (collie) 0x6901b119, real SA-1100 0x4401a11x.
 
+use super::field;
 use crate::addr::FcsePid;
 use core::fmt;
 use tock_registers::LocalRegisterCopy;
@@ -108,7 +109,7 @@ impl Architecture {
     /// Decodes the four-bit architecture field.
     #[must_use]
     pub const fn from_field(f: u8) -> Architecture {
-        match f & 0xf {
+        match f & MIDR::ARCHITECTURE.mask as u8 {
             1 => Architecture::V4,
             2 => Architecture::V4T,
             3 => Architecture::V5,
@@ -154,21 +155,21 @@ impl Midr {
     #[inline]
     #[must_use]
     pub const fn implementer(self) -> u8 {
-        (self.0 >> 24) as u8
+        field::read(self.0, MIDR::IMPLEMENTER) as u8
     }
 
     /// Variant (bits \[23:20\]).
     #[inline]
     #[must_use]
     pub const fn variant(self) -> u8 {
-        ((self.0 >> 20) & 0xf) as u8
+        field::read(self.0, MIDR::VARIANT) as u8
     }
 
     /// Raw architecture code (bits \[19:16\]).
     #[inline]
     #[must_use]
     pub const fn architecture_field(self) -> u8 {
-        ((self.0 >> 16) & 0xf) as u8
+        field::read(self.0, MIDR::ARCHITECTURE) as u8
     }
 
     /// Decoded architecture.
@@ -182,14 +183,14 @@ impl Midr {
     #[inline]
     #[must_use]
     pub const fn part_number(self) -> u16 {
-        ((self.0 >> 4) & 0xfff) as u16
+        field::read(self.0, MIDR::PART) as u16
     }
 
     /// Revision (bits \[3:0\]).
     #[inline]
     #[must_use]
     pub const fn revision(self) -> u8 {
-        (self.0 & 0xf) as u8
+        field::read(self.0, MIDR::REVISION) as u8
     }
 
     /// Which CPU family this is.
@@ -199,7 +200,9 @@ impl Midr {
             (IMPLEMENTER_ARM, 0x926) => CpuKind::Arm926ejs,
             (IMPLEMENTER_DEC, 0xa11) => CpuKind::Sa1100,
             (IMPLEMENTER_INTEL, 0xb11) => CpuKind::Sa1110,
-            (IMPLEMENTER_INTEL, _) if self.architecture_field() == 5 => CpuKind::XScale,
+            (IMPLEMENTER_INTEL, _) if matches!(self.architecture(), Architecture::V5TE) => {
+                CpuKind::XScale
+            }
             _ => CpuKind::Other,
         }
     }
@@ -221,6 +224,33 @@ impl fmt::Debug for Midr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use tock_registers::debug::RegisterDebugInfo;
+
+    proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
+        /// Every const accessor reads exactly its `tock-registers` field.
+        #[test]
+        fn accessors_agree_with_tock_fields(bits in any::<u32>()) {
+            let m = Midr::from_bits(bits);
+            let fields = MIDR::Register::fields();
+            for (name, f) in MIDR::Register::field_names().iter().zip(fields) {
+                let ours = match *name {
+                    "IMPLEMENTER" => u32::from(m.implementer()),
+                    "VARIANT" => u32::from(m.variant()),
+                    "ARCHITECTURE" => u32::from(m.architecture_field()),
+                    "PART" => u32::from(m.part_number()),
+                    "REVISION" => u32::from(m.revision()),
+                    other => panic!("MIDR::{other} has no accessor listed"),
+                };
+                prop_assert_eq!(ours, m.as_register().read(*f), "{}", name);
+            }
+            prop_assert_eq!(
+                m.architecture(),
+                Architecture::from_field(m.as_register().read(MIDR::ARCHITECTURE) as u8)
+            );
+        }
+    }
 
     #[test]
     fn qemu_arm926_fields() {

@@ -4,7 +4,11 @@
 //!   `tock-registers` field definitions for field-level access:
 //!   [`Midr`] (with [`CpuKind`]), [`CacheType`], [`TcmStatus`] and
 //!   [`TcmRegion`], [`Sctlr`], [`Ttbr`], [`Dacr`], [`Fsr`] (DFSR and IFSR),
-//!   [`Far`] and [`Fcseidr`].
+//!   [`Far`] and [`Fcseidr`]. Each field's offset and width are written
+//!   once, in the register's `register_bitfields!` table ([`SCTLR`],
+//!   [`DACR`], ...); the value types' `const fn` accessors read them from
+//!   those field constants, and `as_register()` gives the same value as a
+//!   `tock-registers` [`LocalRegisterCopy`](tock_registers::LocalRegisterCopy).
 //! * [`Cp15`]: the backend trait (one read, one write, one maintenance
 //!   operation, the ARM926 test-and-clean loops).
 //! * [`Cp15Ext`]: typed accessors for every backend. Setters that change
@@ -17,6 +21,7 @@ mod dacr;
 mod ext;
 mod far;
 mod fcseidr;
+pub(crate) mod field;
 mod fsr;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod hw;

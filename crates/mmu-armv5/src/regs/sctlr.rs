@@ -32,7 +32,9 @@
 //! StrongARM SA-1100/SA-1110 implement M, A, C, W, B, S, R, I (bit 12) and V
 //! (bit 13); bit 11 and bits \[31:14\] are reserved.
 
+use super::field;
 use core::fmt;
+use tock_registers::debug::RegisterDebugInfo;
 use tock_registers::fields::{Field, FieldValue};
 use tock_registers::LocalRegisterCopy;
 
@@ -92,24 +94,22 @@ mod fields {
 #[repr(transparent)]
 pub struct Sctlr(u32);
 
+/// A getter and a `with_*` builder for a one-bit SCTLR field, both built on
+/// the field's `tock-registers` definition in [`SCTLR`].
 macro_rules! sctlr_bit {
-    ($(#[$doc:meta])* $get:ident, $with:ident, $bit:literal) => {
+    ($(#[$doc:meta])* $get:ident, $with:ident, $field:ident) => {
         $(#[$doc])*
         #[inline]
         #[must_use]
         pub const fn $get(self) -> bool {
-            self.0 & (1 << $bit) != 0
+            field::is_set(self.0, SCTLR::$field)
         }
 
         /// This value with the bit described at the getter of the same name set to `on`.
         #[inline]
         #[must_use]
         pub const fn $with(self, on: bool) -> Sctlr {
-            if on {
-                Sctlr(self.0 | (1 << $bit))
-            } else {
-                Sctlr(self.0 & !(1 << $bit))
-            }
+            Sctlr(field::write_flag(self.0, SCTLR::$field, on))
         }
     };
 }
@@ -131,51 +131,51 @@ impl Sctlr {
 
     sctlr_bit!(
         /// M (bit 0): the MMU is enabled.
-        mmu_enabled, with_mmu, 0
+        mmu_enabled, with_mmu, M
     );
     sctlr_bit!(
         /// A (bit 1): alignment faults are checked.
-        alignment_check, with_alignment_check, 1
+        alignment_check, with_alignment_check, A
     );
     sctlr_bit!(
         /// C (bit 2): the D-cache (or unified cache) is enabled.
-        dcache_enabled, with_dcache, 2
+        dcache_enabled, with_dcache, C
     );
     sctlr_bit!(
         /// W (bit 3): the write buffer is enabled (reads as one on ARM926EJ-S and XScale).
-        write_buffer_enabled, with_write_buffer, 3
+        write_buffer_enabled, with_write_buffer, W
     );
     sctlr_bit!(
         /// B (bit 7): the memory system is big-endian.
-        big_endian, with_big_endian, 7
+        big_endian, with_big_endian, B
     );
     sctlr_bit!(
         /// S (bit 8): system protection, changes the meaning of AP = `0b00`.
-        system_protection, with_system_protection, 8
+        system_protection, with_system_protection, S
     );
     sctlr_bit!(
         /// R (bit 9): ROM protection, changes the meaning of AP = `0b00`.
-        rom_protection, with_rom_protection, 9
+        rom_protection, with_rom_protection, R
     );
     sctlr_bit!(
         /// Z (bit 11): branch prediction; the branch target buffer on XScale.
-        branch_prediction, with_branch_prediction, 11
+        branch_prediction, with_branch_prediction, Z
     );
     sctlr_bit!(
         /// I (bit 12): the I-cache is enabled.
-        icache_enabled, with_icache, 12
+        icache_enabled, with_icache, I
     );
     sctlr_bit!(
         /// V (bit 13): exception vectors are at `0xFFFF_0000` (high vectors).
-        high_vectors, with_high_vectors, 13
+        high_vectors, with_high_vectors, V
     );
     sctlr_bit!(
         /// RR (bit 14): round-robin cache replacement (ARM926EJ-S; reserved on XScale).
-        round_robin, with_round_robin, 14
+        round_robin, with_round_robin, RR
     );
     sctlr_bit!(
         /// L4 (bit 15): loads to PC do not change the Thumb state (ARM926EJ-S).
-        armv4_compat, with_armv4_compat, 15
+        armv4_compat, with_armv4_compat, L4
     );
 
     /// The value as a `tock-registers` copy, for field-level access.
@@ -202,13 +202,12 @@ impl Sctlr {
 }
 
 impl fmt::Debug for Sctlr {
+    /// The raw value and the names of the [`SCTLR`] fields that are set.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const NAMES: [&str; 16] = [
-            "M", "A", "C", "W", "P", "D", "L", "B", "S", "R", "F", "Z", "I", "V", "RR", "L4",
-        ];
         write!(f, "Sctlr({:#010x}:", self.0)?;
-        for (bit, name) in NAMES.iter().enumerate() {
-            if self.0 & (1 << bit) != 0 {
+        let fields = SCTLR::Register::fields();
+        for (name, fld) in SCTLR::Register::field_names().iter().zip(fields) {
+            if field::is_set(self.0, *fld) {
                 write!(f, " {name}")?;
             }
         }
@@ -219,12 +218,62 @@ impl fmt::Debug for Sctlr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::format;
+
+    type Get = fn(Sctlr) -> bool;
+    type With = fn(Sctlr, bool) -> Sctlr;
+
+    /// The accessors of the [`SCTLR`] field `name`; `None` for the fields
+    /// with none (the ARMv3 legacy bits and the implementation-defined `F`).
+    /// Panics on a field it does not know, so a field added to the table
+    /// fails the test until its accessors are listed here.
+    fn accessors(name: &str) -> Option<(Get, With)> {
+        let pair: (Get, With) = match name {
+            "M" => (Sctlr::mmu_enabled, Sctlr::with_mmu),
+            "A" => (Sctlr::alignment_check, Sctlr::with_alignment_check),
+            "C" => (Sctlr::dcache_enabled, Sctlr::with_dcache),
+            "W" => (Sctlr::write_buffer_enabled, Sctlr::with_write_buffer),
+            "B" => (Sctlr::big_endian, Sctlr::with_big_endian),
+            "S" => (Sctlr::system_protection, Sctlr::with_system_protection),
+            "R" => (Sctlr::rom_protection, Sctlr::with_rom_protection),
+            "Z" => (Sctlr::branch_prediction, Sctlr::with_branch_prediction),
+            "I" => (Sctlr::icache_enabled, Sctlr::with_icache),
+            "V" => (Sctlr::high_vectors, Sctlr::with_high_vectors),
+            "RR" => (Sctlr::round_robin, Sctlr::with_round_robin),
+            "L4" => (Sctlr::armv4_compat, Sctlr::with_armv4_compat),
+            "P" | "D" | "L" | "F" => return None,
+            other => panic!("SCTLR::{other} has no accessors listed"),
+        };
+        Some(pair)
+    }
+
+    proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
+        /// Every const accessor reads and writes exactly its `tock-registers` field.
+        #[test]
+        fn accessors_agree_with_tock_fields(bits in any::<u32>(), on in any::<bool>()) {
+            let v = Sctlr::from_bits(bits);
+            let fields = SCTLR::Register::fields();
+            for (name, f) in SCTLR::Register::field_names().iter().zip(fields) {
+                let Some((get, with)) = accessors(name) else { continue };
+                prop_assert_eq!(get(v), v.as_register().is_set(*f), "{}", name);
+                prop_assert_eq!(u32::from(get(v)), v.read(*f), "{}", name);
+                let fv = if on { f.val(1) } else { f.val(0) };
+                prop_assert_eq!(with(v, on), v.modify(fv), "{}", name);
+            }
+        }
+    }
+
+    #[test]
+    fn accessors_work_in_const_context() {
+        const V: Sctlr = Sctlr::from_bits(0).with_mmu(true).with_high_vectors(true);
+        const { assert!(V.mmu_enabled() && V.high_vectors() && !V.dcache_enabled()) };
+        assert_eq!(V.bits(), 1 | (1 << 13));
+    }
 
     #[test]
     fn bits_sit_where_the_manual_puts_them() {
-        type With = fn(Sctlr, bool) -> Sctlr;
-        type Get = fn(Sctlr) -> bool;
         let cases: [(With, Get, u32); 12] = [
             (Sctlr::with_mmu, Sctlr::mmu_enabled, 0),
             (Sctlr::with_alignment_check, Sctlr::alignment_check, 1),

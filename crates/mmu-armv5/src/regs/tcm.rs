@@ -14,6 +14,7 @@
 //! QEMU's `arm926` has no TCM: the status register reads 0 and the region
 //! registers trap as undefined instructions. Check [`TcmStatus`] first.
 
+use super::field;
 use crate::addr::PhysAddr;
 use core::fmt;
 use tock_registers::LocalRegisterCopy;
@@ -98,14 +99,14 @@ impl TcmStatus {
     #[inline]
     #[must_use]
     pub const fn dtcm_present(self) -> bool {
-        self.0 & (1 << 16) != 0
+        field::is_set(self.0, TCM_STATUS::DTCM)
     }
 
     /// An instruction TCM is present (bit 0).
     #[inline]
     #[must_use]
     pub const fn itcm_present(self) -> bool {
-        self.0 & 1 != 0
+        field::is_set(self.0, TCM_STATUS::ITCM)
     }
 
     /// The value as a `tock-registers` copy, for field-level access.
@@ -188,10 +189,12 @@ impl TcmRegion {
     /// # Errors
     /// [`TcmError::Misaligned`] if `base` is not aligned to 4 KiB and to `size`.
     pub const fn new(base: PhysAddr, size: TcmSize, enabled: bool) -> Result<TcmRegion, TcmError> {
-        let align = if size.bytes() > 4096 {
+        // At least the weight of the lowest base bit (4 KiB).
+        let min = 1 << TCM_REGION::BASE.shift;
+        let align = if size.bytes() > min {
             size.bytes()
         } else {
-            4096
+            min
         };
         let b = base.as_u32();
         if b & (align - 1) != 0 {
@@ -210,18 +213,25 @@ impl TcmRegion {
     /// [`TcmError::ReservedSize`] for a reserved size encoding,
     /// [`TcmError::Misaligned`] if the base is not aligned to the size.
     pub const fn from_bits(bits: u32) -> Result<TcmRegion, TcmError> {
-        let size = match TcmSize::from_field(((bits >> 2) & 0xf) as u8) {
+        let size = match TcmSize::from_field(field::read(bits, TCM_REGION::SIZE) as u8) {
             Ok(s) => s,
             Err(e) => return Err(e),
         };
-        TcmRegion::new(PhysAddr::new(bits & 0xFFFF_F000), size, bits & 1 != 0)
+        TcmRegion::new(
+            PhysAddr::new(bits & field::mask(TCM_REGION::BASE)),
+            size,
+            field::is_set(bits, TCM_REGION::ENABLE),
+        )
     }
 
     /// The raw register value.
     #[inline]
     #[must_use]
     pub const fn bits(self) -> u32 {
-        self.base.as_u32() | ((self.size.0 as u32) << 2) | self.enabled as u32
+        // `new` checked that the base has no bits below `BASE`.
+        self.base.as_u32()
+            | field::place(TCM_REGION::SIZE, self.size.0 as u32)
+            | field::place(TCM_REGION::ENABLE, self.enabled as u32)
     }
 
     /// The base address.
@@ -279,6 +289,7 @@ impl fmt::Debug for TcmRegion {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use tock_registers::debug::RegisterDebugInfo;
 
     #[test]
     fn status_bits() {
@@ -360,6 +371,50 @@ mod tests {
 
     proptest! {
         #![proptest_config(crate::testing::proptest_config(256))]
+        /// The status accessors read exactly their `tock-registers` fields.
+        #[test]
+        fn status_accessors_agree_with_tock_fields(bits in any::<u32>()) {
+            let s = TcmStatus::from_bits(bits);
+            let fields = TCM_STATUS::Register::fields();
+            for (name, f) in TCM_STATUS::Register::field_names().iter().zip(fields) {
+                let ours = match *name {
+                    "DTCM" => s.dtcm_present(),
+                    "ITCM" => s.itcm_present(),
+                    other => panic!("TCM_STATUS::{other} has no accessor listed"),
+                };
+                prop_assert_eq!(ours, s.as_register().is_set(*f), "{}", name);
+            }
+        }
+
+        /// Decoding and encoding a region go through exactly the
+        /// `tock-registers` fields.
+        #[test]
+        fn region_accessors_agree_with_tock_fields(bits in any::<u32>(), on in any::<bool>()) {
+            let raw = LocalRegisterCopy::<u32, TCM_REGION::Register>::new(bits);
+            let Ok(r) = TcmRegion::from_bits(bits) else {
+                // Refused: a reserved size, or a base not aligned to the size.
+                let size = TcmSize::from_field(raw.read(TCM_REGION::SIZE) as u8);
+                let base = TCM_REGION::BASE.val(raw.read(TCM_REGION::BASE)).value;
+                prop_assert!(size.map_or(true, |s| !base.is_multiple_of(s.bytes().max(1))));
+                return Ok(());
+            };
+            let fields = TCM_REGION::Register::fields();
+            for (name, f) in TCM_REGION::Register::field_names().iter().zip(fields) {
+                let ours = match *name {
+                    "BASE" => r.base().as_u32() >> f.shift,
+                    "SIZE" => u32::from(r.size().field()),
+                    "ENABLE" => u32::from(r.enabled()),
+                    other => panic!("TCM_REGION::{other} has no accessor listed"),
+                };
+                prop_assert_eq!(ours, raw.read(*f), "{}", name);
+                prop_assert_eq!(r.as_register().read(*f), ours, "{}", name);
+            }
+            let fields = TCM_REGION::BASE.val(raw.read(TCM_REGION::BASE))
+                + TCM_REGION::SIZE.val(raw.read(TCM_REGION::SIZE))
+                + TCM_REGION::ENABLE.val(u32::from(on));
+            prop_assert_eq!(r.with_enabled(on).bits(), fields.value);
+        }
+
         #[test]
         fn from_bits_never_panics_and_round_trips(bits in any::<u32>()) {
             if let Ok(r) = TcmRegion::from_bits(bits) {

@@ -4,6 +4,7 @@
 //! first-level table; bits \[13:0\] should be zero (reads are unpredictable,
 //! so [`Ttbr::from_bits`] discards them).
 
+use super::field;
 use crate::addr::{AddrError, PhysAddr};
 use core::fmt;
 use tock_registers::LocalRegisterCopy;
@@ -31,8 +32,9 @@ mod fields {
 pub struct Ttbr(u32);
 
 impl Ttbr {
-    /// Required alignment of a first-level table: 16 KiB.
-    pub const ALIGN: u32 = 16 * 1024;
+    /// Required alignment of a first-level table: 16 KiB, the weight of
+    /// the lowest bit of [`TTBR::BASE`](const@TTBR::BASE).
+    pub const ALIGN: u32 = 1 << TTBR::BASE.shift;
 
     /// A TTBR pointing at the first-level table at `base`.
     ///
@@ -55,7 +57,7 @@ impl Ttbr {
     #[inline]
     #[must_use]
     pub const fn from_bits(bits: u32) -> Ttbr {
-        Ttbr(bits & !(Self::ALIGN - 1))
+        Ttbr(bits & field::mask(TTBR::BASE))
     }
 
     /// The physical address of the first-level table.
@@ -90,9 +92,11 @@ impl fmt::Debug for Ttbr {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use tock_registers::debug::RegisterDebugInfo;
 
     #[test]
     fn aligned_base_round_trips() {
+        assert_eq!(Ttbr::ALIGN, 16 * 1024);
         let t = Ttbr::new(PhysAddr::new(0x0000_4000)).unwrap();
         assert_eq!(t.bits(), 0x4000);
         assert_eq!(t.base(), PhysAddr::new(0x4000));
@@ -125,6 +129,23 @@ mod tests {
 
     proptest! {
         #![proptest_config(crate::testing::proptest_config(256))]
+        /// The base is exactly the `tock-registers` field, in place.
+        #[test]
+        fn accessors_agree_with_tock_fields(bits in any::<u32>()) {
+            let raw = LocalRegisterCopy::<u32, TTBR::Register>::new(bits);
+            let fields = TTBR::Register::fields();
+            for (name, f) in TTBR::Register::field_names().iter().zip(fields) {
+                let t = Ttbr::from_bits(bits);
+                let ours = match *name {
+                    "BASE" => t.base().as_u32(),
+                    other => panic!("TTBR::{other} has no accessor listed"),
+                };
+                prop_assert_eq!(ours, f.val(raw.read(*f)).value, "{}", name);
+                prop_assert_eq!(t.bits(), ours);
+                prop_assert_eq!(t.as_register().read(*f), raw.read(*f));
+            }
+        }
+
         #[test]
         fn new_accepts_exactly_the_aligned_bases(a in any::<u32>()) {
             let r = Ttbr::new(PhysAddr::new(a));
