@@ -17,8 +17,9 @@ commands:
           FCSE-only and FASS, counted with -icount) printed as a table; with them:
           boots with that command line and exits with the kernel's status
   test    every check in order: fmt, clippy, host tests, docs, ARM builds of the
-          no_std crates (ARMv5TE and StrongARM ARMv4), in-kernel tests under QEMU,
-          QEMU integration tests; stops at the first failure
+          no_std crates (ARMv5TE and StrongARM ARMv4), the embedding example,
+          in-kernel tests under QEMU, QEMU integration tests; stops at the
+          first failure
   build   build the demo kernel only (prints the ELF path)
   bench   benchmarks: model tables and plots (docs/), criterion microbenchmarks
           (short configuration), QEMU instruction counts; updates docs/benchmarks.md
@@ -35,8 +36,8 @@ options (run):
 options (test):
   --timeout SECS    time limit of each QEMU run (default 60)
   --skip KEY        do not run a stage (repeatable; keys: fmt clippy host-tests
-                    model-bench docs package arm-v5te arm-v4 msrv miri fuzz kernel
-                    integration); skipped stages do not count as passed
+                    model-bench docs package arm-v5te arm-v4 embed msrv miri fuzz
+                    kernel integration); skipped stages do not count as passed
 options (mutants):
   --file PATH       mutate this file (repeatable; default: the critical files,
                     `xtask::mutants::DEFAULT_FILES`)

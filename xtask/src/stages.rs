@@ -79,6 +79,11 @@ pub fn all() -> Vec<Stage> {
             run: arm_v4,
         },
         Stage {
+            name: "embedding example (porting.md snippets, host tests, ARMv5TE build)",
+            key: "embed",
+            run: embed,
+        },
+        Stage {
             name: "MSRV (Rust 1.87) builds",
             key: "msrv",
             run: msrv,
@@ -106,6 +111,10 @@ pub fn all() -> Vec<Stage> {
     ]
 }
 
+fn embed(_: &Settings) -> Result<()> {
+    crate::embed::run()
+}
+
 fn miri(_: &Settings) -> Result<()> {
     crate::miri::run()
 }
@@ -121,14 +130,11 @@ fn fuzz_short(_: &Settings) -> Result<()> {
 
 fn fmt(_: &Settings) -> Result<()> {
     run_checked(cargo::cargo().args(["fmt", "--all", "--check"]))?;
-    // The fuzz targets are their own workspace (cargo-fuzz builds them).
-    run_checked(cargo::cargo().args([
-        "fmt",
-        "--all",
-        "--check",
-        "--manifest-path",
-        "fuzz/Cargo.toml",
-    ]))
+    // The fuzz targets and the embedding example are their own workspaces.
+    for manifest in ["fuzz/Cargo.toml", crate::embed::MANIFEST] {
+        run_checked(cargo::cargo().args(["fmt", "--all", "--check", "--manifest-path", manifest]))?;
+    }
+    Ok(())
 }
 
 fn clippy(_: &Settings) -> Result<()> {
@@ -408,6 +414,10 @@ mod tests {
         assert!(pos("clippy") < pos("host tests"));
         assert!(pos("docs") < pos("ARMv5TE no_std builds"));
         assert!(pos("StrongARM (ARMv4) no_std builds") < pos("kernel tests under QEMU"));
+        let embed = names
+            .iter()
+            .position(|n| n.starts_with("embedding example"));
+        assert!(pos("ARMv5TE no_std builds") < embed.unwrap());
     }
 
     fn pass(_: &Settings) -> Result<()> {

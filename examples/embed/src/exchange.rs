@@ -1,0 +1,78 @@
+//! Step 7: moving a kernel page into DTCM with `spm`'s exchange.
+
+use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::regs::Cp15;
+use mmu_armv5::table::TableAlloc;
+use mmu_armv5::VirtAddr;
+use spm::exchange::DEFAULT_CHUNK;
+use spm::{AddressSpace, Exchange, ExchangeRequest, ExchangeStats, FrameTable, PageSize};
+use spm::{PhysMemory, Progress, Rights};
+
+use crate::glue::{CpuIrq, ExchangeHw, KernelMaps, SharedCpu};
+use crate::{Error, Vm};
+
+/// Moves the kernel's 4 KiB page at `page` into the DTCM frame the kernel
+/// maps at `dtcm` (in its TCM window): afterwards `page` is backed by the
+/// DTCM frame, with the same content and permissions, and `dtcm` by the
+/// old RAM frame. The frame table must describe the old frame as a
+/// movable kernel page and the DTCM frame as a page resource (step 2).
+///
+/// The exchange runs in bounded steps (256 bytes copied or flushed each)
+/// with interrupts masked only inside a step; this function runs them back
+/// to back, where a kernel may do other work (or reschedule) between two.
+/// While the page is write-protected a kernel write to it faults: a kernel
+/// that writes the page from elsewhere asks `Exchange::protects` in its
+/// abort handler and waits for (or finishes) the page.
+///
+/// `tables` and `cpu` are the two halves of the platform (with
+/// `fass::Split`, its `tables` and `hw` fields), `mem` the physical memory
+/// behind the board's physical window.
+///
+/// # Safety
+/// `frames` describes memory truthfully (a DTCM page resource holds nothing
+/// anyone needs; no frame of the exchange is memory the program reaches
+/// through Rust references), `vm`'s CPD is the table the CPU walks and no
+/// process maps either frame, `cpu` is this CPU and `mem` reaches its
+/// physical memory, and no interrupt handler changes mappings
+/// (`spm::Exchange::step`).
+pub unsafe fn move_to_dtcm<A, H, P, const R: usize>(
+    vm: &Vm,
+    tables: &mut A,
+    cpu: &mut H,
+    mem: &mut P,
+    frames: &mut FrameTable<'_, R>,
+    page: VirtAddr,
+    dtcm: VirtAddr,
+) -> Result<ExchangeStats, Error>
+where
+    A: TableAlloc + ?Sized,
+    H: Cp15 + CacheMaintenance,
+    P: PhysMemory + ?Sized,
+{
+    let cpu: SharedCpu<'_, H> = SharedCpu::new(cpu);
+    let mut maps = KernelMaps::new(vm.cpd().kernel(), tables, &cpu)?;
+    let mut hw = ExchangeHw::new(&cpu, mem);
+    // SAFETY: the kernel runs privileged, and each masked window the
+    // exchange opens closes within the same step.
+    let mut irq = unsafe { CpuIrq::new() };
+    let request = ExchangeRequest {
+        caller: AddressSpace::Kernel,
+        target_space: AddressSpace::Kernel,
+        target: page,
+        resource_space: AddressSpace::Kernel,
+        resource: dtcm,
+        size: PageSize::Small,
+        count: 1,
+        rights: Rights::RW,
+    };
+    let mut exchange = Exchange::begin(frames, &maps, request, DEFAULT_CHUNK)?;
+    loop {
+        // SAFETY: the caller's promises (see `# Safety`); `maps` reports
+        // every mapping of both frames (see `KernelMaps`).
+        let progress = unsafe { exchange.step(frames, &mut maps, &mut hw, &mut irq) }?;
+        if progress == Progress::Done {
+            return Ok(exchange.stats());
+        }
+        // Interrupts are enabled here: a kernel may run other work.
+    }
+}

@@ -1,0 +1,33 @@
+//! Step 4: a process's address space and its pages.
+
+use fass::{Platform, SpaceId};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+use mmu_armv5::{PhysAddr, VirtAddr};
+use spm::{FrameState, FrameTable};
+
+use crate::{Error, Vm};
+
+/// Creates address space `id` and maps `len` bytes of its memory at `va`
+/// (user read/write, write-back cached) to the frames at `pa`, which the
+/// kernel's frame allocator handed out: the frame table records them as
+/// the process's pages, which `spm` checks before it moves or changes one.
+///
+/// `fass` gives the space an FCSE PID now and a domain at its first switch;
+/// nothing reaches the CPD until the process touches a page (a fault the
+/// abort handler resolves, step 6).
+pub fn spawn<S: Platform + ?Sized, const R: usize>(
+    vm: &mut Vm,
+    sys: &mut S,
+    frames: &mut FrameTable<'_, R>,
+    id: SpaceId,
+    va: VirtAddr,
+    pa: PhysAddr,
+    len: u32,
+) -> Result<(), Error> {
+    vm.create_space(id)?;
+    let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
+    vm.map_pages(sys, id, va, pa, len, ap, cache)?;
+    let owner = spm::SpaceId::new(id.0)?;
+    frames.init_range(pa, len, FrameState::User(owner), true)?;
+    Ok(())
+}
