@@ -5,15 +5,19 @@
 //! * [`raw`]: [`TableRef`], bounds-checked volatile entry access;
 //! * [`mapper`]: [`PageTable`], map/unmap/protect/lookup/iterate;
 //! * [`flush`]: [`TableFlush`], the `#[must_use]` maintenance token, which
-//!   also frees the tables a change unlinked once the maintenance is done.
+//!   also frees the tables a change unlinked once the maintenance is done;
+//! * [`boot`]: [`MmuOff`], the witness that the MMU is off, with which boot
+//!   code discharges tokens safely and finally switches the MMU on.
 
 pub mod alloc;
+pub mod boot;
 pub mod flush;
 pub mod mapper;
 pub mod pool;
 pub mod raw;
 
 pub use alloc::{AllocError, TableAlloc, TableKind};
+pub use boot::{MmuOff, MmuOn, TrustedCp15};
 pub use flush::{TableFlush, TlbInvalidate, TlbPages, MAX_TLB_ENTRY_OPS};
 pub use mapper::{write_l2_page, MapAttrs, Mapping, Mappings, PageTable, SizePolicy};
 pub use pool::{PoolBlock, TablePool};
