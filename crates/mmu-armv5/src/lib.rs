@@ -12,7 +12,8 @@
 //! * [`table`]: first-level, coarse and fine tables, table memory behind the
 //!   [`table::TableAlloc`] trait, and a mapper whose changes return
 //!   `#[must_use]` flush tokens; boot-time building with the MMU off
-//!   ([`table::MmuOff`], which discharges tokens safely);
+//!   ([`table::MmuOff`], which discharges tokens safely) and sharing the
+//!   kernel's first-level entries ([`table::PageTable::share_from`]);
 //! * [`translate`]: a software table walk that predicts the hardware's result
 //!   or its exact fault;
 //! * [`fault`]: fault kinds and the DFSR/IFSR encoding;

@@ -52,6 +52,16 @@
 //!     .map(&mut pool, Mva::new(0xF000_0000), PhysAddr::new(0x1010_0000), 0x1000, device, SizePolicy::Largest)?
 //!     .discard_mmu_off(&off, &mut pool);
 //!
+//! // A process table gets every kernel entry of the top GiB in one call
+//! // (not the identity map below it).
+//! let mut process = PageTable::new(&mut pool)?;
+//! process
+//!     .share_from(&pool, &mut kernel, Mva::new(0xC000_0000), 0x4000_0000)?
+//!     .discard_mmu_off(&off, &mut pool);
+//! assert_eq!(process.l1_entry(&pool, 0xC07)?, kernel.l1_entry(&pool, 0xC07)?);
+//! assert_eq!(process.l1_entry(&pool, 0xF00)?, kernel.l1_entry(&pool, 0xF00)?);
+//! assert!(!process.l1_entry(&pool, 0)?.is_valid());
+//!
 //! // The end of boot: the MMU goes on with the kernel's table.
 //! let ttbr = Ttbr::new(kernel.root())?;
 //! let dacr = Dacr::only(kernel_domain, DomainAccess::Client);
