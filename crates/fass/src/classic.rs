@@ -39,7 +39,7 @@ use crate::segment::{SegmentAccess, SegmentError, SegmentSet, SegmentSpec, Segme
 use crate::space::{SpaceError, PAGE_SIZE};
 use crate::stats::{Event, Stats};
 use mmu_armv5::addr::{FCSE_PID_SHIFT, FCSE_WINDOW_SIZE};
-use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15Ext, Ttbr};
 use mmu_armv5::size::PageSizeKind;
@@ -340,20 +340,22 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         sys: &mut S,
         table: &mut PageTable,
     ) -> Result<(), FassError> {
-        let kernel = self.kernel.table();
-        let mut flush = TableFlush::new();
-        for slot in self.layout.kernel().slots() {
-            let w = kernel.read(&*sys, slot)?;
-            if w & 3 != 0 {
-                // SAFETY: the kernel's second-level tables live as long as
-                // the kernel's table, longer than any space's table, and
-                // this table never frees what it links this way.
-                let (f, _) = unsafe {
-                    table.set_l1_entry_unchecked(&*sys, slot, L1Descriptor::from_bits(w))?
-                };
-                flush.merge(f);
-            }
-        }
+        let region = self.layout.kernel();
+        // Below 4 GiB: the layout keeps the kernel out of the low 32 MiB.
+        let len = u32::try_from(region.size()).map_err(|_| TableError::AddressOverflow)?;
+        // SAFETY: the kernel's first-level entries do not change while this
+        // strategy lives (`KernelTable::new`'s contract), so the
+        // second-level tables they link live as long as the kernel's table,
+        // longer than any space's table; `table` is fresh and owns none of
+        // them, and never frees what it links this way.
+        let flush = unsafe {
+            table.share_from_root(
+                &*sys,
+                self.kernel.root(),
+                ModifiedVirtAddr::new(region.base()),
+                len,
+            )?
+        };
         flush.flush_on(sys);
         Ok(())
     }

@@ -46,7 +46,7 @@ impl Cpd {
     /// own mappings, loaded in the translation table base for good); entries
     /// are written in its encoding.
     #[must_use]
-    pub fn new(kernel: KernelTable) -> Cpd {
+    pub const fn new(kernel: KernelTable) -> Cpd {
         Cpd {
             kernel,
             pinned: None,

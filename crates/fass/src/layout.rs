@@ -91,11 +91,13 @@ pub struct Region {
 
 impl Region {
     /// The region `[base, base + size)`; both must be multiples of 1 MiB,
-    /// `size` non-zero, and the end at most 4 GiB.
-    pub fn new(base: u32, size: u64) -> Result<Region, LayoutError> {
-        mmu_armv5::addr::check_aligned(base, mmu_armv5::addr::Align::MIB_1)
-            .map_err(LayoutError::Misaligned)?;
-        if !size.is_multiple_of(u64::from(SLOT_SIZE)) {
+    /// `size` non-zero, and the end at most 4 GiB. `const`, so a kernel's
+    /// layout can be checked at compile time (see [`Layout::new`]).
+    pub const fn new(base: u32, size: u64) -> Result<Region, LayoutError> {
+        if let Err(e) = mmu_armv5::addr::check_aligned(base, mmu_armv5::addr::Align::MIB_1) {
+            return Err(LayoutError::Misaligned(e));
+        }
+        if !size.is_multiple_of(SLOT_SIZE as u64) {
             return Err(LayoutError::Misaligned(AddrError::Misaligned {
                 addr: size as u32,
                 align: SLOT_SIZE,
@@ -106,15 +108,23 @@ impl Region {
     }
 
     /// The region of `slots` first-level slots starting at slot `first`.
-    pub fn from_slots(first: usize, slots: u64) -> Result<Region, LayoutError> {
+    pub const fn from_slots(first: usize, slots: u64) -> Result<Region, LayoutError> {
         if slots == 0 {
             return Err(LayoutError::Empty);
         }
         if first as u64 + slots > SLOT_COUNT as u64 {
-            return Err(LayoutError::PastEnd {
-                first_slot: first.min(u16::MAX as usize) as u16,
-                slots: slots.min(u64::from(u32::MAX)) as u32,
-            });
+            // Saturated to the error's field widths.
+            let first_slot = if first > u16::MAX as usize {
+                u16::MAX
+            } else {
+                first as u16
+            };
+            let slots = if slots > u32::MAX as u64 {
+                u32::MAX
+            } else {
+                slots as u32
+            };
+            return Err(LayoutError::PastEnd { first_slot, slots });
         }
         Ok(Region {
             first_slot: first as u16,
@@ -124,7 +134,7 @@ impl Region {
 
     /// The 32 MiB window of `pid`, as modified virtual addresses.
     #[must_use]
-    pub fn window(pid: FcsePid) -> Region {
+    pub const fn window(pid: FcsePid) -> Region {
         Region {
             first_slot: (pid.fcseidr_value() >> SLOT_SHIFT) as u16,
             slots: SLOTS_PER_WINDOW as u16,
@@ -269,7 +279,32 @@ impl Layout {
     /// kernel and shared regions lie above the FCSE-relocated 32 MiB, and
     /// that the PID windows, the shared region and the kernel region are
     /// disjoint.
-    pub fn new(
+    ///
+    /// `const`, so a kernel can check its layout at compile time:
+    ///
+    /// ```
+    /// use fass::{Layout, Region};
+    /// use mmu_armv5::FcsePid;
+    ///
+    /// /// PIDs 1..=15 (32 MiB to 512 MiB), segments at 1 GiB, the kernel from 3 GiB.
+    /// const LAYOUT: Layout = match (
+    ///     FcsePid::new(1),
+    ///     FcsePid::new(15),
+    ///     Region::new(0x4000_0000, 1 << 30),
+    ///     Region::new(0xC000_0000, 1 << 30),
+    /// ) {
+    ///     (Ok(first), Ok(last), Ok(shared), Ok(kernel)) => {
+    ///         match Layout::new(first, last, shared, kernel) {
+    ///             Ok(l) => l,
+    ///             Err(_) => panic!("the regions overlap"),
+    ///         }
+    ///     }
+    ///     _ => panic!("a PID or region is malformed"),
+    /// };
+    /// assert_eq!(LAYOUT.pid_count(), 15);
+    /// assert_eq!(LAYOUT.kernel().slots(), 3072..4096);
+    /// ```
+    pub const fn new(
         first_pid: FcsePid,
         last_pid: FcsePid,
         shared: Region,
@@ -278,7 +313,7 @@ impl Layout {
         if first_pid.get() == 0 {
             return Err(LayoutError::PidZero);
         }
-        if first_pid > last_pid {
+        if first_pid.get() > last_pid.get() {
             return Err(LayoutError::EmptyPidRange {
                 first: first_pid.get(),
                 last: last_pid.get(),
@@ -288,47 +323,30 @@ impl Layout {
             first_slot: 0,
             slots: SLOTS_PER_WINDOW as u16,
         };
-        for (r, k) in [(kernel, RegionKind::Kernel), (shared, RegionKind::Shared)] {
-            if r.overlaps(low) {
-                return Err(LayoutError::Relocated(k));
-            }
+        if kernel.overlaps(low) {
+            return Err(LayoutError::Relocated(RegionKind::Kernel));
+        }
+        if shared.overlaps(low) {
+            return Err(LayoutError::Relocated(RegionKind::Shared));
         }
         let windows = Self::windows_of(first_pid, last_pid);
-        let checks = [
-            (
-                windows,
-                RegionKind::PidWindow(first_pid),
-                shared,
-                RegionKind::Shared,
-            ),
-            (
-                windows,
-                RegionKind::PidWindow(first_pid),
-                kernel,
-                RegionKind::Kernel,
-            ),
-            (shared, RegionKind::Shared, kernel, RegionKind::Kernel),
-        ];
-        for (a, ka, b, kb) in checks {
-            if a.overlaps(b) {
-                let ka = match ka {
-                    RegionKind::PidWindow(_) => {
-                        // Name the first window that collides.
-                        let mut hit = first_pid;
-                        for p in first_pid.get()..=last_pid.get() {
-                            if let Ok(pid) = FcsePid::new(p) {
-                                if Region::window(pid).overlaps(b) {
-                                    hit = pid;
-                                    break;
-                                }
-                            }
-                        }
-                        RegionKind::PidWindow(hit)
-                    }
-                    k => k,
-                };
-                return Err(LayoutError::Overlap { a: ka, b: kb });
-            }
+        if windows.overlaps(shared) {
+            return Err(LayoutError::Overlap {
+                a: RegionKind::PidWindow(Self::first_window_in(first_pid, last_pid, shared)),
+                b: RegionKind::Shared,
+            });
+        }
+        if windows.overlaps(kernel) {
+            return Err(LayoutError::Overlap {
+                a: RegionKind::PidWindow(Self::first_window_in(first_pid, last_pid, kernel)),
+                b: RegionKind::Kernel,
+            });
+        }
+        if shared.overlaps(kernel) {
+            return Err(LayoutError::Overlap {
+                a: RegionKind::Shared,
+                b: RegionKind::Kernel,
+            });
         }
         Ok(Layout {
             first_pid,
@@ -338,7 +356,22 @@ impl Layout {
         })
     }
 
-    fn windows_of(first: FcsePid, last: FcsePid) -> Region {
+    /// The first PID in `first..=last` whose window overlaps `r` (`first`
+    /// if none does), to name the collision.
+    const fn first_window_in(first: FcsePid, last: FcsePid, r: Region) -> FcsePid {
+        let mut p = first.get();
+        while p <= last.get() {
+            if let Ok(pid) = FcsePid::new(p) {
+                if Region::window(pid).overlaps(r) {
+                    return pid;
+                }
+            }
+            p += 1;
+        }
+        first
+    }
+
+    const fn windows_of(first: FcsePid, last: FcsePid) -> Region {
         let first_slot = (first.fcseidr_value() >> SLOT_SHIFT) as u16;
         let count = (last.get() - first.get() + 1) as u16 * SLOTS_PER_WINDOW as u16;
         Region {

@@ -11,7 +11,9 @@
 //!   ARM Architecture Reference Manual (ARMv5) lays them out;
 //! * [`table`]: first-level, coarse and fine tables, table memory behind the
 //!   [`table::TableAlloc`] trait, and a mapper whose changes return
-//!   `#[must_use]` flush tokens;
+//!   `#[must_use]` flush tokens; boot-time building with the MMU off
+//!   ([`table::MmuOff`], which discharges tokens safely) and sharing the
+//!   kernel's first-level entries ([`table::PageTable::share_from`]);
 //! * [`translate`]: a software table walk that predicts the hardware's result
 //!   or its exact fault;
 //! * [`fault`]: fault kinds and the DFSR/IFSR encoding;
@@ -26,7 +28,10 @@
 //! D-cache invalidation that discards dirty lines, raw writes to table
 //! memory handed out by a [`table::TableAlloc`], and unmasking interrupts
 //! ([`irq::restore`]). Each `unsafe fn` states its
-//! contract under a `# Safety` heading.
+//! contract under a `# Safety` heading. Building tables before the MMU is on
+//! needs none: an [`MmuOff`] witness, checked against SCTLR, stands in for
+//! the maintenance, and only switching the MMU on
+//! ([`MmuOff::enable_mmu`]) is `unsafe`.
 //!
 //! # QEMU deviations
 //! The crate follows the architecture. Where QEMU 7.2 differs (the FAR holds
@@ -58,6 +63,7 @@ pub mod translate;
 
 pub use addr::{AddrError, Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 pub use fault::{Fault, FaultKind, FaultLevel};
+pub use table::MmuOff;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -7,12 +7,18 @@
 //! needs no TLB maintenance (TLBs never hold faults); unmapping or changing
 //! permissions does. Every mutating table operation returns a [`TableFlush`]
 //! that records exactly that, and [`TableFlush::flush`] performs it.
+//!
+//! Before the MMU is on there is nothing to maintain: with an
+//! [`MmuOff`] witness, [`TableFlush::discard_mmu_off`]
+//! discharges a token safely.
 
 use super::alloc::{TableAlloc, TableKind};
+use super::boot::MmuOff;
 use super::raw::TableRef;
 use super::TableError;
 use crate::addr::{Align, ModifiedVirtAddr, PhysAddr};
 use crate::maint::{line_step, CacheMaintenance};
+use crate::regs::Cp15;
 
 /// Largest number of per-entry TLB invalidations before the whole TLB is invalidated instead.
 pub const MAX_TLB_ENTRY_OPS: u32 = 16;
@@ -193,7 +199,8 @@ fn unlink(word: u32) -> Option<TableRef> {
 /// (never frees them), which is safe.
 ///
 /// [`PageTable::unmap`]: super::PageTable::unmap
-#[must_use = "a table change is not seen by the hardware until flushed: call `flush`"]
+#[must_use = "a table change is not seen by the hardware until flushed: call `flush` \
+              (or `discard_mmu_off` while the MMU is off)"]
 #[derive(Debug, PartialEq, Eq)]
 pub struct TableFlush {
     tlb: TlbInvalidate,
@@ -422,13 +429,32 @@ impl TableFlush {
         }
     }
 
+    /// Discharges the token while the MMU is off: no maintenance, and the
+    /// tables it carries go back to `alloc` at once.
+    ///
+    /// Safe because `mmu_off` proves that no walker reads the tables and
+    /// that no TLB entry can be used before the MMU is switched on, which
+    /// invalidates the TLB and the caches ([`MmuOff::enable_mmu`]): a table
+    /// unlinked now is unreachable already.
+    ///
+    /// [`MmuOff::enable_mmu`]: super::MmuOff::enable_mmu
+    pub fn discard_mmu_off<C: Cp15 + ?Sized, A: TableAlloc + ?Sized>(
+        self,
+        mmu_off: &MmuOff<'_, C>,
+        alloc: &mut A,
+    ) {
+        let _ = mmu_off;
+        self.free_tables(alloc);
+    }
+
     /// Drops the token without doing the maintenance. Tables the token
     /// would have freed are leaked (never freed).
     ///
     /// # Safety
     /// The hardware must not depend on the change yet: the MMU is off, the
     /// table is not reachable from the translation table base, or the caller
-    /// performs equivalent maintenance itself.
+    /// performs equivalent maintenance itself. (With the MMU off,
+    /// [`TableFlush::discard_mmu_off`] does this safely.)
     pub unsafe fn ignore(self) {}
 
     /// Drops the token without doing the maintenance, and frees the tables

@@ -5,15 +5,23 @@
 //! * [`raw`]: [`TableRef`], bounds-checked volatile entry access;
 //! * [`mapper`]: [`PageTable`], map/unmap/protect/lookup/iterate;
 //! * [`flush`]: [`TableFlush`], the `#[must_use]` maintenance token, which
-//!   also frees the tables a change unlinked once the maintenance is done.
+//!   also frees the tables a change unlinked once the maintenance is done;
+//! * [`boot`]: [`MmuOff`], the witness that the MMU is off, with which boot
+//!   code discharges tokens safely and finally switches the MMU on.
+//!
+//! [`PageTable::share_from`] gives a new table the kernel's first-level
+//! entries in one call.
 
 pub mod alloc;
+pub mod boot;
 pub mod flush;
 pub mod mapper;
 pub mod pool;
 pub mod raw;
+mod share;
 
 pub use alloc::{AllocError, TableAlloc, TableKind};
+pub use boot::{MmuOff, MmuOn, TrustedCp15};
 pub use flush::{TableFlush, TlbInvalidate, TlbPages, MAX_TLB_ENTRY_OPS};
 pub use mapper::{write_l2_page, MapAttrs, Mapping, MappingIter, PageTable, SizePolicy};
 pub use pool::{PoolBlock, TablePool};
@@ -58,8 +66,10 @@ pub enum TableError {
     /// A table index beyond the table's entries.
     IndexOutOfRange(usize),
     /// [`PageTable::set_l1_entry`] was given a coarse or fine table link for
-    /// this slot: only the mapper, [`PageTable::share_l1_entries`] and the
-    /// `unsafe` [`PageTable::set_l1_entry_unchecked`] install table links.
+    /// this slot: only the mapper, the sharing calls
+    /// ([`PageTable::share_l1_entries`], [`PageTable::share_from`] and the
+    /// `unsafe` [`PageTable::share_from_root`]) and the `unsafe`
+    /// [`PageTable::set_l1_entry_unchecked`] install table links.
     TableLinkRefused(usize),
     /// A first-level table where a second-level one is needed.
     NotSecondLevel(PhysAddr),
