@@ -198,7 +198,8 @@ fn setup() -> (Sys, Kernel) {
         bad_frees: Vec::new(),
     };
     let root = TableRef::allocate(&mut sys, HwTable::L1).unwrap().pa;
-    let mut k = PageTable::from_root(root, L1Encoding::Arm9).unwrap();
+    // SAFETY: a fresh table no other `PageTable` manages.
+    let mut k = unsafe { PageTable::from_root(root, L1Encoding::Arm9) }.unwrap();
     let attrs = MapAttrs::new(d(0), AccessPermission::PrivRw, CachePolicy::WriteBack);
     let f = k
         .map(

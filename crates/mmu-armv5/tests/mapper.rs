@@ -558,7 +558,8 @@ fn adopted_tables_are_never_freed() {
     let mut a = ledger.alloc(&mut mem);
     let mut boot = PageTable::new(&mut a).unwrap();
     small(&mut boot, &mut a, 0x0060_0000, 0x0100_0000).flush(&mut ledger.maint(), &mut a);
-    let mut adopted = PageTable::from_root(boot.root(), boot.encoding()).unwrap();
+    // SAFETY: `boot` is not used again until `adopted` is released.
+    let mut adopted = unsafe { PageTable::from_root(boot.root(), boot.encoding()) }.unwrap();
     assert!(!adopted.owns_l2_table(6));
     let f = adopted
         .unmap(&mut a, Mva::new(0x0060_0000), 0x1000)

@@ -75,7 +75,10 @@ impl<'a, 'c, A: TableAlloc + ?Sized, H: CacheMaintenance> KernelMaps<'a, 'c, A, 
         cpu: &'a SharedCpu<'c, H>,
     ) -> Result<Self, Error> {
         Ok(KernelMaps {
-            table: PageTable::from_root(kernel.root(), kernel.encoding())?,
+            // SAFETY: this is the only `PageTable` on the kernel's root
+            // (`fass` writes the CPD's user slots directly and frees no
+            // kernel table).
+            table: unsafe { PageTable::from_root(kernel.root(), kernel.encoding()) }?,
             kernel: kernel.layout().kernel(),
             tables,
             cpu,

@@ -418,11 +418,21 @@ impl PageTable {
     /// Takes over an existing L1 table at `root` (for example one built by boot code).
     ///
     /// Every access still goes through the allocator's `table_ptr`, which
-    /// refuses memory it cannot reach, so this is safe. The adopted table
-    /// and the second-level tables it links already are never freed by this
+    /// refuses memory it cannot reach. The adopted table and the
+    /// second-level tables it links already are never freed by this
     /// `PageTable` (not by [`PageTable::unmap`], not by
     /// [`PageTable::release`]); the tables it allocates from now on are.
-    pub fn from_root(root: PhysAddr, encoding: L1Encoding) -> Result<PageTable, TableError> {
+    ///
+    /// # Safety
+    ///
+    /// While the returned `PageTable` is used, no other `PageTable` may
+    /// change the first-level table at `root` or free a second-level table
+    /// it links. Each `PageTable` remembers which second-level tables it
+    /// allocated; two of them managing one root could free a table the
+    /// other linked since (the hardware would walk freed memory), or give a
+    /// table away (e.g. [`PageTable::share_l1_entries`]) that its real owner
+    /// frees later.
+    pub unsafe fn from_root(root: PhysAddr, encoding: L1Encoding) -> Result<PageTable, TableError> {
         Ok(PageTable {
             root: TableRef::new(TableKind::L1, root)?,
             encoding,

@@ -459,7 +459,9 @@ impl Mappings for Maps {
     }
 
     fn move_first_level(&mut self, _old: PhysAddr, new: PhysAddr) {
-        self.pt = PageTable::from_root(new, Default::default()).expect("root");
+        // SAFETY: the exchange moved the first-level table to `new`; the
+        // old handle, replaced here, was the only one managing it.
+        self.pt = unsafe { PageTable::from_root(new, Default::default()) }.expect("root");
     }
 }
 
