@@ -6,7 +6,8 @@
 //!   [`TcmRegion`], [`Sctlr`], [`Ttbr`], [`Dacr`], [`Fsr`] (DFSR and IFSR),
 //!   [`Far`] and [`Fcseidr`].
 //! * [`Cp15`]: the backend trait (one read, one write, one maintenance
-//!   operation, the ARM926 test-and-clean loops).
+//!   operation, one line operation over a range of lines, the ARM926
+//!   test-and-clean loops).
 //! * [`Cp15Ext`]: typed accessors for every backend. Setters that change
 //!   what memory the CPU sees are `unsafe fn` with their contract spelled out.
 //! * Backends: `HwCp15` (`MRC`/`MCR`, only built for bare-metal ARM) and
