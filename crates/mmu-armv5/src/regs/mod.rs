@@ -9,7 +9,9 @@
 //!   operation, one line operation over a range of lines, the ARM926
 //!   test-and-clean loops).
 //! * [`Cp15Ext`]: typed accessors for every backend. Setters that change
-//!   what memory the CPU sees are `unsafe fn` with their contract spelled out.
+//!   what memory the CPU sees are `unsafe fn` with their contract spelled out;
+//!   [`SwitchRegs`] is the DACR and FCSEIDR pair of a FASS switch, written
+//!   back to back by [`Cp15Ext::set_switch_regs`].
 //! * Backends: `HwCp15` (`MRC`/`MCR`, only built for bare-metal ARM) and
 //!   [`MockCp15`] (a register file and an event log, every target).
 mod backend;
@@ -24,6 +26,7 @@ mod hw;
 mod midr;
 mod mock;
 mod sctlr;
+mod switch;
 mod tcm;
 mod ttbr;
 
@@ -44,5 +47,6 @@ pub use midr::{
 };
 pub use mock::{Cp15Event, MockCp15, DIRTY_FOREVER, MOCK_LOG_CAPACITY};
 pub use sctlr::{Sctlr, SCTLR};
+pub use switch::SwitchRegs;
 pub use tcm::{TcmError, TcmRegion, TcmSize, TcmStatus, TCM_REGION, TCM_STATUS};
 pub use ttbr::{Ttbr, TTBR};
