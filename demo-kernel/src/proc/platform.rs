@@ -156,25 +156,3 @@ pub fn with_sys<R>(f: impl FnOnce(&mut Sys<'_>) -> R) -> R {
         f(&mut sys)
     })
 }
-
-/// Writes the DACR and the FCSEIDR with precomputed values: the whole
-/// address-space switch of a FASS process that keeps its domain.
-///
-/// # Safety
-/// `dacr` must keep the kernel's domain client and `fcseidr` must be a PID
-/// value (`pid << 25`) whose window the caches may serve to the next
-/// process: exactly the values `fass` wrote for it on its last full switch,
-/// with no recycle, flush or segment change since.
-#[inline(always)]
-pub unsafe fn write_dacr_fcseidr(dacr: u32, fcseidr: u32) {
-    // SAFETY: the caller vouches for the values (see above); two MCRs.
-    unsafe {
-        core::arch::asm!(
-            "mcr p15, 0, {d}, c3, c0, 0",
-            "mcr p15, 0, {p}, c13, c0, 0",
-            d = in(reg) dacr,
-            p = in(reg) fcseidr,
-            options(nostack, preserves_flags)
-        )
-    };
-}
