@@ -9,7 +9,7 @@
 use crate::global::Global;
 use core::ptr::NonNull;
 
-use mmu_armv5::maint::Arm926;
+use mmu_armv5::maint::{Arm926, LineOp, LineRange};
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, HwCp15};
 use mmu_armv5::table::{AllocError, TableAlloc, TableKind, TablePool};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
@@ -102,6 +102,14 @@ impl Cp15 for CountingCp15 {
         });
         // SAFETY: as for `write`.
         unsafe { self.0.op(op, value) }
+    }
+
+    /// Straight to the hardware's unrolled loop (line operations are not
+    /// counted, as in [`CountingCp15::op`]).
+    #[inline(always)]
+    unsafe fn op_lines(&mut self, op: LineOp, range: LineRange) {
+        // SAFETY: as for `write`.
+        unsafe { self.0.op_lines(op, range) }
     }
 
     fn test_clean_invalidate_dcache(&mut self) -> bool {
