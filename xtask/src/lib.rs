@@ -6,6 +6,7 @@
 //! * [`bench`](mod@bench): `cargo xtask bench` (model, microbenchmarks, QEMU instruction counts);
 //! * [`cargo`]: host and ARM cargo invocations, artifact paths;
 //! * [`defmt_log`]: decoding the kernel's defmt stream;
+//! * [`edge`]: the check that the demo kernel leaves CP15 access to `mmu-armv5`;
 //! * [`fuzz`]: `cargo xtask fuzz` (the cargo-fuzz targets under `fuzz/`);
 //! * [`miri`]: the Miri stage of `cargo xtask test`;
 //! * [`mutants`]: `cargo xtask mutants` (cargo-mutants runs and scores);
@@ -17,6 +18,7 @@ pub mod cargo;
 pub mod cli;
 pub mod defmt_log;
 pub mod demo;
+pub mod edge;
 pub mod fuzz;
 pub mod miri;
 pub mod mutants;
