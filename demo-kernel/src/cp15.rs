@@ -1,7 +1,8 @@
 //! The kernel's handle on CP15: `mmu_armv5`'s [`HwCp15`] with the typed
 //! [`Cp15Ext`](mmu_armv5::regs::Cp15Ext) accessors.
 
-use mmu_armv5::regs::{Cp15, Cp15Op, HwCp15};
+use mmu_armv5::maint::{Arm926, CacheMaintenance};
+use mmu_armv5::regs::HwCp15;
 
 /// The CP15 of this CPU.
 pub fn hw() -> HwCp15 {
@@ -13,10 +14,7 @@ pub fn hw() -> HwCp15 {
 /// Drains the write buffer (so page-table stores are visible to the table
 /// walker), then invalidates the whole TLB.
 pub fn invalidate_tlb() {
-    let mut c = hw();
-    // SAFETY: draining the write buffer and invalidating TLB entries lose no data.
-    unsafe {
-        c.op(Cp15Op::DrainWriteBuffer, 0);
-        c.op(Cp15Op::InvalidateTlb, 0);
-    }
+    let mut m = Arm926::new(hw());
+    m.drain_write_buffer();
+    m.invalidate_tlb();
 }

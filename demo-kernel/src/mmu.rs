@@ -19,9 +19,11 @@
 use crate::global::Global;
 use core::cell::RefCell;
 
-use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor, SectionDesc, Tex};
+use mmu_armv5::descriptor::{
+    AccessPermission, CachePolicy, CoarseTableDesc, L1Descriptor, SectionDesc, Tex,
+};
 use mmu_armv5::maint::Arm926;
-use mmu_armv5::regs::{Cp15, Cp15Ext, Cp15Reg, HwCp15, Ttbr};
+use mmu_armv5::regs::{Cp15Ext, HwCp15, Sctlr, SwitchRegs, Ttbr};
 use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::{MapAttrs, PageTable, PoolBlock, SizePolicy, TableError, TablePool};
 use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr};
@@ -36,9 +38,6 @@ extern "C" {
     static __vectors_start: u8;
     static __vectors_l2: u8;
 }
-
-/// A first-level coarse-table link in domain 0 (bit 4 set, type `01`).
-const COARSE_LINK_DOMAIN0: u32 = 0x11;
 
 /// Entries in a first-level table.
 pub const L1_ENTRIES: usize = 4096;
@@ -198,12 +197,17 @@ pub fn init() -> Result<(), TableError> {
     let vectors_l2 = symbol(unsafe { &__vectors_l2 }) - offset;
     let _ = vectors;
     let l1 = (table.root().as_u32() + offset) as *mut u32;
+    let link = L1Descriptor::Coarse(CoarseTableDesc {
+        table: Frame::containing(PhysAddr::new(vectors_l2)),
+        domain: KERNEL_DOMAIN,
+        p: false,
+    });
     // SAFETY: `HIGH_VECTORS >> 20` indexes the new 16 KiB table (in the
     // linear map); the entry is a coarse-table link in domain 0 (bit 4 set,
     // as boot.s writes it) to the boot table that maps the vector page.
     unsafe {
         l1.add((HIGH_VECTORS >> 20) as usize)
-            .write_volatile(vectors_l2 | COARSE_LINK_DOMAIN0)
+            .write_volatile(link.to_bits())
     };
     let ttbr = Ttbr::new(table.root())?;
     // SAFETY: the new table maps everything the kernel uses (its image and
@@ -246,9 +250,8 @@ pub unsafe fn set_entry(va: u32, desc: u32) {
 
 /// DACR, FCSEIDR and SCTLR as saved by [`snapshot`], with the first-level table.
 pub struct Snapshot {
-    dacr: u32,
-    fcseidr: u32,
-    sctlr: u32,
+    regs: SwitchRegs,
+    sctlr: Sctlr,
 }
 
 static BACKUP: Global<[u32; L1_ENTRIES]> = Global::new([0; L1_ENTRIES]);
@@ -258,9 +261,8 @@ pub fn snapshot() -> Snapshot {
     // SAFETY: copies 4096 words from the live table into the private backup.
     unsafe { core::ptr::copy_nonoverlapping(l1(), BACKUP.as_ptr().cast::<u32>(), L1_ENTRIES) };
     Snapshot {
-        dacr: hw().dacr().bits(),
-        fcseidr: hw().fcseidr().bits(),
-        sctlr: hw().sctlr().bits(),
+        regs: hw().switch_regs(),
+        sctlr: hw().sctlr(),
     }
 }
 
@@ -270,9 +272,9 @@ pub fn restore(s: &Snapshot) {
     // SAFETY: the values were the kernel's own working configuration when saved.
     unsafe {
         let mut c = hw();
-        c.write(Cp15Reg::Fcseidr, s.fcseidr);
-        c.write(Cp15Reg::Dacr, s.dacr);
-        c.write(Cp15Reg::Sctlr, s.sctlr);
+        c.set_fcse_pid(s.regs.pid());
+        c.set_dacr(s.regs.dacr());
+        c.set_sctlr(s.sctlr);
         core::ptr::copy_nonoverlapping(BACKUP.as_ptr().cast::<u32>(), table, L1_ENTRIES);
     }
     cp15::invalidate_tlb();

@@ -6,6 +6,7 @@
 //! * [`bench`](mod@bench): `cargo xtask bench` (model, microbenchmarks, QEMU instruction counts);
 //! * [`cargo`]: host and ARM cargo invocations, artifact paths;
 //! * [`defmt_log`]: decoding the kernel's defmt stream;
+//! * [`edge`]: the check that the demo kernel leaves CP15 access to `mmu-armv5`;
 //! * [`embed`]: the embedding example's stage and the porting guide's snippet check;
 //! * [`fuzz`]: `cargo xtask fuzz` (the cargo-fuzz targets under `fuzz/`);
 //! * [`miri`]: the Miri stage of `cargo xtask test`;
@@ -18,6 +19,7 @@ pub mod cargo;
 pub mod cli;
 pub mod defmt_log;
 pub mod demo;
+pub mod edge;
 pub mod embed;
 pub mod fuzz;
 pub mod miri;

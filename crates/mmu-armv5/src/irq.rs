@@ -14,6 +14,10 @@
 //! [`without_interrupts`] is the safe closure form: it masks, runs the
 //! closure and restores, so masks nest and unwind in order.
 //!
+//! [`unmask_irq`] opens an interrupt window in a kernel that keeps FIQ
+//! masked throughout: it clears only the I bit (a window is closed again
+//! with [`mask`]).
+//!
 //! ```
 //! use mmu_armv5::irq;
 //!
@@ -23,6 +27,8 @@
 
 /// The CPSR's I (bit 7) and F (bit 6) bits.
 const IF_BITS: u32 = 0xC0;
+/// The CPSR's I bit alone.
+const I_BIT: u32 = 0x80;
 
 /// The state of the IRQ and FIQ masks: the CPSR's I and F bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -89,6 +95,23 @@ pub unsafe fn restore(state: IrqState) {
     backend::restore(state);
 }
 
+/// Unmasks IRQ and leaves FIQ as it is; returns the previous state.
+///
+/// For a kernel that opens interrupt windows in privileged code while FIQ
+/// stays masked: one instruction shorter than [`restore`] with a state that
+/// has only F set, and it needs no state at hand.
+///
+/// # Safety
+/// From here on an IRQ handler can run at any instruction: the caller is
+/// not inside a masked section that relies on IRQs staying masked (one
+/// begun by [`mask`] that the caller does not end here, such as a critical
+/// section another part of the program holds), and whatever the handler
+/// touches is in a state it may see.
+#[inline(always)]
+pub unsafe fn unmask_irq() -> IrqState {
+    backend::unmask_irq()
+}
+
 /// The current state of the IRQ and FIQ masks.
 #[inline(always)]
 #[must_use]
@@ -109,7 +132,7 @@ pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
 
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod backend {
-    use super::{IrqState, IF_BITS};
+    use super::{IrqState, IF_BITS, I_BIT};
     use core::arch::asm;
 
     #[inline(always)]
@@ -153,6 +176,27 @@ mod backend {
     }
 
     #[inline(always)]
+    pub(super) fn unmask_irq() -> IrqState {
+        let cpsr: u32;
+        // SAFETY: clears only the I bit of the CPSR (the mode, F and the
+        // other control bits are written back as read); the caller of
+        // `super::unmask_irq` vouches for unmasking. Not `nomem`: a compiler
+        // barrier like `mask`.
+        unsafe {
+            asm!(
+                "mrs {cpsr}, cpsr",
+                "bic {tmp}, {cpsr}, #{i_bit}",
+                "msr cpsr_c, {tmp}",
+                cpsr = out(reg) cpsr,
+                tmp = out(reg) _,
+                i_bit = const I_BIT,
+                options(nostack, preserves_flags),
+            );
+        }
+        IrqState::from_bits(cpsr)
+    }
+
+    #[inline(always)]
     pub(super) fn current() -> IrqState {
         let cpsr: u32;
         // SAFETY: reading the CPSR has no side effect.
@@ -164,7 +208,7 @@ mod backend {
 /// Host stand-in: one simulated pair of I/F bits for the whole process.
 #[cfg(not(all(target_arch = "arm", target_os = "none")))]
 mod backend {
-    use super::IrqState;
+    use super::{IrqState, I_BIT};
     use core::sync::atomic::{AtomicU32, Ordering};
 
     static BITS: AtomicU32 = AtomicU32::new(0);
@@ -175,6 +219,10 @@ mod backend {
 
     pub(super) fn restore(state: IrqState) {
         BITS.store(state.bits(), Ordering::SeqCst);
+    }
+
+    pub(super) fn unmask_irq() -> IrqState {
+        IrqState::from_bits(BITS.fetch_and(!I_BIT, Ordering::SeqCst))
     }
 
     pub(super) fn current() -> IrqState {
@@ -211,5 +259,25 @@ pub(crate) mod tests {
         assert_eq!(current(), IrqState::ENABLED);
         assert_eq!(IrqState::from_bits(0x6000_01D3), IrqState::MASKED);
         assert!(IrqState::from_bits(0x80).irq_masked() && !IrqState::from_bits(0x80).fiq_masked());
+    }
+
+    #[test]
+    fn an_interrupt_window_clears_only_the_i_bit() {
+        let _serial = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let outer = mask();
+        // SAFETY: nothing relies on the simulated masks here.
+        let before = unsafe { unmask_irq() };
+        assert_eq!(before, IrqState::MASKED);
+        let open = current();
+        assert!(!open.irq_masked() && open.fiq_masked(), "FIQ stays masked");
+        let closed = mask();
+        assert_eq!(closed, open);
+        assert_eq!(current(), IrqState::MASKED);
+        // SAFETY: ends the section begun above.
+        unsafe { restore(outer) };
+        assert_eq!(current(), IrqState::ENABLED);
+        // SAFETY: as above.
+        assert_eq!(unsafe { unmask_irq() }, IrqState::ENABLED);
+        assert_eq!(current(), IrqState::ENABLED);
     }
 }

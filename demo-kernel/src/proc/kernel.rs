@@ -19,6 +19,7 @@
 use crate::global::Global;
 use fass::{SegmentId, SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+use mmu_armv5::regs::SwitchRegs;
 use mmu_armv5::{PhysAddr, VirtAddr};
 
 use super::clock::{self, FaultClock, SwitchClock};
@@ -330,18 +331,15 @@ pub struct Kernel {
 pub struct Fast {
     /// Generation they were computed in (0: none, never valid).
     pub gen: u32,
-    /// DACR value.
-    pub dacr: u32,
-    /// FCSEIDR value (`pid << 25`).
-    pub fcseidr: u32,
+    /// The DACR and FCSEIDR values (the latter kept as `pid << 25`).
+    pub regs: SwitchRegs,
 }
 
 impl Fast {
     /// No precomputed registers.
     pub const NONE: Fast = Fast {
         gen: 0,
-        dacr: 0,
-        fcseidr: 0,
+        regs: SwitchRegs::NONE,
     };
 }
 

@@ -9,7 +9,7 @@
 use crate::global::Global;
 use core::ptr::NonNull;
 
-use mmu_armv5::maint::Arm926;
+use mmu_armv5::maint::{Arm926, LineOp, LineRange};
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, HwCp15};
 use mmu_armv5::table::{AllocError, TableAlloc, TableKind, TablePool};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
@@ -104,6 +104,14 @@ impl Cp15 for CountingCp15 {
         unsafe { self.0.op(op, value) }
     }
 
+    /// Straight to the hardware's unrolled loop (line operations are not
+    /// counted, as in [`CountingCp15::op`]).
+    #[inline(always)]
+    unsafe fn op_lines(&mut self, op: LineOp, range: LineRange) {
+        // SAFETY: as for `write`.
+        unsafe { self.0.op_lines(op, range) }
+    }
+
     fn test_clean_invalidate_dcache(&mut self) -> bool {
         let clean = self.0.test_clean_invalidate_dcache();
         if clean {
@@ -155,26 +163,4 @@ pub fn with_sys<R>(f: impl FnOnce(&mut Sys<'_>) -> R) -> R {
         let mut sys = fass::Split::new(Arm926::new(CountingCp15(hw())), PoolRef(pool));
         f(&mut sys)
     })
-}
-
-/// Writes the DACR and the FCSEIDR with precomputed values: the whole
-/// address-space switch of a FASS process that keeps its domain.
-///
-/// # Safety
-/// `dacr` must keep the kernel's domain client and `fcseidr` must be a PID
-/// value (`pid << 25`) whose window the caches may serve to the next
-/// process: exactly the values `fass` wrote for it on its last full switch,
-/// with no recycle, flush or segment change since.
-#[inline(always)]
-pub unsafe fn write_dacr_fcseidr(dacr: u32, fcseidr: u32) {
-    // SAFETY: the caller vouches for the values (see above); two MCRs.
-    unsafe {
-        core::arch::asm!(
-            "mcr p15, 0, {d}, c3, c0, 0",
-            "mcr p15, 0, {p}, c13, c0, 0",
-            d = in(reg) dacr,
-            p = in(reg) fcseidr,
-            options(nostack, preserves_flags)
-        )
-    };
 }

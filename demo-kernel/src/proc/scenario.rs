@@ -16,6 +16,7 @@ use super::kernel::{self, Exit, Kernel, Mark, State};
 use super::strategy::{SwitchMode, MAX_PROCS};
 use super::timer::ticks_to_instructions;
 use crate::abi::{self, role};
+use mmu_armv5::descriptor::L1Descriptor;
 use mmu_armv5::{FaultKind, FaultLevel};
 
 /// Physical MiB backing shared segment 0.
@@ -89,7 +90,7 @@ struct Baseline {
 
 fn user_l1_entries() -> usize {
     (0..0xC00u32)
-        .filter(|i| crate::mmu::entry(i << 20) & 3 != 0)
+        .filter(|i| L1Descriptor::from_bits(crate::mmu::entry(i << 20)).is_valid())
         .count()
 }
 

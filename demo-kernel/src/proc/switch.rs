@@ -58,8 +58,10 @@ impl Kernel {
         if f.gen == gen {
             // SAFETY: the values `fass` wrote on `next`'s last full switch,
             // with no recycle, release, flush or space/segment change since
-            // (the generation); see `write_dacr_fcseidr`.
-            unsafe { platform::write_dacr_fcseidr(f.dacr, f.fcseidr) };
+            // (the generation): they keep the kernel's domain client and
+            // open only `next`'s domains, and its PID's window may be served
+            // from the caches (`set_switch_regs`'s contract).
+            unsafe { hw().set_switch_regs(f.regs) };
             self.current = Some(next);
             self.counters.switches += 1;
             self.counters.lean_switches += 1;
@@ -120,11 +122,9 @@ impl Kernel {
                 }
                 self.current = Some(next);
                 if let Strategy::Fass(_) = &self.strategy {
-                    let c = hw();
                     self.procs[next].fast = Fast {
                         gen: self.gen,
-                        dacr: c.dacr().bits(),
-                        fcseidr: c.fcseidr().bits(),
+                        regs: hw().switch_regs(),
                     };
                 }
                 self.clock.t0 = Some(t0);

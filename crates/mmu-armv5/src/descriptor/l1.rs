@@ -62,6 +62,25 @@ pub struct CoarseTableDesc {
     pub p: bool,
 }
 
+impl CoarseTableDesc {
+    /// Decodes `w` if it is a coarse-table link (`[1:0] = 01`), as
+    /// [`L1Descriptor::from_bits`] would; `None` for every other kind.
+    /// Small enough to inline where a kernel follows a live entry.
+    #[inline]
+    #[must_use]
+    pub const fn from_bits(w: u32) -> Option<CoarseTableDesc> {
+        if w & 3 == TYPE_COARSE {
+            Some(CoarseTableDesc {
+                table: Frame::containing(PhysAddr::new(w & 0xFFFF_FC00)),
+                domain: Domain::from_low_bits(w >> 5),
+                p: w & (1 << 9) != 0,
+            })
+        } else {
+            None
+        }
+    }
+}
+
 /// A pointer to a fine second-level table (1024 entries, 1 KiB granules).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FineTableDesc {
@@ -292,6 +311,22 @@ mod tests {
     }
 
     #[test]
+    fn only_a_coarse_link_decodes_as_one() {
+        let c = CoarseTableDesc {
+            table: Frame::from_start(PhysAddr::new(0x0012_3C00)).unwrap(),
+            domain: d(6),
+            p: true,
+        };
+        assert_eq!(
+            CoarseTableDesc::from_bits(L1Descriptor::Coarse(c).to_bits()),
+            Some(c)
+        );
+        for other in [0, 0x0012_3C02, 0x0012_3C03, 0x0012_3C1C] {
+            assert_eq!(CoarseTableDesc::from_bits(other), None, "{other:#x}");
+        }
+    }
+
+    #[test]
     fn with_domain_retags_every_kind_and_changes_nothing_else() {
         let sec = L1Descriptor::Section(SectionDesc {
             frame: Frame::from_start(PhysAddr::new(0x0030_0000)).unwrap(),
@@ -371,6 +406,15 @@ mod tests {
                     t.to_bits(),
                     (desc.to_bits() & !(0xF << 5)) | (u32::from(dm) << 5)
                 );
+            }
+        }
+
+        #[test]
+        fn a_coarse_link_decodes_alone_as_in_the_enum(w in any::<u32>()) {
+            let alone = CoarseTableDesc::from_bits(w);
+            match L1Descriptor::from_bits(w) {
+                L1Descriptor::Coarse(c) => prop_assert_eq!(alone, Some(c)),
+                _ => prop_assert_eq!(alone, None),
             }
         }
 

@@ -32,6 +32,53 @@ pub struct SmallPageDesc {
     pub cache: CachePolicy,
 }
 
+impl SmallPageDesc {
+    /// Decodes `w` if it is a small-page descriptor (`[1:0] = 10`), as
+    /// [`L2Descriptor::from_bits`] would; `None` for every other kind.
+    /// Small enough to inline where a kernel checks a live entry.
+    #[inline]
+    #[must_use]
+    pub const fn from_bits(w: u32) -> Option<SmallPageDesc> {
+        if w & 3 == TYPE_SMALL {
+            Some(SmallPageDesc {
+                frame: Frame::containing(PhysAddr::new(w & 0xFFFF_F000)),
+                ap: SubpageAp::from_descriptor(w),
+                cache: CachePolicy::from_descriptor(w),
+            })
+        } else {
+            None
+        }
+    }
+
+    /// The frame that the small-page descriptor word `w` maps (bits
+    /// \[31:12\]). The word's kind is not checked: for words known to be
+    /// small pages, such as entries the caller wrote itself.
+    #[inline]
+    #[must_use]
+    pub const fn word_frame(w: u32) -> Frame<Size4KiB> {
+        Frame::containing(PhysAddr::new(w))
+    }
+
+    /// The small-page descriptor word `w` mapping `frame` instead: bits
+    /// \[31:12\] replaced, every attribute kept. For a small page `s`
+    /// decoded from `w`, the word of `SmallPageDesc { frame, ..s }`.
+    #[inline]
+    #[must_use]
+    pub const fn word_with_frame(w: u32, frame: Frame<Size4KiB>) -> u32 {
+        (w & 0xFFF) | frame.start().as_u32()
+    }
+
+    /// The small-page descriptor word `w` with all four AP fields set to
+    /// `ap`, every other bit kept. For a small page `s` decoded from `w`,
+    /// the word of `SmallPageDesc { ap: SubpageAp::uniform(ap), ..s }`.
+    #[inline]
+    #[must_use]
+    pub const fn word_with_ap(w: u32, ap: AccessPermission) -> u32 {
+        // AP3..AP0 at [11:4]: the two bits repeated four times.
+        (w & !0xFF0) | ((ap.bits() * 0x55) << 4)
+    }
+}
+
 /// A 1 KiB tiny page (fine tables only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TinyPageDesc {
@@ -199,6 +246,39 @@ mod tests {
     }
 
     #[test]
+    fn a_small_page_word_changes_in_place_as_its_decoded_form_would() {
+        let w = L2Descriptor::Small(SmallPageDesc {
+            frame: Frame::containing(PhysAddr::new(0x0765_4000)),
+            ap: SubpageAp([ReadWrite, PrivRw, NoneOrRom, PrivRwUserRo]),
+            cache: CachePolicy::WriteBack,
+        })
+        .to_bits();
+        let Some(s) = SmallPageDesc::from_bits(w) else {
+            panic!("a small page")
+        };
+        assert_eq!(L2Descriptor::from_bits(w), L2Descriptor::Small(s));
+        assert_eq!(SmallPageDesc::word_frame(w), s.frame);
+        for ap in AccessPermission::ALL {
+            let uniform = SmallPageDesc {
+                ap: SubpageAp::uniform(ap),
+                ..s
+            };
+            assert_eq!(
+                SmallPageDesc::word_with_ap(w, ap),
+                L2Descriptor::Small(uniform).to_bits()
+            );
+        }
+        let to = Frame::containing(PhysAddr::new(0x07F0_1000));
+        assert_eq!(
+            SmallPageDesc::word_with_frame(w, to),
+            L2Descriptor::Small(SmallPageDesc { frame: to, ..s }).to_bits()
+        );
+        for other in [0, 0x0765_4001, 0x0765_4FFF, 0x0765_4ABC] {
+            assert_eq!(SmallPageDesc::from_bits(other), None, "{other:#x}");
+        }
+    }
+
+    #[test]
     fn large_page_bits_match_the_manual() {
         let l = L2Descriptor::Large(LargePageDesc {
             frame: Frame::from_start(PhysAddr::new(0x1234_0000)).unwrap(),
@@ -277,6 +357,27 @@ mod tests {
         #[test]
         fn encode_then_decode_round_trips(desc in arb_l2()) {
             prop_assert_eq!(L2Descriptor::from_bits(desc.to_bits()), desc);
+        }
+
+        #[test]
+        fn the_small_page_helpers_agree_with_the_enum(w in any::<u32>(), ap in 0u32..4, f in any::<u32>()) {
+            let ap = AccessPermission::from_bits(ap);
+            let frame = Frame::containing(PhysAddr::new(f));
+            match L2Descriptor::from_bits(w) {
+                L2Descriptor::Small(s) => {
+                    prop_assert_eq!(SmallPageDesc::from_bits(w), Some(s));
+                    prop_assert_eq!(SmallPageDesc::word_frame(w), s.frame);
+                    prop_assert_eq!(
+                        SmallPageDesc::word_with_ap(w, ap),
+                        L2Descriptor::Small(SmallPageDesc { ap: SubpageAp::uniform(ap), ..s }).to_bits()
+                    );
+                    prop_assert_eq!(
+                        SmallPageDesc::word_with_frame(w, frame),
+                        L2Descriptor::Small(SmallPageDesc { frame, ..s }).to_bits()
+                    );
+                }
+                _ => prop_assert_eq!(SmallPageDesc::from_bits(w), None),
+            }
         }
 
         #[test]

@@ -5,6 +5,18 @@
 //! [`Arm926`] (test-and-clean loops), [`XScale`] (line allocation into a
 //! [`CleanRegion`]) and [`Sa1100`] (reading a flush region). The `armv5-sim`
 //! model implements it directly, so the same code runs on the model.
+//!
+//! [`RangeMaintenance`] does the line operations over a whole
+//! [`LineRange`]: one unrolled `MCR` loop per range on hardware (see
+//! [below](#ranges-of-lines)).
+//!
+//! # Ranges of lines
+//! A [`LineRange`] is whole 32-byte lines ([`LINE`]), checked when made
+//! ([`LineRange::new`]). [`RangeMaintenance`] cleans, invalidates or cleans
+//! and invalidates its D-cache lines, or invalidates its I-cache lines,
+//! through [`Cp15::op_lines`](crate::regs::Cp15::op_lines): with
+//! `HwCp15` an unrolled loop of `MCR` + `ADD` pairs; with any other
+//! backend one operation per line, which the mock records line by line.
 
 /// Implements [`Cp15`](crate::regs::Cp15) for a maintenance wrapper by
 /// forwarding every call to its backend field, so one value serves as both
@@ -30,6 +42,16 @@ macro_rules! delegate_cp15 {
             }
 
             #[inline(always)]
+            unsafe fn op_lines(
+                &mut self,
+                op: $crate::maint::LineOp,
+                range: $crate::maint::LineRange,
+            ) {
+                // SAFETY: forwarded; the caller upholds `Cp15::op_lines`'s contract.
+                unsafe { self.$field.op_lines(op, range) }
+            }
+
+            #[inline(always)]
             fn test_clean_invalidate_dcache(&mut self) -> bool {
                 self.$field.test_clean_invalidate_dcache()
             }
@@ -44,11 +66,13 @@ macro_rules! delegate_cp15 {
 
 mod arm926;
 mod clean_region;
+mod lines;
 mod sa1100;
 mod xscale;
 
 pub use arm926::Arm926;
 pub use clean_region::{CleanRegion, CleanRegionError};
+pub use lines::{LineOp, LineRange, LineRangeError, Lines, RangeMaintenance, LINE};
 pub use sa1100::{FlushRead, Sa1100, VolatileFlushRead};
 pub use xscale::XScale;
 

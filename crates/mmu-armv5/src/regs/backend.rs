@@ -8,6 +8,8 @@
 //!   every write, per instance, for host tests;
 //! * the `armv5-sim` crate's model, which gives each access its hardware effect.
 
+use crate::maint::{LineOp, LineRange};
+
 /// A CP15 register read with `MRC` or written with `MCR`.
 ///
 /// The comment on each variant gives its `CRn, opc1, CRm, opc2` coordinates.
@@ -132,6 +134,25 @@ pub trait Cp15 {
     /// Invalidating D-cache lines discards data that was never written back;
     /// the caller must know those lines hold nothing it needs.
     unsafe fn op(&mut self, op: Cp15Op, value: u32);
+
+    /// Performs the line operation `op` on every line of `range`, lowest
+    /// address first: [`Cp15::op`] with [`LineOp::cp15_op`] once per line.
+    ///
+    /// The provided method does exactly that (so a recording backend logs
+    /// every line); `HwCp15` overrides it with an unrolled `MCR` loop (see
+    /// [`crate::maint::RangeMaintenance`]). Call it only with an operation
+    /// the CPU has ([`LineOp`] names which).
+    ///
+    /// # Safety
+    /// As [`Cp15::op`] for every line of `range`: for
+    /// [`LineOp::InvalidateD`], no line of the range holds data anyone needs.
+    #[inline]
+    unsafe fn op_lines(&mut self, op: LineOp, range: LineRange) {
+        for a in range {
+            // SAFETY: the caller's contract covers every line of the range.
+            unsafe { self.op(op.cp15_op(), a.as_u32()) };
+        }
+    }
 
     /// ARM926EJ-S "test, clean and invalidate" (`MRC p15, 0, APSR_nzcv, c7, c14, 3`):
     /// cleans and invalidates some dirty D-cache lines and returns `true`

@@ -1,9 +1,10 @@
 //! Typed register accessors for every [`Cp15`] backend.
 //!
 //! [`Cp15Ext`] is implemented for every `C: Cp15` (including unsized ones).
-//! Each accessor is one [`Cp15::read`] or [`Cp15::write`] and is `#[inline]`,
-//! so with `HwCp15` a FASS context switch
-//! (`set_dacr` + `set_fcse_pid`) compiles to two `MCR` instructions.
+//! Each accessor is one [`Cp15::read`] or [`Cp15::write`] (the
+//! [`SwitchRegs`] pair two) and is `#[inline]`, so with `HwCp15` a FASS
+//! context switch (`set_switch_regs`, or `set_dacr` + `set_fcse_pid`)
+//! compiles to two `MCR` instructions.
 
 use super::backend::{Cp15, Cp15Reg};
 use super::cache_type::CacheType;
@@ -13,6 +14,7 @@ use super::fcseidr::Fcseidr;
 use super::fsr::Fsr;
 use super::midr::Midr;
 use super::sctlr::Sctlr;
+use super::switch::SwitchRegs;
 use super::tcm::{TcmError, TcmRegion, TcmStatus};
 use super::ttbr::Ttbr;
 use crate::addr::FcsePid;
@@ -159,6 +161,32 @@ pub trait Cp15Ext: Cp15 {
     unsafe fn set_fcse_pid(&mut self, pid: FcsePid) {
         // SAFETY: the caller upholds the FCSEIDR contract stated above.
         unsafe { self.write(Cp15Reg::Fcseidr, Fcseidr::new(pid).bits()) }
+    }
+
+    /// The DACR and the FCSE PID: what [`Cp15Ext::set_switch_regs`] writes.
+    #[inline]
+    fn switch_regs(&self) -> SwitchRegs {
+        SwitchRegs::new(self.dacr(), self.fcse_pid())
+    }
+
+    /// Writes the DACR, then the FCSEIDR: the whole address-space switch of
+    /// a FASS process (two `MCR`s with `HwCp15`, nothing in between).
+    ///
+    /// # Safety
+    /// The contracts of [`Cp15Ext::set_dacr`] and [`Cp15Ext::set_fcse_pid`]
+    /// for the pair, at every point from the first write on: `regs` keeps
+    /// the domains of the running code and data open (the kernel's domain
+    /// client), opens no domain to a space that must not see it, and its
+    /// PID's window holds no cache lines the next space could wrongly hit.
+    /// Typically `regs` is exactly what a full switch to the same space
+    /// wrote, with no recycle, flush or mapping change since.
+    #[inline(always)]
+    unsafe fn set_switch_regs(&mut self, regs: SwitchRegs) {
+        // SAFETY: the caller upholds both registers' contracts (above).
+        unsafe {
+            self.write(Cp15Reg::Dacr, regs.dacr().bits());
+            self.write(Cp15Reg::Fcseidr, regs.fcseidr_bits());
+        }
     }
 
     /// The data TCM region register (only on CPUs whose [`TcmStatus`] reports a DTCM).

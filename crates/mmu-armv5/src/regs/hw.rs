@@ -5,8 +5,14 @@
 //! every [`Cp15Reg`] and [`Cp15Op`] maps to its own literal instruction in a
 //! `match`; the methods are `#[inline(always)]` so a constant argument folds
 //! the `match` away and a typed accessor becomes a single instruction.
+//!
+//! [`Cp15::op_lines`] is an unrolled loop: 16, 8 or 4 `MCR` + `ADD` pairs
+//! per iteration when the range is a multiple of that many lines, else one,
+//! ended by an exact compare with the end address (so a range ending at
+//! 4 GiB, whose end wraps to 0, works; [`LineRange`] guarantees whole lines).
 
 use super::backend::{Cp15, Cp15Op, Cp15Reg};
+use crate::maint::{LineOp, LineRange, LINE};
 use core::arch::asm;
 
 /// CP15 on the CPU this code runs on.
@@ -68,6 +74,69 @@ macro_rules! mcr {
     }};
 }
 
+/// `$lines` copies of `MCR p15, 0, {a}, c7, <op>` + `ADD {a}, {a}, #32`
+/// (the line length, [`LINE`]), as one assembler string. Written out
+/// rather than with `.rept`: LLVM sizes inline assembly by its statements,
+/// and an unexpanded `.rept` makes it misplace literal pools (out-of-range
+/// fixups).
+macro_rules! line_ops {
+    (1, $op:literal) => {
+        concat!("mcr p15, 0, {a}, ", $op, "\n", "add {a}, {a}, #{line}\n")
+    };
+    (4, $op:literal) => {
+        concat!(
+            line_ops!(1, $op),
+            line_ops!(1, $op),
+            line_ops!(1, $op),
+            line_ops!(1, $op)
+        )
+    };
+    (8, $op:literal) => {
+        concat!(line_ops!(4, $op), line_ops!(4, $op))
+    };
+    (16, $op:literal) => {
+        concat!(line_ops!(8, $op), line_ops!(8, $op))
+    };
+}
+
+/// One line operation (`MCR p15, 0, <addr>, c7, <op>`) over every line of
+/// a [`LineRange`], as many lines per loop iteration as
+/// [`LineRange::unrolled`] says.
+macro_rules! line_loop {
+    (@unrolled $start:ident, $len:ident, $op:literal, $lines:tt) => {
+        // SAFETY: line maintenance by MVA never faults and changes only
+        // cache state; the enclosing `unsafe fn` forwards its caller's
+        // contract for the operation (see `Cp15::op_lines`). `$len` is a
+        // non-zero multiple of `$lines` lines and `$start + $len` at most
+        // 4 GiB (`LineRange`'s invariant), so the loop ends exactly at the
+        // end of the range. Not `nomem`: like `mcr!`, a barrier to the
+        // compiler's memory accesses.
+        unsafe {
+            asm!(
+                "2:",
+                line_ops!($lines, $op),
+                "cmp {a}, {end}",
+                "bne 2b",
+                a = inout(reg) $start => _,
+                end = in(reg) $start.wrapping_add($len),
+                line = const LINE,
+                options(nostack)
+            )
+        }
+    };
+    ($range:expr, $op:literal) => {{
+        let range: LineRange = $range;
+        let (start, len) = (range.start().as_u32(), range.len());
+        range.unrolled(|lines| match lines {
+            16 => line_loop!(@unrolled start, len, $op, 16),
+            8 => line_loop!(@unrolled start, len, $op, 8),
+            4 => line_loop!(@unrolled start, len, $op, 4),
+            1 => line_loop!(@unrolled start, len, $op, 1),
+            _ => {}
+        })
+    }};
+}
+
 impl Cp15 for HwCp15 {
     #[inline(always)]
     fn read(&self, reg: Cp15Reg) -> u32 {
@@ -125,6 +194,16 @@ impl Cp15 for HwCp15 {
             Cp15Op::InvalidateITlbEntry => mcr!("c8", "c5", "1", value),
             Cp15Op::InvalidateDTlb => mcr!("c8", "c6", "0", value),
             Cp15Op::InvalidateDTlbEntry => mcr!("c8", "c6", "1", value),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn op_lines(&mut self, op: LineOp, range: LineRange) {
+        match op {
+            LineOp::CleanD => line_loop!(range, "c7, c10, 1"),
+            LineOp::InvalidateD => line_loop!(range, "c7, c6, 1"),
+            LineOp::CleanInvalidateD => line_loop!(range, "c7, c14, 1"),
+            LineOp::InvalidateI => line_loop!(range, "c7, c5, 1"),
         }
     }
 

@@ -10,9 +10,12 @@
 //!   those field constants, and `as_register()` gives the same value as a
 //!   `tock-registers` [`LocalRegisterCopy`](tock_registers::LocalRegisterCopy).
 //! * [`Cp15`]: the backend trait (one read, one write, one maintenance
-//!   operation, the ARM926 test-and-clean loops).
+//!   operation, one line operation over a range of lines, the ARM926
+//!   test-and-clean loops).
 //! * [`Cp15Ext`]: typed accessors for every backend. Setters that change
-//!   what memory the CPU sees are `unsafe fn` with their contract spelled out.
+//!   what memory the CPU sees are `unsafe fn` with their contract spelled out;
+//!   [`SwitchRegs`] is the DACR and FCSEIDR pair of a FASS switch, written
+//!   back to back by [`Cp15Ext::set_switch_regs`].
 //! * Backends: `HwCp15` (`MRC`/`MCR`, only built for bare-metal ARM) and
 //!   [`MockCp15`] (a register file and an event log, every target).
 mod backend;
@@ -28,6 +31,7 @@ mod hw;
 mod midr;
 mod mock;
 mod sctlr;
+mod switch;
 mod tcm;
 mod ttbr;
 
@@ -48,5 +52,6 @@ pub use midr::{
 };
 pub use mock::{Cp15Event, MockCp15, DIRTY_FOREVER, MOCK_LOG_CAPACITY};
 pub use sctlr::{Sctlr, SCTLR};
+pub use switch::SwitchRegs;
 pub use tcm::{TcmError, TcmRegion, TcmSize, TcmStatus, TCM_REGION, TCM_STATUS};
 pub use ttbr::{Ttbr, TTBR};

@@ -51,8 +51,11 @@ pub mod setup;
 pub mod syscalls;
 
 use crate::global::Global;
-use mmu_armv5::maint::{Arm926, CacheMaintenance};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy, CoarseTableDesc, SmallPageDesc};
+use mmu_armv5::irq;
+use mmu_armv5::maint::{Arm926, CacheMaintenance, LineOp, LineRange, RangeMaintenance};
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg};
+use mmu_armv5::size::{Frame, Size4KiB};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::tcm::{TcmBank, TcmKind, TcmLayout};
 use spm::{
@@ -385,7 +388,7 @@ pub struct Tcm {
     pub(super) used: [u64; 2],
     /// Kernel mapping records.
     pub kmaps: [KMap; KMAPS],
-    pub(super) wp: [Option<(*mut u32, u32)>; 8],
+    pub(super) wp: [Option<(*mut u32, AccessPermission)>; 8],
     pub(super) root: *mut u32,
     /// The kernel job.
     pub job: KernelJob,
@@ -418,42 +421,24 @@ pub(super) fn install(t: Tcm, home: u32) {
     unsafe { *TCM.as_ptr() = Some(t) };
 }
 
-const AP_SHIFT: u32 = 4;
-const AP_MASK: u32 = 0xFF << AP_SHIFT;
-const SMALL: u32 = 0b10;
-
-fn ap_of(desc: u32) -> u32 {
-    (desc >> AP_SHIFT) & 3
+/// The access permission of the first 1 KiB of the small page `desc`
+/// (the kernel maps every page with one permission for all four).
+#[inline(always)]
+fn ap_of(desc: u32) -> Option<AccessPermission> {
+    SmallPageDesc::from_bits(desc).map(|s| s.ap.get(0))
 }
 
-fn with_ap(desc: u32, ap: u32) -> u32 {
-    (desc & !AP_MASK) | ((ap * 0x55) << AP_SHIFT)
-}
-
-/// Cleans the D-cache line holding `p` (no drain).
+/// Cleans the D-cache line holding the descriptor at `p` (no drain), so
+/// the table walker sees it.
 #[inline(always)]
 fn clean_line(p: *mut u32) {
-    // SAFETY: cleaning a D-cache line by MVA never faults and loses nothing.
-    unsafe {
-        core::arch::asm!(
-            "mcr p15, 0, {p}, c7, c10, 1",
-            p = in(reg) p,
-            options(nostack, preserves_flags)
-        )
-    };
+    crate::mmu::maint().clean_dcache_entry(ModifiedVirtAddr::new(p as u32));
 }
 
 /// Drains the write buffer.
 #[inline(always)]
 fn drain() {
-    // SAFETY: draining the write buffer has no other effect.
-    unsafe {
-        core::arch::asm!(
-            "mcr p15, 0, {z}, c7, c10, 4",
-            z = in(reg) 0,
-            options(nostack, preserves_flags)
-        )
-    };
+    crate::mmu::maint().drain_write_buffer();
 }
 
 impl Tcm {
@@ -525,7 +510,8 @@ impl Tcm {
     /// The frame the switch page's descriptor maps now.
     pub fn kswitch_frame(&self) -> u32 {
         // SAFETY: the record's entry points into the static text table.
-        unsafe { self.kmaps[0].entry.read_volatile() & !0xFFF }
+        let d = unsafe { self.kmaps[0].entry.read_volatile() };
+        SmallPageDesc::word_frame(d).start().as_u32()
     }
 
     /// Records a user RAM frame's owner (or frees it: `None`).
@@ -562,7 +548,9 @@ fn window(pa: u32) -> *mut u32 {
 }
 
 /// `$pairs` copies of an eight-word `LDMIA`/`STMIA` pair (32 bytes), as one
-/// assembler string (see [`lines!`] for why not `.rept`).
+/// assembler string. Written out rather than with `.rept`: LLVM sizes
+/// inline assembly by its statements, and an unexpanded `.rept` makes it
+/// misplace literal pools (out-of-range fixups).
 macro_rules! ldm_stm {
     (1) => {
         concat!(
@@ -635,76 +623,25 @@ impl PhysMemory for Hw {
     }
 }
 
-/// `$lines` copies of `MCR p15, 0, {a}, c7, <op>` + `ADD {a}, {a}, #32`,
-/// as one assembler string. Written out rather than with `.rept`: LLVM
-/// sizes inline assembly by its statements, and an unexpanded `.rept`
-/// makes it misplace literal pools (out-of-range fixups).
-macro_rules! lines {
-    (1, $op:literal) => {
-        concat!("mcr p15, 0, {a}, ", $op, "\n", "add {a}, {a}, #32\n")
-    };
-    (4, $op:literal) => {
-        concat!(
-            lines!(1, $op),
-            lines!(1, $op),
-            lines!(1, $op),
-            lines!(1, $op)
-        )
-    };
-    (8, $op:literal) => {
-        concat!(lines!(4, $op), lines!(4, $op))
-    };
-    (16, $op:literal) => {
-        concat!(lines!(8, $op), lines!(8, $op))
-    };
+/// `[mva, mva + len)` as whole lines.
+#[inline(always)]
+fn lines(mva: ModifiedVirtAddr, len: u32) -> LineRange {
+    // SAFETY: `mva` is line aligned and `len` a multiple of the line in
+    // every call `spm` makes, and no range crosses a 4 KiB frame
+    // (`LineMaintenance`'s promise), so the range is whole lines below 4 GiB.
+    unsafe { LineRange::new_unchecked(mva, len) }
 }
 
-/// One ARM926 line operation (`MCR p15, 0, <addr>, c7, <op>`) over every
-/// 32-byte line of `[mva, mva + len)`, sixteen lines per loop iteration when
-/// `len` is a multiple of 512, eight when it is a multiple of 256, four
-/// when it is a multiple of 128, else one. `mva` must be line aligned and
-/// `len` a multiple of the line, as [`LineMaintenance`] promises for every
-/// call `spm` makes (the exit test is an exact compare, so that a range
-/// ending at the top of the address space still works).
-macro_rules! line_loop {
-    (@unrolled $start:ident, $len:ident, $op:literal, $lines:tt) => {
-        // SAFETY: line maintenance by MVA never faults and changes only
-        // cache state; the caller of the trait method upholds its contract.
-        // `$len` is a non-zero multiple of `$lines` lines.
-        unsafe {
-            core::arch::asm!(
-                "2:",
-                lines!($lines, $op),
-                "cmp {a}, {end}",
-                "bne 2b",
-                a = inout(reg) $start => _,
-                end = in(reg) $start.wrapping_add($len),
-                options(nostack)
-            )
-        }
-    };
-    ($mva:expr, $len:expr, $op:literal) => {{
-        let (start, len) = ($mva.as_u32(), $len);
-        if len == 0 {
-        } else if len.is_multiple_of(512) {
-            line_loop!(@unrolled start, len, $op, 16)
-        } else if len.is_multiple_of(256) {
-            line_loop!(@unrolled start, len, $op, 8)
-        } else if len.is_multiple_of(128) {
-            line_loop!(@unrolled start, len, $op, 4)
-        } else {
-            line_loop!(@unrolled start, len, $op, 1)
-        }
-    }};
-}
-
+/// One unrolled `MCR` loop per range (`mmu_armv5`'s [`RangeMaintenance`]
+/// for the ARM926EJ-S: sixteen lines per loop iteration for a 4 KiB chunk).
 impl LineMaintenance for Hw {
     fn clean_dcache_lines(&mut self, mva: ModifiedVirtAddr, len: u32) {
-        line_loop!(mva, len, "c7, c10, 1");
+        self.0.clean_dcache_lines(lines(mva, len));
     }
 
     unsafe fn invalidate_dcache_lines(&mut self, mva: ModifiedVirtAddr, len: u32) {
-        line_loop!(mva, len, "c7, c6, 1");
+        // SAFETY: forwarded; the caller upholds the contract for the range.
+        unsafe { self.0.invalidate_dcache_lines(lines(mva, len)) };
     }
 
     /// Cleans and invalidates the range's D-cache lines one by one, and
@@ -721,7 +658,7 @@ impl LineMaintenance for Hw {
     /// for I-caches up to a few times the page size; a kernel with a large
     /// I-cache and frequent exchanges would go back to the line loop.
     fn flush_lines(&mut self, mva: ModifiedVirtAddr, len: u32) {
-        line_loop!(mva, len, "c7, c14, 1");
+        self.0.clean_invalidate_dcache_lines(lines(mva, len));
         // The whole I-cache in one operation (counted with the strategies'
         // I-cache invalidations, so `RESULT iflush` stays exact).
         self.0.invalidate_icache();
@@ -775,6 +712,10 @@ impl Cp15 for Hw {
         // SAFETY: forwarded; the caller upholds the contract.
         unsafe { self.0.op(op, value) }
     }
+    unsafe fn op_lines(&mut self, op: LineOp, range: LineRange) {
+        // SAFETY: forwarded; the caller upholds the contract.
+        unsafe { self.0.op_lines(op, range) }
+    }
     fn test_clean_invalidate_dcache(&mut self) -> bool {
         self.0.test_clean_invalidate_dcache()
     }
@@ -783,34 +724,19 @@ impl Cp15 for Hw {
     }
 }
 
-fn cpsr() -> u32 {
-    let v: u32;
-    // SAFETY: reads the CPSR. Not `nomem`: with the write below it orders
-    // the program's memory accesses around the change of the mask.
-    unsafe { core::arch::asm!("mrs {}, cpsr", out(reg) v, options(nostack, preserves_flags)) };
-    v
-}
-
-/// Masks or unmasks IRQs. Like `critical.rs`, without `nomem`: the
-/// compiler must not move a memory access across the change of the mask
-/// (an access meant to be inside a masked window would otherwise race the
-/// IRQ handler, or one meant to be outside it lengthen the window).
-fn set_irq_masked(masked: bool) {
-    let v = if masked {
-        cpsr() | 0x80
-    } else {
-        cpsr() & !0x80
-    };
-    // SAFETY: changes only the I bit of the current (privileged) mode; the
-    // kernel's IRQ handler for SVC mode (`kernel_irq`) only acknowledges
-    // the timer and counts.
-    unsafe { core::arch::asm!("msr cpsr_c, {}", in(reg) v, options(nostack, preserves_flags)) };
-}
-
 /// Enables (or masks again) IRQs in SVC mode around an exchange step: a
 /// tick is then taken by `kernel_irq` whenever `spm` has not masked it.
+/// FIQs stay masked. Both are compiler barriers (`mmu_armv5::irq`): no
+/// memory access moves across the change of the mask.
 pub fn set_irqs_enabled(on: bool) {
-    set_irq_masked(!on);
+    if on {
+        // SAFETY: called between exchange steps, outside any masked
+        // section; the kernel's IRQ handler for SVC mode (`kernel_irq`)
+        // only acknowledges the timer and counts.
+        unsafe { irq::unmask_irq() };
+    } else {
+        let _ = irq::mask();
+    }
 }
 
 /// Ticks `kernel_irq` took since the last call.
@@ -842,8 +768,7 @@ pub struct Irq {
 
 impl InterruptControl for Irq {
     fn disable(&mut self) -> bool {
-        let was = cpsr() & 0x80 == 0;
-        set_irq_masked(true);
+        let was = !irq::mask().irq_masked();
         self.windows += 1;
         self.t0 = timer::now();
         was
@@ -853,7 +778,9 @@ impl InterruptControl for Irq {
         let dt = timer::now().wrapping_sub(self.t0);
         self.longest = self.longest.max(dt);
         if was_enabled {
-            set_irq_masked(false);
+            // SAFETY: ends the window `disable` opened with IRQs enabled
+            // before it (spm pairs the calls); the handler is `kernel_irq`.
+            unsafe { irq::unmask_irq() };
         }
     }
 }
@@ -866,7 +793,7 @@ pub struct Maps<'a> {
     pub strategy: &'a Strategy,
     /// Kernel mapping records.
     pub kmaps: &'a mut [KMap; KMAPS],
-    wp: &'a mut [Option<(*mut u32, u32)>; 8],
+    wp: &'a mut [Option<(*mut u32, AccessPermission)>; 8],
     root: *mut u32,
 }
 
@@ -932,26 +859,21 @@ pub fn user_entry(
         .ok()?
         .as_u32();
     let slot = (mva >> 20) as usize;
-    let l1 = match strategy {
+    let coarse = match strategy {
         Strategy::Fass(f) => {
             // SAFETY: `root` is the kernel's (the CPD's) 16 KiB table in the linear map.
             let e = unsafe { root.add(slot).read_volatile() };
             let dom = f.domain_of(id).ok()??;
-            if (e >> 5) & 0xF != u32::from(dom.get()) {
-                return None;
-            }
-            e
+            CoarseTableDesc::from_bits(e).filter(|c| c.domain == dom)?
         }
         Strategy::Table(t) => {
             let r = t.root_of(id).ok()?.as_u32();
             // SAFETY: the space's first-level table, pool memory in the linear map.
-            unsafe { (phys_to_virt(r) as *const u32).add(slot).read_volatile() }
+            let e = unsafe { (phys_to_virt(r) as *const u32).add(slot).read_volatile() };
+            CoarseTableDesc::from_bits(e)?
         }
     };
-    if l1 & 3 != 1 {
-        return None;
-    }
-    let l2 = phys_to_virt(l1 & !0x3FF) as *mut u32;
+    let l2 = phys_to_virt(coarse.table.start().as_u32()) as *mut u32;
     // SAFETY: a coarse table has 256 entries; the index is below 256.
     let e = unsafe { l2.add(((mva >> 12) & 0xFF) as usize) };
     Some((e, mva))
@@ -1056,16 +978,14 @@ impl Maps<'_> {
     }
 }
 
+/// Whether `space` may write through the small page `desc`.
 fn writable(space: AddressSpace, desc: u32) -> bool {
-    match space {
-        AddressSpace::Kernel => ap_of(desc) != 0,
-        AddressSpace::User(_) => ap_of(desc) == 3,
-    }
+    ap_of(desc).is_some_and(|ap| ap.allows_write(matches!(space, AddressSpace::Kernel)))
 }
 
 /// The descriptor's C bit: the caches may hold lines of the mapping.
 fn cacheable(desc: u32) -> bool {
-    desc & (1 << 3) != 0
+    CachePolicy::from_descriptor(desc).cacheable()
 }
 
 impl Mappings for Maps<'_> {
@@ -1090,7 +1010,8 @@ impl Mappings for Maps<'_> {
                 self.procs.get(i).filter(|p| p.alive())?;
                 let (e, mva) = user_entry(self.strategy, self.root, i, page)?;
                 // SAFETY: a live second-level descriptor.
-                let pa = unsafe { e.read_volatile() } & !0xFFF;
+                let d = unsafe { e.read_volatile() };
+                let pa = SmallPageDesc::word_frame(d).start().as_u32();
                 // Only the process's own page records are pages here.
                 let w = who(self.procs, pa)?;
                 let (p, _, rva) = w.user?;
@@ -1110,7 +1031,7 @@ impl Mappings for Maps<'_> {
         };
         // SAFETY: `entry` is a live second-level descriptor.
         let d = unsafe { entry.read_volatile() };
-        if d & 3 != SMALL || d & !0xFFF != pa {
+        if SmallPageDesc::from_bits(d).is_none_or(|s| s.frame.start().as_u32() != pa) {
             return None;
         }
         Some(Translation {
@@ -1224,11 +1145,16 @@ impl Mappings for Maps<'_> {
                 continue;
             };
             // Users keep read access; the kernel view becomes read-only (SCTLR.S).
-            let ro = if kernel { 0 } else { 2 };
+            let ro = if kernel {
+                AccessPermission::NoneOrRom
+            } else {
+                AccessPermission::PrivRwUserRo
+            };
+            let Some(ap) = ap_of(d) else { continue };
             // SAFETY: as above; `spm` invalidates the TLB entry.
-            unsafe { e.write_volatile(with_ap(d, ro)) };
+            unsafe { e.write_volatile(SmallPageDesc::word_with_ap(d, ro)) };
             clean_line(e);
-            *slot = Some((e, ap_of(d)));
+            *slot = Some((e, ap));
             n += 1;
         }
         drain();
@@ -1244,12 +1170,12 @@ impl Mappings for Maps<'_> {
         while let Some(&Some((e, ap))) = self.wp.get(i) {
             // SAFETY: a live descriptor recorded by `write_protect`.
             let d = unsafe { e.read_volatile() };
-            if d & !0xFFF != page.as_u32() {
+            if SmallPageDesc::word_frame(d).start() != page {
                 i += 1;
                 continue;
             }
             // SAFETY: as above; `spm` invalidates the TLB entry.
-            unsafe { e.write_volatile(with_ap(d, ap)) };
+            unsafe { e.write_volatile(SmallPageDesc::word_with_ap(d, ap)) };
             clean_line(e);
             any = true;
             let last = self.wp.iter().take_while(|s| s.is_some()).count() - 1;
@@ -1268,10 +1194,11 @@ impl Mappings for Maps<'_> {
         if size != PageSize::Small {
             return;
         }
+        let (fa, fb) = (Frame::<Size4KiB>::containing(a), Frame::containing(b));
         let (a, b) = (a.as_u32(), b.as_u32());
-        let retarget = |e: *mut u32, to: u32| {
+        let retarget = |e: *mut u32, to: Frame<Size4KiB>| {
             // SAFETY: a live descriptor; interrupts are masked (spm's contract).
-            unsafe { e.write_volatile((e.read_volatile() & 0xFFF) | to) };
+            unsafe { e.write_volatile(SmallPageDesc::word_with_frame(e.read_volatile(), to)) };
             clean_line(e);
         };
         // Both frames were looked up when the exchange collected their
@@ -1287,7 +1214,7 @@ impl Mappings for Maps<'_> {
             };
             match (hit(a), hit(b)) {
                 (Some(ha), Some(hb)) if a != b => {
-                    for (h, to) in [(ha, b), (hb, a)] {
+                    for (h, to) in [(ha, fb), (hb, fa)] {
                         if let Some((e, _)) = h.entry {
                             retarget(e, to);
                         }
@@ -1302,9 +1229,9 @@ impl Mappings for Maps<'_> {
         };
         if !fast {
             // Collect first: the lookups must see the descriptors unchanged.
-            let mut es = [(core::ptr::null_mut::<u32>(), 0u32); 4];
+            let mut es = [(core::ptr::null_mut::<u32>(), fa); 4];
             let mut n = 0;
-            for (f, to) in [(self.found(a), b), (self.found(b), a)] {
+            for (f, to) in [(self.found(a), fb), (self.found(b), fa)] {
                 self.each(f, |_, e, _| {
                     if n < es.len() {
                         es[n] = (e, to);

@@ -58,8 +58,13 @@
 //! that must not sit in the D-cache behind them.
 
 use crate::global::Global;
+use mmu_armv5::descriptor::{
+    AccessPermission, CachePolicy, CoarseTableDesc, L1Descriptor, L2Descriptor, SmallPageDesc,
+    SubpageAp,
+};
 use mmu_armv5::maint::CacheMaintenance;
-use mmu_armv5::regs::{Cp15, Cp15Reg};
+use mmu_armv5::regs::Cp15Ext;
+use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::{MapAttrs, SizePolicy};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
 use spm::tcm::{self, BoardTcm, Mix, PhysRange, TcmBank, TcmKind, TcmLayout};
@@ -131,13 +136,14 @@ pub enum InitError {
     Table(mmu_armv5::table::TableError),
 }
 
-const AP_SHIFT: u32 = 4;
-const SMALL: u32 = 0b10;
-const CB_WRITE_BACK: u32 = 0b11 << 2;
-
-/// A small-page descriptor of `pa` with `ap` in all four subpages and C/B bits `cb`.
-fn small(pa: u32, ap: u32, cb: u32) -> u32 {
-    (pa & !0xFFF) | ((ap * 0x55) << AP_SHIFT) | cb | SMALL
+/// A small-page descriptor of `pa` with `ap` in all four subpages.
+fn small(pa: u32, ap: AccessPermission, cache: CachePolicy) -> u32 {
+    L2Descriptor::Small(SmallPageDesc {
+        frame: Frame::containing(PhysAddr::new(pa)),
+        ap: SubpageAp::uniform(ap),
+        cache,
+    })
+    .to_bits()
 }
 
 fn table_pa<T>(t: &Global<T>) -> u32 {
@@ -250,9 +256,9 @@ pub fn init() -> Result<(), InitError> {
 
     // SCTLR.S: AP=00 becomes privileged read-only (no AP=00 mapping exists yet).
     let mut c = crate::cp15::hw();
-    let sctlr = c.read(Cp15Reg::Sctlr);
+    let sctlr = c.sctlr().with_system_protection(true);
     // SAFETY: only the meaning of AP=00 changes, and nothing is mapped with it.
-    unsafe { c.write(Cp15Reg::Sctlr, sctlr | (1 << 8)) };
+    unsafe { c.set_sctlr(sctlr) };
 
     let off = kernel_virt_offset();
     let ks = kswitch_va();
@@ -262,23 +268,35 @@ pub fn init() -> Result<(), InitError> {
     let (text, tcmt) = unsafe { (&mut (*KTEXT_L2.as_ptr()).0, &mut (*KTCM_L2.as_ptr()).0) };
     for (i, e) in text.iter_mut().enumerate() {
         let va = mib_va + (i as u32) * 4096;
-        let ap = if va == ks { 0 } else { 1 };
-        *e = small(mib_pa + (i as u32) * 4096, ap, CB_WRITE_BACK);
+        let ap = if va == ks {
+            AccessPermission::NoneOrRom
+        } else {
+            AccessPermission::PrivRw
+        };
+        *e = small(mib_pa + (i as u32) * 4096, ap, CachePolicy::WriteBack);
     }
     // C=0 B=0: see the module docs.
     for (k, bank) in [itcm, dtcm].iter().enumerate() {
         for i in 0..bank.size() / 4096 {
             let pa = bank.base().as_u32() + i * 4096;
             let slot = k * BANK_FRAMES + i as usize;
-            tcmt[slot] = small(pa, 0, 0);
-            tcmt[((KTCM_RW_VA - KTCM_VA) >> 12) as usize + slot] = small(pa, 1, 0);
+            tcmt[slot] = small(pa, AccessPermission::NoneOrRom, CachePolicy::Uncached);
+            tcmt[((KTCM_RW_VA - KTCM_VA) >> 12) as usize + slot] =
+                small(pa, AccessPermission::PrivRw, CachePolicy::Uncached);
         }
     }
     let mut m = crate::mmu::maint();
     for t in [&text[..], &tcmt[..]] {
         m.clean_dcache_range(ModifiedVirtAddr::new(t.as_ptr() as u32), 1024);
     }
-    let link = |pa: u32| pa | (u32::from(KERNEL_DOMAIN.get()) << 5) | 0x10 | 0b01;
+    let link = |pa: u32| {
+        L1Descriptor::Coarse(CoarseTableDesc {
+            table: Frame::containing(PhysAddr::new(pa)),
+            domain: KERNEL_DOMAIN,
+            p: false,
+        })
+        .to_bits()
+    };
     // SAFETY: the text table maps its MiB exactly as the section did (one
     // page read-only, nothing writes code); the TCM MiB was unmapped.
     unsafe {
@@ -293,10 +311,10 @@ pub fn init() -> Result<(), InitError> {
             RAM_SIZE,
             MapAttrs::new(
                 KERNEL_DOMAIN,
-                mmu_armv5::descriptor::AccessPermission::PrivRw,
-                mmu_armv5::descriptor::CachePolicy::Uncached,
+                AccessPermission::PrivRw,
+                CachePolicy::Uncached,
             ),
-            SizePolicy::Exactly(mmu_armv5::size::PageSizeKind::Section),
+            SizePolicy::Exactly(PageSizeKind::Section),
         )
         .map(|f| f.flush(&mut crate::mmu::maint(), pool))
     })
