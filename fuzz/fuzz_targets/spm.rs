@@ -281,7 +281,7 @@ impl Active {
 }
 
 fn sid(s: u16) -> SpaceId {
-    SpaceId::new(s).unwrap()
+    SpaceId(s)
 }
 
 fn space(u: &mut Unstructured<'_>) -> Result<u16> {

@@ -41,7 +41,7 @@ struct Row {
 fn measure(chunk: u32, writable: bool) -> Row {
     let mut st = Storage::new();
     let mut k = Kernel::new(&mut st);
-    let me = SpaceId::new(1).expect("space");
+    let me = SpaceId(1);
     let space = AddressSpace::User(me);
     k.table
         .init_range(PhysAddr::new(0x5000), 0x1000, FrameState::User(me), true)

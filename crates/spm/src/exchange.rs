@@ -493,7 +493,7 @@ impl PageFrames {
 ///
 /// // Task 1's page at VA 0x8000 lives in RAM frame 0x5000; the kernel
 /// // maps the first DTCM frame at 0xC300_0000.
-/// let task = SpaceId::new(1)?;
+/// let task = SpaceId(1);
 /// table.init_range(PhysAddr::new(0x5000), 0x1000, FrameState::User(task), true)?;
 /// let me = AddressSpace::User(task);
 /// let mut maps = Maps(vec![(me, 0x8000, 0x5000, true, false), (AddressSpace::Kernel, 0xC300_0000, 0x0300_0000, true, false)]);
@@ -1920,7 +1920,7 @@ fn move_state<const R: usize>(table: &mut FrameTable<'_, R>, o_at: FrameSlot, n_
     let (od, nd) = (table.desc_at(o_at), table.desc_at(n_at));
     table.set_at(n_at, nd.with_state_of(od));
     if od.is_kernel() {
-        table.set_at(o_at, od.with_state(FrameState::Resource));
+        table.set_at(o_at, od.with_state_of(FrameDesc::RESOURCE));
     }
 }
 

@@ -133,11 +133,14 @@ pub use exchange::{
     Exchange, ExchangeError, ExchangeRequest, ExchangeStats, Progress, MAX_SCATTERED,
 };
 pub use frame::{
-    FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, SpaceId,
+    FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, MAX_SPACE_ID,
 };
 pub use irq::InterruptControl;
 pub use lines::LineMaintenance;
 pub use mappings::{AddressSpace, Mapping, Mappings, PageSize, Translation};
+/// The name of an address space: `mmu-armv5`'s, the one `fass` uses too.
+/// A frame records owners up to [`MAX_SPACE_ID`].
+pub use mmu_armv5::SpaceId;
 pub use ops::{OpError, StateRequest};
 pub use phys::PhysMemory;
 pub use region::{InitialUse, Location, PhysRegion, RegionError, Rights, FRAME_SIZE, SECTION_SIZE};

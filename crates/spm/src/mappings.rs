@@ -5,8 +5,7 @@
 //! and to change those mappings. Every method works on whole pages of one
 //! [`PageSize`] at a page-aligned physical address.
 
-use crate::frame::SpaceId;
-use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
+use mmu_armv5::{ModifiedVirtAddr, PhysAddr, SpaceId, VirtAddr};
 
 /// An address space: the kernel's (shared by every task) or a task's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -3,12 +3,12 @@
 //! operations, kernel pages, and moving page tables and page directories.
 
 use crate::exchange::{Exchange, ExchangeError, ExchangeRequest, Progress, DEFAULT_CHUNK};
-use crate::frame::{FrameDesc, FrameState, FrameTable, KernelUse, SectionSummary, SpaceId};
+use crate::frame::{FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary};
 use crate::mappings::{AddressSpace, PageSize};
 use crate::ops::{self, OpError, StateRequest};
 use crate::region::{InitialUse, Location, PhysRegion, Rights};
 use crate::testkit::{CpuFault, Hw, Irq, Maps, Ops};
-use mmu_armv5::{PhysAddr, VirtAddr};
+use mmu_armv5::{PhysAddr, SpaceId, VirtAddr};
 use std::vec;
 use std::vec::Vec;
 
@@ -18,7 +18,7 @@ const DEV: u32 = 0x1010_0000;
 const K: AddressSpace = AddressSpace::Kernel;
 
 fn sp(n: u16) -> SpaceId {
-    SpaceId::new(n).unwrap()
+    SpaceId(n)
 }
 fn us(n: u16) -> AddressSpace {
     AddressSpace::User(sp(n))
@@ -307,6 +307,48 @@ fn operation_permissions() {
     // The owner deletes.
     ops::delete_user_page(&mut w.table, &w.maps, sp(1), va(0x8000)).unwrap();
     assert_eq!(w.state(0x5000), FrameState::Resource);
+}
+
+/// An owner the frame table cannot record (above 12 bits) is refused with
+/// a typed error before anything changes: the resource is neither zeroed
+/// nor handed out, and no other owner's number is stored instead.
+#[test]
+fn owners_the_table_cannot_record_are_refused() {
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    let big = sp(0x1001); // 0x001 once truncated to 12 bits
+    let err = OpError::Frame(FrameError::SpaceIdOutOfRange(big));
+    w.maps
+        .map(us(0x1001), 0x8000, 0x5000, PageSize::Small, true);
+    w.maps.map(K, 0xc000_5000, 0x5000, PageSize::Small, true);
+    w.hw.store(&w.maps, K, 0xc000_5123, 42).unwrap();
+    assert_eq!(
+        create_user_page(&mut w.table, &w.maps, &mut w.hw, big, va(0x8000)),
+        Err(err)
+    );
+    let set = StateRequest::Set(FrameState::User(big));
+    assert_eq!(
+        change_state(&mut w.table, &w.maps, &mut w.hw, K, va(0xc000_5000), set),
+        Err(err)
+    );
+    assert_eq!(
+        change_state(
+            &mut w.table,
+            &w.maps,
+            &mut w.hw,
+            us(0x1001),
+            va(0x8000),
+            set
+        ),
+        Err(err)
+    );
+    assert_eq!(w.state(0x5000), FrameState::Resource);
+    assert_eq!(w.hw.phys(0x5123), 42, "not zeroed");
+    // The largest owner that fits is recorded as it is.
+    let top = sp(crate::frame::MAX_SPACE_ID);
+    w.maps.map(us(top.0), 0x9000, 0x6000, PageSize::Small, true);
+    create_user_page(&mut w.table, &w.maps, &mut w.hw, top, va(0x9000)).unwrap();
+    assert_eq!(w.state(0x6000), FrameState::User(top));
 }
 
 #[test]
@@ -775,7 +817,7 @@ fn a_later_page_whose_frames_changed_is_refused() {
         (ITCM + 0x1000, |d| d.with_busy(false), 0x10_1000),
         (
             ITCM + 0x1000,
-            |d| d.with_state(FrameState::Kernel(KernelUse::Plain)),
+            |d| d.with_state_of(FrameDesc::kernel(KernelUse::Plain)),
             0x10_1000,
         ),
     ];
@@ -805,7 +847,7 @@ fn a_held_directory_frame_that_changed_is_refused() {
     let cases: [(u32, Corrupt); 3] = [
         (0x2_3000, |d| d.with_busy(false)),
         (0x2_3000, |d| {
-            d.with_state(FrameState::Kernel(KernelUse::Plain))
+            d.with_state_of(FrameDesc::kernel(KernelUse::Plain))
         }),
         (ITCM + 0x7000, |d| d.with_busy(false)),
     ];
@@ -859,7 +901,7 @@ fn without_a_generation_a_step_costs_its_recheck() {
 fn a_large_page_with_a_changed_frame_is_refused() {
     type Corrupt = fn(FrameDesc) -> FrameDesc;
     let unbusy: Corrupt = |d| d.with_busy(false);
-    let kernel: Corrupt = |d| d.with_state(FrameState::Kernel(KernelUse::Plain));
+    let kernel: Corrupt = |d| d.with_state_of(FrameDesc::kernel(KernelUse::Plain));
     for (frame, at, corrupt) in [
         (0x10_3000, 0x1_0000, unbusy),
         (0x20_5000, 0x50_0000, unbusy),
@@ -1088,7 +1130,7 @@ fn a_cancel_releases_only_untouched_frames_it_holds() {
         .unwrap();
     w.step(&mut x).unwrap();
     let d = w.table.desc(pa(0x6000)).unwrap();
-    let foreign = d.with_state(FrameState::Kernel(KernelUse::Plain));
+    let foreign = d.with_state_of(FrameDesc::kernel(KernelUse::Plain));
     w.table.set(pa(0x6000), foreign).unwrap();
     w.cancel(&mut x).unwrap();
     assert_eq!(w.table.desc(pa(0x6000)).unwrap(), foreign);
@@ -1277,7 +1319,7 @@ fn a_directory_cancel_leaves_a_changed_page_alone() {
     let f = ITCM + 0x5000;
     let d = w.table.desc(pa(f)).unwrap();
     w.table
-        .set(pa(f), d.with_state(FrameState::Kernel(KernelUse::Plain)))
+        .set(pa(f), d.with_state_of(FrameDesc::kernel(KernelUse::Plain)))
         .unwrap();
     assert_eq!(w.cancel(&mut x), Ok(0));
     assert_eq!(w.maps_translate(K, 0xc002_0000), 0x2_0000);

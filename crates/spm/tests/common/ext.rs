@@ -11,7 +11,7 @@ use spm::{
 pub const K: AddressSpace = AddressSpace::Kernel;
 
 pub fn sp(n: u16) -> SpaceId {
-    SpaceId::new(n).unwrap()
+    SpaceId(n)
 }
 pub fn us(n: u16) -> AddressSpace {
     AddressSpace::User(sp(n))

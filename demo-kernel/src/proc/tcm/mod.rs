@@ -531,7 +531,7 @@ impl Tcm {
     /// Records a user RAM frame's owner (or frees it: `None`).
     pub fn set_owner(&mut self, pa: u32, owner: Option<usize>) {
         note_mapper(pa, owner);
-        let state = match owner.and_then(|o| spm::SpaceId::new(o as u16).ok()) {
+        let state = match owner.map(|o| spm::SpaceId::new(o as u16)) {
             Some(s) => FrameState::User(s),
             None if self.kind_of(pa).is_some() => FrameState::Resource,
             None => FrameState::Undefined,
@@ -983,13 +983,8 @@ const NO_MAPPING: Mapping = Mapping {
 
 fn user_space(i: usize) -> AddressSpace {
     // Process indices are below `MAX_PROCS` (64), far inside spm's 12 bits.
-    AddressSpace::User(spm::SpaceId::new(i as u16).unwrap_or(SPACE0))
+    AddressSpace::User(spm::SpaceId::new(i as u16))
 }
-
-const SPACE0: spm::SpaceId = match spm::SpaceId::new(0) {
-    Ok(s) => s,
-    Err(_) => panic!("space 0"),
-};
 
 fn kind_index(kind: TcmKind) -> usize {
     match kind {

@@ -66,10 +66,7 @@ fn xerr(e: ExchangeError) -> SysError {
 }
 
 fn space(cur: usize) -> AddressSpace {
-    match spm::SpaceId::new(cur as u16) {
-        Ok(s) => AddressSpace::User(s),
-        Err(_) => AddressSpace::Kernel,
-    }
+    AddressSpace::User(spm::SpaceId::new(cur as u16))
 }
 
 impl Kernel {
@@ -253,7 +250,7 @@ impl Kernel {
             // `spm`'s delete, so the page can be exchanged back into it.
             let rva = USER_RES_VA + (slot as u32) * 4096;
             self.touch(cur, rva);
-            let sid = spm::SpaceId::new(cur as u16).map_err(|_| SysError::Invalid)?;
+            let sid = spm::SpaceId::new(cur as u16);
             let (table, tt) = tcm::split(t);
             let maps = Maps::new(&mut self.procs, &self.strategy, tt);
             if let Err(e) = spm::ops::delete_user_page(table, &maps, sid, VirtAddr::new(rva)) {
