@@ -21,6 +21,7 @@ use crate::phys::PhysMemory;
 use crate::region::FRAME_SIZE;
 use core::fmt;
 use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr, SpaceId, VirtAddr};
 
 /// A page operation that was refused. Nothing was changed.
@@ -141,10 +142,10 @@ fn frame_of<M: Mappings + ?Sized>(
     va: VirtAddr,
 ) -> Result<PhysAddr, OpError> {
     let t = maps.translate(space, va).ok_or(OpError::NotMapped(va))?;
-    if t.size == crate::mappings::PageSize::Tiny {
+    if t.size == PageSizeKind::Tiny {
         return Err(OpError::TinyPage(va));
     }
-    let off = va.as_u32() & (t.size.bytes() - 1) & !(FRAME_SIZE - 1);
+    let off = va.as_u32() & (t.size.size() - 1) & !(FRAME_SIZE - 1);
     t.page
         .checked_add(off)
         .ok_or(OpError::Frame(FrameError::NotDescribed(t.page)))
@@ -158,8 +159,7 @@ where
     M: Mappings + ?Sized,
     H: PhysMemory + CacheMaintenance + ?Sized,
 {
-    use crate::mappings::PageSize;
-    maps.for_each_mapping(frame, PageSize::Small, &mut |m| {
+    maps.for_each_mapping(frame, PageSizeKind::Small, &mut |m| {
         let mut a = 0;
         while a < FRAME_SIZE {
             let mva = ModifiedVirtAddr::new(m.mva.as_u32().wrapping_add(a));

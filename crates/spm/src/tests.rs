@@ -4,10 +4,11 @@
 
 use crate::exchange::{Exchange, ExchangeError, ExchangeRequest, Progress, DEFAULT_CHUNK};
 use crate::frame::{FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary};
-use crate::mappings::{AddressSpace, PageSize};
+use crate::mappings::AddressSpace;
 use crate::ops::{self, OpError, StateRequest};
 use crate::region::{InitialUse, Location, PhysRegion, Rights};
 use crate::testkit::{CpuFault, Hw, Irq, Maps, Ops};
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{PhysAddr, SpaceId, VirtAddr};
 use std::vec;
 use std::vec::Vec;
@@ -103,7 +104,8 @@ impl World<'_> {
         self.table
             .init_range(pa(p), 0x1000, FrameState::User(sp(space)), true)
             .unwrap();
-        self.maps.map(us(space), v, p, PageSize::Small, writable);
+        self.maps
+            .map(us(space), v, p, PageSizeKind::Small, writable);
     }
     fn state(&self, p: u32) -> FrameState {
         self.table.desc(pa(p)).unwrap().state()
@@ -122,7 +124,7 @@ impl World<'_> {
             target: va(target),
             resource_space: caller,
             resource: va(resource),
-            size: PageSize::Small,
+            size: PageSizeKind::Small,
             count,
             rights,
         }
@@ -175,7 +177,7 @@ fn operation_permissions() {
     let mut st = Storage::new();
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, true);
-    w.maps.map(us(2), 0x8000, 0x5000, PageSize::Small, true);
+    w.maps.map(us(2), 0x8000, 0x5000, PageSizeKind::Small, true);
     // Only the owner deletes.
     assert_eq!(
         ops::delete_user_page(&mut w.table, &w.maps, sp(2), va(0x8000)),
@@ -215,8 +217,10 @@ fn operation_permissions() {
             true,
         )
         .unwrap();
-    w.maps.map(us(1), 0xa000, 0x6000, PageSize::Small, false);
-    w.maps.map(K, 0xc000_6000, 0x6000, PageSize::Small, true);
+    w.maps
+        .map(us(1), 0xa000, 0x6000, PageSizeKind::Small, false);
+    w.maps
+        .map(K, 0xc000_6000, 0x6000, PageSizeKind::Small, true);
     assert_eq!(
         change_state(
             &mut w.table,
@@ -271,7 +275,7 @@ fn operation_permissions() {
         })
     );
     // Undefined (device) frames never change.
-    w.maps.map(K, 0xd000_0000, DEV, PageSize::Small, true);
+    w.maps.map(K, 0xd000_0000, DEV, PageSizeKind::Small, true);
     assert_eq!(
         change_state(
             &mut w.table,
@@ -319,8 +323,9 @@ fn owners_the_table_cannot_record_are_refused() {
     let big = sp(0x1001); // 0x001 once truncated to 12 bits
     let err = OpError::Frame(FrameError::SpaceIdOutOfRange(big));
     w.maps
-        .map(us(0x1001), 0x8000, 0x5000, PageSize::Small, true);
-    w.maps.map(K, 0xc000_5000, 0x5000, PageSize::Small, true);
+        .map(us(0x1001), 0x8000, 0x5000, PageSizeKind::Small, true);
+    w.maps
+        .map(K, 0xc000_5000, 0x5000, PageSizeKind::Small, true);
     w.hw.store(&w.maps, K, 0xc000_5123, 42).unwrap();
     assert_eq!(
         create_user_page(&mut w.table, &w.maps, &mut w.hw, big, va(0x8000)),
@@ -346,7 +351,8 @@ fn owners_the_table_cannot_record_are_refused() {
     assert_eq!(w.hw.phys(0x5123), 42, "not zeroed");
     // The largest owner that fits is recorded as it is.
     let top = sp(crate::frame::MAX_SPACE_ID);
-    w.maps.map(us(top.0), 0x9000, 0x6000, PageSize::Small, true);
+    w.maps
+        .map(us(top.0), 0x9000, 0x6000, PageSizeKind::Small, true);
     create_user_page(&mut w.table, &w.maps, &mut w.hw, top, va(0x9000)).unwrap();
     assert_eq!(w.state(0x6000), FrameState::User(top));
 }
@@ -356,7 +362,8 @@ fn frames_in_an_exchange_can_only_be_queried() {
     let mut st = Storage::new();
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, true);
-    w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+    w.maps
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
     let r = w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW);
     let mut x = w.begin(r).unwrap();
     assert_eq!(
@@ -397,8 +404,10 @@ fn kernel_pages(w: &mut World<'_>) {
             true,
         )
         .unwrap();
-    w.maps.map(K, 0xc000_5000, 0x5000, PageSize::Small, true);
-    w.maps.map(K, 0xc000_6000, 0x6000, PageSize::Small, true);
+    w.maps
+        .map(K, 0xc000_5000, 0x5000, PageSizeKind::Small, true);
+    w.maps
+        .map(K, 0xc000_6000, 0x6000, PageSizeKind::Small, true);
 }
 
 #[test]
@@ -406,9 +415,9 @@ fn kernel_code_moves_into_itcm_and_back() {
     let mut st = Storage::new();
     let mut w = world(&mut st);
     kernel_pages(&mut w);
-    w.maps.map(K, 0xc100_0000, ITCM, PageSize::Small, false);
+    w.maps.map(K, 0xc100_0000, ITCM, PageSizeKind::Small, false);
     w.maps
-        .map(K, 0xc100_1000, ITCM + 0x1000, PageSize::Small, false);
+        .map(K, 0xc100_1000, ITCM + 0x1000, PageSizeKind::Small, false);
     w.fill(K, 0xc000_5000, 0x2000, 11);
     let mut x = w
         .begin(w.req(K, 0xc000_5000, 0xc100_0000, 2, Rights::RWX))
@@ -453,9 +462,10 @@ fn moved_page_tables_and_directories_are_re_pointed() {
             true,
         )
         .unwrap();
-    w.maps.map(K, 0xc001_0000, 0x1_0000, PageSize::Small, true);
+    w.maps
+        .map(K, 0xc001_0000, 0x1_0000, PageSizeKind::Small, true);
     w.maps.l1 = vec![(0x300, 0x1_0400), (0x301, 0x1_0c00), (0x302, 0x2_0000)];
-    w.maps.map(K, 0xc100_0000, DTCM, PageSize::Small, false);
+    w.maps.map(K, 0xc100_0000, DTCM, PageSizeKind::Small, false);
     let mut x = w
         .begin(w.req(K, 0xc001_0000, 0xc100_0000, 1, Rights::RW))
         .unwrap();
@@ -589,7 +599,8 @@ fn a_dropped_exchange_leaves_its_frames_busy() {
     let mut st = Storage::new();
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, true);
-    w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+    w.maps
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
     let x = w
         .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
         .unwrap();
@@ -614,8 +625,9 @@ fn ranges_may_end_at_four_gib_and_touch() {
             true,
         )
         .unwrap();
-    w.maps.map(K, 0xffff_f000, 0x5000, PageSize::Small, true);
-    w.maps.map(K, 0xc100_0000, ITCM, PageSize::Small, false);
+    w.maps
+        .map(K, 0xffff_f000, 0x5000, PageSizeKind::Small, true);
+    w.maps.map(K, 0xc100_0000, ITCM, PageSizeKind::Small, false);
     // The last page of the address space: its range ends at 4 GiB.
     let x = w.begin(w.req(K, 0xffff_f000, 0xc100_0000, 1, Rights::RW));
     assert!(x.is_ok(), "{:?}", x.err());
@@ -632,9 +644,9 @@ fn ranges_may_end_at_four_gib_and_touch() {
     let mut st = Storage::new();
     let mut w = world(&mut st);
     kernel_pages(&mut w);
-    w.maps.map(K, 0xc000_4000, ITCM, PageSize::Small, false);
+    w.maps.map(K, 0xc000_4000, ITCM, PageSizeKind::Small, false);
     w.maps
-        .map(K, 0xc000_7000, ITCM + 0x1000, PageSize::Small, false);
+        .map(K, 0xc000_7000, ITCM + 0x1000, PageSizeKind::Small, false);
     // The target right after the resource, and right before it.
     for (t, r) in [(0xc000_5000, 0xc000_4000), (0xc000_6000, 0xc000_7000)] {
         let mut x = w.begin(w.req(K, t, r, 1, Rights::RW)).unwrap();
@@ -663,7 +675,7 @@ fn at_most_max_scattered_pages_are_scattered() {
             us(1),
             0x20_0000 + i * 0x1000,
             0x30_0000 + i * 0x1000,
-            PageSize::Small,
+            PageSizeKind::Small,
             false,
         );
     }
@@ -733,7 +745,7 @@ fn protects_names_exactly_the_frames_of_the_protected_page() {
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, true);
     w.maps
-        .map(us(1), 0x10_0000, ITCM + 0x1000, PageSize::Small, false);
+        .map(us(1), 0x10_0000, ITCM + 0x1000, PageSizeKind::Small, false);
     let mut x = w
         .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
         .unwrap();
@@ -765,7 +777,7 @@ fn protects_names_exactly_the_frames_of_the_protected_page() {
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, false);
     w.maps
-        .map(us(1), 0x10_0000, ITCM + 0x1000, PageSize::Small, false);
+        .map(us(1), 0x10_0000, ITCM + 0x1000, PageSizeKind::Small, false);
     let mut x = w
         .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
         .unwrap();
@@ -783,14 +795,15 @@ fn a_recheck_counts_its_kernel_calls() {
         let mut st = Storage::new();
         let mut w = world(&mut st);
         w.user_page(1, 0x8000, 0x5000, true);
-        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+        w.maps
+            .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
             .unwrap();
         w.step(&mut x).unwrap();
         if change {
             // Unrelated to the exchange, but a new generation.
-            w.maps.map(us(2), 0x8000, 0x7000, PageSize::Small, true);
+            w.maps.map(us(2), 0x8000, 0x7000, PageSizeKind::Small, true);
         }
         w.run(&mut x);
         totals.push(x.stats().total_ops);
@@ -826,9 +839,10 @@ fn a_later_page_whose_frames_changed_is_refused() {
         let mut w = world(&mut st);
         w.user_page(1, 0x8000, 0x5000, true);
         w.user_page(1, 0x9000, 0x6000, true);
-        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
         w.maps
-            .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+            .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
+        w.maps
+            .map(us(1), 0x10_1000, ITCM + 0x1000, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x10_0000, 2, Rights::RW))
             .unwrap();
@@ -882,7 +896,8 @@ fn without_a_generation_a_step_costs_its_recheck() {
         let mut w = world(&mut st);
         w.maps.generation = generation;
         w.user_page(1, 0x8000, 0x5000, true);
-        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+        w.maps
+            .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
             .unwrap();
@@ -914,11 +929,11 @@ fn a_large_page_with_a_changed_frame_is_refused() {
             .init_range(pa(0x10_0000), 0x1_0000, FrameState::User(sp(1)), true)
             .unwrap();
         w.maps
-            .map(us(1), 0x1_0000, 0x10_0000, PageSize::Large, true);
+            .map(us(1), 0x1_0000, 0x10_0000, PageSizeKind::Large, true);
         w.maps
-            .map(us(1), 0x50_0000, 0x20_0000, PageSize::Large, false);
+            .map(us(1), 0x50_0000, 0x20_0000, PageSizeKind::Large, false);
         let mut r = w.req(us(1), 0x1_0000, 0x50_0000, 1, Rights::RW);
-        r.size = PageSize::Large;
+        r.size = PageSizeKind::Large;
         let mut x = w.begin(r).unwrap();
         let d = w.table.desc(pa(frame)).unwrap();
         w.table.set(pa(frame), corrupt(d)).unwrap();
@@ -971,10 +986,12 @@ fn the_statistics_count_every_call() {
             w.maps.generation = generation;
             w.user_page(1, 0x8000, 0x5000, writable);
             w.user_page(1, 0x9000, 0x6000, true);
-            w.maps.map(us(2), 0x7000, 0x5000, PageSize::Small, false);
-            w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
             w.maps
-                .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+                .map(us(2), 0x7000, 0x5000, PageSizeKind::Small, false);
+            w.maps
+                .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
+            w.maps
+                .map(us(1), 0x10_1000, ITCM + 0x1000, PageSizeKind::Small, false);
             let r = w.req(us(1), 0x8000, 0x10_0000, count, Rights::RW);
             let mut x = Exchange::begin(&mut w.table, &w.maps, r, chunk).unwrap();
             let what = std::format!("{generation:?} {writable} {chunk} {count} {cancel:?}");
@@ -988,11 +1005,11 @@ fn the_statistics_count_every_call() {
             .init_range(pa(0x10_0000), 0x1_0000, FrameState::User(sp(1)), true)
             .unwrap();
         w.maps
-            .map(us(1), 0x1_0000, 0x10_0000, PageSize::Large, true);
+            .map(us(1), 0x1_0000, 0x10_0000, PageSizeKind::Large, true);
         w.maps
-            .map(us(1), 0x50_0000, 0x20_0000, PageSize::Large, false);
+            .map(us(1), 0x50_0000, 0x20_0000, PageSizeKind::Large, false);
         let mut r = w.req(us(1), 0x1_0000, 0x50_0000, 1, Rights::RW);
-        r.size = PageSize::Large;
+        r.size = PageSizeKind::Large;
         let mut x = w.begin(r).unwrap();
         run_counted(&mut w, &mut x, None, "large page");
         // Page tables, then the page directory, moved and cancelled.
@@ -1008,9 +1025,10 @@ fn the_statistics_count_every_call() {
                     true,
                 )
                 .unwrap();
-            w.maps.map(K, 0xc001_0000, 0x1_0000, PageSize::Small, true);
+            w.maps
+                .map(K, 0xc001_0000, 0x1_0000, PageSizeKind::Small, true);
             w.maps.l1 = vec![(0x300, 0x1_0400)];
-            w.maps.map(K, 0xc100_0000, DTCM, PageSize::Small, false);
+            w.maps.map(K, 0xc100_0000, DTCM, PageSizeKind::Small, false);
             let mut x = w
                 .begin(w.req(K, 0xc001_0000, 0xc100_0000, 1, Rights::RW))
                 .unwrap();
@@ -1042,7 +1060,7 @@ fn lines_filled_during_the_copy_never_take_a_later_write() {
         let mut w = world(&mut st);
         w.user_page(1, 0x8000, 0x5000, true);
         w.maps
-            .map(us(1), 0x20_0000, 0x30_0000, PageSize::Small, false);
+            .map(us(1), 0x20_0000, 0x30_0000, PageSizeKind::Small, false);
         w.fill(us(1), 0x8000, 0x1000, 9);
         w.hw.clean_invalidate_dcache();
         let mut x = w
@@ -1097,7 +1115,7 @@ fn a_cancel_asks_for_the_mappings_again_only_after_a_change() {
         let mut w = world(&mut st);
         w.user_page(1, 0x8000, 0x5000, true);
         w.maps
-            .map(us(1), 0x20_0000, 0x30_0000, PageSize::Small, false);
+            .map(us(1), 0x20_0000, 0x30_0000, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x20_0000, 1, Rights::RW))
             .unwrap();
@@ -1105,7 +1123,8 @@ fn a_cancel_asks_for_the_mappings_again_only_after_a_change() {
             w.step(&mut x).unwrap();
         }
         if change {
-            w.maps.map(us(2), 0x4000, 0x6000, PageSize::Small, false);
+            w.maps
+                .map(us(2), 0x4000, 0x6000, PageSizeKind::Small, false);
         }
         let walks = w.maps.walks.get();
         w.cancel(&mut x).unwrap();
@@ -1122,9 +1141,10 @@ fn a_cancel_releases_only_untouched_frames_it_holds() {
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, true);
     w.user_page(1, 0x9000, 0x6000, true);
-    w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
     w.maps
-        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
+    w.maps
+        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSizeKind::Small, false);
     let mut x = w
         .begin(w.req(us(1), 0x8000, 0x10_0000, 2, Rights::RW))
         .unwrap();
@@ -1154,14 +1174,14 @@ fn directory_frames(w: &mut World<'_>) {
             K,
             0xc002_0000 + i * 0x1000,
             0x2_0000 + i * 0x1000,
-            PageSize::Small,
+            PageSizeKind::Small,
             true,
         );
         w.maps.map(
             K,
             0xc200_0000 + i * 0x1000,
             ITCM + 0x4000 + i * 0x1000,
-            PageSize::Small,
+            PageSizeKind::Small,
             false,
         );
     }
@@ -1254,9 +1274,10 @@ fn remembered_mappings_are_asked_for_once_per_page_side() {
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, true);
     w.user_page(1, 0x9000, 0x6000, true);
-    w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
     w.maps
-        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
+    w.maps
+        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSizeKind::Small, false);
     let mut x = w
         .begin(w.req(us(1), 0x8000, 0x10_0000, 2, Rights::RW))
         .unwrap();
@@ -1290,12 +1311,13 @@ fn a_large_page_moves_the_tables_in_any_of_its_frames() {
                 true,
             )
             .unwrap();
-        w.maps.map(K, 0xc010_0000, 0x10_0000, PageSize::Large, true);
         w.maps
-            .map(K, 0xc050_0000, 0x20_0000, PageSize::Large, false);
+            .map(K, 0xc010_0000, 0x10_0000, PageSizeKind::Large, true);
+        w.maps
+            .map(K, 0xc050_0000, 0x20_0000, PageSizeKind::Large, false);
         w.maps.l1 = vec![(0x300, t + 0x400), (0x301, 0x2_0000)];
         let mut r = w.req(K, 0xc010_0000, 0xc050_0000, 1, Rights::RW);
-        r.size = PageSize::Large;
+        r.size = PageSizeKind::Large;
         let mut x = w.begin(r).unwrap();
         w.run(&mut x);
         let moved = 0x20_0000 + table_frame * 0x1000;
@@ -1352,9 +1374,9 @@ fn maintenance_stays_inside_the_exchanged_pages() {
         w.user_page(1, 0x8000, 0x5000, true);
         w.user_page(1, 0x9000, 0x6000, true);
         w.maps
-            .map(us(1), 0x20_0000, 0x30_0000, PageSize::Small, false);
+            .map(us(1), 0x20_0000, 0x30_0000, PageSizeKind::Small, false);
         w.maps
-            .map(us(1), 0x20_1000, 0x30_1000, PageSize::Small, false);
+            .map(us(1), 0x20_1000, 0x30_1000, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x20_0000, 1, Rights::RW))
             .unwrap();
@@ -1393,7 +1415,8 @@ fn directory_maintenance_stays_inside_the_switched_pages() {
             true,
         )
         .unwrap();
-    w.maps.map(K, 0xc002_4000, 0x2_4000, PageSize::Small, true);
+    w.maps
+        .map(K, 0xc002_4000, 0x2_4000, PageSizeKind::Small, true);
     let mut x = w.begin(r).unwrap();
     while w.hw.ttbr == 0x2_0000 | 0x18 {
         w.step(&mut x).unwrap();
@@ -1424,9 +1447,10 @@ fn a_cancel_counts_the_switched_page() {
         let mut w = world(&mut st);
         w.user_page(1, 0x8000, 0x5000, true);
         w.user_page(1, 0x9000, 0x6000, true);
-        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
         w.maps
-            .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+            .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
+        w.maps
+            .map(us(1), 0x10_1000, ITCM + 0x1000, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x10_0000, 2, Rights::RW))
             .unwrap();
@@ -1447,7 +1471,8 @@ fn a_cancel_leaves_a_changed_frame_of_the_current_page_busy() {
         let mut st = Storage::new();
         let mut w = world(&mut st);
         w.user_page(1, 0x8000, 0x5000, true);
-        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+        w.maps
+            .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
             .unwrap();

@@ -53,11 +53,12 @@ pub mod syscalls;
 use crate::global::Global;
 use mmu_armv5::maint::{Arm926, CacheMaintenance};
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg};
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::tcm::{TcmBank, TcmKind, TcmLayout};
 use spm::{
     AddressSpace, Exchange, ExchangeRequest, FrameState, FrameTable, InterruptControl,
-    LineMaintenance, Location, Mapping, Mappings, PageSize, PhysMemory, Rights, Translation,
+    LineMaintenance, Location, Mapping, Mappings, PhysMemory, Rights, Translation,
 };
 
 use super::frames::{FRAMES_END, FRAMES_PHYS};
@@ -1110,19 +1111,19 @@ impl Mappings for Maps<'_> {
         }
         Some(Translation {
             page: PhysAddr::new(pa),
-            size: PageSize::Small,
+            size: PageSizeKind::Small,
             writable: writable(space, d),
         })
     }
 
-    fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping)) {
+    fn for_each_mapping(&self, page: PhysAddr, size: PageSizeKind, f: &mut dyn FnMut(&Mapping)) {
         let mut out = [NO_MAPPING; 2];
         let n = self.collect_mappings(page, size, &mut out);
         out[..n.min(2)].iter().for_each(f);
     }
 
-    fn collect_mappings(&self, page: PhysAddr, size: PageSize, out: &mut [Mapping]) -> usize {
-        if size != PageSize::Small {
+    fn collect_mappings(&self, page: PhysAddr, size: PageSizeKind, out: &mut [Mapping]) -> usize {
+        if size != PageSizeKind::Small {
             return 0;
         }
         let pa = page.as_u32();
@@ -1187,8 +1188,8 @@ impl Mappings for Maps<'_> {
         n
     }
 
-    fn write_protect(&mut self, page: PhysAddr, size: PageSize) {
-        if size != PageSize::Small {
+    fn write_protect(&mut self, page: PhysAddr, size: PageSizeKind) {
+        if size != PageSizeKind::Small {
             return;
         }
         // The descriptors: from the frames looked up last when possible
@@ -1229,8 +1230,8 @@ impl Mappings for Maps<'_> {
         drain();
     }
 
-    fn restore_write(&mut self, page: PhysAddr, size: PageSize) {
-        if size != PageSize::Small {
+    fn restore_write(&mut self, page: PhysAddr, size: PageSizeKind) {
+        if size != PageSizeKind::Small {
             return;
         }
         // The records are packed at the front of `wp`.
@@ -1259,8 +1260,8 @@ impl Mappings for Maps<'_> {
     /// The descriptors only (inside `spm`'s masked window); the records
     /// follow in [`Mappings::swapped`].
     #[inline(always)]
-    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
-        if size != PageSize::Small {
+    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
+        if size != PageSizeKind::Small {
             return;
         }
         let (a, b) = (a.as_u32(), b.as_u32());
@@ -1318,8 +1319,8 @@ impl Mappings for Maps<'_> {
     /// the descriptors [`Mappings::swap`] changed (nothing reads them from
     /// an interrupt handler).
     #[inline(always)]
-    fn swapped(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
-        if size != PageSize::Small {
+    fn swapped(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
+        if size != PageSizeKind::Small {
             return;
         }
         let (a, b) = (a.as_u32(), b.as_u32());
@@ -1389,7 +1390,7 @@ pub fn kernel_request(target: u32, resource: u32) -> ExchangeRequest {
         target: VirtAddr::new(target),
         resource_space: AddressSpace::Kernel,
         resource: VirtAddr::new(resource),
-        size: PageSize::Small,
+        size: PageSizeKind::Small,
         count: 1,
         rights: Rights::RX,
     }

@@ -33,9 +33,10 @@
 use fass::{SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::regs::{Far, Fsr};
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::tcm::TcmKind;
-use spm::{AddressSpace, ExchangeError, ExchangeRequest, PageSize, Progress, Rights};
+use spm::{AddressSpace, ExchangeError, ExchangeRequest, Progress, Rights};
 
 use crate::abi::nr;
 use crate::probe::{probe_read, Privilege};
@@ -187,7 +188,7 @@ impl Kernel {
             target: VirtAddr::new(va),
             resource_space: me,
             resource: VirtAddr::new(USER_RES_VA + (slot as u32) * 4096),
-            size: PageSize::Small,
+            size: PageSizeKind::Small,
             count: 1,
             rights: if exec { Rights::RX } else { Rights::RW },
         }
