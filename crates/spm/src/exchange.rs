@@ -128,7 +128,7 @@
 use crate::frame::{FrameDesc, FrameError, FrameSlot, FrameState, FrameTable, KernelUse, TableId};
 use crate::irq::InterruptControl;
 use crate::lines::LineMaintenance;
-use crate::mappings::{AddressSpace, Mapping, Mappings};
+use crate::mappings::{AddressSpace, Mappings, ReverseMapping};
 use crate::phys::PhysMemory;
 use crate::region::{Rights, FRAME_SIZE};
 use core::fmt;
@@ -406,7 +406,7 @@ impl PageFrames {
 /// # use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, MockCp15};
 /// # use mmu_armv5::size::PageSizeKind;
 /// # use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
-/// # use spm::{AddressSpace, InterruptControl, LineMaintenance, Mapping, Mappings, PhysMemory, Translation};
+/// # use spm::{AddressSpace, InterruptControl, LineMaintenance, ReverseMapping, Mappings, PhysMemory, Translation};
 /// # use std::collections::HashMap;
 /// # /// Small pages at PID 0: (space, va, pa, writable, write-protected by `spm`).
 /// # #[derive(Default)]
@@ -417,9 +417,9 @@ impl PageFrames {
 /// #         let e = self.0.iter().find(|e| e.0 == space && e.1 == page)?;
 /// #         Some(Translation { page: PhysAddr::new(e.2), size: PageSizeKind::Small, writable: e.3 })
 /// #     }
-/// #     fn for_each_mapping(&self, page: PhysAddr, _: PageSizeKind, f: &mut dyn FnMut(&Mapping)) {
+/// #     fn for_each_mapping(&self, page: PhysAddr, _: PageSizeKind, f: &mut dyn FnMut(&ReverseMapping)) {
 /// #         for e in self.0.iter().filter(|e| e.2 == page.as_u32()) {
-/// #             f(&Mapping { space: e.0, mva: ModifiedVirtAddr::new(e.1), writable: e.3, cached: true });
+/// #             f(&ReverseMapping { space: e.0, mva: ModifiedVirtAddr::new(e.1), writable: e.3, cached: true });
 /// #         }
 /// #     }
 /// #     fn write_protect(&mut self, page: PhysAddr, _: PageSizeKind) {
@@ -572,7 +572,7 @@ pub struct Exchange {
 /// Mappings remembered per frame of the current page.
 const KNOWN: usize = 4;
 
-const NO_MAPPING: Mapping = Mapping {
+const NO_MAPPING: ReverseMapping = ReverseMapping {
     space: AddressSpace::Kernel,
     mva: ModifiedVirtAddr::new(0),
     writable: false,
@@ -592,7 +592,7 @@ const NO_MAPPING: Mapping = Mapping {
 #[derive(Clone, Copy, Debug)]
 struct Known {
     gen: Option<u32>,
-    list: [[Mapping; KNOWN]; 2],
+    list: [[ReverseMapping; KNOWN]; 2],
     n: [u8; 2],
     slot: [u8; 2],
 }
@@ -640,7 +640,7 @@ impl Known {
 
     /// The remembered mappings of side `side` (0 old frame, 1 new frame).
     #[inline]
-    fn of(&self, side: usize) -> &[Mapping] {
+    fn of(&self, side: usize) -> &[ReverseMapping] {
         // `slot` holds 0 and 1, `n` at most KNOWN: the masks only spare
         // the bounds checks.
         let s = usize::from(self.slot[side & 1]) & 1;
@@ -1759,7 +1759,7 @@ impl Exchange {
     /// move, a frame of another of its pages: from the remembered lists
     /// when they are valid, else from the kernel.
     #[inline(always)]
-    fn each<M: Mappings + ?Sized, F: FnMut(&Mapping)>(
+    fn each<M: Mappings + ?Sized, F: FnMut(&ReverseMapping)>(
         &self,
         maps: &M,
         side: usize,
@@ -1786,7 +1786,7 @@ impl Exchange {
         H: LineMaintenance + ?Sized,
     {
         let mut n = 0;
-        let calls = self.each(maps, side, page, |m: &Mapping| {
+        let calls = self.each(maps, side, page, |m: &ReverseMapping| {
             // One entry covers a whole small page, large page or section.
             hw.invalidate_tlb_entry(m.mva);
             n += 1;
@@ -2082,7 +2082,7 @@ mod tests {
         }
     }
 
-    fn mvas(list: &[Mapping]) -> std::vec::Vec<u32> {
+    fn mvas(list: &[ReverseMapping]) -> std::vec::Vec<u32> {
         list.iter().map(|m| m.mva.as_u32()).collect()
     }
 

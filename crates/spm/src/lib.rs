@@ -139,7 +139,7 @@ pub use frame::{
 };
 pub use irq::InterruptControl;
 pub use lines::LineMaintenance;
-pub use mappings::{AddressSpace, Mapping, Mappings, Translation};
+pub use mappings::{AddressSpace, Mappings, ReverseMapping, Translation};
 /// The name of an address space: `mmu-armv5`'s, the one `fass` uses too.
 /// A frame records owners up to [`MAX_SPACE_ID`].
 pub use mmu_armv5::SpaceId;

@@ -39,10 +39,14 @@ pub struct Translation {
     pub writable: bool,
 }
 
-/// One virtual mapping of a physical page.
+/// One virtual mapping of a physical page, as the reverse map reports it
+/// ([`Mappings::for_each_mapping`]): which address space reaches the page
+/// at which MVA, and the two facts an exchange needs. The forward view, what
+/// a table maps at an MVA, is `mmu_armv5::table::Mapping`: a kernel
+/// implementing [`Mappings`] over those tables uses both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Mapping {
+pub struct ReverseMapping {
     /// The address space the mapping is in.
     pub space: AddressSpace,
     /// The modified virtual address of the page's first byte: what the
@@ -92,14 +96,24 @@ pub trait Mappings {
     }
 
     /// Calls `f` once for every mapping of the `size` page at `page`.
-    fn for_each_mapping(&self, page: PhysAddr, size: PageSizeKind, f: &mut dyn FnMut(&Mapping));
+    fn for_each_mapping(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(&ReverseMapping),
+    );
 
     /// Stores the mappings of the `size` page at `page` in `out`, as many
     /// as fit, in the order [`Mappings::for_each_mapping`] reports them,
     /// and returns how many the page has (more than `out.len()` when they
     /// did not all fit). The default goes through `for_each_mapping`; an
     /// implementation may answer directly (an exchange asks once per page).
-    fn collect_mappings(&self, page: PhysAddr, size: PageSizeKind, out: &mut [Mapping]) -> usize {
+    fn collect_mappings(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        out: &mut [ReverseMapping],
+    ) -> usize {
         let mut n = 0;
         self.for_each_mapping(page, size, &mut |m| {
             if let Some(o) = out.get_mut(n) {

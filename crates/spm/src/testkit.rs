@@ -7,7 +7,7 @@
 //! invalidated afterwards loses writes, as on the ARM926EJ-S.
 
 use crate::irq::InterruptControl;
-use crate::mappings::{AddressSpace, Mapping, Mappings, Translation};
+use crate::mappings::{AddressSpace, Mappings, ReverseMapping, Translation};
 use crate::phys::PhysMemory;
 use core::cell::Cell;
 use mmu_armv5::maint::CacheMaintenance;
@@ -344,7 +344,12 @@ impl Mappings for Maps {
         self.walk(space, va)
     }
 
-    fn for_each_mapping(&self, page: PhysAddr, size: PageSizeKind, f: &mut dyn FnMut(&Mapping)) {
+    fn for_each_mapping(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(&ReverseMapping),
+    ) {
         self.tick();
         self.walks.set(self.walks.get() + 1);
         for e in self
@@ -352,7 +357,7 @@ impl Mappings for Maps {
             .iter()
             .filter(|e| e.pa == page.as_u32() && e.size == size)
         {
-            f(&Mapping {
+            f(&ReverseMapping {
                 space: e.space,
                 mva: self.mva(e.space, e.va),
                 writable: e.writable,

@@ -29,7 +29,7 @@ use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::TableRef;
 use mmu_armv5::table::{self, write_l2_page, PageTable, TableAlloc, TableFlush, TableKind};
 use mmu_armv5::{ModifiedVirtAddr as Mva, PhysAddr, VirtAddr};
-use spm::{AddressSpace, InterruptControl, LineMaintenance, Mapping, Mappings};
+use spm::{AddressSpace, InterruptControl, LineMaintenance, Mappings, ReverseMapping};
 use spm::{PhysMemory, Translation};
 
 use crate::Error;
@@ -175,8 +175,9 @@ fn writable(m: &table::Mapping) -> bool {
     m.ap.0.iter().any(|&ap| ap != AccessPermission::NoneOrRom)
 }
 
-fn to_spm(m: &table::Mapping) -> Mapping {
-    Mapping {
+/// A table's (forward) mapping as an entry of the page's reverse map.
+fn to_spm(m: &table::Mapping) -> ReverseMapping {
+    ReverseMapping {
         space: AddressSpace::Kernel,
         mva: m.mva,
         writable: writable(m),
@@ -204,7 +205,12 @@ impl<A: TableAlloc + ?Sized, H: CacheMaintenance> Mappings for KernelMaps<'_, '_
         })
     }
 
-    fn for_each_mapping(&self, page: PhysAddr, size: PageSizeKind, f: &mut dyn FnMut(&Mapping)) {
+    fn for_each_mapping(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(&ReverseMapping),
+    ) {
         self.each(page, size, |m| f(&to_spm(m)));
     }
 

@@ -28,12 +28,12 @@ use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, Dacr};
 use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::{
-    write_l2_page, MapAttrs, PageTable, SizePolicy, TableFlush, TableKind, TableRef,
+    write_l2_page, MapAttrs, Mapping, PageTable, SizePolicy, TableFlush, TableKind, TableRef,
 };
 use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::{
-    AddressSpace, FrameDesc, FrameTable, InitialUse, InterruptControl, Location, Mapping, Mappings,
-    PhysMemory, PhysRegion, SectionSummary, SpaceId, Translation,
+    AddressSpace, FrameDesc, FrameTable, InitialUse, InterruptControl, Location, Mappings,
+    PhysMemory, PhysRegion, ReverseMapping, SectionSummary, SpaceId, Translation,
 };
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -219,7 +219,7 @@ pub struct Maps {
 }
 
 impl Maps {
-    fn lookup(&self, mva: ModifiedVirtAddr) -> Option<mmu_armv5::table::Mapping> {
+    fn lookup(&self, mva: ModifiedVirtAddr) -> Option<Mapping> {
         let m = self.m.borrow();
         self.pt.lookup(&*m, mva).expect("table")
     }
@@ -229,11 +229,11 @@ impl Maps {
         space: AddressSpace,
         va: u32,
         size: PageSizeKind,
-    ) -> Option<(Mapping, PhysAddr)> {
+    ) -> Option<(ReverseMapping, PhysAddr)> {
         let at = mva(space, va);
         let l = self.lookup(at)?;
         (l.size == size).then_some((
-            Mapping {
+            ReverseMapping {
                 space,
                 mva: at,
                 writable: writable(space, l.ap.0[0]),
@@ -243,7 +243,7 @@ impl Maps {
         ))
     }
 
-    fn mappings_of(&self, page: PhysAddr, size: PageSizeKind) -> Vec<Mapping> {
+    fn mappings_of(&self, page: PhysAddr, size: PageSizeKind) -> Vec<ReverseMapping> {
         self.pages
             .iter()
             .filter(|&&(_, _, z)| z == size)
@@ -385,7 +385,12 @@ impl Mappings for Maps {
         })
     }
 
-    fn for_each_mapping(&self, page: PhysAddr, size: PageSizeKind, f: &mut dyn FnMut(&Mapping)) {
+    fn for_each_mapping(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(&ReverseMapping),
+    ) {
         // Collected first: the callback drives the machine.
         for m in self.mappings_of(page, size) {
             f(&m);

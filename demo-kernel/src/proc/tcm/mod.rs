@@ -58,7 +58,7 @@ use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::tcm::{TcmBank, TcmKind, TcmLayout};
 use spm::{
     AddressSpace, Exchange, ExchangeRequest, FrameState, FrameTable, InterruptControl,
-    LineMaintenance, Location, Mapping, Mappings, PhysMemory, Rights, Translation,
+    LineMaintenance, Location, Mappings, PhysMemory, ReverseMapping, Rights, Translation,
 };
 
 use super::frames::{FRAMES_END, FRAMES_PHYS};
@@ -975,7 +975,7 @@ impl Maps<'_> {
 }
 
 /// A placeholder for arrays of mappings.
-const NO_MAPPING: Mapping = Mapping {
+const NO_MAPPING: ReverseMapping = ReverseMapping {
     space: AddressSpace::Kernel,
     mva: ModifiedVirtAddr::new(0),
     writable: false,
@@ -1116,13 +1116,23 @@ impl Mappings for Maps<'_> {
         })
     }
 
-    fn for_each_mapping(&self, page: PhysAddr, size: PageSizeKind, f: &mut dyn FnMut(&Mapping)) {
+    fn for_each_mapping(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(&ReverseMapping),
+    ) {
         let mut out = [NO_MAPPING; 2];
         let n = self.collect_mappings(page, size, &mut out);
         out[..n.min(2)].iter().for_each(f);
     }
 
-    fn collect_mappings(&self, page: PhysAddr, size: PageSizeKind, out: &mut [Mapping]) -> usize {
+    fn collect_mappings(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        out: &mut [ReverseMapping],
+    ) -> usize {
         if size != PageSizeKind::Small {
             return 0;
         }
@@ -1145,7 +1155,7 @@ impl Mappings for Maps<'_> {
         };
         let (user, kmap, entry) = found;
         let mut n = 0;
-        let mut put = |m: Mapping| {
+        let mut put = |m: ReverseMapping| {
             if let Some(o) = out.get_mut(n) {
                 *o = m;
             }
@@ -1160,14 +1170,14 @@ impl Mappings for Maps<'_> {
                 Some((e, mva)) => {
                     // SAFETY: a live descriptor.
                     let d = unsafe { e.read_volatile() };
-                    Mapping {
+                    ReverseMapping {
                         space,
                         mva: ModifiedVirtAddr::new(mva),
                         writable: writable(space, d),
                         cached: cacheable(d),
                     }
                 }
-                None => Mapping {
+                None => ReverseMapping {
                     space,
                     mva: ModifiedVirtAddr::new(va),
                     writable: true,
@@ -1178,7 +1188,7 @@ impl Mappings for Maps<'_> {
         if let Some(k) = kmap.and_then(|k| self.kmaps.get(k)) {
             // SAFETY: a live descriptor in a static table.
             let d = unsafe { k.entry.read_volatile() };
-            put(Mapping {
+            put(ReverseMapping {
                 space: AddressSpace::Kernel,
                 mva: ModifiedVirtAddr::new(k.va),
                 writable: writable(AddressSpace::Kernel, d),
