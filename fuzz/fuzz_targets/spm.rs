@@ -25,8 +25,9 @@ mod common;
 
 use common::ext::{pa, req, us, va, KernelExt};
 use common::{Kernel, Storage, DTCM, ITCM};
+use mmu_armv5::size::PageSizeKind;
 use spm::ops::{self, StateRequest};
-use spm::{Exchange, FrameState, Mappings, PageSize, Progress, Rights, SpaceId};
+use spm::{Exchange, FrameState, Mappings, Progress, Rights, SpaceId};
 
 const SPACES: u16 = 3;
 const PAGES: u32 = 3;
@@ -204,7 +205,7 @@ impl Fuzz<'_> {
     fn unmap(&mut self, s: u16, p: u32) {
         let i = idx(s, p);
         if self.mapped[i] {
-            self.k.maps.unmap(us(s), page_va(p), PageSize::Small);
+            self.k.maps.unmap(us(s), page_va(p), PageSizeKind::Small);
             self.mapped[i] = false;
         }
     }
@@ -281,7 +282,7 @@ impl Active {
 }
 
 fn sid(s: u16) -> SpaceId {
-    SpaceId::new(s).unwrap()
+    SpaceId(s)
 }
 
 fn space(u: &mut Unstructured<'_>) -> Result<u16> {
@@ -333,11 +334,16 @@ fuzz_target!(|data: &[u8]| {
     let mut k = Kernel::new(&mut storage);
     for s in 1..=SPACES {
         for p in 0..PAGES {
-            k.user_page(s, page_va(p), page_frame(s, p), PageSize::Small, true);
+            k.user_page(s, page_va(p), page_frame(s, p), PageSizeKind::Small, true);
         }
         for j in 0..RESOURCES {
-            k.maps
-                .map(us(s), res_va(j), res_frame(s, j), PageSize::Small, false);
+            k.maps.map(
+                us(s),
+                res_va(j),
+                res_frame(s, j),
+                PageSizeKind::Small,
+                false,
+            );
         }
     }
     let n = usize::from(SPACES) * PAGES as usize;

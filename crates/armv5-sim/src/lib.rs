@@ -80,7 +80,7 @@ pub use error::{CacheSide, ConfigError, MemError};
 pub use machine::{Machine, Translation};
 pub use memory::Width;
 pub use protection::{AccessKind, Privilege};
-pub use walk::{Mapping, PageSize};
+pub use walk::Mapping;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

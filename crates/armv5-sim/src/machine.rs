@@ -12,6 +12,7 @@ use crate::protection::{self, AccessKind, Privilege};
 use crate::tlb::Tlb;
 use crate::walk::{walk, Mapping};
 use mmu_armv5::regs::Dacr;
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{
     Domain, Fault, FaultKind, FaultLevel, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr,
 };
@@ -284,7 +285,7 @@ impl Machine {
             pa: m.pa(mva),
             cacheable: m.cacheable,
             bufferable: m.bufferable,
-            level: m.size.level(),
+            level: m.size.fault_level(),
             domain: m.domain,
         })
     }
@@ -504,7 +505,7 @@ impl Machine {
 fn flat(mva: u32) -> Mapping {
     Mapping {
         mva_base: mva & 0xFFF0_0000,
-        size: crate::walk::PageSize::Section,
+        size: PageSizeKind::Section,
         pa_base: mva & 0xFFF0_0000,
         aps: 0xff,
         domain: Domain::from_low_bits(0),

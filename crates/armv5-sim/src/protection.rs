@@ -73,7 +73,7 @@ pub fn check(
     privilege: Privilege,
     kind: AccessKind,
 ) -> Result<(), Fault> {
-    let level = mapping.size.level();
+    let level = mapping.size.fault_level();
     match dacr.get(mapping.domain) {
         DomainAccess::Manager => Ok(()),
         DomainAccess::Client => {

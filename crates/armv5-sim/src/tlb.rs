@@ -10,6 +10,7 @@
 use crate::config::{TlbConfig, TlbReplacement};
 use crate::rng::Rng;
 use crate::walk::Mapping;
+use mmu_armv5::size::PageSizeKind;
 
 /// One slot: `mva & mask == base` selects it; an empty slot has mask 0 and
 /// base 1, which no MVA matches.
@@ -22,7 +23,7 @@ struct Slot {
 
 const EMPTY_MAPPING: Mapping = Mapping {
     mva_base: 0,
-    size: crate::walk::PageSize::Section,
+    size: PageSizeKind::Section,
     pa_base: 0,
     aps: 0,
     domain: mmu_armv5::Domain::from_low_bits(0),
@@ -94,7 +95,7 @@ impl Tlb {
             TlbReplacement::Random => self.rng.below(n as u32) as usize,
         };
         self.entries[slot] = Slot {
-            mask: !(m.size.bytes() - 1),
+            mask: !(m.size.size() - 1),
             base: m.mva_base,
             mapping: m,
         };
@@ -127,13 +128,12 @@ impl Tlb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::walk::PageSize;
     use mmu_armv5::Domain;
 
     fn small(mva: u32) -> Mapping {
         Mapping {
             mva_base: mva,
-            size: PageSize::Small,
+            size: PageSizeKind::Small,
             pa_base: mva ^ 0x8000_0000,
             aps: 0xff,
             domain: Domain::new(0).unwrap(),

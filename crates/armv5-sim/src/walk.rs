@@ -5,7 +5,9 @@
 //! This walk is deliberately independent of `mmu_armv5::translate`: it reads
 //! raw descriptor words from physical memory (the backing store, not the
 //! D-cache, as the ARM926EJ-S walker does) and decodes the bits itself, so the
-//! two can be checked against each other.
+//! two can be checked against each other. It shares only `mmu_armv5`'s
+//! vocabulary (page sizes as [`PageSizeKind`], domains, faults), whose
+//! values that crate's own tests pin.
 //!
 //! The walk only finds a mapping or a translation fault. Domain and
 //! permission checks happen on every access, against the current DACR and
@@ -13,44 +15,8 @@
 //! so a DACR change takes effect without a TLB flush, as on hardware.
 
 use crate::memory::PhysMemory;
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{Domain, Fault, FaultKind, FaultLevel};
-
-/// Size of the memory a mapping (and a TLB entry) covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PageSize {
-    /// 1 MiB section (first-level descriptor).
-    Section,
-    /// 64 KiB large page (coarse or fine table).
-    Large,
-    /// 4 KiB small page (coarse or fine table).
-    Small,
-    /// 1 KiB tiny page (fine table only).
-    Tiny,
-}
-
-impl PageSize {
-    /// The size in bytes.
-    #[inline]
-    #[must_use]
-    pub const fn bytes(self) -> u32 {
-        match self {
-            PageSize::Section => 1 << 20,
-            PageSize::Large => 1 << 16,
-            PageSize::Small => 1 << 12,
-            PageSize::Tiny => 1 << 10,
-        }
-    }
-
-    /// The level whose faults a mapping of this size reports.
-    #[inline]
-    #[must_use]
-    pub const fn level(self) -> FaultLevel {
-        match self {
-            PageSize::Section => FaultLevel::Section,
-            _ => FaultLevel::Page,
-        }
-    }
-}
 
 /// A translation found by the walk: what a TLB entry holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -58,7 +24,7 @@ pub struct Mapping {
     /// First MVA covered (aligned to `size`).
     pub mva_base: u32,
     /// Size covered.
-    pub size: PageSize,
+    pub size: PageSizeKind,
     /// Physical base (aligned to `size`).
     pub pa_base: u32,
     /// The four access-permission fields, AP0 in bits \[1:0\] .. AP3 in bits
@@ -77,14 +43,14 @@ impl Mapping {
     #[inline]
     #[must_use]
     pub const fn covers(&self, mva: u32) -> bool {
-        mva & !(self.size.bytes() - 1) == self.mva_base
+        mva & !(self.size.size() - 1) == self.mva_base
     }
 
     /// The physical address of `mva` (which the mapping covers).
     #[inline]
     #[must_use]
     pub const fn pa(&self, mva: u32) -> u32 {
-        self.pa_base | (mva & (self.size.bytes() - 1))
+        self.pa_base | (mva & (self.size.size() - 1))
     }
 
     /// The AP field that governs `mva`: for large pages `MVA[15:14]`
@@ -93,8 +59,8 @@ impl Mapping {
     #[must_use]
     pub const fn ap(&self, mva: u32) -> u8 {
         let sub = match self.size {
-            PageSize::Large => (mva >> 14) & 3,
-            PageSize::Small => (mva >> 10) & 3,
+            PageSizeKind::Large => (mva >> 14) & 3,
+            PageSizeKind::Small => (mva >> 10) & 3,
             _ => 0,
         };
         (self.aps >> (2 * sub)) & 3
@@ -143,7 +109,7 @@ pub(crate) fn walk(mem: &PhysMemory, ttbr: u32, mva: u32) -> Walk {
             let aps = ((l1 >> 10) & 3) as u8;
             w.result = Ok(Mapping {
                 mva_base: mva & 0xFFF0_0000,
-                size: PageSize::Section,
+                size: PageSizeKind::Section,
                 pa_base: l1 & 0xFFF0_0000,
                 aps: aps * 0b0101_0101,
                 domain,
@@ -165,10 +131,10 @@ pub(crate) fn walk(mem: &PhysMemory, ttbr: u32, mva: u32) -> Walk {
     let cacheable = l2 & 8 != 0;
     let bufferable = l2 & 4 != 0;
     let (size, pa_base, aps) = match l2 & 3 {
-        0b01 => (PageSize::Large, l2 & 0xFFFF_0000, (l2 >> 4) as u8),
-        0b10 => (PageSize::Small, l2 & 0xFFFF_F000, (l2 >> 4) as u8),
+        0b01 => (PageSizeKind::Large, l2 & 0xFFFF_0000, (l2 >> 4) as u8),
+        0b10 => (PageSizeKind::Small, l2 & 0xFFFF_F000, (l2 >> 4) as u8),
         0b11 if fine => (
-            PageSize::Tiny,
+            PageSizeKind::Tiny,
             l2 & 0xFFFF_FC00,
             ((l2 >> 4) & 3) as u8 * 0b0101_0101,
         ),
@@ -178,7 +144,7 @@ pub(crate) fn walk(mem: &PhysMemory, ttbr: u32, mva: u32) -> Walk {
         }
     };
     w.result = Ok(Mapping {
-        mva_base: mva & !(size.bytes() - 1),
+        mva_base: mva & !(size.size() - 1),
         size,
         pa_base,
         aps,

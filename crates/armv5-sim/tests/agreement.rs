@@ -8,10 +8,9 @@
 //! `mmu-armv5` mapper.
 
 mod common;
-use armv5_sim::{presets, sctlr, AccessKind, Machine, PageSize, Privilege, Width};
+use armv5_sim::{presets, sctlr, AccessKind, Machine, Privilege, Width};
 use common::*;
 use mmu_armv5::regs::Dacr;
-use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::translate::{translate, Access, AccessType, MmuState};
 use mmu_armv5::{FaultKind, FcsePid, PhysAddr, VirtAddr};
 
@@ -30,15 +29,6 @@ impl Rng {
     }
     fn below(&mut self, n: u32) -> u32 {
         (((self.next() >> 32) * u64::from(n)) >> 32) as u32
-    }
-}
-
-fn size_kind(s: PageSize) -> PageSizeKind {
-    match s {
-        PageSize::Section => PageSizeKind::Section,
-        PageSize::Large => PageSizeKind::Large,
-        PageSize::Small => PageSizeKind::Small,
-        PageSize::Tiny => PageSizeKind::Tiny,
     }
 }
 
@@ -164,7 +154,7 @@ fn model_walk_agrees_with_translate() {
                     t.pa == g.pa
                         && t.mva == g.mva
                         && t.domain == g.mapping.domain
-                        && t.size == size_kind(g.mapping.size)
+                        && t.size == g.mapping.size
                         && t.ap as u8 == g.mapping.ap(g.mva.as_u32())
                         && t.cache as u8
                             == (u8::from(g.mapping.cacheable) << 1) | u8::from(g.mapping.bufferable)

@@ -6,11 +6,12 @@ mod common;
 use armv5_sim::replay::{replay, Outcome, ReplayAccess, ReplayOp, ReplayState};
 use armv5_sim::{
     encode, presets, sctlr, AccessKind, CacheConfig, CacheSide, Config, ConfigError, Machine,
-    MemoryKind, MemoryRegion, PageSize, Privilege, Replacement, Width,
+    MemoryKind, MemoryRegion, Privilege, Replacement, Width,
 };
 use common::*;
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15, Cp15Ext, Cp15Op, Cp15Reg, Dacr};
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::table::{TableAlloc, TableKind};
 use mmu_armv5::{Domain, FaultKind, FaultLevel, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 
@@ -73,7 +74,7 @@ fn coarse_table_small_and_large_pages_with_subpage_ap() {
     let t = m
         .probe(VirtAddr::new(0x0101_8004), AccessKind::Read, U, 4)
         .unwrap();
-    assert_eq!(t.mapping.size, PageSize::Large);
+    assert_eq!(t.mapping.size, PageSizeKind::Large);
     assert_eq!(t.pa, PhysAddr::new(0x0030_8004));
     assert_eq!(
         ld(&mut m, 0x0100_5000, P),
@@ -122,7 +123,7 @@ fn fine_table_tiny_pages() {
     let t = m
         .probe(VirtAddr::new(0x0300_0410), AccessKind::Read, U, 4)
         .unwrap();
-    assert_eq!(t.mapping.size, PageSize::Tiny);
+    assert_eq!(t.mapping.size, PageSizeKind::Tiny);
     assert_eq!(t.mapping.domain, Domain::new(4).unwrap());
     assert_eq!(
         ld(&mut m, 0x0300_0800, U),

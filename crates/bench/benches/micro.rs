@@ -166,7 +166,7 @@ fn frames(c: &mut Criterion) {
     c.bench_function("frame/lookup", |b| {
         b.iter(|| black_box(t.info(black_box(pa)).expect("described")));
     });
-    let me = spm::SpaceId::new(7).expect("space");
+    let me = SpaceId(7);
     c.bench_function("frame/state_change", |b| {
         let mut to_user = true;
         b.iter(|| {

@@ -7,21 +7,14 @@
 
 use core::fmt;
 
-/// Names one address space.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct SpaceId(pub u16);
+/// Names one address space: the same type as `spm`'s, defined in
+/// [`mmu_armv5::space`] so a kernel passes one name to both crates.
+pub use mmu_armv5::SpaceId;
 
 /// Names one shared segment.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct SegmentId(pub u16);
-
-impl fmt::Debug for SpaceId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Space({})", self.0)
-    }
-}
 
 impl fmt::Debug for SegmentId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -7,6 +7,8 @@
 //!   addresses, FCSE PIDs and domains;
 //! * [`size`]: page sizes as types (1 MiB sections, 64 KiB large, 4 KiB small,
 //!   1 KiB tiny pages);
+//! * [`space`]: [`SpaceId`], the kernel's name for an address space, which
+//!   `fass` and `spm` share;
 //! * [`descriptor`]: first- and second-level descriptors, bit for bit as the
 //!   ARM Architecture Reference Manual (ARMv5) lays them out;
 //! * [`table`]: first-level, coarse and fine tables, table memory behind the
@@ -58,11 +60,13 @@ pub mod irq;
 pub mod maint;
 pub mod regs;
 pub mod size;
+pub mod space;
 pub mod table;
 pub mod translate;
 
 pub use addr::{AddrError, Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 pub use fault::{Fault, FaultKind, FaultLevel};
+pub use space::SpaceId;
 pub use table::MmuOff;
 
 /// The README's examples, compiled and run as doctests.

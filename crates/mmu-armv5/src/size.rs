@@ -7,6 +7,7 @@
 //! frame is expected, and alignment is checked once, at construction.
 
 use crate::addr::{AddrError, Align, ModifiedVirtAddr, PhysAddr};
+use crate::fault::FaultLevel;
 use core::fmt;
 use core::marker::PhantomData;
 
@@ -66,7 +67,21 @@ page_size!(
     KIB_1
 );
 
-/// A page size as a run-time value.
+/// A page size as a run-time value: the one page-size type of the stack
+/// (`fass`, `spm`, `armv5-sim` and the mapper all take it).
+///
+/// ```
+/// use mmu_armv5::fault::FaultLevel;
+/// use mmu_armv5::size::PageSizeKind;
+///
+/// let large = PageSizeKind::Large;
+/// assert_eq!((large.size(), large.shift()), (64 << 10, 16));
+/// assert_eq!(large.small_pages(), 16); // 4 KiB frames it covers
+/// assert_eq!(PageSizeKind::Tiny.small_pages(), 0); // less than one
+/// assert_eq!(large.fault_level(), FaultLevel::Page);
+/// assert_eq!(PageSizeKind::Section.fault_level(), FaultLevel::Section);
+/// assert!(PageSizeKind::Tiny < PageSizeKind::Section);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum PageSizeKind {
@@ -114,6 +129,24 @@ impl PageSizeKind {
             PageSizeKind::Small => 12,
             PageSizeKind::Large => 16,
             PageSizeKind::Section => 20,
+        }
+    }
+
+    /// How many 4 KiB small pages (physical frames) one page of this size
+    /// covers: 256 for a section, 16 for a large page, 1 for a small page,
+    /// and 0 for a tiny page, which is smaller than one.
+    #[must_use]
+    pub const fn small_pages(self) -> u32 {
+        self.size() / Size4KiB::SIZE
+    }
+
+    /// The level a fault on a mapping of this size reports: a section is
+    /// a first-level entry, the other sizes are second-level ones.
+    #[must_use]
+    pub const fn fault_level(self) -> FaultLevel {
+        match self {
+            PageSizeKind::Section => FaultLevel::Section,
+            PageSizeKind::Large | PageSizeKind::Small | PageSizeKind::Tiny => FaultLevel::Page,
         }
     }
 }
@@ -240,6 +273,32 @@ mod tests {
         }
         assert_eq!(Size1KiB::ALIGN, Align::KIB_1);
         assert_eq!(Size64KiB::KIND.size(), Size64KiB::SIZE);
+    }
+
+    #[test]
+    fn small_pages_count_whole_4k_frames() {
+        let counts = PageSizeKind::LARGEST_FIRST.map(PageSizeKind::small_pages);
+        assert_eq!(counts, [256, 16, 1, 0]);
+        for k in PageSizeKind::LARGEST_FIRST {
+            assert_eq!(
+                k.small_pages() * Size4KiB::SIZE,
+                k.size() & !(Size4KiB::SIZE - 1)
+            );
+        }
+    }
+
+    #[test]
+    fn only_sections_fault_at_the_first_level() {
+        let levels = PageSizeKind::LARGEST_FIRST.map(PageSizeKind::fault_level);
+        assert_eq!(
+            levels,
+            [
+                FaultLevel::Section,
+                FaultLevel::Page,
+                FaultLevel::Page,
+                FaultLevel::Page
+            ]
+        );
     }
 
     #[test]

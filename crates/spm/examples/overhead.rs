@@ -16,10 +16,11 @@ mod common;
 
 use armv5_sim::presets;
 use common::{Kernel, Storage, DTCM};
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::{
     AddressSpace, Exchange, ExchangeRequest, FrameDesc, FrameState, FrameTable, InitialUse,
-    Location, PageSize, PhysRegion, Rights, SectionSummary, SpaceId,
+    Location, PhysRegion, Rights, SectionSummary, SpaceId,
 };
 
 /// One exchange's figures.
@@ -41,13 +42,14 @@ struct Row {
 fn measure(chunk: u32, writable: bool) -> Row {
     let mut st = Storage::new();
     let mut k = Kernel::new(&mut st);
-    let me = SpaceId::new(1).expect("space");
+    let me = SpaceId(1);
     let space = AddressSpace::User(me);
     k.table
         .init_range(PhysAddr::new(0x5000), 0x1000, FrameState::User(me), true)
         .expect("user page");
-    k.maps.map(space, 0x8000, 0x5000, PageSize::Small, true);
-    k.maps.map(space, 0x10_0000, DTCM, PageSize::Small, false);
+    k.maps.map(space, 0x8000, 0x5000, PageSizeKind::Small, true);
+    k.maps
+        .map(space, 0x10_0000, DTCM, PageSizeKind::Small, false);
     // The task has used its page: every line cached and dirty.
     for i in (0..0x1000).step_by(32) {
         k.load(space, 0x8000 + i).expect("load");
@@ -58,8 +60,9 @@ fn measure(chunk: u32, writable: bool) -> Row {
     if !writable {
         // Read-only variant: clean the page and drop write access first.
         k.m.borrow_mut().clean_invalidate_dcache_all();
-        k.maps.unmap(space, 0x8000, PageSize::Small);
-        k.maps.map(space, 0x8000, 0x5000, PageSize::Small, false);
+        k.maps.unmap(space, 0x8000, PageSizeKind::Small);
+        k.maps
+            .map(space, 0x8000, 0x5000, PageSizeKind::Small, false);
     }
     let req = ExchangeRequest {
         caller: space,
@@ -67,7 +70,7 @@ fn measure(chunk: u32, writable: bool) -> Row {
         target: VirtAddr::new(0x8000),
         resource_space: space,
         resource: VirtAddr::new(0x10_0000),
-        size: PageSize::Small,
+        size: PageSizeKind::Small,
         count: 1,
         rights: Rights::RW,
     };

@@ -128,12 +128,13 @@
 use crate::frame::{FrameDesc, FrameError, FrameSlot, FrameState, FrameTable, KernelUse, TableId};
 use crate::irq::InterruptControl;
 use crate::lines::LineMaintenance;
-use crate::mappings::{AddressSpace, Mapping, Mappings, PageSize};
+use crate::mappings::{AddressSpace, Mappings, ReverseMapping};
 use crate::phys::PhysMemory;
 use crate::region::{Rights, FRAME_SIZE};
 use core::fmt;
 use mmu_armv5::addr::Align;
 use mmu_armv5::regs::{Cp15, Cp15Reg};
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
 
 /// Size of a first-level table (page directory): 16 KiB.
@@ -161,7 +162,7 @@ pub struct ExchangeRequest {
     /// First virtual address of the page resources (the new pages).
     pub resource: VirtAddr,
     /// The size both ranges are mapped with.
-    pub size: PageSize,
+    pub size: PageSizeKind,
     /// Number of pages.
     pub count: u32,
     /// The rights the content needs (`X` for code): the new frames' maximum
@@ -186,14 +187,14 @@ pub enum ExchangeError {
     /// A page of either range is not mapped.
     NotMapped(VirtAddr),
     /// The request, or a page of either range, uses 1 KiB tiny pages, which
-    /// are never exchanged (see [`PageSize`]).
+    /// are never exchanged (see [the `mappings` module](crate::mappings#tiny-pages)).
     TinyPage(VirtAddr),
     /// A page is mapped with another size than requested.
     SizeMismatch {
         /// The address.
         va: VirtAddr,
         /// The size it is mapped with.
-        mapped: PageSize,
+        mapped: PageSizeKind,
     },
     /// A new page is not a page resource.
     NotResource {
@@ -365,10 +366,10 @@ struct PageFrames {
 impl PageFrames {
     /// (old, new) frame of page `i` of `size`.
     #[inline(always)]
-    fn of(&self, i: u32, size: PageSize) -> (PhysAddr, PhysAddr) {
+    fn of(&self, i: u32, size: PageSizeKind) -> (PhysAddr, PhysAddr) {
         let (o, n) = self.list[0];
         if self.contiguous {
-            let step = i.wrapping_mul(size.bytes());
+            let step = i.wrapping_mul(size.size());
             (offset(o, step), offset(n, step))
         } else {
             self.list
@@ -403,8 +404,9 @@ impl PageFrames {
 /// ```
 /// # use mmu_armv5::maint::{Arm926, CacheMaintenance};
 /// # use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, MockCp15};
+/// # use mmu_armv5::size::PageSizeKind;
 /// # use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
-/// # use spm::{AddressSpace, InterruptControl, LineMaintenance, Mapping, Mappings, PageSize, PhysMemory, Translation};
+/// # use spm::{AddressSpace, InterruptControl, LineMaintenance, ReverseMapping, Mappings, PhysMemory, Translation};
 /// # use std::collections::HashMap;
 /// # /// Small pages at PID 0: (space, va, pa, writable, write-protected by `spm`).
 /// # #[derive(Default)]
@@ -413,24 +415,24 @@ impl PageFrames {
 /// #     fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
 /// #         let page = va.as_u32() & !0xfff;
 /// #         let e = self.0.iter().find(|e| e.0 == space && e.1 == page)?;
-/// #         Some(Translation { page: PhysAddr::new(e.2), size: PageSize::Small, writable: e.3 })
+/// #         Some(Translation { page: PhysAddr::new(e.2), size: PageSizeKind::Small, writable: e.3 })
 /// #     }
-/// #     fn for_each_mapping(&self, page: PhysAddr, _: PageSize, f: &mut dyn FnMut(&Mapping)) {
+/// #     fn for_each_mapping(&self, page: PhysAddr, _: PageSizeKind, f: &mut dyn FnMut(&ReverseMapping)) {
 /// #         for e in self.0.iter().filter(|e| e.2 == page.as_u32()) {
-/// #             f(&Mapping { space: e.0, mva: ModifiedVirtAddr::new(e.1), writable: e.3, cached: true });
+/// #             f(&ReverseMapping { space: e.0, mva: ModifiedVirtAddr::new(e.1), writable: e.3, cached: true });
 /// #         }
 /// #     }
-/// #     fn write_protect(&mut self, page: PhysAddr, _: PageSize) {
+/// #     fn write_protect(&mut self, page: PhysAddr, _: PageSizeKind) {
 /// #         for e in self.0.iter_mut().filter(|e| e.2 == page.as_u32() && e.3) {
 /// #             (e.3, e.4) = (false, true);
 /// #         }
 /// #     }
-/// #     fn restore_write(&mut self, page: PhysAddr, _: PageSize) {
+/// #     fn restore_write(&mut self, page: PhysAddr, _: PageSizeKind) {
 /// #         for e in self.0.iter_mut().filter(|e| e.2 == page.as_u32() && e.4) {
 /// #             (e.3, e.4) = (true, false);
 /// #         }
 /// #     }
-/// #     fn swap(&mut self, a: PhysAddr, b: PhysAddr, _: PageSize) {
+/// #     fn swap(&mut self, a: PhysAddr, b: PhysAddr, _: PageSizeKind) {
 /// #         for e in &mut self.0 {
 /// #             e.2 = if e.2 == a.as_u32() { b.as_u32() } else if e.2 == b.as_u32() { a.as_u32() } else { e.2 };
 /// #         }
@@ -493,7 +495,7 @@ impl PageFrames {
 ///
 /// // Task 1's page at VA 0x8000 lives in RAM frame 0x5000; the kernel
 /// // maps the first DTCM frame at 0xC300_0000.
-/// let task = SpaceId::new(1)?;
+/// let task = SpaceId(1);
 /// table.init_range(PhysAddr::new(0x5000), 0x1000, FrameState::User(task), true)?;
 /// let me = AddressSpace::User(task);
 /// let mut maps = Maps(vec![(me, 0x8000, 0x5000, true, false), (AddressSpace::Kernel, 0xC300_0000, 0x0300_0000, true, false)]);
@@ -506,7 +508,7 @@ impl PageFrames {
 ///     target: VirtAddr::new(0x8000),
 ///     resource_space: AddressSpace::Kernel,
 ///     resource: VirtAddr::new(0xC300_0000),
-///     size: PageSize::Small,
+///     size: PageSizeKind::Small,
 ///     count: 1,
 ///     rights: Rights::RW, // data: DTCM allows it (code would need ITCM)
 /// };
@@ -570,7 +572,7 @@ pub struct Exchange {
 /// Mappings remembered per frame of the current page.
 const KNOWN: usize = 4;
 
-const NO_MAPPING: Mapping = Mapping {
+const NO_MAPPING: ReverseMapping = ReverseMapping {
     space: AddressSpace::Kernel,
     mva: ModifiedVirtAddr::new(0),
     writable: false,
@@ -590,7 +592,7 @@ const NO_MAPPING: Mapping = Mapping {
 #[derive(Clone, Copy, Debug)]
 struct Known {
     gen: Option<u32>,
-    list: [[Mapping; KNOWN]; 2],
+    list: [[ReverseMapping; KNOWN]; 2],
     n: [u8; 2],
     slot: [u8; 2],
 }
@@ -619,7 +621,7 @@ impl Known {
         gen: Option<u32>,
         old: PhysAddr,
         new: PhysAddr,
-        size: PageSize,
+        size: PageSizeKind,
     ) -> u32 {
         self.slot = [0, 1];
         self.gen = gen;
@@ -638,7 +640,7 @@ impl Known {
 
     /// The remembered mappings of side `side` (0 old frame, 1 new frame).
     #[inline]
-    fn of(&self, side: usize) -> &[Mapping] {
+    fn of(&self, side: usize) -> &[ReverseMapping] {
         // `slot` holds 0 and 1, `n` at most KNOWN: the masks only spare
         // the bounds checks.
         let s = usize::from(self.slot[side & 1]) & 1;
@@ -670,10 +672,10 @@ impl Exchange {
         if !chunk.is_power_of_two() || !(32..=FRAME_SIZE).contains(&chunk) {
             return Err(ExchangeError::BadChunk(chunk));
         }
-        if req.size == PageSize::Tiny {
+        if req.size == PageSizeKind::Tiny {
             return Err(ExchangeError::TinyPage(req.target));
         }
-        let size = req.size.bytes();
+        let size = req.size.size();
         let len = req
             .count
             .checked_mul(size)
@@ -720,7 +722,7 @@ impl Exchange {
             if let Some(p) = pages.list.get_mut(i as usize) {
                 *p = (old, new);
             }
-            for f in 0..req.size.frames() {
+            for f in 0..req.size.small_pages() {
                 let (o, n) = (frame_at(old, f), frame_at(new, f));
                 let oi = table.info(o)?;
                 let ni = table.info(n)?;
@@ -828,7 +830,7 @@ impl Exchange {
         if !self.protected || matches!(self.phase, Phase::Start | Phase::Done | Phase::Over) {
             return false;
         }
-        let size = self.req.size.bytes();
+        let size = self.req.size.size();
         let within = |base: PhysAddr, len: u32| {
             frame.as_u32() >= base.as_u32() && frame.as_u32() - base.as_u32() < len
         };
@@ -1032,7 +1034,7 @@ impl Exchange {
                 Phase::Copy(off) => {
                     self.copy_chunk(maps, hw, off);
                     let next = off + self.chunk;
-                    self.phase = if next >= self.req.size.bytes() {
+                    self.phase = if next >= self.req.size.size() {
                         Phase::Switch
                     } else {
                         Phase::Copy(next)
@@ -1046,7 +1048,7 @@ impl Exchange {
                 Phase::Flush(off) => {
                     self.flush_chunk(maps, hw, off);
                     let next = off + self.chunk;
-                    if next < self.req.size.bytes() {
+                    if next < self.req.size.size() {
                         self.phase = Phase::Flush(next);
                         break;
                     }
@@ -1095,7 +1097,7 @@ impl Exchange {
     fn unchanged<const R: usize>(&self, table: &FrameTable<'_, R>, gen: Option<u32>) -> bool {
         gen.is_some()
             && gen == self.checked
-            && self.req.size == PageSize::Small
+            && self.req.size == PageSizeKind::Small
             && !self.hold
             && self.owns(table, 0)
             && self.owns(table, 1)
@@ -1111,7 +1113,7 @@ impl Exchange {
                 return Err(self.changed(side));
             }
         }
-        let n = self.req.size.frames();
+        let n = self.req.size.small_pages();
         for (side, base) in [(0, self.old), (1, self.new)] {
             if !run_consistent(table, base, n, self.expect[side]) {
                 return Err(self.changed(side));
@@ -1154,7 +1156,7 @@ impl Exchange {
         for i in 0..self.req.count {
             let sw = self.held_switched(i);
             let (o, n) = self.pages.of(i, size);
-            for f in 0..size.frames() {
+            for f in 0..size.small_pages() {
                 if !Self::held_ok(table, frame_at(o, f), 0, sw) {
                     return Err(ExchangeError::Changed(if sw {
                         self.resource_va(i)
@@ -1295,7 +1297,7 @@ impl Exchange {
                 return Err(rva());
             }
         }
-        let n = size.frames();
+        let n = size.small_pages();
         if n > 1 && !run_consistent(table, old, n, d0) {
             return Err(tva());
         }
@@ -1475,7 +1477,7 @@ impl Exchange {
     fn release_side<const R: usize>(&self, table: &mut FrameTable<'_, R>, side: usize) {
         table.set_busy_at(self.at[side], false);
         let base = if side == 0 { self.old } else { self.new };
-        for f in 1..self.req.size.frames() {
+        for f in 1..self.req.size.small_pages() {
             let p = frame_at(base, f);
             if let Ok(d) = table.desc(p) {
                 if consistent(self.expect[side], d) {
@@ -1570,7 +1572,7 @@ impl Exchange {
                 }
             }
             for (side, base) in [(0, o), (1, n)] {
-                for f in 0..size.frames() {
+                for f in 0..size.small_pages() {
                     let p = frame_at(base, f);
                     if Self::held_ok(table, p, side, sw) {
                         if let Ok(d) = table.desc(p) {
@@ -1616,9 +1618,9 @@ impl Exchange {
                 // Switched: the page is finished (flush, then restore).
                 let mut off = match self.phase {
                     Phase::Flush(o) => o,
-                    _ => size.bytes(),
+                    _ => size.size(),
                 };
-                while off < size.bytes() {
+                while off < size.size() {
                     self.flush_chunk(maps, hw, off);
                     off += self.chunk;
                 }
@@ -1649,7 +1651,7 @@ impl Exchange {
     fn release_untouched<const R: usize>(&self, table: &mut FrameTable<'_, R>, i: u32) {
         let size = self.req.size;
         let (o, n) = self.pages.of(i, size);
-        for f in 0..size.frames() {
+        for f in 0..size.small_pages() {
             for (side, p) in [(0, frame_at(o, f)), (1, frame_at(n, f))] {
                 let Ok(d) = table.desc(p) else { continue };
                 let ours = d.is_busy()
@@ -1693,9 +1695,9 @@ impl Exchange {
             // The translation table base moved: finish.
             let mut off = match self.phase {
                 Phase::Flush(o) => o,
-                _ => size.bytes(),
+                _ => size.size(),
             };
-            while off < size.bytes() {
+            while off < size.size() {
                 self.flush_chunk(maps, hw, off);
                 off += self.chunk;
             }
@@ -1708,7 +1710,7 @@ impl Exchange {
                 continue;
             }
             let (o, n) = self.pages.of(i, size);
-            let ours = (0..size.frames()).all(|f| {
+            let ours = (0..size.small_pages()).all(|f| {
                 Self::held_ok(table, frame_at(o, f), 0, true)
                     && Self::held_ok(table, frame_at(n, f), 1, true)
             });
@@ -1728,7 +1730,7 @@ impl Exchange {
             w.close(irq, &mut self.stats);
             maps.swapped(o, n, size);
             self.stats.total_ops += 1;
-            for f in 0..size.frames() {
+            for f in 0..size.small_pages() {
                 if let (Ok(o_at), Ok(n_at)) =
                     (table.locate(frame_at(o, f)), table.locate(frame_at(n, f)))
                 {
@@ -1740,7 +1742,7 @@ impl Exchange {
             // hitting one would be written back there. Still
             // write-protected, so nothing dirties a line meanwhile.
             let mut off = 0;
-            while off < size.bytes() {
+            while off < size.size() {
                 self.flush_chunk_of(maps, hw, [o, n], off);
                 off += self.chunk;
             }
@@ -1757,7 +1759,7 @@ impl Exchange {
     /// move, a frame of another of its pages: from the remembered lists
     /// when they are valid, else from the kernel.
     #[inline(always)]
-    fn each<M: Mappings + ?Sized, F: FnMut(&Mapping)>(
+    fn each<M: Mappings + ?Sized, F: FnMut(&ReverseMapping)>(
         &self,
         maps: &M,
         side: usize,
@@ -1784,7 +1786,7 @@ impl Exchange {
         H: LineMaintenance + ?Sized,
     {
         let mut n = 0;
-        let calls = self.each(maps, side, page, |m: &Mapping| {
+        let calls = self.each(maps, side, page, |m: &ReverseMapping| {
             // One entry covers a whole small page, large page or section.
             hw.invalidate_tlb_entry(m.mva);
             n += 1;
@@ -1810,7 +1812,7 @@ impl Exchange {
         let size = self.req.size;
         // Everything that can fail, before anything changes.
         let mut tables = table.desc_at(self.at[0]).is_page_table();
-        for f in 1..size.frames() {
+        for f in 1..size.small_pages() {
             let o_at = table.locate(frame_at(self.old, f))?;
             table.locate(frame_at(self.new, f))?;
             tables |= table.desc_at(o_at).is_page_table();
@@ -1856,7 +1858,7 @@ impl Exchange {
             }
         }
         if tables {
-            for f in 0..size.frames() {
+            for f in 0..size.small_pages() {
                 let (o, n) = (frame_at(self.old, f), frame_at(self.new, f));
                 if table.desc(o).is_ok_and(|d| d.is_page_table()) {
                     maps.move_second_level(o, n);
@@ -1869,7 +1871,7 @@ impl Exchange {
         maps.swapped(self.old, self.new, size);
         self.stats.total_ops += 1;
         move_state(table, self.at[0], self.at[1]);
-        for f in 1..size.frames() {
+        for f in 1..size.small_pages() {
             if let (Ok(o_at), Ok(n_at)) = (
                 table.locate(frame_at(self.old, f)),
                 table.locate(frame_at(self.new, f)),
@@ -1882,11 +1884,11 @@ impl Exchange {
     }
 
     fn target_va(&self, i: u32) -> VirtAddr {
-        VirtAddr::new(self.req.target.as_u32() + i * self.req.size.bytes())
+        VirtAddr::new(self.req.target.as_u32() + i * self.req.size.size())
     }
 
     fn resource_va(&self, i: u32) -> VirtAddr {
-        VirtAddr::new(self.req.resource.as_u32() + i * self.req.size.bytes())
+        VirtAddr::new(self.req.resource.as_u32() + i * self.req.size.size())
     }
 }
 
@@ -1920,7 +1922,7 @@ fn move_state<const R: usize>(table: &mut FrameTable<'_, R>, o_at: FrameSlot, n_
     let (od, nd) = (table.desc_at(o_at), table.desc_at(n_at));
     table.set_at(n_at, nd.with_state_of(od));
     if od.is_kernel() {
-        table.set_at(o_at, od.with_state(FrameState::Resource));
+        table.set_at(o_at, od.with_state_of(FrameDesc::RESOURCE));
     }
 }
 
@@ -1978,13 +1980,13 @@ fn translate_pair<M: Mappings + ?Sized>(
     req: &ExchangeRequest,
     i: u32,
 ) -> Result<(PhysAddr, PhysAddr), ExchangeError> {
-    let step = i * req.size.bytes();
+    let step = i * req.size.size();
     let one = |space, base: VirtAddr| {
         let va = VirtAddr::new(base.as_u32() + step);
         let t = maps
             .translate(space, va)
             .ok_or(ExchangeError::NotMapped(va))?;
-        if t.size == PageSize::Tiny {
+        if t.size == PageSizeKind::Tiny {
             return Err(ExchangeError::TinyPage(va));
         }
         if t.size != req.size {
@@ -2026,12 +2028,12 @@ fn check_old(req: &ExchangeRequest, frame: PhysAddr, d: FrameDesc) -> Result<(),
 fn mark<const R: usize>(
     table: &mut FrameTable<'_, R>,
     pages: &PageFrames,
-    size: PageSize,
+    size: PageSizeKind,
     count: u32,
 ) -> Result<(), ExchangeError> {
     let frames = |i: u32| {
         let (o, n) = pages.of(i, size);
-        (0..size.frames()).flat_map(move |f| [frame_at(o, f), frame_at(n, f)])
+        (0..size.small_pages()).flat_map(move |f| [frame_at(o, f), frame_at(n, f)])
     };
     let mut marked = 0usize;
     let mut failed = None;
@@ -2074,13 +2076,13 @@ mod tests {
                 AddressSpace::Kernel,
                 va + i * 0x1000,
                 pa,
-                PageSize::Small,
+                PageSizeKind::Small,
                 i == 0,
             );
         }
     }
 
-    fn mvas(list: &[Mapping]) -> std::vec::Vec<u32> {
+    fn mvas(list: &[ReverseMapping]) -> std::vec::Vec<u32> {
         list.iter().map(|m| m.mva.as_u32()).collect()
     }
 
@@ -2094,7 +2096,7 @@ mod tests {
         mapped(&mut maps, 0x5000, 0xc000_0000, 2);
         mapped(&mut maps, 0x9000, 0xd000_0000, KNOWN as u32);
         let mut k = Known::NONE;
-        assert_eq!(k.collect(&maps, Some(7), old, new, PageSize::Small), 2);
+        assert_eq!(k.collect(&maps, Some(7), old, new, PageSizeKind::Small), 2);
         assert_eq!(k.gen, Some(7));
         assert_eq!(mvas(k.of(0)), [0xc000_0000, 0xc000_1000]);
         assert_eq!(
@@ -2111,7 +2113,7 @@ mod tests {
         assert_eq!((k.gen, k.of(0).len(), k.of(1).len()), (None, 0, 0));
 
         // A kernel that keeps no generation: nothing is asked or kept.
-        assert_eq!(k.collect(&maps, None, old, new, PageSize::Small), 0);
+        assert_eq!(k.collect(&maps, None, old, new, PageSizeKind::Small), 0);
         assert_eq!((k.gen, k.of(0).len(), k.of(1).len()), (None, 0, 0));
 
         // One mapping more than fits, on either side: not remembered.
@@ -2121,7 +2123,7 @@ mod tests {
             mapped(&mut maps, 0x9000, 0xd000_0000, 1);
             mapped(&mut maps, page.as_u32(), 0xe000_0000, KNOWN as u32);
             let mut k = Known::NONE;
-            assert_eq!(k.collect(&maps, Some(1), old, new, PageSize::Small), 2);
+            assert_eq!(k.collect(&maps, Some(1), old, new, PageSizeKind::Small), 2);
             assert_eq!(k.gen, None, "side {side} has {} mappings", KNOWN + 1);
         }
         // Exactly as many as fit: remembered.
@@ -2129,7 +2131,7 @@ mod tests {
         mapped(&mut maps, 0x5000, 0xc000_0000, KNOWN as u32);
         mapped(&mut maps, 0x9000, 0xd000_0000, KNOWN as u32);
         let mut k = Known::NONE;
-        k.collect(&maps, Some(1), old, new, PageSize::Small);
+        k.collect(&maps, Some(1), old, new, PageSizeKind::Small);
         assert_eq!(
             (k.gen, k.of(0).len(), k.of(1).len()),
             (Some(1), KNOWN, KNOWN)

@@ -30,45 +30,11 @@
 use crate::region::{InitialUse, Location, PhysRegion, Rights, FRAME_SIZE, SECTION_SIZE};
 use core::fmt;
 use mmu_armv5::addr::Align;
-use mmu_armv5::PhysAddr;
+use mmu_armv5::{PhysAddr, SpaceId};
 
-/// Largest address-space number a frame can record as its owner.
+/// Largest address-space number a frame can record as its owner: the
+/// owner field of a [`FrameDesc`] has 12 bits.
 pub const MAX_SPACE_ID: u16 = 0x0fff;
-
-/// An address space (task) identifier, 0..=4095.
-///
-/// ```
-/// use spm::{FrameDesc, FrameError, FrameState, SpaceId};
-///
-/// let task = SpaceId::new(4095)?;
-/// assert_eq!(SpaceId::new(4096), Err(FrameError::SpaceIdOutOfRange(4096)));
-/// // A frame description holds the owner, a movable and a busy bit in two bytes.
-/// let d = FrameDesc::new(FrameState::User(task)).with_movable(false);
-/// assert_eq!(d.state(), FrameState::User(task));
-/// assert!(!d.is_movable() && !d.is_busy() && !d.is_resource());
-/// assert!(FrameDesc::new(FrameState::Resource).is_resource());
-/// # Ok::<(), FrameError>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct SpaceId(u16);
-
-impl SpaceId {
-    /// A space identifier, or an error above [`MAX_SPACE_ID`].
-    pub const fn new(id: u16) -> Result<SpaceId, FrameError> {
-        if id > MAX_SPACE_ID {
-            Err(FrameError::SpaceIdOutOfRange(id))
-        } else {
-            Ok(SpaceId(id))
-        }
-    }
-
-    /// The number.
-    #[must_use]
-    pub const fn get(self) -> u16 {
-        self.0
-    }
-}
 
 /// What a kernel page holds, as far as moving it is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -107,6 +73,27 @@ const PAYLOAD_SHIFT: u16 = 4;
 
 /// The per-frame description: state, owner or kernel use, movability and a
 /// busy flag (part of an exchange in progress). Two bytes.
+///
+/// ```
+/// use mmu_armv5::SpaceId;
+/// use spm::{FrameDesc, FrameError, FrameState, KernelUse};
+///
+/// let task = SpaceId(4095);
+/// // The owner, a movable and a busy bit in two bytes.
+/// let d = FrameDesc::new(FrameState::User(task))?.with_movable(false);
+/// assert_eq!(d.state(), FrameState::User(task));
+/// assert!(!d.is_movable() && !d.is_busy() && !d.is_resource());
+/// assert!(FrameDesc::RESOURCE.is_resource());
+/// // A new state keeps the flags; an owner that does not fit is refused.
+/// let freed = d.with_state(FrameState::Resource)?;
+/// assert!(freed.is_resource() && !freed.is_movable());
+/// assert_eq!(
+///     d.with_state(FrameState::User(SpaceId(4096))),
+///     Err(FrameError::SpaceIdOutOfRange(SpaceId(4096)))
+/// );
+/// assert!(FrameDesc::kernel(KernelUse::PageTable).is_page_table());
+/// # Ok::<(), FrameError>(())
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[repr(transparent)]
@@ -116,23 +103,52 @@ impl FrameDesc {
     /// An undefined, movable, idle frame (all bits zero).
     pub const UNDEFINED: FrameDesc = FrameDesc(0);
 
-    /// A description of a movable, idle frame in `state`.
-    #[must_use]
-    pub const fn new(state: FrameState) -> FrameDesc {
+    /// A movable, idle page resource.
+    pub const RESOURCE: FrameDesc = FrameDesc(1);
+
+    /// A description of a movable, idle frame in `state`, or
+    /// [`FrameError::SpaceIdOutOfRange`] for a user page whose owner is
+    /// above [`MAX_SPACE_ID`] (the owner field has 12 bits; nothing is
+    /// truncated). [`FrameDesc::UNDEFINED`], [`FrameDesc::RESOURCE`] and
+    /// [`FrameDesc::kernel`] build the states that cannot fail.
+    ///
+    /// ```
+    /// use mmu_armv5::SpaceId;
+    /// use spm::{FrameDesc, FrameError, FrameState, MAX_SPACE_ID};
+    ///
+    /// let d = FrameDesc::new(FrameState::User(SpaceId(MAX_SPACE_ID)))?;
+    /// assert_eq!(d.state(), FrameState::User(SpaceId(4095)));
+    /// assert_eq!(
+    ///     FrameDesc::new(FrameState::User(SpaceId(4096))),
+    ///     Err(FrameError::SpaceIdOutOfRange(SpaceId(4096)))
+    /// );
+    /// assert_eq!(FrameDesc::new(FrameState::Resource)?, FrameDesc::RESOURCE);
+    /// # Ok::<(), FrameError>(())
+    /// ```
+    pub const fn new(state: FrameState) -> Result<FrameDesc, FrameError> {
         let bits = match state {
             FrameState::Undefined => 0,
             FrameState::Resource => 1,
-            FrameState::User(owner) => 2 | (owner.0 << PAYLOAD_SHIFT),
-            FrameState::Kernel(usage) => {
-                let u = match usage {
-                    KernelUse::Plain => 0,
-                    KernelUse::PageTable => 1,
-                    KernelUse::PageDirectory => 2,
-                };
-                3 | (u << PAYLOAD_SHIFT)
+            FrameState::User(owner) => {
+                if owner.0 > MAX_SPACE_ID {
+                    return Err(FrameError::SpaceIdOutOfRange(owner));
+                }
+                2 | (owner.0 << PAYLOAD_SHIFT)
             }
+            FrameState::Kernel(usage) => return Ok(FrameDesc::kernel(usage)),
         };
-        FrameDesc(bits)
+        Ok(FrameDesc(bits))
+    }
+
+    /// A description of a movable, idle kernel page of the given use.
+    #[must_use]
+    pub const fn kernel(usage: KernelUse) -> FrameDesc {
+        // State 3; the use (0, 1, 2) in the payload from bit 4.
+        FrameDesc(match usage {
+            KernelUse::Plain => 0x03,
+            KernelUse::PageTable => 0x13,
+            KernelUse::PageDirectory => 0x23,
+        })
     }
 
     /// The frame's state.
@@ -152,9 +168,14 @@ impl FrameDesc {
     }
 
     /// This description with a new state; movability and busy flag kept.
-    #[must_use]
-    pub const fn with_state(self, state: FrameState) -> FrameDesc {
-        FrameDesc(FrameDesc::new(state).0 | (self.0 & FLAGS))
+    /// Fails as [`FrameDesc::new`] does: for an owner above
+    /// [`MAX_SPACE_ID`]. [`FrameDesc::with_state_of`] takes the state of an
+    /// existing description instead, and cannot fail.
+    pub const fn with_state(self, state: FrameState) -> Result<FrameDesc, FrameError> {
+        match FrameDesc::new(state) {
+            Ok(d) => Ok(FrameDesc(d.0 | (self.0 & FLAGS))),
+            Err(e) => Err(e),
+        }
     }
 
     /// Whether the frame may be moved by an exchange.
@@ -193,14 +214,15 @@ impl FrameDesc {
     /// (`Kernel(PageTable)`), without decoding the state.
     #[must_use]
     pub const fn is_page_table(self) -> bool {
-        self.0 & !FLAGS == FrameDesc::new(FrameState::Kernel(KernelUse::PageTable)).0
+        self.0 & !FLAGS == FrameDesc::kernel(KernelUse::PageTable).0
     }
 
     /// This description with `content`'s state (and owner or kernel use);
     /// movability and busy flag kept. [`FrameDesc::with_state`] without
-    /// decoding the state.
+    /// decoding the state, and without its check: a description's owner
+    /// always fits.
     #[must_use]
-    pub(crate) const fn with_state_of(self, content: FrameDesc) -> FrameDesc {
+    pub const fn with_state_of(self, content: FrameDesc) -> FrameDesc {
         FrameDesc((content.0 & !FLAGS) | (self.0 & FLAGS))
     }
 
@@ -334,8 +356,9 @@ pub enum FrameError {
         /// Summaries provided.
         given: usize,
     },
-    /// An address-space number above [`MAX_SPACE_ID`].
-    SpaceIdOutOfRange(u16),
+    /// A user page's owner above [`MAX_SPACE_ID`], which a [`FrameDesc`]
+    /// cannot record.
+    SpaceIdOutOfRange(SpaceId),
     /// A range that is empty, misaligned or wraps.
     BadRange(PhysAddr, u32),
 }
@@ -359,7 +382,7 @@ impl fmt::Display for FrameError {
                 )
             }
             FrameError::SpaceIdOutOfRange(id) => {
-                write!(f, "address space {id} is above {MAX_SPACE_ID}")
+                write!(f, "address space {} is above {MAX_SPACE_ID}", id.0)
             }
             FrameError::BadRange(pa, len) => {
                 write!(f, "range {pa} + {len:#x} is empty, misaligned or wraps")
@@ -506,11 +529,11 @@ impl<'a, const R: usize> FrameTable<'a, R> {
         let mut slots = heapless::Vec::new();
         let (mut f0, mut s0) = (0usize, 0usize);
         for r in regions {
-            let desc = FrameDesc::new(match r.initial() {
-                InitialUse::Undefined => FrameState::Undefined,
-                InitialUse::Resource => FrameState::Resource,
-                InitialUse::Kernel => FrameState::Kernel(KernelUse::Plain),
-            })
+            let desc = match r.initial() {
+                InitialUse::Undefined => FrameDesc::UNDEFINED,
+                InitialUse::Resource => FrameDesc::RESOURCE,
+                InitialUse::Kernel => FrameDesc::kernel(KernelUse::Plain),
+            }
             .with_movable(r.movable());
             let n = r.frames() as usize;
             frames.iter_mut().skip(f0).take(n).for_each(|d| *d = desc);
@@ -758,7 +781,7 @@ impl<'a, const R: usize> FrameTable<'a, R> {
                 _ => break,
             }
         }
-        let desc = FrameDesc::new(state).with_movable(movable);
+        let desc = FrameDesc::new(state)?.with_movable(movable);
         let mut a = pa;
         loop {
             self.set(a, desc)?;
@@ -801,7 +824,7 @@ mod tests {
         prop_oneof![
             Just(FrameState::Undefined),
             Just(FrameState::Resource),
-            (0..=MAX_SPACE_ID).prop_map(|s| FrameState::User(SpaceId::new(s).unwrap())),
+            (0..=MAX_SPACE_ID).prop_map(|s| FrameState::User(SpaceId(s))),
             Just(FrameState::Kernel(KernelUse::Plain)),
             Just(FrameState::Kernel(KernelUse::PageTable)),
             Just(FrameState::Kernel(KernelUse::PageDirectory)),
@@ -812,23 +835,84 @@ mod tests {
         #![proptest_config(crate::proptest_config())]
         #[test]
         fn packing_round_trips(state in any_state(), movable: bool, busy: bool) {
-            let d = FrameDesc::new(state).with_movable(movable).with_busy(busy);
+            let d = FrameDesc::new(state).unwrap().with_movable(movable).with_busy(busy);
             prop_assert_eq!(d.state(), state);
             prop_assert_eq!(d.is_movable(), movable);
             prop_assert_eq!(d.is_busy(), busy);
             prop_assert_eq!(d.is_resource(), state == FrameState::Resource);
             let s2 = FrameState::Kernel(KernelUse::PageTable);
-            let d2 = d.with_state(s2);
+            let d2 = d.with_state(s2).unwrap();
             prop_assert_eq!(d2.state(), s2);
             prop_assert_eq!(d2.is_movable(), movable);
             prop_assert_eq!(d2.is_busy(), busy);
         }
     }
 
+    proptest! {
+        #![proptest_config(crate::proptest_config())]
+        /// An owner above the 12-bit field is refused, never truncated,
+        /// whatever the description it would replace.
+        #[test]
+        fn owners_above_twelve_bits_are_refused(
+            id in (MAX_SPACE_ID + 1)..=u16::MAX,
+            base in any_state(),
+            movable: bool,
+            busy: bool,
+        ) {
+            let user = FrameState::User(SpaceId(id));
+            let err = Err(FrameError::SpaceIdOutOfRange(SpaceId(id)));
+            prop_assert_eq!(FrameDesc::new(user), err);
+            let d = FrameDesc::new(base).unwrap().with_movable(movable).with_busy(busy);
+            prop_assert_eq!(d.with_state(user), err);
+        }
+    }
+
+    /// The owner field holds 0..=4095; the table refuses a larger owner
+    /// before changing any frame.
     #[test]
-    fn space_ids_are_limited_to_twelve_bits() {
-        assert!(SpaceId::new(4095).is_ok());
-        assert_eq!(SpaceId::new(4096), Err(FrameError::SpaceIdOutOfRange(4096)));
+    fn owners_are_limited_to_twelve_bits() {
+        let top = FrameState::User(SpaceId(MAX_SPACE_ID));
+        assert_eq!(FrameDesc::new(top).unwrap().state(), top);
+        let over = FrameState::User(SpaceId(MAX_SPACE_ID + 1));
+        let err = FrameError::SpaceIdOutOfRange(SpaceId(4096));
+        assert_eq!(FrameDesc::new(over), Err(err));
+        assert_eq!(FrameDesc::RESOURCE.with_state(over), Err(err));
+        assert_eq!(std::format!("{err}"), "address space 4096 is above 4095");
+        let regions = layout();
+        let mut f = vec![FrameDesc::default(); FrameTable::<4>::frames_needed(&regions)];
+        let mut s = vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&regions)];
+        let mut t = FrameTable::<4>::new(&regions, &mut f, &mut s).unwrap();
+        let itcm = PhysAddr::new(0xfffe_0000);
+        let before = (t.desc(itcm).unwrap(), t.section(itcm).unwrap());
+        assert_eq!(t.init_range(itcm, 0x2000, over, true), Err(err));
+        assert_eq!((t.desc(itcm).unwrap(), t.section(itcm).unwrap()), before);
+        t.init_range(itcm, 0x2000, top, true).unwrap();
+        assert_eq!(t.desc(itcm).unwrap().state(), top);
+    }
+
+    /// The constants and the kernel constructor are what `new` builds.
+    #[test]
+    fn infallible_constructors_match_new() {
+        assert_eq!(
+            FrameDesc::new(FrameState::Undefined),
+            Ok(FrameDesc::UNDEFINED)
+        );
+        assert_eq!(
+            FrameDesc::new(FrameState::Resource),
+            Ok(FrameDesc::RESOURCE)
+        );
+        assert_eq!(FrameDesc::UNDEFINED, FrameDesc::default());
+        for k in [
+            KernelUse::Plain,
+            KernelUse::PageTable,
+            KernelUse::PageDirectory,
+        ] {
+            assert_eq!(
+                FrameDesc::new(FrameState::Kernel(k)),
+                Ok(FrameDesc::kernel(k))
+            );
+            assert_eq!(FrameDesc::kernel(k).state(), FrameState::Kernel(k));
+        }
     }
 
     fn layout() -> [PhysRegion; 4] {
@@ -923,15 +1007,19 @@ mod tests {
         assert_eq!(counts(&t), (256, 256, 0));
         // Resource -> user (what an exchange does to the resource frame).
         let d = t.desc(frame).unwrap();
-        let user = FrameState::User(SpaceId::new(3).unwrap());
-        t.set(frame, d.with_state(user)).unwrap();
+        let user = FrameState::User(SpaceId(3));
+        t.set(frame, d.with_state(user).unwrap()).unwrap();
         assert_eq!(counts(&t), (256, 255, 0));
         // Pinned user page: the pinned count follows the movable flag.
         t.set(frame, t.desc(frame).unwrap().with_movable(false))
             .unwrap();
         assert_eq!(counts(&t), (256, 255, 1));
         // Back to a movable resource (the old frame after an exchange).
-        let back = t.desc(frame).unwrap().with_state(FrameState::Resource);
+        let back = t
+            .desc(frame)
+            .unwrap()
+            .with_state(FrameState::Resource)
+            .unwrap();
         t.set(frame, back.with_movable(true)).unwrap();
         assert_eq!(counts(&t), (256, 256, 0));
         // The busy flag is no count.
@@ -940,7 +1028,7 @@ mod tests {
         assert_eq!(counts(&t), (256, 256, 0));
         t.set_busy_at(at, false);
         // Through the located path too.
-        t.set_at(at, t.desc_at(at).with_state(user));
+        t.set_at(at, t.desc_at(at).with_state(user).unwrap());
         assert_eq!(counts(&t), (256, 255, 0));
     }
 
@@ -1005,7 +1093,7 @@ mod tests {
         assert_eq!(t.desc_at(la), t.desc(a).unwrap());
         assert!(t.desc_at(la).is_page_table());
         assert!(t.desc_at(la).with_busy(true).is_page_table());
-        assert!(!FrameDesc::new(FrameState::Kernel(KernelUse::Plain)).is_page_table());
+        assert!(!FrameDesc::kernel(KernelUse::Plain).is_page_table());
         // The busy flag is no count of the summary.
         let before = t.section(mib1).unwrap();
         t.set_busy_at(lb, true);
@@ -1020,15 +1108,15 @@ mod tests {
         assert_eq!((sec.resources(), sec.pinned()), (254, 1));
         t.set_busy_at(lb, false);
         assert_eq!(t.desc(b).unwrap(), moved.with_busy(false));
-        assert!(FrameDesc::new(FrameState::Kernel(KernelUse::Plain)).is_kernel());
-        assert!(!FrameDesc::new(FrameState::Resource).is_kernel());
+        assert!(FrameDesc::kernel(KernelUse::Plain).is_kernel());
+        assert!(!FrameDesc::RESOURCE.is_kernel());
     }
 
     /// The packed layout, bit by bit, as the module documentation draws it.
     #[test]
     fn descriptions_pack_to_the_documented_bits() {
         assert_eq!(FLAGS, PINNED | BUSY);
-        let user = |n| FrameState::User(SpaceId::new(n).unwrap());
+        let user = |n| FrameState::User(SpaceId(n));
         let k = FrameState::Kernel;
         let cases = [
             (FrameState::Undefined, 0x0000),
@@ -1041,7 +1129,7 @@ mod tests {
             (k(KernelUse::PageDirectory), 0x0023),
         ];
         for (state, bits) in cases {
-            let d = FrameDesc::new(state);
+            let d = FrameDesc::new(state).unwrap();
             assert_eq!(d.bits(), bits, "{state:?}");
             assert_eq!(d.with_movable(false).bits(), bits | 0x4, "{state:?} pinned");
             assert_eq!(d.with_busy(true).bits(), bits | 0x8, "{state:?} busy");
@@ -1054,12 +1142,12 @@ mod tests {
             assert_eq!(both.with_movable(false).with_busy(true), both);
             assert_eq!(d.with_movable(true).with_busy(false), d);
             // A new state keeps the flags and drops the old payload.
-            let other = FrameDesc::new(user(0x123)).with_busy(true);
-            assert_eq!(both.with_state(user(0x123)).bits(), 0x1232 | 0xc);
+            let other = FrameDesc::new(user(0x123)).unwrap().with_busy(true);
+            assert_eq!(both.with_state(user(0x123)).unwrap().bits(), 0x1232 | 0xc);
             assert_eq!(d.with_state(user(0x123)), FrameDesc::new(user(0x123)));
             // `with_state_of` is `with_state` without decoding.
-            assert_eq!(both.with_state_of(other), both.with_state(user(0x123)));
-            assert_eq!(d.with_state_of(FrameDesc::new(state).with_busy(true)), d);
+            assert_eq!(Ok(both.with_state_of(other)), both.with_state(user(0x123)));
+            assert_eq!(d.with_state_of(d.with_busy(true)), d);
             assert_eq!(d.is_page_table(), state == k(KernelUse::PageTable));
             assert_eq!(both.is_page_table(), state == k(KernelUse::PageTable));
             assert_eq!(d.is_kernel(), matches!(state, FrameState::Kernel(_)));
@@ -1072,7 +1160,7 @@ mod tests {
     #[test]
     fn descriptions_and_summaries_print_their_fields() {
         use std::format;
-        let d = FrameDesc::new(FrameState::Resource);
+        let d = FrameDesc::RESOURCE;
         assert_eq!(format!("{d:?}"), "FrameDesc(Resource)");
         let d = d.with_movable(false).with_busy(true);
         assert_eq!(format!("{d:?}"), "FrameDesc(Resource, pinned, busy)");
@@ -1153,40 +1241,34 @@ mod tests {
         };
         assert_eq!(counts(&t), (8, 0));
         let d = t.desc_at(at);
-        let user = FrameState::User(SpaceId::new(1).unwrap());
-        t.set_at(at, d.with_state(user));
+        let user = FrameState::User(SpaceId(1));
+        t.set_at(at, d.with_state(user).unwrap());
         assert_eq!(counts(&t), (7, 0));
         t.set_at(at, t.desc_at(at).with_movable(false));
         assert_eq!(counts(&t), (7, 1));
         t.set_at(
             at,
             t.desc_at(at)
-                .with_state(FrameState::Resource)
+                .with_state_of(FrameDesc::RESOURCE)
                 .with_movable(true),
         );
         assert_eq!(counts(&t), (8, 0));
         // Resource and pinned at once.
-        t.set_at(at, FrameDesc::new(FrameState::Resource).with_movable(false));
+        t.set_at(at, FrameDesc::RESOURCE.with_movable(false));
         assert_eq!(counts(&t), (8, 1));
-        t.set_at(at, FrameDesc::new(user).with_movable(true));
+        t.set_at(at, FrameDesc::new(user).unwrap().with_movable(true));
         assert_eq!(counts(&t), (7, 0));
         // A user frame changing owner: no count moves.
-        t.set_at(
-            at,
-            FrameDesc::new(FrameState::User(SpaceId::new(2).unwrap())),
-        );
+        t.set_at(at, FrameDesc::new(FrameState::User(SpaceId(2))).unwrap());
         assert_eq!(counts(&t), (7, 0));
-        assert_eq!(
-            t.desc_at(at).state(),
-            FrameState::User(SpaceId::new(2).unwrap())
-        );
+        assert_eq!(t.desc_at(at).state(), FrameState::User(SpaceId(2)));
         let before = (t.desc(frame).unwrap(), counts(&t));
         t.set_at(
             FrameSlot {
                 frame: usize::MAX,
                 section: 0,
             },
-            FrameDesc::new(FrameState::Resource),
+            FrameDesc::RESOURCE,
         );
         assert_eq!((t.desc(frame).unwrap(), counts(&t)), before);
         assert_eq!(

@@ -19,8 +19,10 @@
 //! | [`lines`] | what the kernel provides: cache maintenance over a range of lines ([`LineMaintenance`], per-line defaults) |
 //! | [`exchange`] | the resumable page exchange with bounded interrupts-off windows |
 //!
-//! Page sizes: 4 KiB, 64 KiB and 1 MiB pages are exchanged; 1 KiB tiny pages
-//! are refused with [`OpError::TinyPage`] and [`ExchangeError::TinyPage`].
+//! Page sizes are `mmu_armv5`'s [`PageSizeKind`](mmu_armv5::size::PageSizeKind)
+//! (like the addresses, not re-exported): 4 KiB, 64 KiB and 1 MiB pages are
+//! exchanged; 1 KiB tiny pages are refused with [`OpError::TinyPage`] and
+//! [`ExchangeError::TinyPage`].
 //!
 //! # Example
 //!
@@ -133,11 +135,14 @@ pub use exchange::{
     Exchange, ExchangeError, ExchangeRequest, ExchangeStats, Progress, MAX_SCATTERED,
 };
 pub use frame::{
-    FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, SpaceId,
+    FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, MAX_SPACE_ID,
 };
 pub use irq::InterruptControl;
 pub use lines::LineMaintenance;
-pub use mappings::{AddressSpace, Mapping, Mappings, PageSize, Translation};
+pub use mappings::{AddressSpace, Mappings, ReverseMapping, Translation};
+/// The name of an address space: `mmu-armv5`'s, the one `fass` uses too.
+/// A frame records owners up to [`MAX_SPACE_ID`].
+pub use mmu_armv5::SpaceId;
 pub use ops::{OpError, StateRequest};
 pub use phys::PhysMemory;
 pub use region::{InitialUse, Location, PhysRegion, RegionError, Rights, FRAME_SIZE, SECTION_SIZE};

@@ -3,10 +3,19 @@
 //! `spm` owns no page tables. It asks a [`Mappings`] implementation where a
 //! virtual address leads, which virtual addresses lead to a physical page,
 //! and to change those mappings. Every method works on whole pages of one
-//! [`PageSize`] at a page-aligned physical address.
+//! size (`mmu_armv5`'s [`PageSizeKind`]) at a page-aligned physical address.
+//!
+//! # Tiny pages
+//! 1 KiB tiny pages can be reported by [`Mappings::translate`] but are
+//! refused by every operation ([`crate::OpError::TinyPage`],
+//! [`crate::ExchangeError::TinyPage`]): the frame table describes 4 KiB
+//! frames, and the four tiny pages of one frame can belong to different
+//! mappings with different rights, so neither ownership nor an exchange of
+//! "the frame" is well defined for them. (For a tiny page
+//! [`PageSizeKind::small_pages`] is 0: it covers no whole frame.)
 
-use crate::frame::SpaceId;
-use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
+use mmu_armv5::size::PageSizeKind;
+use mmu_armv5::{ModifiedVirtAddr, PhysAddr, SpaceId, VirtAddr};
 
 /// An address space: the kernel's (shared by every task) or a task's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -18,46 +27,6 @@ pub enum AddressSpace {
     User(SpaceId),
 }
 
-/// The size of a mapping.
-///
-/// 1 KiB tiny pages can be reported by [`Mappings::translate`] but are
-/// refused by every operation ([`crate::OpError::TinyPage`],
-/// [`crate::ExchangeError::TinyPage`]): the frame table describes 4 KiB
-/// frames, and the four tiny pages of one frame can belong to different
-/// mappings with different rights, so neither ownership nor an exchange of
-/// "the frame" is well defined for them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum PageSize {
-    /// 1 KiB tiny page (fine second-level tables). Refused by `spm`.
-    Tiny,
-    /// 4 KiB small page.
-    Small,
-    /// 64 KiB large page.
-    Large,
-    /// 1 MiB section.
-    Section,
-}
-
-impl PageSize {
-    /// Size in bytes, which is also the alignment.
-    #[must_use]
-    pub const fn bytes(self) -> u32 {
-        match self {
-            PageSize::Tiny => 1 << 10,
-            PageSize::Small => 4 << 10,
-            PageSize::Large => 64 << 10,
-            PageSize::Section => 1 << 20,
-        }
-    }
-
-    /// Number of 4 KiB frames in one page (0 for a tiny page).
-    #[must_use]
-    pub const fn frames(self) -> u32 {
-        self.bytes() / crate::region::FRAME_SIZE
-    }
-}
-
 /// Where a virtual address leads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -65,15 +34,19 @@ pub struct Translation {
     /// Physical address of the start of the page that maps the address.
     pub page: PhysAddr,
     /// Size of that mapping.
-    pub size: PageSize,
+    pub size: PageSizeKind,
     /// Whether the mapping currently allows writes.
     pub writable: bool,
 }
 
-/// One virtual mapping of a physical page.
+/// One virtual mapping of a physical page, as the reverse map reports it
+/// ([`Mappings::for_each_mapping`]): which address space reaches the page
+/// at which MVA, and the two facts an exchange needs. The forward view, what
+/// a table maps at an MVA, is `mmu_armv5::table::Mapping`: a kernel
+/// implementing [`Mappings`] over those tables uses both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Mapping {
+pub struct ReverseMapping {
     /// The address space the mapping is in.
     pub space: AddressSpace,
     /// The modified virtual address of the page's first byte: what the
@@ -123,14 +96,24 @@ pub trait Mappings {
     }
 
     /// Calls `f` once for every mapping of the `size` page at `page`.
-    fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping));
+    fn for_each_mapping(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(&ReverseMapping),
+    );
 
     /// Stores the mappings of the `size` page at `page` in `out`, as many
     /// as fit, in the order [`Mappings::for_each_mapping`] reports them,
     /// and returns how many the page has (more than `out.len()` when they
     /// did not all fit). The default goes through `for_each_mapping`; an
     /// implementation may answer directly (an exchange asks once per page).
-    fn collect_mappings(&self, page: PhysAddr, size: PageSize, out: &mut [Mapping]) -> usize {
+    fn collect_mappings(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        out: &mut [ReverseMapping],
+    ) -> usize {
         let mut n = 0;
         self.for_each_mapping(page, size, &mut |m| {
             if let Some(o) = out.get_mut(n) {
@@ -142,11 +125,11 @@ pub trait Mappings {
     }
 
     /// Removes write access from every mapping of the page, remembering which had it.
-    fn write_protect(&mut self, page: PhysAddr, size: PageSize);
+    fn write_protect(&mut self, page: PhysAddr, size: PageSizeKind);
 
     /// Gives write access back to the mappings of the page that
     /// [`Mappings::write_protect`] took it from.
-    fn restore_write(&mut self, page: PhysAddr, size: PageSize);
+    fn restore_write(&mut self, page: PhysAddr, size: PageSizeKind);
 
     /// Exchanges the targets: every mapping of `a` now maps `b` and every
     /// mapping of `b` now maps `a`, each keeping its permissions.
@@ -157,7 +140,7 @@ pub trait Mappings {
     /// the implementation need not make the many descriptor writes atomic
     /// itself, and no interrupt handler ever sees the mappings half swapped.
     /// It must not unmask interrupts itself.
-    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize);
+    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind);
 
     /// Called right after the masked window of every [`Mappings::swap`]
     /// (interrupts back in the state the step found them in): the place
@@ -170,7 +153,7 @@ pub trait Mappings {
     /// (the exchange invalidates the TLB entries of both pages' mappings
     /// inside the window). The default does nothing (all bookkeeping done
     /// in `swap`).
-    fn swapped(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
+    fn swapped(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
         let _ = (a, b, size);
     }
 

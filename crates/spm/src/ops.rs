@@ -15,19 +15,21 @@
 //! address space, as the thesis's system calls do; [`Mappings::translate`]
 //! finds the frame, so a task can only name frames it has mapped.
 
-use crate::frame::{FrameDesc, FrameError, FrameState, FrameTable, SpaceId};
+use crate::frame::{FrameDesc, FrameError, FrameState, FrameTable};
 use crate::mappings::{AddressSpace, Mappings};
 use crate::phys::PhysMemory;
 use crate::region::FRAME_SIZE;
 use core::fmt;
 use mmu_armv5::maint::CacheMaintenance;
-use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
+use mmu_armv5::size::PageSizeKind;
+use mmu_armv5::{ModifiedVirtAddr, PhysAddr, SpaceId, VirtAddr};
 
 /// A page operation that was refused. Nothing was changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum OpError {
-    /// The frame table does not describe the frame.
+    /// The frame table refused: it does not describe the frame, or cannot
+    /// record the requested owner ([`FrameError::SpaceIdOutOfRange`]).
     Frame(FrameError),
     /// The virtual address is not mapped in the caller's address space.
     NotMapped(VirtAddr),
@@ -140,10 +142,10 @@ fn frame_of<M: Mappings + ?Sized>(
     va: VirtAddr,
 ) -> Result<PhysAddr, OpError> {
     let t = maps.translate(space, va).ok_or(OpError::NotMapped(va))?;
-    if t.size == crate::mappings::PageSize::Tiny {
+    if t.size == PageSizeKind::Tiny {
         return Err(OpError::TinyPage(va));
     }
-    let off = va.as_u32() & (t.size.bytes() - 1) & !(FRAME_SIZE - 1);
+    let off = va.as_u32() & (t.size.size() - 1) & !(FRAME_SIZE - 1);
     t.page
         .checked_add(off)
         .ok_or(OpError::Frame(FrameError::NotDescribed(t.page)))
@@ -157,8 +159,7 @@ where
     M: Mappings + ?Sized,
     H: PhysMemory + CacheMaintenance + ?Sized,
 {
-    use crate::mappings::PageSize;
-    maps.for_each_mapping(frame, PageSize::Small, &mut |m| {
+    maps.for_each_mapping(frame, PageSizeKind::Small, &mut |m| {
         let mut a = 0;
         while a < FRAME_SIZE {
             let mva = ModifiedVirtAddr::new(m.mva.as_u32().wrapping_add(a));
@@ -237,10 +238,13 @@ where
     M: Mappings + ?Sized,
     H: PhysMemory + CacheMaintenance + ?Sized,
 {
+    // Checked before the frame is zeroed: an owner the frame table cannot
+    // record leaves the frame untouched.
+    let new = desc.with_state(to)?;
     if desc.state() == FrameState::Resource && matches!(to, FrameState::User(_)) {
         zero_frame(maps, hw, frame);
     }
-    table.set(frame, desc.with_state(to))?;
+    table.set(frame, new)?;
     Ok(())
 }
 
@@ -290,7 +294,7 @@ pub fn delete_user_page<const R: usize, M: Mappings + ?Sized>(
     }
     match desc.state() {
         FrameState::User(o) if o == caller => {
-            table.set(frame, desc.with_state(FrameState::Resource))?;
+            table.set(frame, desc.with_state_of(FrameDesc::RESOURCE))?;
             Ok(frame)
         }
         state => Err(OpError::NotOwner { frame, state }),

@@ -7,11 +7,12 @@
 //! invalidated afterwards loses writes, as on the ARM926EJ-S.
 
 use crate::irq::InterruptControl;
-use crate::mappings::{AddressSpace, Mapping, Mappings, PageSize, Translation};
+use crate::mappings::{AddressSpace, Mappings, ReverseMapping, Translation};
 use crate::phys::PhysMemory;
 use core::cell::Cell;
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg};
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -86,7 +87,7 @@ impl Hw {
                 let t = maps
                     .walk(space, VirtAddr::new(va))
                     .ok_or(CpuFault::Translation)?;
-                let off = va & (t.size.bytes() - 1) & !0xfff;
+                let off = va & (t.size.size() - 1) & !0xfff;
                 let e = (t.page.as_u32() + off, t.writable);
                 self.tlb.insert(page, e);
                 e
@@ -253,7 +254,7 @@ struct Entry {
     space: AddressSpace,
     va: u32,
     pa: u32,
-    size: PageSize,
+    size: PageSizeKind,
     writable: bool,
     saved: bool,
 }
@@ -285,7 +286,14 @@ impl Maps {
         }
     }
 
-    pub fn map(&mut self, space: AddressSpace, va: u32, pa: u32, size: PageSize, writable: bool) {
+    pub fn map(
+        &mut self,
+        space: AddressSpace,
+        va: u32,
+        pa: u32,
+        size: PageSizeKind,
+        writable: bool,
+    ) {
         self.generation = self.generation.map(|g| g + 1);
         self.entries.push(Entry {
             space,
@@ -317,7 +325,7 @@ impl Maps {
         let va = va.as_u32();
         self.entries
             .iter()
-            .find(|e| e.space == space && va >= e.va && va - e.va < e.size.bytes())
+            .find(|e| e.space == space && va >= e.va && va - e.va < e.size.size())
             .map(|e| Translation {
                 page: PhysAddr::new(e.pa),
                 size: e.size,
@@ -336,7 +344,12 @@ impl Mappings for Maps {
         self.walk(space, va)
     }
 
-    fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping)) {
+    fn for_each_mapping(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(&ReverseMapping),
+    ) {
         self.tick();
         self.walks.set(self.walks.get() + 1);
         for e in self
@@ -344,7 +357,7 @@ impl Mappings for Maps {
             .iter()
             .filter(|e| e.pa == page.as_u32() && e.size == size)
         {
-            f(&Mapping {
+            f(&ReverseMapping {
                 space: e.space,
                 mva: self.mva(e.space, e.va),
                 writable: e.writable,
@@ -353,7 +366,7 @@ impl Mappings for Maps {
         }
     }
 
-    fn write_protect(&mut self, page: PhysAddr, size: PageSize) {
+    fn write_protect(&mut self, page: PhysAddr, size: PageSizeKind) {
         self.tick();
         for e in self
             .entries
@@ -365,7 +378,7 @@ impl Mappings for Maps {
         }
     }
 
-    fn restore_write(&mut self, page: PhysAddr, size: PageSize) {
+    fn restore_write(&mut self, page: PhysAddr, size: PageSizeKind) {
         self.tick();
         for e in self
             .entries
@@ -377,11 +390,11 @@ impl Mappings for Maps {
         }
     }
 
-    fn swapped(&mut self, _a: PhysAddr, _b: PhysAddr, _size: PageSize) {
+    fn swapped(&mut self, _a: PhysAddr, _b: PhysAddr, _size: PageSizeKind) {
         self.tick();
     }
 
-    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
+    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
         self.tick();
         for e in self.entries.iter_mut().filter(|e| e.size == size) {
             if e.pa == a.as_u32() {

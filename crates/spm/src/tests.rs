@@ -3,12 +3,13 @@
 //! operations, kernel pages, and moving page tables and page directories.
 
 use crate::exchange::{Exchange, ExchangeError, ExchangeRequest, Progress, DEFAULT_CHUNK};
-use crate::frame::{FrameDesc, FrameState, FrameTable, KernelUse, SectionSummary, SpaceId};
-use crate::mappings::{AddressSpace, PageSize};
+use crate::frame::{FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary};
+use crate::mappings::AddressSpace;
 use crate::ops::{self, OpError, StateRequest};
 use crate::region::{InitialUse, Location, PhysRegion, Rights};
 use crate::testkit::{CpuFault, Hw, Irq, Maps, Ops};
-use mmu_armv5::{PhysAddr, VirtAddr};
+use mmu_armv5::size::PageSizeKind;
+use mmu_armv5::{PhysAddr, SpaceId, VirtAddr};
 use std::vec;
 use std::vec::Vec;
 
@@ -18,7 +19,7 @@ const DEV: u32 = 0x1010_0000;
 const K: AddressSpace = AddressSpace::Kernel;
 
 fn sp(n: u16) -> SpaceId {
-    SpaceId::new(n).unwrap()
+    SpaceId(n)
 }
 fn us(n: u16) -> AddressSpace {
     AddressSpace::User(sp(n))
@@ -103,7 +104,8 @@ impl World<'_> {
         self.table
             .init_range(pa(p), 0x1000, FrameState::User(sp(space)), true)
             .unwrap();
-        self.maps.map(us(space), v, p, PageSize::Small, writable);
+        self.maps
+            .map(us(space), v, p, PageSizeKind::Small, writable);
     }
     fn state(&self, p: u32) -> FrameState {
         self.table.desc(pa(p)).unwrap().state()
@@ -122,7 +124,7 @@ impl World<'_> {
             target: va(target),
             resource_space: caller,
             resource: va(resource),
-            size: PageSize::Small,
+            size: PageSizeKind::Small,
             count,
             rights,
         }
@@ -175,7 +177,7 @@ fn operation_permissions() {
     let mut st = Storage::new();
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, true);
-    w.maps.map(us(2), 0x8000, 0x5000, PageSize::Small, true);
+    w.maps.map(us(2), 0x8000, 0x5000, PageSizeKind::Small, true);
     // Only the owner deletes.
     assert_eq!(
         ops::delete_user_page(&mut w.table, &w.maps, sp(2), va(0x8000)),
@@ -215,8 +217,10 @@ fn operation_permissions() {
             true,
         )
         .unwrap();
-    w.maps.map(us(1), 0xa000, 0x6000, PageSize::Small, false);
-    w.maps.map(K, 0xc000_6000, 0x6000, PageSize::Small, true);
+    w.maps
+        .map(us(1), 0xa000, 0x6000, PageSizeKind::Small, false);
+    w.maps
+        .map(K, 0xc000_6000, 0x6000, PageSizeKind::Small, true);
     assert_eq!(
         change_state(
             &mut w.table,
@@ -271,7 +275,7 @@ fn operation_permissions() {
         })
     );
     // Undefined (device) frames never change.
-    w.maps.map(K, 0xd000_0000, DEV, PageSize::Small, true);
+    w.maps.map(K, 0xd000_0000, DEV, PageSizeKind::Small, true);
     assert_eq!(
         change_state(
             &mut w.table,
@@ -309,12 +313,57 @@ fn operation_permissions() {
     assert_eq!(w.state(0x5000), FrameState::Resource);
 }
 
+/// An owner the frame table cannot record (above 12 bits) is refused with
+/// a typed error before anything changes: the resource is neither zeroed
+/// nor handed out, and no other owner's number is stored instead.
+#[test]
+fn owners_the_table_cannot_record_are_refused() {
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    let big = sp(0x1001); // 0x001 once truncated to 12 bits
+    let err = OpError::Frame(FrameError::SpaceIdOutOfRange(big));
+    w.maps
+        .map(us(0x1001), 0x8000, 0x5000, PageSizeKind::Small, true);
+    w.maps
+        .map(K, 0xc000_5000, 0x5000, PageSizeKind::Small, true);
+    w.hw.store(&w.maps, K, 0xc000_5123, 42).unwrap();
+    assert_eq!(
+        create_user_page(&mut w.table, &w.maps, &mut w.hw, big, va(0x8000)),
+        Err(err)
+    );
+    let set = StateRequest::Set(FrameState::User(big));
+    assert_eq!(
+        change_state(&mut w.table, &w.maps, &mut w.hw, K, va(0xc000_5000), set),
+        Err(err)
+    );
+    assert_eq!(
+        change_state(
+            &mut w.table,
+            &w.maps,
+            &mut w.hw,
+            us(0x1001),
+            va(0x8000),
+            set
+        ),
+        Err(err)
+    );
+    assert_eq!(w.state(0x5000), FrameState::Resource);
+    assert_eq!(w.hw.phys(0x5123), 42, "not zeroed");
+    // The largest owner that fits is recorded as it is.
+    let top = sp(crate::frame::MAX_SPACE_ID);
+    w.maps
+        .map(us(top.0), 0x9000, 0x6000, PageSizeKind::Small, true);
+    create_user_page(&mut w.table, &w.maps, &mut w.hw, top, va(0x9000)).unwrap();
+    assert_eq!(w.state(0x6000), FrameState::User(top));
+}
+
 #[test]
 fn frames_in_an_exchange_can_only_be_queried() {
     let mut st = Storage::new();
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, true);
-    w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+    w.maps
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
     let r = w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW);
     let mut x = w.begin(r).unwrap();
     assert_eq!(
@@ -355,8 +404,10 @@ fn kernel_pages(w: &mut World<'_>) {
             true,
         )
         .unwrap();
-    w.maps.map(K, 0xc000_5000, 0x5000, PageSize::Small, true);
-    w.maps.map(K, 0xc000_6000, 0x6000, PageSize::Small, true);
+    w.maps
+        .map(K, 0xc000_5000, 0x5000, PageSizeKind::Small, true);
+    w.maps
+        .map(K, 0xc000_6000, 0x6000, PageSizeKind::Small, true);
 }
 
 #[test]
@@ -364,9 +415,9 @@ fn kernel_code_moves_into_itcm_and_back() {
     let mut st = Storage::new();
     let mut w = world(&mut st);
     kernel_pages(&mut w);
-    w.maps.map(K, 0xc100_0000, ITCM, PageSize::Small, false);
+    w.maps.map(K, 0xc100_0000, ITCM, PageSizeKind::Small, false);
     w.maps
-        .map(K, 0xc100_1000, ITCM + 0x1000, PageSize::Small, false);
+        .map(K, 0xc100_1000, ITCM + 0x1000, PageSizeKind::Small, false);
     w.fill(K, 0xc000_5000, 0x2000, 11);
     let mut x = w
         .begin(w.req(K, 0xc000_5000, 0xc100_0000, 2, Rights::RWX))
@@ -411,9 +462,10 @@ fn moved_page_tables_and_directories_are_re_pointed() {
             true,
         )
         .unwrap();
-    w.maps.map(K, 0xc001_0000, 0x1_0000, PageSize::Small, true);
+    w.maps
+        .map(K, 0xc001_0000, 0x1_0000, PageSizeKind::Small, true);
     w.maps.l1 = vec![(0x300, 0x1_0400), (0x301, 0x1_0c00), (0x302, 0x2_0000)];
-    w.maps.map(K, 0xc100_0000, DTCM, PageSize::Small, false);
+    w.maps.map(K, 0xc100_0000, DTCM, PageSizeKind::Small, false);
     let mut x = w
         .begin(w.req(K, 0xc001_0000, 0xc100_0000, 1, Rights::RW))
         .unwrap();
@@ -547,7 +599,8 @@ fn a_dropped_exchange_leaves_its_frames_busy() {
     let mut st = Storage::new();
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, true);
-    w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+    w.maps
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
     let x = w
         .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
         .unwrap();
@@ -572,8 +625,9 @@ fn ranges_may_end_at_four_gib_and_touch() {
             true,
         )
         .unwrap();
-    w.maps.map(K, 0xffff_f000, 0x5000, PageSize::Small, true);
-    w.maps.map(K, 0xc100_0000, ITCM, PageSize::Small, false);
+    w.maps
+        .map(K, 0xffff_f000, 0x5000, PageSizeKind::Small, true);
+    w.maps.map(K, 0xc100_0000, ITCM, PageSizeKind::Small, false);
     // The last page of the address space: its range ends at 4 GiB.
     let x = w.begin(w.req(K, 0xffff_f000, 0xc100_0000, 1, Rights::RW));
     assert!(x.is_ok(), "{:?}", x.err());
@@ -590,9 +644,9 @@ fn ranges_may_end_at_four_gib_and_touch() {
     let mut st = Storage::new();
     let mut w = world(&mut st);
     kernel_pages(&mut w);
-    w.maps.map(K, 0xc000_4000, ITCM, PageSize::Small, false);
+    w.maps.map(K, 0xc000_4000, ITCM, PageSizeKind::Small, false);
     w.maps
-        .map(K, 0xc000_7000, ITCM + 0x1000, PageSize::Small, false);
+        .map(K, 0xc000_7000, ITCM + 0x1000, PageSizeKind::Small, false);
     // The target right after the resource, and right before it.
     for (t, r) in [(0xc000_5000, 0xc000_4000), (0xc000_6000, 0xc000_7000)] {
         let mut x = w.begin(w.req(K, t, r, 1, Rights::RW)).unwrap();
@@ -621,7 +675,7 @@ fn at_most_max_scattered_pages_are_scattered() {
             us(1),
             0x20_0000 + i * 0x1000,
             0x30_0000 + i * 0x1000,
-            PageSize::Small,
+            PageSizeKind::Small,
             false,
         );
     }
@@ -691,7 +745,7 @@ fn protects_names_exactly_the_frames_of_the_protected_page() {
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, true);
     w.maps
-        .map(us(1), 0x10_0000, ITCM + 0x1000, PageSize::Small, false);
+        .map(us(1), 0x10_0000, ITCM + 0x1000, PageSizeKind::Small, false);
     let mut x = w
         .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
         .unwrap();
@@ -723,7 +777,7 @@ fn protects_names_exactly_the_frames_of_the_protected_page() {
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, false);
     w.maps
-        .map(us(1), 0x10_0000, ITCM + 0x1000, PageSize::Small, false);
+        .map(us(1), 0x10_0000, ITCM + 0x1000, PageSizeKind::Small, false);
     let mut x = w
         .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
         .unwrap();
@@ -741,14 +795,15 @@ fn a_recheck_counts_its_kernel_calls() {
         let mut st = Storage::new();
         let mut w = world(&mut st);
         w.user_page(1, 0x8000, 0x5000, true);
-        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+        w.maps
+            .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
             .unwrap();
         w.step(&mut x).unwrap();
         if change {
             // Unrelated to the exchange, but a new generation.
-            w.maps.map(us(2), 0x8000, 0x7000, PageSize::Small, true);
+            w.maps.map(us(2), 0x8000, 0x7000, PageSizeKind::Small, true);
         }
         w.run(&mut x);
         totals.push(x.stats().total_ops);
@@ -775,7 +830,7 @@ fn a_later_page_whose_frames_changed_is_refused() {
         (ITCM + 0x1000, |d| d.with_busy(false), 0x10_1000),
         (
             ITCM + 0x1000,
-            |d| d.with_state(FrameState::Kernel(KernelUse::Plain)),
+            |d| d.with_state_of(FrameDesc::kernel(KernelUse::Plain)),
             0x10_1000,
         ),
     ];
@@ -784,9 +839,10 @@ fn a_later_page_whose_frames_changed_is_refused() {
         let mut w = world(&mut st);
         w.user_page(1, 0x8000, 0x5000, true);
         w.user_page(1, 0x9000, 0x6000, true);
-        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
         w.maps
-            .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+            .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
+        w.maps
+            .map(us(1), 0x10_1000, ITCM + 0x1000, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x10_0000, 2, Rights::RW))
             .unwrap();
@@ -805,7 +861,7 @@ fn a_held_directory_frame_that_changed_is_refused() {
     let cases: [(u32, Corrupt); 3] = [
         (0x2_3000, |d| d.with_busy(false)),
         (0x2_3000, |d| {
-            d.with_state(FrameState::Kernel(KernelUse::Plain))
+            d.with_state_of(FrameDesc::kernel(KernelUse::Plain))
         }),
         (ITCM + 0x7000, |d| d.with_busy(false)),
     ];
@@ -840,7 +896,8 @@ fn without_a_generation_a_step_costs_its_recheck() {
         let mut w = world(&mut st);
         w.maps.generation = generation;
         w.user_page(1, 0x8000, 0x5000, true);
-        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+        w.maps
+            .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
             .unwrap();
@@ -859,7 +916,7 @@ fn without_a_generation_a_step_costs_its_recheck() {
 fn a_large_page_with_a_changed_frame_is_refused() {
     type Corrupt = fn(FrameDesc) -> FrameDesc;
     let unbusy: Corrupt = |d| d.with_busy(false);
-    let kernel: Corrupt = |d| d.with_state(FrameState::Kernel(KernelUse::Plain));
+    let kernel: Corrupt = |d| d.with_state_of(FrameDesc::kernel(KernelUse::Plain));
     for (frame, at, corrupt) in [
         (0x10_3000, 0x1_0000, unbusy),
         (0x20_5000, 0x50_0000, unbusy),
@@ -872,11 +929,11 @@ fn a_large_page_with_a_changed_frame_is_refused() {
             .init_range(pa(0x10_0000), 0x1_0000, FrameState::User(sp(1)), true)
             .unwrap();
         w.maps
-            .map(us(1), 0x1_0000, 0x10_0000, PageSize::Large, true);
+            .map(us(1), 0x1_0000, 0x10_0000, PageSizeKind::Large, true);
         w.maps
-            .map(us(1), 0x50_0000, 0x20_0000, PageSize::Large, false);
+            .map(us(1), 0x50_0000, 0x20_0000, PageSizeKind::Large, false);
         let mut r = w.req(us(1), 0x1_0000, 0x50_0000, 1, Rights::RW);
-        r.size = PageSize::Large;
+        r.size = PageSizeKind::Large;
         let mut x = w.begin(r).unwrap();
         let d = w.table.desc(pa(frame)).unwrap();
         w.table.set(pa(frame), corrupt(d)).unwrap();
@@ -929,10 +986,12 @@ fn the_statistics_count_every_call() {
             w.maps.generation = generation;
             w.user_page(1, 0x8000, 0x5000, writable);
             w.user_page(1, 0x9000, 0x6000, true);
-            w.maps.map(us(2), 0x7000, 0x5000, PageSize::Small, false);
-            w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
             w.maps
-                .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+                .map(us(2), 0x7000, 0x5000, PageSizeKind::Small, false);
+            w.maps
+                .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
+            w.maps
+                .map(us(1), 0x10_1000, ITCM + 0x1000, PageSizeKind::Small, false);
             let r = w.req(us(1), 0x8000, 0x10_0000, count, Rights::RW);
             let mut x = Exchange::begin(&mut w.table, &w.maps, r, chunk).unwrap();
             let what = std::format!("{generation:?} {writable} {chunk} {count} {cancel:?}");
@@ -946,11 +1005,11 @@ fn the_statistics_count_every_call() {
             .init_range(pa(0x10_0000), 0x1_0000, FrameState::User(sp(1)), true)
             .unwrap();
         w.maps
-            .map(us(1), 0x1_0000, 0x10_0000, PageSize::Large, true);
+            .map(us(1), 0x1_0000, 0x10_0000, PageSizeKind::Large, true);
         w.maps
-            .map(us(1), 0x50_0000, 0x20_0000, PageSize::Large, false);
+            .map(us(1), 0x50_0000, 0x20_0000, PageSizeKind::Large, false);
         let mut r = w.req(us(1), 0x1_0000, 0x50_0000, 1, Rights::RW);
-        r.size = PageSize::Large;
+        r.size = PageSizeKind::Large;
         let mut x = w.begin(r).unwrap();
         run_counted(&mut w, &mut x, None, "large page");
         // Page tables, then the page directory, moved and cancelled.
@@ -966,9 +1025,10 @@ fn the_statistics_count_every_call() {
                     true,
                 )
                 .unwrap();
-            w.maps.map(K, 0xc001_0000, 0x1_0000, PageSize::Small, true);
+            w.maps
+                .map(K, 0xc001_0000, 0x1_0000, PageSizeKind::Small, true);
             w.maps.l1 = vec![(0x300, 0x1_0400)];
-            w.maps.map(K, 0xc100_0000, DTCM, PageSize::Small, false);
+            w.maps.map(K, 0xc100_0000, DTCM, PageSizeKind::Small, false);
             let mut x = w
                 .begin(w.req(K, 0xc001_0000, 0xc100_0000, 1, Rights::RW))
                 .unwrap();
@@ -1000,7 +1060,7 @@ fn lines_filled_during_the_copy_never_take_a_later_write() {
         let mut w = world(&mut st);
         w.user_page(1, 0x8000, 0x5000, true);
         w.maps
-            .map(us(1), 0x20_0000, 0x30_0000, PageSize::Small, false);
+            .map(us(1), 0x20_0000, 0x30_0000, PageSizeKind::Small, false);
         w.fill(us(1), 0x8000, 0x1000, 9);
         w.hw.clean_invalidate_dcache();
         let mut x = w
@@ -1055,7 +1115,7 @@ fn a_cancel_asks_for_the_mappings_again_only_after_a_change() {
         let mut w = world(&mut st);
         w.user_page(1, 0x8000, 0x5000, true);
         w.maps
-            .map(us(1), 0x20_0000, 0x30_0000, PageSize::Small, false);
+            .map(us(1), 0x20_0000, 0x30_0000, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x20_0000, 1, Rights::RW))
             .unwrap();
@@ -1063,7 +1123,8 @@ fn a_cancel_asks_for_the_mappings_again_only_after_a_change() {
             w.step(&mut x).unwrap();
         }
         if change {
-            w.maps.map(us(2), 0x4000, 0x6000, PageSize::Small, false);
+            w.maps
+                .map(us(2), 0x4000, 0x6000, PageSizeKind::Small, false);
         }
         let walks = w.maps.walks.get();
         w.cancel(&mut x).unwrap();
@@ -1080,15 +1141,16 @@ fn a_cancel_releases_only_untouched_frames_it_holds() {
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, true);
     w.user_page(1, 0x9000, 0x6000, true);
-    w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
     w.maps
-        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
+    w.maps
+        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSizeKind::Small, false);
     let mut x = w
         .begin(w.req(us(1), 0x8000, 0x10_0000, 2, Rights::RW))
         .unwrap();
     w.step(&mut x).unwrap();
     let d = w.table.desc(pa(0x6000)).unwrap();
-    let foreign = d.with_state(FrameState::Kernel(KernelUse::Plain));
+    let foreign = d.with_state_of(FrameDesc::kernel(KernelUse::Plain));
     w.table.set(pa(0x6000), foreign).unwrap();
     w.cancel(&mut x).unwrap();
     assert_eq!(w.table.desc(pa(0x6000)).unwrap(), foreign);
@@ -1112,14 +1174,14 @@ fn directory_frames(w: &mut World<'_>) {
             K,
             0xc002_0000 + i * 0x1000,
             0x2_0000 + i * 0x1000,
-            PageSize::Small,
+            PageSizeKind::Small,
             true,
         );
         w.maps.map(
             K,
             0xc200_0000 + i * 0x1000,
             ITCM + 0x4000 + i * 0x1000,
-            PageSize::Small,
+            PageSizeKind::Small,
             false,
         );
     }
@@ -1212,9 +1274,10 @@ fn remembered_mappings_are_asked_for_once_per_page_side() {
     let mut w = world(&mut st);
     w.user_page(1, 0x8000, 0x5000, true);
     w.user_page(1, 0x9000, 0x6000, true);
-    w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
     w.maps
-        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
+    w.maps
+        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSizeKind::Small, false);
     let mut x = w
         .begin(w.req(us(1), 0x8000, 0x10_0000, 2, Rights::RW))
         .unwrap();
@@ -1248,12 +1311,13 @@ fn a_large_page_moves_the_tables_in_any_of_its_frames() {
                 true,
             )
             .unwrap();
-        w.maps.map(K, 0xc010_0000, 0x10_0000, PageSize::Large, true);
         w.maps
-            .map(K, 0xc050_0000, 0x20_0000, PageSize::Large, false);
+            .map(K, 0xc010_0000, 0x10_0000, PageSizeKind::Large, true);
+        w.maps
+            .map(K, 0xc050_0000, 0x20_0000, PageSizeKind::Large, false);
         w.maps.l1 = vec![(0x300, t + 0x400), (0x301, 0x2_0000)];
         let mut r = w.req(K, 0xc010_0000, 0xc050_0000, 1, Rights::RW);
-        r.size = PageSize::Large;
+        r.size = PageSizeKind::Large;
         let mut x = w.begin(r).unwrap();
         w.run(&mut x);
         let moved = 0x20_0000 + table_frame * 0x1000;
@@ -1277,7 +1341,7 @@ fn a_directory_cancel_leaves_a_changed_page_alone() {
     let f = ITCM + 0x5000;
     let d = w.table.desc(pa(f)).unwrap();
     w.table
-        .set(pa(f), d.with_state(FrameState::Kernel(KernelUse::Plain)))
+        .set(pa(f), d.with_state_of(FrameDesc::kernel(KernelUse::Plain)))
         .unwrap();
     assert_eq!(w.cancel(&mut x), Ok(0));
     assert_eq!(w.maps_translate(K, 0xc002_0000), 0x2_0000);
@@ -1310,9 +1374,9 @@ fn maintenance_stays_inside_the_exchanged_pages() {
         w.user_page(1, 0x8000, 0x5000, true);
         w.user_page(1, 0x9000, 0x6000, true);
         w.maps
-            .map(us(1), 0x20_0000, 0x30_0000, PageSize::Small, false);
+            .map(us(1), 0x20_0000, 0x30_0000, PageSizeKind::Small, false);
         w.maps
-            .map(us(1), 0x20_1000, 0x30_1000, PageSize::Small, false);
+            .map(us(1), 0x20_1000, 0x30_1000, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x20_0000, 1, Rights::RW))
             .unwrap();
@@ -1351,7 +1415,8 @@ fn directory_maintenance_stays_inside_the_switched_pages() {
             true,
         )
         .unwrap();
-    w.maps.map(K, 0xc002_4000, 0x2_4000, PageSize::Small, true);
+    w.maps
+        .map(K, 0xc002_4000, 0x2_4000, PageSizeKind::Small, true);
     let mut x = w.begin(r).unwrap();
     while w.hw.ttbr == 0x2_0000 | 0x18 {
         w.step(&mut x).unwrap();
@@ -1382,9 +1447,10 @@ fn a_cancel_counts_the_switched_page() {
         let mut w = world(&mut st);
         w.user_page(1, 0x8000, 0x5000, true);
         w.user_page(1, 0x9000, 0x6000, true);
-        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
         w.maps
-            .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+            .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
+        w.maps
+            .map(us(1), 0x10_1000, ITCM + 0x1000, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x10_0000, 2, Rights::RW))
             .unwrap();
@@ -1405,7 +1471,8 @@ fn a_cancel_leaves_a_changed_frame_of_the_current_page_busy() {
         let mut st = Storage::new();
         let mut w = world(&mut st);
         w.user_page(1, 0x8000, 0x5000, true);
-        w.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+        w.maps
+            .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
         let mut x = w
             .begin(w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW))
             .unwrap();

@@ -11,10 +11,11 @@ mod common;
 
 use common::ext::*;
 use common::{Kernel, Storage, DTCM, ITCM, RAM, RAM_SIZE};
+use mmu_armv5::size::PageSizeKind;
 use spm::ops::{self, OpError};
 use spm::{
     Exchange, ExchangeError, FrameDesc, FrameState, FrameTable, InitialUse, KernelUse, Location,
-    Mappings, PageSize, PhysRegion, Progress, Rights, SectionSummary, MAX_SCATTERED,
+    Mappings, PhysRegion, Progress, Rights, SectionSummary, MAX_SCATTERED,
 };
 
 const TARGET: u32 = 0x8000;
@@ -28,8 +29,8 @@ fn begun(k: &mut Kernel<'_>, remember: bool) -> Exchange {
     if !remember {
         k.maps.generation = None;
     }
-    k.user_page(1, TARGET, OLD, PageSize::Small, true);
-    k.maps.map(us(1), RES, ITCM, PageSize::Small, false);
+    k.user_page(1, TARGET, OLD, PageSizeKind::Small, true);
+    k.maps.map(us(1), RES, ITCM, PageSizeKind::Small, false);
     k.fill(us(1), TARGET, 0x1000, SEED);
     k.begin(req(us(1), TARGET, RES, 1, Rights::RW), 256)
         .unwrap()
@@ -56,7 +57,7 @@ fn the_target_unmapped_between_steps_is_changed() {
         let mut k = Kernel::new(&mut st);
         let mut x = begun(&mut k, remember);
         assert_eq!(k.step(&mut x), Ok(Progress::Pending));
-        k.maps.unmap(us(1), TARGET, PageSize::Small);
+        k.maps.unmap(us(1), TARGET, PageSizeKind::Small);
         assert_eq!(k.step(&mut x), Err(ExchangeError::Changed(va(TARGET))));
         assert_eq!(k.step(&mut x), Err(ExchangeError::Finished));
         assert!(k.maps.swaps.is_empty(), "swapped after the target left");
@@ -77,8 +78,8 @@ fn a_frame_freed_and_handed_to_another_space_is_not_redirected() {
         assert_eq!(k.step(&mut x), Ok(Progress::Pending));
         // The kernel frees the frame (clearing its busy flag) and hands it
         // to task 2, which keeps a secret in it.
-        k.maps.unmap(us(1), TARGET, PageSize::Small);
-        k.user_page(2, 0x3000, OLD, PageSize::Small, true);
+        k.maps.unmap(us(1), TARGET, PageSizeKind::Small);
+        k.user_page(2, 0x3000, OLD, PageSizeKind::Small, true);
         k.fill(us(2), 0x3000, 0x1000, 0x77);
         let mut r = Ok(Progress::Pending);
         while r == Ok(Progress::Pending) {
@@ -101,8 +102,8 @@ fn the_target_re_mapped_to_another_frame_is_changed() {
     let mut k = Kernel::new(&mut st);
     let mut x = begun(&mut k, true);
     assert_eq!(k.step(&mut x), Ok(Progress::Pending));
-    k.maps.unmap(us(1), TARGET, PageSize::Small);
-    k.user_page(1, TARGET, 0x7000, PageSize::Small, true);
+    k.maps.unmap(us(1), TARGET, PageSizeKind::Small);
+    k.user_page(1, TARGET, 0x7000, PageSizeKind::Small, true);
     k.fill(us(1), TARGET, 0x1000, 0x42);
     assert_eq!(k.step(&mut x), Err(ExchangeError::Changed(va(TARGET))));
     assert!(k.maps.swaps.is_empty());
@@ -125,7 +126,7 @@ fn a_target_unmapped_after_the_switch_never_ends_done() {
         }
         assert_eq!(k.maps.swaps.len(), 1);
         assert_eq!(maps_to(&k, us(1), TARGET), Some(ITCM));
-        k.maps.unmap(us(1), TARGET, PageSize::Small);
+        k.maps.unmap(us(1), TARGET, PageSizeKind::Small);
         assert_eq!(k.step(&mut x), Err(ExchangeError::Changed(va(TARGET))));
         assert!(!x.is_done());
         assert_eq!(k.step(&mut x), Err(ExchangeError::Finished));
@@ -165,7 +166,7 @@ fn a_second_exchange_gets_the_frames_of_a_failed_one() {
     let mut st = Storage::new();
     let mut k = Kernel::new(&mut st);
     let mut x1 = begun(&mut k, true);
-    k.user_page(1, 0x9000, 0x6000, PageSize::Small, true);
+    k.user_page(1, 0x9000, 0x6000, PageSizeKind::Small, true);
     k.fill(us(1), 0x9000, 0x1000, 0x21);
     // While it runs, its frames are not anyone else's.
     assert_eq!(
@@ -174,7 +175,7 @@ fn a_second_exchange_gets_the_frames_of_a_failed_one() {
         Some(ExchangeError::NotMapped(va(0x20_0000)))
     );
     k.maps
-        .map(us(1), 0x20_0000, ITCM + 0x1000, PageSize::Small, false);
+        .map(us(1), 0x20_0000, ITCM + 0x1000, PageSizeKind::Small, false);
     assert_eq!(
         k.begin(req(us(1), TARGET, 0x20_0000, 1, Rights::RW), 256)
             .err(),
@@ -186,12 +187,13 @@ fn a_second_exchange_gets_the_frames_of_a_failed_one() {
     );
     assert_eq!(k.step(&mut x1), Ok(Progress::Pending));
     // It fails: its resource address is re-mapped elsewhere.
-    k.maps.unmap(us(1), RES, PageSize::Small);
+    k.maps.unmap(us(1), RES, PageSizeKind::Small);
     k.maps
-        .map(us(1), RES, ITCM + 0x2000, PageSize::Small, false);
+        .map(us(1), RES, ITCM + 0x2000, PageSizeKind::Small, false);
     assert_eq!(k.step(&mut x1), Err(ExchangeError::Changed(va(RES))));
     // Its frames, the one no longer mapped included, are free for the next.
-    k.maps.map(us(1), 0x30_0000, ITCM, PageSize::Small, false);
+    k.maps
+        .map(us(1), 0x30_0000, ITCM, PageSizeKind::Small, false);
     let mut x2 = k
         .begin(req(us(1), TARGET, 0x30_0000, 1, Rights::RW), 256)
         .unwrap();
@@ -230,7 +232,7 @@ fn write_access_given_back_mid_copy_is_changed() {
         assert_eq!(k.step(&mut x), Ok(Progress::Pending));
         assert!(k.store(us(1), TARGET + 0x10, 0xee).is_err(), "protected");
         k.maps
-            .set_page_writable(us(1), TARGET, PageSize::Small, true);
+            .set_page_writable(us(1), TARGET, PageSizeKind::Small, true);
         k.store(us(1), TARGET + 0x10, 0xee).unwrap();
         assert_eq!(k.step(&mut x), Err(ExchangeError::Changed(va(TARGET))));
         assert!(k.maps.swaps.is_empty());
@@ -250,11 +252,11 @@ fn write_access_given_back_mid_copy_is_changed() {
 fn a_frame_of_a_large_page_handed_on_is_not_copied_into() {
     let mut st = Storage::new();
     let mut k = Kernel::new(&mut st);
-    k.user_page(1, 0x4_0000, 0x4_0000, PageSize::Large, true);
-    k.maps.map(us(1), RES, DTCM, PageSize::Large, false);
+    k.user_page(1, 0x4_0000, 0x4_0000, PageSizeKind::Large, true);
+    k.maps.map(us(1), RES, DTCM, PageSizeKind::Large, false);
     k.fill(us(1), 0x4_0000, 0x1_0000, 0x11);
     let mut r = req(us(1), 0x4_0000, RES, 1, Rights::RW);
-    r.size = PageSize::Large;
+    r.size = PageSizeKind::Large;
     let mut x = k.begin(r, 1024).unwrap();
     assert_eq!(k.step(&mut x), Ok(Progress::Pending));
     let victim = DTCM + 0x5000;
@@ -287,19 +289,24 @@ fn a_later_page_re_mapped_to_another_exchanges_frame_is_changed() {
     let mut st = Storage::new();
     let mut k = Kernel::new(&mut st);
     // Two pages, not contiguous: 0x5000 and 0x7000.
-    k.user_page(1, TARGET, OLD, PageSize::Small, true);
-    k.user_page(1, TARGET + 0x1000, 0x7000, PageSize::Small, true);
-    k.maps.map(us(1), RES, ITCM, PageSize::Small, false);
-    k.maps
-        .map(us(1), RES + 0x1000, ITCM + 0x1000, PageSize::Small, false);
+    k.user_page(1, TARGET, OLD, PageSizeKind::Small, true);
+    k.user_page(1, TARGET + 0x1000, 0x7000, PageSizeKind::Small, true);
+    k.maps.map(us(1), RES, ITCM, PageSizeKind::Small, false);
+    k.maps.map(
+        us(1),
+        RES + 0x1000,
+        ITCM + 0x1000,
+        PageSizeKind::Small,
+        false,
+    );
     k.fill(us(1), TARGET, 0x2000, SEED);
     let mut x = k
         .begin(req(us(1), TARGET, RES, 2, Rights::RW), 4096)
         .unwrap();
     // Another exchange holds 0x6000.
-    k.user_page(1, 0xa000, 0x6000, PageSize::Small, true);
+    k.user_page(1, 0xa000, 0x6000, PageSizeKind::Small, true);
     k.maps
-        .map(us(1), 0x20_0000, ITCM + 0x2000, PageSize::Small, false);
+        .map(us(1), 0x20_0000, ITCM + 0x2000, PageSizeKind::Small, false);
     let mut y = k
         .begin(req(us(1), 0xa000, 0x20_0000, 1, Rights::RW), 4096)
         .unwrap();
@@ -307,9 +314,9 @@ fn a_later_page_re_mapped_to_another_exchanges_frame_is_changed() {
     assert_eq!(k.step(&mut x), Ok(Progress::Pending));
     assert_eq!(k.step(&mut x), Ok(Progress::Pending));
     assert_eq!(maps_to(&k, us(1), TARGET), Some(ITCM));
-    k.maps.unmap(us(1), TARGET + 0x1000, PageSize::Small);
+    k.maps.unmap(us(1), TARGET + 0x1000, PageSizeKind::Small);
     k.maps
-        .map(us(1), TARGET + 0x1000, 0x6000, PageSize::Small, true);
+        .map(us(1), TARGET + 0x1000, 0x6000, PageSizeKind::Small, true);
     assert_eq!(
         k.step(&mut x),
         Err(ExchangeError::Changed(va(TARGET + 0x1000)))
@@ -331,14 +338,14 @@ fn a_later_page_re_mapped_to_another_exchanges_frame_is_changed() {
             1,
             0x50_0000 + i * 0x1000,
             0x20_0000 + i * 0x2000,
-            PageSize::Small,
+            PageSizeKind::Small,
             true,
         );
         k.maps.map(
             us(1),
             0x60_0000 + i * 0x1000,
             0x30_0000 + i * 0x1000,
-            PageSize::Small,
+            PageSizeKind::Small,
             false,
         );
     }

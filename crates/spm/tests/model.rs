@@ -5,13 +5,13 @@ mod common;
 
 use common::ext::*;
 use common::{Kernel, Storage, DEV, DTCM, ITCM};
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{FaultKind, FaultLevel};
 use proptest::prelude::*;
 use spm::exchange::DEFAULT_CHUNK;
 use spm::ops::{self, OpError};
 use spm::{
-    ExchangeError, ExchangeRequest, FrameError, FrameState, KernelUse, Mappings, PageSize,
-    Progress, Rights,
+    ExchangeError, ExchangeRequest, FrameError, FrameState, KernelUse, Mappings, Progress, Rights,
 };
 
 // ------------------------------------------------------------- preconditions
@@ -33,16 +33,18 @@ fn every_precondition_is_a_typed_error_on_the_model() {
         0x1_0000,
         0x2_0000,
     ];
-    k.user_page(1, 0x8000, 0x5000, PageSize::Small, true);
-    k.user_page(1, 0x9000, 0x6000, PageSize::Small, true);
-    k.user_page(2, 0x8000, 0x7000, PageSize::Small, true);
-    k.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+    k.user_page(1, 0x8000, 0x5000, PageSizeKind::Small, true);
+    k.user_page(1, 0x9000, 0x6000, PageSizeKind::Small, true);
+    k.user_page(2, 0x8000, 0x7000, PageSizeKind::Small, true);
     k.maps
-        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
-    k.maps.map(us(1), 0x20_0000, DTCM, PageSize::Small, false);
-    k.maps.map(us(1), 0x30_0000, DEV, PageSize::Small, true);
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
     k.maps
-        .map(us(1), 0x40_0000, 0x3f_0000, PageSize::Small, false);
+        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSizeKind::Small, false);
+    k.maps
+        .map(us(1), 0x20_0000, DTCM, PageSizeKind::Small, false);
+    k.maps.map(us(1), 0x30_0000, DEV, PageSizeKind::Small, true);
+    k.maps
+        .map(us(1), 0x40_0000, 0x3f_0000, PageSizeKind::Small, false);
     let ok = req(us(1), 0x8000, 0x10_0000, 1, Rights::RX);
     let chk = |k: &mut Kernel, r: ExchangeRequest, chunk: u32, e: ExchangeError| {
         assert_eq!(k.begin(r, chunk).err(), Some(e), "{r:?}");
@@ -78,7 +80,7 @@ fn every_precondition_is_a_typed_error_on_the_model() {
     chk(
         &mut k,
         ExchangeRequest {
-            size: PageSize::Large,
+            size: PageSizeKind::Large,
             ..ok
         },
         256,
@@ -87,7 +89,7 @@ fn every_precondition_is_a_typed_error_on_the_model() {
     chk(
         &mut k,
         ExchangeRequest {
-            size: PageSize::Tiny,
+            size: PageSizeKind::Tiny,
             ..ok
         },
         256,
@@ -138,7 +140,7 @@ fn every_precondition_is_a_typed_error_on_the_model() {
     );
     // A task's page mapped by 1 KiB tiny pages (fine table).
     k.maps
-        .map(us(1), 0x90_0000, 0x3e_0000, PageSize::Tiny, true);
+        .map(us(1), 0x90_0000, 0x3e_0000, PageSizeKind::Tiny, true);
     chk(
         &mut k,
         ExchangeRequest {
@@ -150,7 +152,7 @@ fn every_precondition_is_a_typed_error_on_the_model() {
     );
     // Resource range mapped with a different size.
     k.maps
-        .map(us(1), 0x50_0000, 0x20_0000, PageSize::Large, false);
+        .map(us(1), 0x50_0000, 0x20_0000, PageSizeKind::Large, false);
     chk(
         &mut k,
         ExchangeRequest {
@@ -160,7 +162,7 @@ fn every_precondition_is_a_typed_error_on_the_model() {
         256,
         E::SizeMismatch {
             va: va(0x50_0000),
-            mapped: PageSize::Large,
+            mapped: PageSizeKind::Large,
         },
     );
     chk(
@@ -227,7 +229,7 @@ fn every_precondition_is_a_typed_error_on_the_model() {
         },
     );
     // Another task's page, mapped into ours.
-    k.maps.map(us(1), 0xb000, 0x7000, PageSize::Small, true);
+    k.maps.map(us(1), 0xb000, 0x7000, PageSizeKind::Small, true);
     chk(
         &mut k,
         ExchangeRequest {
@@ -246,7 +248,8 @@ fn every_precondition_is_a_typed_error_on_the_model() {
             true,
         )
         .unwrap();
-    k.maps.map(us(1), 0xc000, 0xc000, PageSize::Small, false);
+    k.maps
+        .map(us(1), 0xc000, 0xc000, PageSizeKind::Small, false);
     chk(
         &mut k,
         ExchangeRequest {
@@ -257,12 +260,12 @@ fn every_precondition_is_a_typed_error_on_the_model() {
         E::KernelOnly(pa(0xc000)),
     );
     // The same resource frame twice in the resource range.
-    k.user_page(1, 0xd000, 0xd000, PageSize::Small, true);
-    k.user_page(1, 0xe000, 0xf000, PageSize::Small, true);
+    k.user_page(1, 0xd000, 0xd000, PageSizeKind::Small, true);
+    k.user_page(1, 0xe000, 0xf000, PageSizeKind::Small, true);
     k.maps
-        .map(us(1), 0x60_0000, ITCM + 0x2000, PageSize::Small, false);
+        .map(us(1), 0x60_0000, ITCM + 0x2000, PageSizeKind::Small, false);
     k.maps
-        .map(us(1), 0x60_1000, ITCM + 0x2000, PageSize::Small, false);
+        .map(us(1), 0x60_1000, ITCM + 0x2000, PageSizeKind::Small, false);
     chk(
         &mut k,
         ExchangeRequest {
@@ -285,12 +288,14 @@ fn every_precondition_is_a_typed_error_on_the_model() {
             )
             .unwrap();
     }
-    k.maps.map(K, 0xd001_0000, 0x1_0000, PageSize::Small, true);
-    k.maps.map(K, 0xd001_1000, 0x1_2000, PageSize::Small, true);
     k.maps
-        .map(K, 0xd100_0000, ITCM + 0x4000, PageSize::Small, false);
+        .map(K, 0xd001_0000, 0x1_0000, PageSizeKind::Small, true);
     k.maps
-        .map(K, 0xd100_1000, ITCM + 0x5000, PageSize::Small, false);
+        .map(K, 0xd001_1000, 0x1_2000, PageSizeKind::Small, true);
+    k.maps
+        .map(K, 0xd100_0000, ITCM + 0x4000, PageSizeKind::Small, false);
+    k.maps
+        .map(K, 0xd100_1000, ITCM + 0x5000, PageSizeKind::Small, false);
     chk(
         &mut k,
         req(K, 0xd001_0000, 0xd100_0000, 2, Rights::RW),
@@ -311,7 +316,7 @@ fn every_precondition_is_a_typed_error_on_the_model() {
             K,
             0xd002_0000 + i * 0x1000,
             0x2_0000 + i * 0x1000,
-            PageSize::Small,
+            PageSizeKind::Small,
             true,
         );
     }
@@ -323,7 +328,7 @@ fn every_precondition_is_a_typed_error_on_the_model() {
     );
     // A frame the frame table does not describe.
     k.maps
-        .map(us(1), 0x70_0000, 0x0800_0000, PageSize::Small, true);
+        .map(us(1), 0x70_0000, 0x0800_0000, PageSizeKind::Small, true);
     chk(
         &mut k,
         ExchangeRequest {
@@ -359,9 +364,9 @@ fn every_precondition_is_a_typed_error_on_the_model() {
         .init_range(pa(0x6000), 0x1000, FrameState::User(sp(1)), true)
         .unwrap();
     let mut x = k.begin(r2, DEFAULT_CHUNK).unwrap();
-    k.maps.unmap(us(1), 0x10_1000, PageSize::Small);
+    k.maps.unmap(us(1), 0x10_1000, PageSizeKind::Small);
     k.maps
-        .map(us(1), 0x10_1000, ITCM + 0x3000, PageSize::Small, false);
+        .map(us(1), 0x10_1000, ITCM + 0x3000, PageSizeKind::Small, false);
     assert_eq!(k.step(&mut x), Err(E::Changed(va(0x10_1000))));
     assert_eq!(k.step(&mut x), Err(E::Finished));
     // Every frame is released, the one whose mapping was removed too: the
@@ -386,8 +391,9 @@ fn round_trip(seed: u8, chunk: u32, dirty_resource: bool, remember: bool) {
     if !remember {
         k.maps.generation = None;
     }
-    k.user_page(1, 0x8000, 0x5000, PageSize::Small, true);
-    k.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, true);
+    k.user_page(1, 0x8000, 0x5000, PageSizeKind::Small, true);
+    k.maps
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, true);
     k.fill(us(1), 0x8000, 0x1000, seed);
     assert!(k.dirty_lines() >= 128, "every line of the page is dirty");
     assert!(
@@ -411,7 +417,7 @@ fn round_trip(seed: u8, chunk: u32, dirty_resource: bool, remember: bool) {
     k.store(us(1), 0x8000, content(0, seed)).unwrap();
 
     // Back into RAM: a fresh RAM resource whose lines are dirty with garbage.
-    k.user_page(1, 0x20_0000, 0x9000, PageSize::Small, true);
+    k.user_page(1, 0x20_0000, 0x9000, PageSizeKind::Small, true);
     if dirty_resource {
         k.fill(us(1), 0x20_0000, 0x1000, seed ^ 0xff);
     }
@@ -453,10 +459,13 @@ fn every_mapping_in_every_address_space_follows_the_page() {
     let mut k = Kernel::new(&mut st);
     // Shared by task 1 (writable), task 2 (read-only, another FCSE PID and
     // so another MVA) and a kernel alias.
-    k.user_page(1, 0x8000, 0x5000, PageSize::Small, true);
-    k.maps.map(us(2), 0x1_0000, 0x5000, PageSize::Small, false);
-    k.maps.map(K, 0xd000_5000, 0x5000, PageSize::Small, true);
-    k.maps.map(us(1), 0x10_0000, DTCM, PageSize::Small, false);
+    k.user_page(1, 0x8000, 0x5000, PageSizeKind::Small, true);
+    k.maps
+        .map(us(2), 0x1_0000, 0x5000, PageSizeKind::Small, false);
+    k.maps
+        .map(K, 0xd000_5000, 0x5000, PageSizeKind::Small, true);
+    k.maps
+        .map(us(1), 0x10_0000, DTCM, PageSizeKind::Small, false);
     k.fill(us(1), 0x8000, 0x1000, 9);
     // Every alias has lines in the cache (task 2's and the kernel's are
     // stale: VIVT aliasing, written back by the exchange's clean).
@@ -513,8 +522,9 @@ fn store_between_chunks(remember: bool) {
     if !remember {
         k.maps.generation = None;
     }
-    k.user_page(1, 0x8000, 0x5000, PageSize::Small, true);
-    k.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, true);
+    k.user_page(1, 0x8000, 0x5000, PageSizeKind::Small, true);
+    k.maps
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, true);
     k.fill(us(1), 0x8000, 0x1000, 3);
     let mut x = k
         .begin(req(us(1), 0x8000, 0x10_0000, 1, Rights::RW), 256)
@@ -574,8 +584,9 @@ fn store_between_chunks(remember: bool) {
 fn a_mapping_added_between_steps_is_followed() {
     let mut st = Storage::new();
     let mut k = Kernel::new(&mut st);
-    k.user_page(1, 0x8000, 0x5000, PageSize::Small, true);
-    k.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, true);
+    k.user_page(1, 0x8000, 0x5000, PageSizeKind::Small, true);
+    k.maps
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, true);
     k.fill(us(1), 0x8000, 0x1000, 5);
     let mut x = k
         .begin(req(us(1), 0x8000, 0x10_0000, 1, Rights::RW), 1024)
@@ -583,7 +594,8 @@ fn a_mapping_added_between_steps_is_followed() {
     assert_eq!(k.step(&mut x), Ok(Progress::Pending)); // protect
     assert_eq!(k.step(&mut x), Ok(Progress::Pending)); // first chunk
                                                        // A read-only alias in task 2, used once (its TLB entry is filled).
-    k.maps.map(us(2), 0x3000, 0x5000, PageSize::Small, false);
+    k.maps
+        .map(us(2), 0x3000, 0x5000, PageSizeKind::Small, false);
     k.expect(us(2), 0x3000, 0x40, 5);
     k.run(&mut x);
     assert_eq!(k.maps.translate(us(2), va(0x3000)).unwrap().page, pa(ITCM));
@@ -604,8 +616,9 @@ fn a_mapping_added_between_steps_is_followed() {
 fn read_only_exchange_copies_with_interrupts_on_and_swaps_masked() {
     let mut st = Storage::new();
     let mut k = Kernel::new(&mut st);
-    k.user_page(1, 0x8000, 0x5000, PageSize::Small, false);
-    k.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, false);
+    k.user_page(1, 0x8000, 0x5000, PageSizeKind::Small, false);
+    k.maps
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
     for i in 0..0x1000 {
         k.set_phys(0x5000 + i, content(i, 1));
     }
@@ -621,9 +634,9 @@ fn read_only_exchange_copies_with_interrupts_on_and_swaps_masked() {
     assert_eq!(x.stats().masked_windows, 1);
     k.expect(us(1), 0x8000, 0x1000, 1);
     // A writable exchange also swaps masked.
-    k.user_page(1, 0x9000, 0x6000, PageSize::Small, true);
+    k.user_page(1, 0x9000, 0x6000, PageSizeKind::Small, true);
     k.maps
-        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSize::Small, false);
+        .map(us(1), 0x10_1000, ITCM + 0x1000, PageSizeKind::Small, false);
     let mut x = k
         .begin(req(us(1), 0x9000, 0x10_1000, 1, Rights::RW), 256)
         .unwrap();
@@ -639,8 +652,9 @@ fn read_only_exchange_copies_with_interrupts_on_and_swaps_masked() {
 fn a_page_sized_chunk_takes_two_steps_with_one_window_per_side() {
     let mut st = Storage::new();
     let mut k = Kernel::new(&mut st);
-    k.user_page(1, 0x8000, 0x5000, PageSize::Small, true);
-    k.maps.map(us(1), 0x10_0000, ITCM, PageSize::Small, true);
+    k.user_page(1, 0x8000, 0x5000, PageSizeKind::Small, true);
+    k.maps
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, true);
     k.fill(us(1), 0x8000, 0x1000, 7);
     let mut x = k
         .begin(req(us(1), 0x8000, 0x10_0000, 1, Rights::RW), 0x1000)
@@ -676,23 +690,24 @@ fn a_page_sized_chunk_takes_two_steps_with_one_window_per_side() {
 fn a_64k_large_page_moves_into_dtcm_and_back() {
     let mut st = Storage::new();
     let mut k = Kernel::new(&mut st);
-    k.user_page(1, 0x4_0000, 0x4_0000, PageSize::Large, true);
-    k.maps.map(us(1), 0x10_0000, DTCM, PageSize::Large, true);
+    k.user_page(1, 0x4_0000, 0x4_0000, PageSizeKind::Large, true);
+    k.maps
+        .map(us(1), 0x10_0000, DTCM, PageSizeKind::Large, true);
     k.fill(us(1), 0x4_0000, 0x1_0000, 0x11);
     let mut r = req(us(1), 0x4_0000, 0x10_0000, 1, Rights::RW);
-    r.size = PageSize::Large;
+    r.size = PageSizeKind::Large;
     let mut x = k.begin(r, 1024).unwrap();
     k.run(&mut x);
     assert_eq!(x.stats().bytes_copied, 0x1_0000);
     let t = k.maps.translate(us(1), va(0x4_8000)).unwrap();
-    assert_eq!((t.page, t.size), (pa(DTCM), PageSize::Large));
+    assert_eq!((t.page, t.size), (pa(DTCM), PageSizeKind::Large));
     for f in 0..16 {
         assert_eq!(k.state(DTCM + f * 0x1000), FrameState::User(sp(1)));
     }
     k.expect(us(1), 0x4_0000, 0x1_0000, 0x11);
     // Back into the original RAM (kept as the owner's page at the resource address).
     let mut back = req(us(1), 0x4_0000, 0x10_0000, 1, Rights::RW);
-    back.size = PageSize::Large;
+    back.size = PageSizeKind::Large;
     ops::delete_user_page(&mut k.table, &k.maps, sp(1), va(0x10_0000)).unwrap();
     for f in 1..16 {
         // Every frame of the large page becomes a resource again.
@@ -712,7 +727,7 @@ fn tiny_pages_are_refused_by_the_operations() {
     let mut st = Storage::new();
     let mut k = Kernel::new(&mut st);
     k.maps
-        .map(us(1), 0x90_0000, 0x3e_0000, PageSize::Tiny, true);
+        .map(us(1), 0x90_0000, 0x3e_0000, PageSizeKind::Tiny, true);
     // SAFETY: as in `KernelExt::step`.
     let r =
         unsafe { ops::create_user_page(&mut k.table, &k.maps, &mut k.hw, sp(1), va(0x90_0000)) };
@@ -724,12 +739,12 @@ fn tiny_pages_are_refused_by_the_operations() {
 fn create_zeroes_a_resource_with_a_dirty_line_of_the_previous_owner() {
     let mut st = Storage::new();
     let mut k = Kernel::new(&mut st);
-    k.user_page(1, 0x8000, 0x5000, PageSize::Small, true);
+    k.user_page(1, 0x8000, 0x5000, PageSizeKind::Small, true);
     k.fill(us(1), 0x8000, 0x1000, 0xa5);
     assert!(k.dirty_lines() > 0);
     ops::delete_user_page(&mut k.table, &k.maps, sp(1), va(0x8000)).unwrap();
     // Task 2 gets the resource mapped and creates a user page from it.
-    k.maps.map(us(2), 0x8000, 0x5000, PageSize::Small, true);
+    k.maps.map(us(2), 0x8000, 0x5000, PageSizeKind::Small, true);
     // SAFETY: as in `KernelExt::step`.
     unsafe { ops::create_user_page(&mut k.table, &k.maps, &mut k.hw, sp(2), va(0x8000)) }.unwrap();
     assert_eq!(k.state(0x5000), FrameState::User(sp(2)));

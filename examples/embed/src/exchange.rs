@@ -2,10 +2,11 @@
 
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::Cp15;
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::table::TableAlloc;
 use mmu_armv5::VirtAddr;
 use spm::exchange::DEFAULT_CHUNK;
-use spm::{AddressSpace, Exchange, ExchangeRequest, ExchangeStats, FrameTable, PageSize};
+use spm::{AddressSpace, Exchange, ExchangeRequest, ExchangeStats, FrameTable};
 use spm::{PhysMemory, Progress, Rights};
 
 use crate::glue::{CpuIrq, ExchangeHw, KernelMaps, SharedCpu};
@@ -61,7 +62,7 @@ where
         target: page,
         resource_space: AddressSpace::Kernel,
         resource: dtcm,
-        size: PageSize::Small,
+        size: PageSizeKind::Small,
         count: 1,
         rights: Rights::RW,
     };

@@ -29,7 +29,7 @@ use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::TableRef;
 use mmu_armv5::table::{self, write_l2_page, PageTable, TableAlloc, TableFlush, TableKind};
 use mmu_armv5::{ModifiedVirtAddr as Mva, PhysAddr, VirtAddr};
-use spm::{AddressSpace, InterruptControl, LineMaintenance, Mapping, Mappings, PageSize};
+use spm::{AddressSpace, InterruptControl, LineMaintenance, Mappings, ReverseMapping};
 use spm::{PhysMemory, Translation};
 
 use crate::Error;
@@ -87,19 +87,21 @@ impl<'a, 'c, A: TableAlloc + ?Sized, H: CacheMaintenance> KernelMaps<'a, 'c, A, 
     }
 
     /// Calls `f` with each kernel mapping of the `size` page at `page`.
-    fn each(&self, page: PhysAddr, size: PageSize, mut f: impl FnMut(&table::Mapping)) {
-        let Some(kind) = kind_of(size) else { return };
+    fn each(&self, page: PhysAddr, size: PageSizeKind, mut f: impl FnMut(&table::Mapping)) {
+        if !moved(size) {
+            return;
+        }
         for m in self.table.mappings(&*self.tables) {
             // The kernel's tables all come from the pool: every one reads.
             let m = m.expect("a kernel page table the pool cannot read");
-            if m.pa == page && m.size == kind && self.kernel.contains(m.mva.as_u32()) {
+            if m.pa == page && m.size == size && self.kernel.contains(m.mva.as_u32()) {
                 f(&m);
             }
         }
     }
 
     /// Up to 4 kernel mappings of the page (an exchange remembers 4).
-    fn collect(&self, page: PhysAddr, size: PageSize) -> ([Option<table::Mapping>; 4], usize) {
+    fn collect(&self, page: PhysAddr, size: PageSizeKind) -> ([Option<table::Mapping>; 4], usize) {
         let mut out = [None; 4];
         let mut n = 0;
         self.each(page, size, |m| {
@@ -164,13 +166,10 @@ impl<'a, 'c, A: TableAlloc + ?Sized, H: CacheMaintenance> KernelMaps<'a, 'c, A, 
     }
 }
 
-/// `spm`'s page size as `mmu-armv5`'s, for the sizes this glue moves.
-fn kind_of(size: PageSize) -> Option<PageSizeKind> {
-    match size {
-        PageSize::Small => Some(PageSizeKind::Small),
-        PageSize::Large => Some(PageSizeKind::Large),
-        PageSize::Tiny | PageSize::Section => None,
-    }
+/// Whether this glue moves pages of `size`: 4 KiB and 64 KiB ones
+/// (sections and tiny pages never, see [`KernelMaps`]).
+fn moved(size: PageSizeKind) -> bool {
+    matches!(size, PageSizeKind::Small | PageSizeKind::Large)
 }
 
 /// With SCTLR.S set (step 3), AP = 00 is privileged read-only and every
@@ -179,8 +178,9 @@ fn writable(m: &table::Mapping) -> bool {
     m.ap.0.iter().any(|&ap| ap != AccessPermission::NoneOrRom)
 }
 
-fn to_spm(m: &table::Mapping) -> Mapping {
-    Mapping {
+/// A table's (forward) mapping as an entry of the page's reverse map.
+fn to_spm(m: &table::Mapping) -> ReverseMapping {
+    ReverseMapping {
         space: AddressSpace::Kernel,
         mva: m.mva,
         writable: writable(m),
@@ -197,24 +197,27 @@ impl<A: TableAlloc + ?Sized, H: CacheMaintenance> Mappings for KernelMaps<'_, '_
             .table
             .lookup(&*self.tables, Mva::new(va.as_u32()))
             .ok()??;
-        let size = match m.size {
-            PageSizeKind::Small => PageSize::Small,
-            PageSizeKind::Large => PageSize::Large,
-            // Sections and tiny pages are never moved (see the type's docs).
-            PageSizeKind::Section | PageSizeKind::Tiny => return None,
-        };
+        // Sections and tiny pages are never moved (see the type's docs).
+        if !moved(m.size) {
+            return None;
+        }
         Some(Translation {
             page: m.pa,
-            size,
+            size: m.size,
             writable: writable(&m),
         })
     }
 
-    fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping)) {
+    fn for_each_mapping(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(&ReverseMapping),
+    ) {
         self.each(page, size, |m| f(&to_spm(m)));
     }
 
-    fn write_protect(&mut self, page: PhysAddr, size: PageSize) {
+    fn write_protect(&mut self, page: PhysAddr, size: PageSizeKind) {
         let (found, _) = self.collect(page, size);
         for m in found.iter().flatten().filter(|m| writable(m)) {
             let slot = self.taken.iter().position(Option::is_none);
@@ -224,7 +227,7 @@ impl<A: TableAlloc + ?Sized, H: CacheMaintenance> Mappings for KernelMaps<'_, '_
         }
     }
 
-    fn restore_write(&mut self, page: PhysAddr, size: PageSize) {
+    fn restore_write(&mut self, page: PhysAddr, size: PageSizeKind) {
         let (found, _) = self.collect(page, size);
         for m in found.iter().flatten() {
             let i = self
@@ -237,7 +240,7 @@ impl<A: TableAlloc + ?Sized, H: CacheMaintenance> Mappings for KernelMaps<'_, '_
         }
     }
 
-    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
+    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
         // Both lists first: the lookups must see the descriptors unchanged.
         let (of_a, _) = self.collect(a, size);
         let (of_b, _) = self.collect(b, size);

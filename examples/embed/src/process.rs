@@ -11,6 +11,9 @@ use crate::{Error, Vm};
 /// (user read/write, write-back cached) to the frames at `pa`, which the
 /// kernel's frame allocator handed out: the frame table records them as
 /// the process's pages, which `spm` checks before it moves or changes one.
+/// `fass` and `spm` name the space with the same `SpaceId`; the frame
+/// table refuses an id above `spm::MAX_SPACE_ID` (4095), which it cannot
+/// record.
 ///
 /// `fass` gives the space an FCSE PID now and a domain at its first switch;
 /// nothing reaches the CPD until the process touches a page (a fault the
@@ -27,7 +30,6 @@ pub fn spawn<S: Platform + ?Sized, const R: usize>(
     vm.create_space(id)?;
     let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
     vm.map_pages(sys, id, va, pa, len, ap, cache)?;
-    let owner = spm::SpaceId::new(id.0)?;
-    frames.init_range(pa, len, FrameState::User(owner), true)?;
+    frames.init_range(pa, len, FrameState::User(id), true)?;
     Ok(())
 }

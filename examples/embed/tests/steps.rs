@@ -165,7 +165,7 @@ fn faults_fill_the_cpd_with_the_spaces_domain_and_switches_open_only_it() {
     spawn(&mut vm, &mut sys, &mut frames, A, va, A_PAGES, 0x2000).unwrap();
     spawn(&mut vm, &mut sys, &mut frames, B, va, B_PAGES, 0x2000).unwrap();
     let owner = frames.desc(A_PAGES).unwrap().state();
-    assert_eq!(owner, FrameState::User(spm::SpaceId::new(1).unwrap()));
+    assert_eq!(owner, FrameState::User(A));
 
     // A runs: its domain and the kernel's are open, nothing else.
     switch(&mut vm, &mut sys, A).unwrap();

@@ -2,16 +2,16 @@
 #![allow(dead_code)]
 
 use super::Kernel;
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::{
-    AddressSpace, Exchange, ExchangeError, ExchangeRequest, FrameState, PageSize, Progress, Rights,
-    SpaceId,
+    AddressSpace, Exchange, ExchangeError, ExchangeRequest, FrameState, Progress, Rights, SpaceId,
 };
 
 pub const K: AddressSpace = AddressSpace::Kernel;
 
 pub fn sp(n: u16) -> SpaceId {
-    SpaceId::new(n).unwrap()
+    SpaceId(n)
 }
 pub fn us(n: u16) -> AddressSpace {
     AddressSpace::User(sp(n))
@@ -39,14 +39,14 @@ pub fn req(
         target: va(target),
         resource_space: caller,
         resource: va(resource),
-        size: PageSize::Small,
+        size: PageSizeKind::Small,
         count,
         rights,
     }
 }
 
 pub trait KernelExt {
-    fn user_page(&mut self, space: u16, v: u32, p: u32, size: PageSize, writable: bool);
+    fn user_page(&mut self, space: u16, v: u32, p: u32, size: PageSizeKind, writable: bool);
     fn begin(&mut self, r: ExchangeRequest, chunk: u32) -> Result<Exchange, ExchangeError>;
     fn step(&mut self, x: &mut Exchange) -> Result<Progress, ExchangeError>;
     fn run(&mut self, x: &mut Exchange);
@@ -57,9 +57,9 @@ pub trait KernelExt {
 }
 
 impl KernelExt for Kernel<'_> {
-    fn user_page(&mut self, space: u16, v: u32, p: u32, size: PageSize, writable: bool) {
+    fn user_page(&mut self, space: u16, v: u32, p: u32, size: PageSizeKind, writable: bool) {
         self.table
-            .init_range(pa(p), size.bytes(), FrameState::User(sp(space)), true)
+            .init_range(pa(p), size.size(), FrameState::User(sp(space)), true)
             .unwrap();
         self.maps.map(us(space), v, p, size, writable);
     }

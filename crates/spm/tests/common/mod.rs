@@ -28,12 +28,12 @@ use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, Dacr};
 use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::{
-    write_l2_page, MapAttrs, PageTable, SizePolicy, TableFlush, TableKind, TableRef,
+    write_l2_page, MapAttrs, Mapping, PageTable, SizePolicy, TableFlush, TableKind, TableRef,
 };
 use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::{
-    AddressSpace, FrameDesc, FrameTable, InitialUse, InterruptControl, Location, Mapping, Mappings,
-    PageSize, PhysMemory, PhysRegion, SectionSummary, SpaceId, Translation,
+    AddressSpace, FrameDesc, FrameTable, InitialUse, InterruptControl, Location, Mappings,
+    PhysMemory, PhysRegion, ReverseMapping, SectionSummary, SpaceId, Translation,
 };
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -162,24 +162,6 @@ fn clean_table_lines(m: &mut Machine, f: TableFlush) -> u64 {
     words
 }
 
-fn to_spm(k: PageSizeKind) -> PageSize {
-    match k {
-        PageSizeKind::Tiny => PageSize::Tiny,
-        PageSizeKind::Small => PageSize::Small,
-        PageSizeKind::Large => PageSize::Large,
-        PageSizeKind::Section => PageSize::Section,
-    }
-}
-
-fn to_kind(s: PageSize) -> PageSizeKind {
-    match s {
-        PageSize::Tiny => PageSizeKind::Tiny,
-        PageSize::Small => PageSizeKind::Small,
-        PageSize::Large => PageSizeKind::Large,
-        PageSize::Section => PageSizeKind::Section,
-    }
-}
-
 /// The MVA of `va` in `space`.
 pub fn mva(space: AddressSpace, va: u32) -> ModifiedVirtAddr {
     match space {
@@ -223,7 +205,7 @@ pub struct Maps {
     irq_on: Rc<Cell<bool>>,
     pt: PageTable,
     /// Every mapped page: (space, va, size).
-    pages: Vec<(AddressSpace, u32, PageSize)>,
+    pages: Vec<(AddressSpace, u32, PageSizeKind)>,
     /// MVAs whose write access `write_protect` took.
     saved: Vec<u32>,
     /// Every `swap` call.
@@ -237,7 +219,7 @@ pub struct Maps {
 }
 
 impl Maps {
-    fn lookup(&self, mva: ModifiedVirtAddr) -> Option<mmu_armv5::table::Mapping> {
+    fn lookup(&self, mva: ModifiedVirtAddr) -> Option<Mapping> {
         let m = self.m.borrow();
         self.pt.lookup(&*m, mva).expect("table")
     }
@@ -246,12 +228,12 @@ impl Maps {
         &self,
         space: AddressSpace,
         va: u32,
-        size: PageSize,
-    ) -> Option<(Mapping, PhysAddr)> {
+        size: PageSizeKind,
+    ) -> Option<(ReverseMapping, PhysAddr)> {
         let at = mva(space, va);
         let l = self.lookup(at)?;
-        (to_spm(l.size) == size).then_some((
-            Mapping {
+        (l.size == size).then_some((
+            ReverseMapping {
                 space,
                 mva: at,
                 writable: writable(space, l.ap.0[0]),
@@ -261,7 +243,7 @@ impl Maps {
         ))
     }
 
-    fn mappings_of(&self, page: PhysAddr, size: PageSize) -> Vec<Mapping> {
+    fn mappings_of(&self, page: PhysAddr, size: PageSizeKind) -> Vec<ReverseMapping> {
         self.pages
             .iter()
             .filter(|&&(_, _, z)| z == size)
@@ -272,7 +254,7 @@ impl Maps {
     }
 
     /// Maps `size` bytes at `va` in `space` to `pa`, write-back cached.
-    pub fn map(&mut self, space: AddressSpace, va: u32, pa: u32, size: PageSize, w: bool) {
+    pub fn map(&mut self, space: AddressSpace, va: u32, pa: u32, size: PageSizeKind, w: bool) {
         let attrs = MapAttrs::new(
             Domain::from_low_bits(0),
             ap_for(space, w),
@@ -285,9 +267,9 @@ impl Maps {
                 &mut *m,
                 mva(space, va),
                 PhysAddr::new(pa),
-                size.bytes(),
+                size.size(),
                 attrs,
-                SizePolicy::Exactly(to_kind(size)),
+                SizePolicy::Exactly(size),
             )
             .expect("map");
         f.flush_on(&mut *m);
@@ -296,11 +278,11 @@ impl Maps {
     }
 
     /// Removes the mapping of the page at `va` in `space`.
-    pub fn unmap(&mut self, space: AddressSpace, va: u32, size: PageSize) {
+    pub fn unmap(&mut self, space: AddressSpace, va: u32, size: PageSizeKind) {
         let mut m = self.m.borrow_mut();
         let f = self
             .pt
-            .unmap(&mut *m, mva(space, va), size.bytes())
+            .unmap(&mut *m, mva(space, va), size.size())
             .expect("unmap");
         f.flush_on(&mut *m);
         self.pages.retain(|&(s, v, _)| (s, v) != (space, va));
@@ -310,7 +292,7 @@ impl Maps {
     /// Gives the page at `va` in `space` write access or takes it away, as
     /// a kernel's `mprotect` would: the descriptor, its TLB entry, and a
     /// new generation.
-    pub fn set_page_writable(&mut self, space: AddressSpace, va: u32, size: PageSize, w: bool) {
+    pub fn set_page_writable(&mut self, space: AddressSpace, va: u32, size: PageSizeKind, w: bool) {
         let at = mva(space, va);
         self.set_writable(space, at, size, w);
         CacheMaintenance::invalidate_tlb_entry(&mut *self.m.borrow_mut(), at);
@@ -318,14 +300,20 @@ impl Maps {
     }
 
     /// Changes the AP of the page at `mva` (clean table lines only).
-    fn set_writable(&mut self, space: AddressSpace, at: ModifiedVirtAddr, size: PageSize, w: bool) {
+    fn set_writable(
+        &mut self,
+        space: AddressSpace,
+        at: ModifiedVirtAddr,
+        size: PageSizeKind,
+        w: bool,
+    ) {
         let mut m = self.m.borrow_mut();
         let f = self
             .pt
             .protect(
                 &mut *m,
                 at,
-                size.bytes(),
+                size.size(),
                 ap_for(space, w),
                 CachePolicy::WriteBack,
             )
@@ -392,19 +380,24 @@ impl Mappings for Maps {
         let l = self.lookup(mva(space, va.as_u32()))?;
         Some(Translation {
             page: l.pa,
-            size: to_spm(l.size),
+            size: l.size,
             writable: writable(space, l.ap.0[0]),
         })
     }
 
-    fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping)) {
+    fn for_each_mapping(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(&ReverseMapping),
+    ) {
         // Collected first: the callback drives the machine.
         for m in self.mappings_of(page, size) {
             f(&m);
         }
     }
 
-    fn write_protect(&mut self, page: PhysAddr, size: PageSize) {
+    fn write_protect(&mut self, page: PhysAddr, size: PageSizeKind) {
         for m in self.mappings_of(page, size) {
             if m.writable {
                 self.saved.push(m.mva.as_u32());
@@ -413,7 +406,7 @@ impl Mappings for Maps {
         }
     }
 
-    fn restore_write(&mut self, page: PhysAddr, size: PageSize) {
+    fn restore_write(&mut self, page: PhysAddr, size: PageSizeKind) {
         for m in self.mappings_of(page, size) {
             if let Some(i) = self.saved.iter().position(|&s| s == m.mva.as_u32()) {
                 self.saved.swap_remove(i);
@@ -422,7 +415,7 @@ impl Mappings for Maps {
         }
     }
 
-    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
+    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
         self.swaps.push(SwapCall {
             irq_enabled: self.irq_on.get(),
         });

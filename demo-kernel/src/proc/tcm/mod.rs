@@ -55,12 +55,12 @@ use mmu_armv5::descriptor::{AccessPermission, CachePolicy, CoarseTableDesc, Smal
 use mmu_armv5::irq;
 use mmu_armv5::maint::{Arm926, CacheMaintenance, LineOp, LineRange, RangeMaintenance};
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg};
-use mmu_armv5::size::{Frame, Size4KiB};
+use mmu_armv5::size::{Frame, PageSizeKind, Size4KiB};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::tcm::{TcmBank, TcmKind, TcmLayout};
 use spm::{
     AddressSpace, Exchange, ExchangeRequest, FrameState, FrameTable, InterruptControl,
-    LineMaintenance, Location, Mapping, Mappings, PageSize, PhysMemory, Rights, Translation,
+    LineMaintenance, Location, Mappings, PhysMemory, ReverseMapping, Rights, Translation,
 };
 
 use super::frames::{FRAMES_END, FRAMES_PHYS};
@@ -517,7 +517,7 @@ impl Tcm {
     /// Records a user RAM frame's owner (or frees it: `None`).
     pub fn set_owner(&mut self, pa: u32, owner: Option<usize>) {
         note_mapper(pa, owner);
-        let state = match owner.and_then(|o| spm::SpaceId::new(o as u16).ok()) {
+        let state = match owner.map(|o| spm::SpaceId::new(o as u16)) {
             Some(s) => FrameState::User(s),
             None if self.kind_of(pa).is_some() => FrameState::Resource,
             None => FrameState::Undefined,
@@ -896,7 +896,7 @@ impl Maps<'_> {
 }
 
 /// A placeholder for arrays of mappings.
-const NO_MAPPING: Mapping = Mapping {
+const NO_MAPPING: ReverseMapping = ReverseMapping {
     space: AddressSpace::Kernel,
     mva: ModifiedVirtAddr::new(0),
     writable: false,
@@ -905,13 +905,8 @@ const NO_MAPPING: Mapping = Mapping {
 
 fn user_space(i: usize) -> AddressSpace {
     // Process indices are below `MAX_PROCS` (64), far inside spm's 12 bits.
-    AddressSpace::User(spm::SpaceId::new(i as u16).unwrap_or(SPACE0))
+    AddressSpace::User(spm::SpaceId::new(i as u16))
 }
-
-const SPACE0: spm::SpaceId = match spm::SpaceId::new(0) {
-    Ok(s) => s,
-    Err(_) => panic!("space 0"),
-};
 
 fn kind_index(kind: TcmKind) -> usize {
     match kind {
@@ -1036,19 +1031,29 @@ impl Mappings for Maps<'_> {
         }
         Some(Translation {
             page: PhysAddr::new(pa),
-            size: PageSize::Small,
+            size: PageSizeKind::Small,
             writable: writable(space, d),
         })
     }
 
-    fn for_each_mapping(&self, page: PhysAddr, size: PageSize, f: &mut dyn FnMut(&Mapping)) {
+    fn for_each_mapping(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(&ReverseMapping),
+    ) {
         let mut out = [NO_MAPPING; 2];
         let n = self.collect_mappings(page, size, &mut out);
         out[..n.min(2)].iter().for_each(f);
     }
 
-    fn collect_mappings(&self, page: PhysAddr, size: PageSize, out: &mut [Mapping]) -> usize {
-        if size != PageSize::Small {
+    fn collect_mappings(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        out: &mut [ReverseMapping],
+    ) -> usize {
+        if size != PageSizeKind::Small {
             return 0;
         }
         let pa = page.as_u32();
@@ -1070,7 +1075,7 @@ impl Mappings for Maps<'_> {
         };
         let (user, kmap, entry) = found;
         let mut n = 0;
-        let mut put = |m: Mapping| {
+        let mut put = |m: ReverseMapping| {
             if let Some(o) = out.get_mut(n) {
                 *o = m;
             }
@@ -1085,14 +1090,14 @@ impl Mappings for Maps<'_> {
                 Some((e, mva)) => {
                     // SAFETY: a live descriptor.
                     let d = unsafe { e.read_volatile() };
-                    Mapping {
+                    ReverseMapping {
                         space,
                         mva: ModifiedVirtAddr::new(mva),
                         writable: writable(space, d),
                         cached: cacheable(d),
                     }
                 }
-                None => Mapping {
+                None => ReverseMapping {
                     space,
                     mva: ModifiedVirtAddr::new(va),
                     writable: true,
@@ -1103,7 +1108,7 @@ impl Mappings for Maps<'_> {
         if let Some(k) = kmap.and_then(|k| self.kmaps.get(k)) {
             // SAFETY: a live descriptor in a static table.
             let d = unsafe { k.entry.read_volatile() };
-            put(Mapping {
+            put(ReverseMapping {
                 space: AddressSpace::Kernel,
                 mva: ModifiedVirtAddr::new(k.va),
                 writable: writable(AddressSpace::Kernel, d),
@@ -1113,8 +1118,8 @@ impl Mappings for Maps<'_> {
         n
     }
 
-    fn write_protect(&mut self, page: PhysAddr, size: PageSize) {
-        if size != PageSize::Small {
+    fn write_protect(&mut self, page: PhysAddr, size: PageSizeKind) {
+        if size != PageSizeKind::Small {
             return;
         }
         // The descriptors: from the frames looked up last when possible
@@ -1160,8 +1165,8 @@ impl Mappings for Maps<'_> {
         drain();
     }
 
-    fn restore_write(&mut self, page: PhysAddr, size: PageSize) {
-        if size != PageSize::Small {
+    fn restore_write(&mut self, page: PhysAddr, size: PageSizeKind) {
+        if size != PageSizeKind::Small {
             return;
         }
         // The records are packed at the front of `wp`.
@@ -1190,8 +1195,8 @@ impl Mappings for Maps<'_> {
     /// The descriptors only (inside `spm`'s masked window); the records
     /// follow in [`Mappings::swapped`].
     #[inline(always)]
-    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
-        if size != PageSize::Small {
+    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
+        if size != PageSizeKind::Small {
             return;
         }
         let (fa, fb) = (Frame::<Size4KiB>::containing(a), Frame::containing(b));
@@ -1250,8 +1255,8 @@ impl Mappings for Maps<'_> {
     /// the descriptors [`Mappings::swap`] changed (nothing reads them from
     /// an interrupt handler).
     #[inline(always)]
-    fn swapped(&mut self, a: PhysAddr, b: PhysAddr, size: PageSize) {
-        if size != PageSize::Small {
+    fn swapped(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
+        if size != PageSizeKind::Small {
             return;
         }
         let (a, b) = (a.as_u32(), b.as_u32());
@@ -1321,7 +1326,7 @@ pub fn kernel_request(target: u32, resource: u32) -> ExchangeRequest {
         target: VirtAddr::new(target),
         resource_space: AddressSpace::Kernel,
         resource: VirtAddr::new(resource),
-        size: PageSize::Small,
+        size: PageSizeKind::Small,
         count: 1,
         rights: Rights::RX,
     }

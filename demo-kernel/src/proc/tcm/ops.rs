@@ -70,8 +70,8 @@ fn state_of(code: u32, caller: spm::SpaceId) -> Result<FrameState, SysError> {
     }
 }
 
-fn spm_space(cur: usize) -> Result<spm::SpaceId, SysError> {
-    spm::SpaceId::new(cur as u16).map_err(|_| SysError::Invalid)
+fn spm_space(cur: usize) -> spm::SpaceId {
+    spm::SpaceId::new(cur as u16)
 }
 
 /// Free RAM frames and TCM frames in use.
@@ -153,7 +153,7 @@ impl Kernel {
 
     fn tcm_create(&mut self, cur: usize, va: u32, kind: u32) -> Result<i32, SysError> {
         let src = source(kind)?;
-        let sid = spm_space(cur)?;
+        let sid = spm_space(cur);
         let res_end = USER_RES_VA + (RES_SLOTS as u32) * 4096;
         if !va.is_multiple_of(4096)
             || !(0x1000..=crate::mmu::USER_TOP - 4096).contains(&va)
@@ -225,7 +225,7 @@ impl Kernel {
     }
 
     fn tcm_delete(&mut self, cur: usize, va: u32) -> Result<i32, SysError> {
-        let sid = spm_space(cur)?;
+        let sid = spm_space(cur);
         self.own_page(cur, va)?;
         self.touch(cur, va);
         let t = tcm::tcm().ok_or(SysError::NoSys)?;
@@ -237,7 +237,7 @@ impl Kernel {
     }
 
     fn tcm_set_state(&mut self, cur: usize, va: u32, code: u32) -> Result<i32, SysError> {
-        let sid = spm_space(cur)?;
+        let sid = spm_space(cur);
         let to = state_of(code, sid)?;
         self.own_page(cur, va)?;
         self.touch(cur, va);

@@ -33,9 +33,10 @@
 use fass::{SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::regs::{Far, Fsr};
+use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::tcm::TcmKind;
-use spm::{AddressSpace, ExchangeError, ExchangeRequest, PageSize, Progress, Rights};
+use spm::{AddressSpace, ExchangeError, ExchangeRequest, Progress, Rights};
 
 use crate::abi::nr;
 use crate::probe::{probe_read, Privilege};
@@ -66,10 +67,7 @@ fn xerr(e: ExchangeError) -> SysError {
 }
 
 fn space(cur: usize) -> AddressSpace {
-    match spm::SpaceId::new(cur as u16) {
-        Ok(s) => AddressSpace::User(s),
-        Err(_) => AddressSpace::Kernel,
-    }
+    AddressSpace::User(spm::SpaceId::new(cur as u16))
 }
 
 impl Kernel {
@@ -190,7 +188,7 @@ impl Kernel {
             target: VirtAddr::new(va),
             resource_space: me,
             resource: VirtAddr::new(USER_RES_VA + (slot as u32) * 4096),
-            size: PageSize::Small,
+            size: PageSizeKind::Small,
             count: 1,
             rights: if exec { Rights::RX } else { Rights::RW },
         }
@@ -253,7 +251,7 @@ impl Kernel {
             // `spm`'s delete, so the page can be exchanged back into it.
             let rva = USER_RES_VA + (slot as u32) * 4096;
             self.touch(cur, rva);
-            let sid = spm::SpaceId::new(cur as u16).map_err(|_| SysError::Invalid)?;
+            let sid = spm::SpaceId::new(cur as u16);
             let (table, tt) = tcm::split(t);
             let maps = Maps::new(&mut self.procs, &self.strategy, tt);
             if let Err(e) = spm::ops::delete_user_page(table, &maps, sid, VirtAddr::new(rva)) {
