@@ -116,6 +116,7 @@ pub(crate) fn proptest_config() -> proptest::test_runner::Config {
 
 pub mod exchange;
 pub mod frame;
+pub mod hw;
 pub mod irq;
 pub mod lines;
 pub mod mappings;
@@ -135,6 +136,7 @@ pub use exchange::{
 pub use frame::{
     FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, SpaceId,
 };
+pub use hw::{CpsrIrq, Hw, PhysError, PhysWindows, RecordingIrq};
 pub use irq::InterruptControl;
 pub use lines::LineMaintenance;
 pub use mappings::{AddressSpace, Mapping, Mappings, PageSize, Translation};
