@@ -123,6 +123,7 @@ pub mod mappings;
 pub mod ops;
 pub mod phys;
 pub mod region;
+pub mod tables;
 pub mod tcm;
 
 #[cfg(test)]
@@ -143,6 +144,7 @@ pub use mappings::{AddressSpace, Mapping, Mappings, PageSize, Translation};
 pub use ops::{OpError, StateRequest};
 pub use phys::PhysMemory;
 pub use region::{InitialUse, Location, PhysRegion, RegionError, Rights, FRAME_SIZE, SECTION_SIZE};
+pub use tables::{TableEdit, TableMappings, TablesError, MAX_PROTECTED};
 pub use tcm::{BoardTcm, PlannedBank, TcmBank, TcmError, TcmKind, TcmLayout, TcmPlan, TcmSource};
 
 /// The README's examples, compiled and run as doctests.
