@@ -20,7 +20,7 @@
 //!   checking each still maps the page, instead of walking every table;
 //! * the changes go through [`PageTable::set_page_ap`] and
 //!   [`PageTable::retarget_page`], which keep every other attribute; each
-//!   one's [`TableFlush`](mmu_armv5::table::TableFlush) is carried out with
+//!   one's [`TableFlush`] is carried out with
 //!   the maintenance value `C` the [`TableMappings`] holds (clean the table
 //!   lines the walker reads, drain, invalidate the page's TLB entry).
 //!
