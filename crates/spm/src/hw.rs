@@ -1,5 +1,6 @@
 //! Ready-made hardware side of an exchange: the CPU joined with physical
-//! memory access ([`Hw`]), physical memory reached through kernel mappings
+//! memory access ([`Hw`]), one CPU value shared with the page-table side
+//! ([`SharedCpu`]), physical memory reached through kernel mappings
 //! ([`PhysWindows`]), and interrupt masking ([`CpsrIrq`] on the target,
 //! [`RecordingIrq`] for host tests).
 //!
@@ -32,6 +33,7 @@
 use crate::irq::InterruptControl;
 use crate::lines::LineMaintenance;
 use crate::phys::PhysMemory;
+use core::cell::RefCell;
 use core::fmt;
 use core::ptr::NonNull;
 use mmu_armv5::irq::{self, IrqState};
@@ -167,6 +169,130 @@ impl<C: Cp15, P> Cp15 for Hw<C, P> {
     #[inline]
     fn test_clean_dcache(&mut self) -> bool {
         self.cpu.test_clean_dcache()
+    }
+}
+
+/// One CPU value used by two holders that `spm` takes as two `&mut`
+/// arguments: the exchange's `hw` (a [`Hw`]) and the maintenance of
+/// [`crate::TableMappings`] (which cleans the table lines it writes). Each
+/// call borrows the CPU for its own duration only, and `spm` never calls
+/// one holder from inside the other.
+///
+/// ```
+/// use core::cell::RefCell;
+/// use mmu_armv5::maint::{Arm926, CacheMaintenance};
+/// use mmu_armv5::regs::MockCp15;
+/// use mmu_armv5::ModifiedVirtAddr;
+/// use spm::SharedCpu;
+///
+/// let cpu = RefCell::new(Arm926::new(MockCp15::arm926()));
+/// let (mut a, mut b) = (SharedCpu(&cpu), SharedCpu(&cpu));
+/// a.clean_dcache_line(ModifiedVirtAddr::new(0x1000));
+/// b.invalidate_tlb_entry(ModifiedVirtAddr::new(0x1000));
+/// assert_eq!(cpu.borrow().cp15().events().len(), 2);
+/// ```
+///
+/// # Panics
+/// A call made while the CPU is borrowed already: only when a holder is
+/// used from inside a call of the other (an interrupt handler using one
+/// while `spm` runs the other, say), which `spm` never does.
+#[derive(Debug)]
+pub struct SharedCpu<'c, C>(pub &'c RefCell<C>);
+
+impl<C> Clone for SharedCpu<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C> Copy for SharedCpu<'_, C> {}
+
+impl<C: CacheMaintenance> CacheMaintenance for SharedCpu<'_, C> {
+    const DCACHE_LINE: u32 = C::DCACHE_LINE;
+
+    #[inline]
+    fn clean_invalidate_dcache(&mut self) {
+        self.0.borrow_mut().clean_invalidate_dcache();
+    }
+
+    #[inline]
+    fn invalidate_icache(&mut self) {
+        self.0.borrow_mut().invalidate_icache();
+    }
+
+    #[inline]
+    fn clean_dcache_line(&mut self, mva: ModifiedVirtAddr) {
+        self.0.borrow_mut().clean_dcache_line(mva);
+    }
+
+    #[inline]
+    fn clean_invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr) {
+        self.0.borrow_mut().clean_invalidate_dcache_line(mva);
+    }
+
+    #[inline]
+    unsafe fn invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr) {
+        // SAFETY: forwarded; the caller upholds the same contract.
+        unsafe { self.0.borrow_mut().invalidate_dcache_line(mva) }
+    }
+
+    #[inline]
+    fn invalidate_icache_line(&mut self, mva: ModifiedVirtAddr) {
+        self.0.borrow_mut().invalidate_icache_line(mva);
+    }
+
+    #[inline]
+    fn drain_write_buffer(&mut self) {
+        self.0.borrow_mut().drain_write_buffer();
+    }
+
+    #[inline]
+    fn invalidate_tlb(&mut self) {
+        self.0.borrow_mut().invalidate_tlb();
+    }
+
+    #[inline]
+    fn invalidate_tlb_entry(&mut self, mva: ModifiedVirtAddr) {
+        self.0.borrow_mut().invalidate_tlb_entry(mva);
+    }
+
+    #[inline]
+    fn clean_dcache_range(&mut self, mva: ModifiedVirtAddr, len: u32) {
+        self.0.borrow_mut().clean_dcache_range(mva, len);
+    }
+
+    #[inline]
+    fn flush_all(&mut self) {
+        self.0.borrow_mut().flush_all();
+    }
+}
+
+impl<C: Cp15> Cp15 for SharedCpu<'_, C> {
+    #[inline]
+    fn read(&self, reg: Cp15Reg) -> u32 {
+        self.0.borrow().read(reg)
+    }
+
+    #[inline]
+    unsafe fn write(&mut self, reg: Cp15Reg, value: u32) {
+        // SAFETY: forwarded; the caller upholds the same contract.
+        unsafe { self.0.borrow_mut().write(reg, value) }
+    }
+
+    #[inline]
+    unsafe fn op(&mut self, op: Cp15Op, value: u32) {
+        // SAFETY: forwarded; the caller upholds the same contract.
+        unsafe { self.0.borrow_mut().op(op, value) }
+    }
+
+    #[inline]
+    fn test_clean_invalidate_dcache(&mut self) -> bool {
+        self.0.borrow_mut().test_clean_invalidate_dcache()
+    }
+
+    #[inline]
+    fn test_clean_dcache(&mut self) -> bool {
+        self.0.borrow_mut().test_clean_dcache()
     }
 }
 

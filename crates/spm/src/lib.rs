@@ -19,7 +19,7 @@
 //! | [`lines`] | what the kernel provides: cache maintenance over a range of lines ([`LineMaintenance`], per-line defaults) |
 //! | [`exchange`] | the resumable page exchange with bounded interrupts-off windows |
 //! | [`tables`] | ready-made [`Mappings`] over `mmu-armv5` page tables ([`TableMappings`]) |
-//! | [`hw`] | ready-made hardware side: [`Hw`] (CPU + [`PhysMemory`]), [`PhysWindows`], [`CpsrIrq`], [`RecordingIrq`] |
+//! | [`hw`] | ready-made hardware side: [`Hw`] (CPU + [`PhysMemory`]), [`SharedCpu`], [`PhysWindows`], [`CpsrIrq`], [`RecordingIrq`] |
 //!
 //! Page sizes: 4 KiB, 64 KiB and 1 MiB pages are exchanged; 1 KiB tiny pages
 //! are refused with [`OpError::TinyPage`] and [`ExchangeError::TinyPage`].
@@ -61,13 +61,14 @@
 //! crate provides all four: [`TableMappings`] (the [`Mappings`] over those
 //! tables), [`Hw`] (the CPU joined with [`PhysMemory`]), [`PhysWindows`]
 //! (physical memory through the kernel's uncached mappings) and
-//! [`CpsrIrq`] ([`RecordingIrq`] on the host). Here a task's page moves
+//! [`CpsrIrq`] ([`RecordingIrq`] on the host), with [`SharedCpu`] letting
+//! the mappings and the hardware use one CPU value. Here a task's page moves
 //! into DTCM. The first block stands for what the kernel has already
 //! (table memory, its page table with the task's page and a kernel window
 //! on the DTCM, its CPU, physical memory: host buffers here, 16 lines).
-//! The adoption itself, from `use spm` to `ex.run`, is **35 lines: 23 of
-//! code**, two `SAFETY` comments, and comments and blank lines; the checks
-//! after it are 7 more.
+//! The adoption itself, from `use spm` to `ex.run`, is **37 lines: 24 of
+//! code**, the rest comments (the `SAFETY` ones among them) and blank
+//! lines; the checks after it are 7 more.
 //!
 //! ```
 //! use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
@@ -90,7 +91,7 @@
 //! use spm::AddressSpace::{Kernel, User};
 //! use spm::{exchange::DEFAULT_CHUNK, Exchange, ExchangeRequest, FrameDesc, FrameState, FrameTable, Hw};
 //! use spm::{InitialUse, Location, PageSize, PhysRegion, PhysWindows, RecordingIrq, Rights};
-//! use spm::{SectionSummary, SpaceId, TableMappings};
+//! use spm::{SectionSummary, SharedCpu, SpaceId, TableMappings};
 //!
 //! // 1. The frame table: the task's page in RAM, the DTCM's frames page resources.
 //! let regions = [
@@ -102,8 +103,10 @@
 //! let task = SpaceId::new(1)?;
 //! table.init_range(Pa::new(0x5000), 4096, FrameState::User(task), true)?;
 //!
-//! // 2. The mappings: every space with its FCSE PID and its table (here one for both).
-//! let mut maps = TableMappings::<_, _, 2>::new(&mut pool, Arm926::new(MockCp15::arm926()));
+//! // 2. The mappings: every space with its FCSE PID and its table (here one for both);
+//! // they clean the table lines they write with the CPU, which the exchange needs too.
+//! let cpu = core::cell::RefCell::new(cpu);
+//! let mut maps = TableMappings::<_, _, 2>::new(&mut pool, SharedCpu(&cpu));
 //! maps.add(Kernel, FcsePid::ZERO, &mut pt)?;
 //! maps.add_sharing(User(task), FcsePid::new(1)?, Kernel)?;
 //!
@@ -113,7 +116,7 @@
 //! unsafe { phys.add(Pa::new(0), 64 << 10, ram.as_mut_ptr()) }?;
 //! // SAFETY: as above.
 //! unsafe { phys.add(Pa::new(0x0300_0000), 32 << 10, dtcm.as_mut_ptr()) }?;
-//! let (mut hw, mut irq) = (Hw::new(cpu, phys), RecordingIrq::new());
+//! let (mut hw, mut irq) = (Hw::new(SharedCpu(&cpu), phys), RecordingIrq::new());
 //!
 //! // 4. Move the task's page into the DTCM frame the kernel maps at 0xC300_0000.
 //! let req = ExchangeRequest { caller: Kernel, target_space: User(task), target: task_va, resource_space: Kernel,
@@ -225,7 +228,7 @@ pub use exchange::{
 pub use frame::{
     FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, SpaceId,
 };
-pub use hw::{CpsrIrq, Hw, PhysError, PhysWindows, RecordingIrq};
+pub use hw::{CpsrIrq, Hw, PhysError, PhysWindows, RecordingIrq, SharedCpu};
 pub use irq::InterruptControl;
 pub use lines::LineMaintenance;
 pub use mappings::{AddressSpace, Mapping, Mappings, PageSize, Translation};

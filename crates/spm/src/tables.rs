@@ -233,11 +233,11 @@ type Batch = heapless::Vec<(Site, TableEntry), MEMO_SITES>;
 /// `A` is the tables' allocator; `C` the maintenance used after each
 /// descriptor change (clean the table lines the hardware walker reads,
 /// drain the write buffer, invalidate the page's TLB entry). An exchange
-/// step also needs the CPU's maintenance in its `hw`, so `C` is a second
-/// value for the same CPU: `Arm926::new(MockCp15::arm926())` in a host
-/// test, `Arm926::new(HwCp15::new())` on an ARM926EJ-S (`HwCp15::new`'s
-/// promise is about racing register writes: one core, neither used from an
-/// interrupt handler, keeps it).
+/// step takes the mappings and its `hw` as two `&mut` values and both need
+/// the CPU, so `C` is the kernel's one CPU value shared with the `hw`
+/// through a [`SharedCpu`](crate::SharedCpu) (a `RefCell`, each call
+/// borrowing it for itself), or, in host tests, a second mock CPU as
+/// below.
 ///
 /// ```
 /// use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
