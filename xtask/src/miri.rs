@@ -80,11 +80,47 @@ pub const RUNS: &[MiriRun] = &[
     MiriRun {
         package: "spm",
         targets: &["--lib"],
-        // spm has no raw-pointer code (its `unsafe` states contracts about
-        // the hardware, not memory accesses of this program); these tests
-        // move whole pages through the byte-wise host doubles, minutes each
-        // under Miri. The exchange's begin, refusal and drop paths still run.
+        // spm's only raw-pointer code is `PhysWindows` (hw.rs), whose tests
+        // all run (its other `unsafe` states contracts about the hardware,
+        // not memory accesses of this program); these tests move whole
+        // pages through the byte-wise host doubles, minutes each under Miri,
+        // or walk full 4,096-entry tables through `TableMappings` (which has
+        // no raw-pointer code; the table accesses it makes run under Miri
+        // in mmu-armv5's tests). The exchange's begin, refusal and drop
+        // paths still run.
         skip: &[
+            (
+                "tables::tests::an_exchange_runs_through_the_tables",
+                "30 s: a whole-page exchange through two full tables",
+            ),
+            (
+                "tables::tests::every_mapping_of_a_page_is_reported_once_per_descriptor",
+                "full-table walks of two tables, repeated",
+            ),
+            (
+                "tables::tests::moved_tables_are_relinked_where_the_allocator_reaches_them",
+                "reads all 4,096 first-level entries of two tables, twice",
+            ),
+            (
+                "tables::tests::protection_past_its_memory_leaves_the_rest_writable_and_says_so",
+                "full-table walks in batches of eight descriptors",
+            ),
+            (
+                "tables::tests::restore_keeps_what_the_kernel_changed_meanwhile",
+                "full-table walks of two tables",
+            ),
+            (
+                "tables::tests::swap_exchanges_frames_and_carries_rights_and_protection",
+                "full-table walks of two tables, repeated",
+            ),
+            (
+                "tables::tests::the_generation_counts_the_kernels_changes",
+                "full-table walks of two tables",
+            ),
+            (
+                "tables::tests::write_protection_is_restored_exactly",
+                "full-table walks of two tables, repeated",
+            ),
             (
                 "tests::a_cancelled_directory_move_is_switched_back_or_finished",
                 "over 6 min: 16 KiB page-directory moves on the byte-wise host doubles",

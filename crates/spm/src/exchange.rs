@@ -396,111 +396,60 @@ impl PageFrames {
 /// or call [`Exchange::cancel`]. It is not `Clone`: a copy would hold the
 /// same busy frames.
 ///
-/// Moving a task's writable page into DTCM, against host doubles (hidden:
-/// a list of small-page mappings as the [`Mappings`], a byte map as
-/// physical memory behind a recording ARM926EJ-S, and an interrupt flag;
-/// `tests/common/mod.rs` has a fuller kernel over the `armv5-sim` model):
+/// Moving a task's writable page into DTCM, step by step, with the
+/// ready-made pieces: [`crate::TableMappings`] over one page table (the
+/// task at FCSE PID 1), [`crate::Hw`] over a recording ARM926EJ-S and host
+/// buffers standing for RAM and DTCM (the crate docs walk through the
+/// same adoption; `tests/common/mod.rs` has a fuller kernel over the
+/// `armv5-sim` model):
 ///
 /// ```
-/// # use mmu_armv5::maint::{Arm926, CacheMaintenance};
-/// # use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, MockCp15};
-/// # use mmu_armv5::size::PageSizeKind;
-/// # use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
-/// # use spm::{AddressSpace, InterruptControl, LineMaintenance, ReverseMapping, Mappings, PhysMemory, Translation};
-/// # use std::collections::HashMap;
-/// # /// Small pages at PID 0: (space, va, pa, writable, write-protected by `spm`).
-/// # #[derive(Default)]
-/// # struct Maps(Vec<(AddressSpace, u32, u32, bool, bool)>);
-/// # impl Mappings for Maps {
-/// #     fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
-/// #         let page = va.as_u32() & !0xfff;
-/// #         let e = self.0.iter().find(|e| e.0 == space && e.1 == page)?;
-/// #         Some(Translation { page: PhysAddr::new(e.2), size: PageSizeKind::Small, writable: e.3 })
-/// #     }
-/// #     fn for_each_mapping(&self, page: PhysAddr, _: PageSizeKind, f: &mut dyn FnMut(&ReverseMapping)) {
-/// #         for e in self.0.iter().filter(|e| e.2 == page.as_u32()) {
-/// #             f(&ReverseMapping { space: e.0, mva: ModifiedVirtAddr::new(e.1), writable: e.3, cached: true });
-/// #         }
-/// #     }
-/// #     fn write_protect(&mut self, page: PhysAddr, _: PageSizeKind) {
-/// #         for e in self.0.iter_mut().filter(|e| e.2 == page.as_u32() && e.3) {
-/// #             (e.3, e.4) = (false, true);
-/// #         }
-/// #     }
-/// #     fn restore_write(&mut self, page: PhysAddr, _: PageSizeKind) {
-/// #         for e in self.0.iter_mut().filter(|e| e.2 == page.as_u32() && e.4) {
-/// #             (e.3, e.4) = (true, false);
-/// #         }
-/// #     }
-/// #     fn swap(&mut self, a: PhysAddr, b: PhysAddr, _: PageSizeKind) {
-/// #         for e in &mut self.0 {
-/// #             e.2 = if e.2 == a.as_u32() { b.as_u32() } else if e.2 == b.as_u32() { a.as_u32() } else { e.2 };
-/// #         }
-/// #     }
-/// #     fn move_second_level(&mut self, _: PhysAddr, _: PhysAddr) { unreachable!("no page tables move here") }
-/// #     fn move_first_level(&mut self, _: PhysAddr, _: PhysAddr) { unreachable!("no page tables move here") }
-/// # }
-/// # /// Physical memory (a byte map) behind a recording ARM926EJ-S.
-/// # struct Hw { cpu: Arm926<MockCp15>, mem: HashMap<u32, u8> }
-/// # impl PhysMemory for Hw {
-/// #     fn copy(&mut self, dst: PhysAddr, src: PhysAddr, len: u32) {
-/// #         for i in 0..len {
-/// #             let v = self.mem.get(&(src.as_u32() + i)).copied().unwrap_or(0);
-/// #             self.mem.insert(dst.as_u32() + i, v);
-/// #         }
-/// #     }
-/// #     fn zero(&mut self, dst: PhysAddr, len: u32) {
-/// #         (0..len).for_each(|i| { self.mem.insert(dst.as_u32() + i, 0); });
-/// #     }
-/// # }
-/// # impl LineMaintenance for Hw {}
-/// # impl CacheMaintenance for Hw {
-/// #     const DCACHE_LINE: u32 = 32;
-/// #     fn clean_invalidate_dcache(&mut self) { self.cpu.clean_invalidate_dcache() }
-/// #     fn invalidate_icache(&mut self) { self.cpu.invalidate_icache() }
-/// #     fn clean_dcache_line(&mut self, mva: ModifiedVirtAddr) { self.cpu.clean_dcache_line(mva) }
-/// #     fn clean_invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr) { self.cpu.clean_invalidate_dcache_line(mva) }
-/// #     // SAFETY: the caller's promise, passed on.
-/// #     unsafe fn invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr) { unsafe { self.cpu.invalidate_dcache_line(mva) } }
-/// #     fn invalidate_icache_line(&mut self, mva: ModifiedVirtAddr) { self.cpu.invalidate_icache_line(mva) }
-/// #     fn drain_write_buffer(&mut self) { self.cpu.drain_write_buffer() }
-/// #     fn invalidate_tlb(&mut self) { self.cpu.invalidate_tlb() }
-/// #     fn invalidate_tlb_entry(&mut self, mva: ModifiedVirtAddr) { self.cpu.invalidate_tlb_entry(mva) }
-/// # }
-/// # impl Cp15 for Hw {
-/// #     fn read(&self, reg: Cp15Reg) -> u32 { self.cpu.read(reg) }
-/// #     // SAFETY: the caller's promise, passed on (to a mock).
-/// #     unsafe fn write(&mut self, reg: Cp15Reg, value: u32) { unsafe { self.cpu.write(reg, value) } }
-/// #     // SAFETY: as above.
-/// #     unsafe fn op(&mut self, op: Cp15Op, value: u32) { unsafe { self.cpu.op(op, value) } }
-/// #     fn test_clean_invalidate_dcache(&mut self) -> bool { self.cpu.test_clean_invalidate_dcache() }
-/// #     fn test_clean_dcache(&mut self) -> bool { self.cpu.test_clean_dcache() }
-/// # }
-/// # /// Interrupts: on or off, and how many masked windows there were.
-/// # #[derive(Default)]
-/// # struct Irq { off: bool, windows: u32 }
-/// # impl InterruptControl for Irq {
-/// #     fn disable(&mut self) -> bool { self.windows += 1; !std::mem::replace(&mut self.off, true) }
-/// #     fn restore(&mut self, was_enabled: bool) { self.off = !was_enabled; }
-/// # }
+/// use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+/// use mmu_armv5::maint::Arm926;
+/// use mmu_armv5::regs::MockCp15;
+/// use mmu_armv5::size::PageSizeKind;
+/// use mmu_armv5::table::{MapAttrs, PageTable, PoolBlock, SizePolicy, TablePool};
+/// use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 /// use spm::exchange::DEFAULT_CHUNK;
-/// use spm::{Exchange, ExchangeRequest, FrameDesc, FrameState, FrameTable, InitialUse, Location};
-/// use spm::{PhysRegion, Rights, SectionSummary, SpaceId};
+/// use spm::{AddressSpace, Exchange, ExchangeRequest, FrameDesc, FrameState, FrameTable, Hw};
+/// use spm::{InitialUse, Location, Mappings, PhysRegion, PhysWindows, Progress};
+/// use spm::{RecordingIrq, Rights, SectionSummary, SpaceId, TableMappings};
 ///
-/// let ram = PhysRegion::new(PhysAddr::new(0), 1 << 20, Location::Ram, InitialUse::Kernel)?;
+/// let ram = PhysRegion::new(PhysAddr::new(0), 64 << 10, Location::Ram, InitialUse::Kernel)?;
 /// let dtcm = PhysRegion::new(PhysAddr::new(0x0300_0000), 32 << 10, Location::Dtcm, InitialUse::Resource)?;
-/// let mut frames = [FrameDesc::default(); 256 + 8];
+/// let mut frames = [FrameDesc::default(); 16 + 8];
 /// let mut sections = [SectionSummary::default(); 2];
 /// let mut table = FrameTable::<2>::new(&[ram, dtcm], &mut frames, &mut sections)?;
 ///
 /// // Task 1's page at VA 0x8000 lives in RAM frame 0x5000; the kernel
 /// // maps the first DTCM frame at 0xC300_0000.
 /// let task = SpaceId(1);
-/// table.init_range(PhysAddr::new(0x5000), 0x1000, FrameState::User(task), true)?;
 /// let me = AddressSpace::User(task);
-/// let mut maps = Maps(vec![(me, 0x8000, 0x5000, true, false), (AddressSpace::Kernel, 0xC300_0000, 0x0300_0000, true, false)]);
-/// let mut hw = Hw { cpu: Arm926::new(MockCp15::arm926()), mem: HashMap::from([(0x5123, 42)]) };
-/// let mut irq = Irq::default();
+/// table.init_range(PhysAddr::new(0x5000), 0x1000, FrameState::User(task), true)?;
+/// let mut mem = Box::new([PoolBlock::ZERO; 2]);
+/// let mut pool = TablePool::new(&mut *mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000))?;
+/// let mut pt = PageTable::new(&mut pool)?;
+/// let mut maps = TableMappings::<_, _, 2>::new(&mut pool, Arm926::new(MockCp15::arm926()));
+/// maps.add(AddressSpace::Kernel, FcsePid::ZERO, &mut pt)?;
+/// maps.add_sharing(me, FcsePid::new(1)?, AddressSpace::Kernel)?;
+/// for (space, va, pa, ap) in [
+///     (me, 0x8000, 0x5000, AccessPermission::ReadWrite),
+///     (AddressSpace::Kernel, 0xC300_0000, 0x0300_0000, AccessPermission::PrivRw),
+/// ] {
+///     let attrs = MapAttrs::new(Domain::from_low_bits(0), ap, CachePolicy::WriteBack);
+///     let e = maps.edit(space).unwrap();
+///     let mva = VirtAddr::new(va).to_mva(e.pid);
+///     e.table.map(e.alloc, mva, PhysAddr::new(pa), 0x1000, attrs, SizePolicy::Largest)?.flush(e.maint, e.alloc);
+/// }
+/// let (mut ram, mut dtcm) = (vec![0u8; 64 << 10], vec![0u8; 32 << 10]);
+/// ram[0x5123] = 42;
+/// let mut phys = PhysWindows::<2>::new();
+/// // SAFETY: each buffer stands for its physical range and is reached only through `phys`.
+/// unsafe { phys.add(PhysAddr::new(0), 64 << 10, ram.as_mut_ptr()) }?;
+/// // SAFETY: as above.
+/// unsafe { phys.add(PhysAddr::new(0x0300_0000), 32 << 10, dtcm.as_mut_ptr()) }?;
+/// let mut hw = Hw::new(Arm926::new(MockCp15::arm926()), phys);
+/// let mut irq = RecordingIrq::new();
 ///
 /// let req = ExchangeRequest {
 ///     caller: AddressSpace::Kernel,
@@ -514,15 +463,24 @@ impl PageFrames {
 /// };
 /// let mut ex = Exchange::begin(&mut table, &maps, req, DEFAULT_CHUNK)?;
 /// assert!(table.desc(PhysAddr::new(0x5000))?.is_busy());
-/// // SAFETY: host doubles: the frame table, mappings and memory describe
-/// // only each other, and nothing else reaches these frames.
+/// // SAFETY: the frame table, the page table and `hw` describe one
+/// // (simulated) machine, and nothing else reaches these frames.
+/// let first = unsafe { ex.step(&mut table, &mut maps, &mut hw, &mut irq) }?;
+/// // The first step write-protected the page (a write now faults, and the
+/// // fault handler waits: `protects`) and copied one chunk.
+/// assert_eq!(first, Progress::Pending);
+/// assert!(!maps.translate(me, VirtAddr::new(0x8000)).unwrap().writable);
+/// assert!(ex.protects(PhysAddr::new(0x5000)) && !irq.is_masked());
+/// // SAFETY: as above.
 /// unsafe { ex.run(&mut table, &mut maps, &mut hw, &mut irq) }?;
 ///
 /// assert!(ex.is_done());
 /// // The task's page is in DTCM now, with its content and write access.
 /// let t = maps.translate(me, VirtAddr::new(0x8123)).unwrap();
 /// assert_eq!((t.page, t.writable), (PhysAddr::new(0x0300_0000), true));
-/// assert_eq!(hw.mem[&0x0300_0123], 42);
+/// let mut byte = [0];
+/// hw.phys.read(PhysAddr::new(0x0300_0123), &mut byte)?;
+/// assert_eq!(byte, [42]);
 /// assert_eq!(table.desc(PhysAddr::new(0x0300_0000))?.state(), FrameState::User(task));
 /// // The old frame is mapped at the resource address instead, and stays
 /// // the task's page until the kernel gives it back.
@@ -531,7 +489,7 @@ impl PageFrames {
 /// assert_eq!(table.desc(PhysAddr::new(0x5000))?.state(), FrameState::User(task));
 /// assert_eq!(table.busy_frames(), 0);
 /// // Interrupts were masked only inside steps, 256 bytes of copying at most each.
-/// assert!(!irq.off && irq.windows >= 1);
+/// assert!(!irq.is_masked() && irq.windows() >= 1);
 /// assert_eq!(ex.stats().bytes_copied, 4096);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

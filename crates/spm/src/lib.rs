@@ -18,6 +18,8 @@
 //! | [`phys`] | what the kernel provides: physical copies and zeroing ([`PhysMemory`]) |
 //! | [`lines`] | what the kernel provides: cache maintenance over a range of lines ([`LineMaintenance`], per-line defaults) |
 //! | [`exchange`] | the resumable page exchange with bounded interrupts-off windows |
+//! | [`tables`] | ready-made [`Mappings`] over `mmu-armv5` page tables ([`TableMappings`]) |
+//! | [`hw`] | ready-made hardware side: [`Hw`] (CPU + [`PhysMemory`]), [`SharedCpu`], [`PhysWindows`], [`CpsrIrq`], [`RecordingIrq`] |
 //!
 //! Page sizes are `mmu_armv5`'s [`PageSizeKind`](mmu_armv5::size::PageSizeKind)
 //! (like the addresses, not re-exported): 4 KiB, 64 KiB and 1 MiB pages are
@@ -54,9 +56,91 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The exchange itself needs a kernel (page tables, interrupts, physical
-//! memory access); `tests/common/mod.rs` is a complete small one over the
-//! `armv5-sim` model, and `examples/overhead.rs` measures it.
+//! # Adopting `spm` in a kernel with `mmu-armv5` page tables
+//!
+//! An exchange needs the kernel's page tables, CPU, physical memory and
+//! interrupt mask. With tables kept as [`mmu_armv5::table::PageTable`]s the
+//! crate provides all four: [`TableMappings`] (the [`Mappings`] over those
+//! tables), [`Hw`] (the CPU joined with [`PhysMemory`]), [`PhysWindows`]
+//! (physical memory through the kernel's uncached mappings) and
+//! [`CpsrIrq`] ([`RecordingIrq`] on the host), with [`SharedCpu`] letting
+//! the mappings and the hardware use one CPU value. Here a task's page moves
+//! into DTCM. The first block stands for what the kernel has already
+//! (table memory, its page table with the task's page and a kernel window
+//! on the DTCM, its CPU, physical memory: host buffers here, 16 lines).
+//! The adoption itself, from `use spm` to `ex.run`, is **38 lines: 25 of
+//! code**, the rest comments (the `SAFETY` ones among them) and blank
+//! lines; the checks after it are 7 more.
+//!
+//! ```
+//! use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+//! use mmu_armv5::maint::Arm926;
+//! use mmu_armv5::regs::MockCp15;
+//! use mmu_armv5::table::{MapAttrs, PageTable, PoolBlock, SizePolicy, TablePool};
+//! use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr as Mva, PhysAddr as Pa, VirtAddr as Va};
+//! // What the kernel has already.
+//! let mut mem = Box::new([PoolBlock::ZERO; 2]);
+//! let mut pool = TablePool::new(&mut *mem, Pa::new(0x0100_0000), Mva::new(0xC100_0000))?;
+//! let mut pt = PageTable::new(&mut pool)?; // the kernel at PID 0, task 1 at PID 1
+//! let mut cpu = Arm926::new(MockCp15::arm926());
+//! let attrs = |ap| MapAttrs::new(Domain::from_low_bits(0), ap, CachePolicy::WriteBack);
+//! let (task_va, rw, kernel_rw) = (Va::new(0x8000), AccessPermission::ReadWrite, AccessPermission::PrivRw);
+//! pt.map(&mut pool, task_va.to_mva(FcsePid::new(1)?), Pa::new(0x5000), 4096, attrs(rw), SizePolicy::Largest)?.flush(&mut cpu, &mut pool);
+//! pt.map(&mut pool, Mva::new(0xC300_0000), Pa::new(0x0300_0000), 4096, attrs(kernel_rw), SizePolicy::Largest)?.flush(&mut cpu, &mut pool);
+//! let (mut ram, mut dtcm) = (vec![0u8; 64 << 10], vec![0u8; 32 << 10]);
+//! ram[0x5123] = 42;
+//!
+//! use spm::AddressSpace::{Kernel, User};
+//! use spm::{exchange::DEFAULT_CHUNK, Exchange, ExchangeRequest, FrameDesc, FrameState, FrameTable, Hw};
+//! use mmu_armv5::size::PageSizeKind;
+//! use spm::{InitialUse, Location, PhysRegion, PhysWindows, RecordingIrq, Rights};
+//! use spm::{SectionSummary, SharedCpu, SpaceId, TableMappings};
+//!
+//! // 1. The frame table: the task's page in RAM, the DTCM's frames page resources.
+//! let regions = [
+//!     PhysRegion::new(Pa::new(0), 64 << 10, Location::Ram, InitialUse::Kernel)?,
+//!     PhysRegion::new(Pa::new(0x0300_0000), 32 << 10, Location::Dtcm, InitialUse::Resource)?,
+//! ];
+//! let (mut frames, mut sections) = ([FrameDesc::default(); 16 + 8], [SectionSummary::default(); 2]);
+//! let mut table = FrameTable::<2>::new(&regions, &mut frames, &mut sections)?;
+//! let task = SpaceId(1);
+//! table.init_range(Pa::new(0x5000), 4096, FrameState::User(task), true)?;
+//!
+//! // 2. The mappings: every space with its FCSE PID and its table (here one for both);
+//! // they clean the table lines they write with the CPU, which the exchange needs too.
+//! let cpu = core::cell::RefCell::new(cpu);
+//! let mut maps = TableMappings::<_, _, 2>::new(&mut pool, SharedCpu(&cpu));
+//! maps.add(Kernel, FcsePid::ZERO, &mut pt)?;
+//! maps.add_sharing(User(task), FcsePid::new(1)?, Kernel)?;
+//!
+//! // 3. The hardware: the CPU joined with physical memory; interrupts (`CpsrIrq` on the target).
+//! let mut phys = PhysWindows::<2>::new();
+//! // SAFETY: each buffer stands for its physical range and is reached only through `phys`.
+//! unsafe { phys.add(Pa::new(0), 64 << 10, ram.as_mut_ptr()) }?;
+//! // SAFETY: as above.
+//! unsafe { phys.add(Pa::new(0x0300_0000), 32 << 10, dtcm.as_mut_ptr()) }?;
+//! let (mut hw, mut irq) = (Hw::new(SharedCpu(&cpu), phys), RecordingIrq::new());
+//!
+//! // 4. Move the task's page into the DTCM frame the kernel maps at 0xC300_0000.
+//! let req = ExchangeRequest { caller: Kernel, target_space: User(task), target: task_va, resource_space: Kernel,
+//!     resource: Va::new(0xC300_0000), size: PageSizeKind::Small, count: 1, rights: Rights::RW };
+//! let mut ex = Exchange::begin(&mut table, &maps, req, DEFAULT_CHUNK)?;
+//! // SAFETY: the frame table, the page table and `hw` describe one machine and nothing else
+//! // reaches the two frames.
+//! unsafe { ex.run(&mut table, &mut maps, &mut hw, &mut irq) }?;
+//!
+//! // The task's address now leads to DTCM, still writable, with the content.
+//! use spm::Mappings;
+//! let t = maps.translate(User(task), Va::new(0x8123)).unwrap();
+//! assert_eq!((t.page, t.writable), (Pa::new(0x0300_0000), true));
+//! let mut byte = [0];
+//! hw.phys.read(Pa::new(0x0300_0123), &mut byte)?;
+//! assert_eq!(byte, [42]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! `tests/common/mod.rs` is a fuller kernel over the `armv5-sim` model,
+//! and `examples/overhead.rs` measures the exchange on it.
 //!
 //! # What is `unsafe`, and why there
 //! `spm` owns no page tables and no memory: it acts on what the kernel
@@ -84,6 +168,14 @@
 //!   simulated machine need no `unsafe impl`. Making them `unsafe trait`s
 //!   instead would leave the frame table's truth, which no trait
 //!   implementation can vouch for, unaccounted.
+//! * **The ready-made implementations** ([`hw`], [`tables`]) ask for a
+//!   promise only where they reach something `spm` cannot check:
+//!   [`PhysWindows::add`] (the pointer reaches that physical memory,
+//!   uncached, and nothing else uses it) and [`CpsrIrq::new`] (the masks
+//!   it restores end its own windows). [`TableMappings`] changes
+//!   descriptors through the table API only; what it reports is what the
+//!   tables it is given hold, and that those are every table the CPU
+//!   walks stays the exchange caller's claim.
 //!
 //! Everything an exchange relied on in an earlier step is checked again at
 //! every step (see [`exchange`]): a kernel that breaks the rules between
@@ -118,12 +210,14 @@ pub(crate) fn proptest_config() -> proptest::test_runner::Config {
 
 pub mod exchange;
 pub mod frame;
+pub mod hw;
 pub mod irq;
 pub mod lines;
 pub mod mappings;
 pub mod ops;
 pub mod phys;
 pub mod region;
+pub mod tables;
 pub mod tcm;
 
 #[cfg(test)]
@@ -137,6 +231,7 @@ pub use exchange::{
 pub use frame::{
     FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, MAX_SPACE_ID,
 };
+pub use hw::{CpsrIrq, Hw, PhysError, PhysWindows, RecordingIrq, SharedCpu};
 pub use irq::InterruptControl;
 pub use lines::LineMaintenance;
 pub use mappings::{AddressSpace, Mappings, ReverseMapping, Translation};
@@ -146,6 +241,7 @@ pub use mmu_armv5::SpaceId;
 pub use ops::{OpError, StateRequest};
 pub use phys::PhysMemory;
 pub use region::{InitialUse, Location, PhysRegion, RegionError, Rights, FRAME_SIZE, SECTION_SIZE};
+pub use tables::{TableEdit, TableMappings, TablesError, MAX_PROTECTED};
 pub use tcm::{BoardTcm, PlannedBank, TcmBank, TcmError, TcmKind, TcmLayout, TcmPlan, TcmSource};
 
 /// The README's examples, compiled and run as doctests.

@@ -4,6 +4,8 @@
 //! * [`pool`]: [`TablePool`], a `no_std` allocator over caller-provided memory;
 //! * [`raw`]: [`TableRef`], bounds-checked volatile entry access;
 //! * [`mapper`]: [`PageTable`], map/unmap/protect/lookup/iterate;
+//! * `edit`: one page's entry changed in place, every other attribute kept
+//!   ([`PageTable::set_page_ap`], [`PageTable::retarget_page`]);
 //! * [`flush`]: [`TableFlush`], the `#[must_use]` maintenance token, which
 //!   also frees the tables a change unlinked once the maintenance is done;
 //! * [`boot`]: [`MmuOff`], the witness that the MMU is off, with which boot
@@ -14,6 +16,7 @@
 
 pub mod alloc;
 pub mod boot;
+mod edit;
 pub mod flush;
 pub mod mapper;
 pub mod pool;

@@ -23,13 +23,11 @@ pub mod ext;
 use armv5_sim::{
     presets, sctlr, CostModel, Counters, Machine, MemoryKind, MemoryRegion, Privilege, Width,
 };
-use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor, L2Descriptor};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, Dacr};
 use mmu_armv5::size::{Frame, PageSizeKind};
-use mmu_armv5::table::{
-    write_l2_page, MapAttrs, Mapping, PageTable, SizePolicy, TableFlush, TableKind, TableRef,
-};
+use mmu_armv5::table::{MapAttrs, Mapping, PageTable, SizePolicy, TableFlush};
 use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::{
     AddressSpace, FrameDesc, FrameTable, InitialUse, InterruptControl, Location, Mappings,
@@ -324,49 +322,7 @@ impl Maps {
     /// Points the page at `at` at `pa`, keeping every other bit.
     fn retarget(&mut self, at: ModifiedVirtAddr, pa: PhysAddr) {
         let mut m = self.m.borrow_mut();
-        let slot = (at.as_u32() >> 20) as usize;
-        let l1 = self.pt.l1_entry(&*m, slot).expect("l1");
-        let f = match l1 {
-            L1Descriptor::Section(s) => self
-                .pt
-                .set_l1_entry(
-                    &*m,
-                    slot,
-                    L1Descriptor::Section(mmu_armv5::descriptor::SectionDesc {
-                        frame: Frame::containing(pa),
-                        ..s
-                    }),
-                )
-                .expect("section"),
-            _ => {
-                let (kind, tpa) = l1.table().expect("table");
-                let t = TableRef::new(kind, tpa).expect("table ref");
-                let idx = match kind {
-                    TableKind::Fine => (at.as_u32() >> 10) & 0x3ff,
-                    _ => (at.as_u32() >> 12) & 0xff,
-                } as usize;
-                let d = match L2Descriptor::from_bits(t.read(&*m, idx).expect("read")) {
-                    L2Descriptor::Small(d) => {
-                        L2Descriptor::Small(mmu_armv5::descriptor::SmallPageDesc {
-                            frame: Frame::containing(pa),
-                            ..d
-                        })
-                    }
-                    L2Descriptor::Large(d) => {
-                        L2Descriptor::Large(mmu_armv5::descriptor::LargePageDesc {
-                            frame: Frame::containing(pa),
-                            ..d
-                        })
-                    }
-                    other => panic!("cannot retarget {other:?}"),
-                };
-                let mut f = TableFlush::new();
-                // SAFETY: a second-level table of the test's page table,
-                // rewritten in place with a page descriptor.
-                unsafe { write_l2_page(&*m, t, at, d, &mut f).expect("write") };
-                f
-            }
-        };
+        let f = self.pt.retarget_page(&*m, at, pa).expect("retarget");
         self.table_words += clean_table_lines(&mut m, f);
     }
 }
