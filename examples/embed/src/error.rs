@@ -5,7 +5,7 @@ use core::fmt;
 use fass::{FassError, KernelTableError, LayoutError};
 use mmu_armv5::table::TableError;
 use mmu_armv5::AddrError;
-use spm::{ExchangeError, FrameError, RegionError, TcmError};
+use spm::{ExchangeError, FrameError, PhysError, RegionError, TablesError, TcmError};
 
 /// Why a step failed: the error of the crate that refused, unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +28,10 @@ pub enum Error {
     Frame(FrameError),
     /// A page exchange (`spm`).
     Exchange(ExchangeError),
+    /// Registering a table with `spm::TableMappings`.
+    Tables(TablesError),
+    /// A physical window (`spm::PhysWindows`).
+    Phys(PhysError),
 }
 
 impl fmt::Display for Error {
@@ -42,6 +46,8 @@ impl fmt::Display for Error {
             Error::Region(e) => write!(f, "region: {e}"),
             Error::Frame(e) => write!(f, "frame table: {e}"),
             Error::Exchange(e) => write!(f, "exchange: {e}"),
+            Error::Tables(e) => write!(f, "exchange mappings: {e}"),
+            Error::Phys(e) => write!(f, "physical window: {e}"),
         }
     }
 }
@@ -68,4 +74,6 @@ from!(
     Region(RegionError),
     Frame(FrameError),
     Exchange(ExchangeError),
+    Tables(TablesError),
+    Phys(PhysError),
 );

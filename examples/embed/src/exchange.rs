@@ -1,15 +1,17 @@
 //! Step 7: moving a kernel page into DTCM with `spm`'s exchange.
 
+use core::cell::RefCell;
+
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::Cp15;
 use mmu_armv5::size::PageSizeKind;
-use mmu_armv5::table::TableAlloc;
-use mmu_armv5::VirtAddr;
+use mmu_armv5::table::{PageTable, TableAlloc};
+use mmu_armv5::{FcsePid, VirtAddr};
 use spm::exchange::DEFAULT_CHUNK;
-use spm::{AddressSpace, Exchange, ExchangeRequest, ExchangeStats, FrameTable};
-use spm::{PhysMemory, Progress, Rights};
+use spm::{AddressSpace, CpsrIrq, Exchange, ExchangeRequest, ExchangeStats, FrameTable, Hw};
+use spm::{PhysMemory, Progress, Rights, SharedCpu, TableMappings};
 
-use crate::glue::{CpuIrq, ExchangeHw, KernelMaps, SharedCpu};
+use crate::glue::Lent;
 use crate::{Error, Vm};
 
 /// Moves the kernel's 4 KiB page at `page` into the DTCM frame the kernel
@@ -50,12 +52,19 @@ where
     H: Cp15 + CacheMaintenance,
     P: PhysMemory + ?Sized,
 {
-    let cpu: SharedCpu<'_, H> = SharedCpu::new(cpu);
-    let mut maps = KernelMaps::new(vm.cpd().kernel(), tables, &cpu)?;
-    let mut hw = ExchangeHw::new(&cpu, mem);
-    // SAFETY: the kernel runs privileged, and each masked window the
-    // exchange opens closes within the same step.
-    let mut irq = unsafe { CpuIrq::new() };
+    // One CPU for the mappings (they clean the table lines they write) and
+    // the hardware side: a `RefCell`, borrowed within each call.
+    let cpu = RefCell::new(Lent(cpu));
+    let kernel = vm.cpd().kernel();
+    // SAFETY: the only `PageTable` on the kernel's root while it lives
+    // (`fass` writes the CPD's user slots directly and frees no table).
+    let mut cpd = unsafe { PageTable::from_root(kernel.root(), kernel.encoding()) }?;
+    let mut maps = TableMappings::<_, _, 1>::new(tables, SharedCpu(&cpu));
+    maps.add(AddressSpace::Kernel, FcsePid::ZERO, &mut cpd)?;
+    let mut hw = Hw::new(SharedCpu(&cpu), Lent(mem));
+    // SAFETY: only the exchange's steps use it, and each pairs every
+    // `disable` with its `restore` and opens no other masked section.
+    let mut irq = unsafe { CpsrIrq::new() };
     let request = ExchangeRequest {
         caller: AddressSpace::Kernel,
         target_space: AddressSpace::Kernel,
@@ -68,8 +77,8 @@ where
     };
     let mut exchange = Exchange::begin(frames, &maps, request, DEFAULT_CHUNK)?;
     loop {
-        // SAFETY: the caller's promises (see `# Safety`); `maps` reports
-        // every mapping of both frames (see `KernelMaps`).
+        // SAFETY: the caller's promises (see `# Safety`); `maps` holds the
+        // CPD, the one table the CPU walks, so it reports every mapping.
         let progress = unsafe { exchange.step(frames, &mut maps, &mut hw, &mut irq) }?;
         if progress == Progress::Done {
             return Ok(exchange.stats());

@@ -7,10 +7,9 @@ use mmu_armv5::regs::HwCp15;
 use mmu_armv5::table::{PoolBlock, TablePool};
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::tcm::TcmLayout;
-use spm::{ExchangeStats, FrameTable};
+use spm::{ExchangeStats, FrameTable, PhysWindows};
 
-use crate::glue::PhysWindows;
-use crate::{boot, layout, plan_tcm, Board, Error, Vm, POOL_BLOCKS};
+use crate::{boot, layout, plan_tcm, Board, Error, Vm, PHYS_WINDOWS, POOL_BLOCKS};
 
 /// The CPU: an ARM926EJ-S's maintenance over the real CP15 (an XScale
 /// board uses `mmu_armv5::maint::XScale`, a StrongARM one `Sa1100`).
@@ -68,7 +67,10 @@ pub unsafe fn bring_up(
 /// # Safety
 /// Step 3 ([`boot`]) mapped that window, and nothing holds a Rust
 /// reference into the frames or the TCM.
-pub unsafe fn phys_windows(board: &Board, banks: &TcmLayout) -> PhysWindows {
+pub unsafe fn phys_windows(
+    board: &Board,
+    banks: &TcmLayout,
+) -> Result<PhysWindows<PHYS_WINDOWS>, Error> {
     let mut w = PhysWindows::new();
     let ranges = banks.banks().map(|b| (b.base(), b.size()));
     for (pa, len) in [(board.frames.base(), board.frames.size())]
@@ -77,10 +79,9 @@ pub unsafe fn phys_windows(board: &Board, banks: &TcmLayout) -> PhysWindows {
     {
         let at = (board.phys_window_va + pa.as_u32()) as *mut u8;
         // SAFETY: the window `boot` mapped, uncached; the caller's promise.
-        let added = unsafe { w.add(pa, len, at) };
-        debug_assert!(added, "three windows: the frames and two TCM banks");
+        unsafe { w.add(pa, len, at) }?;
     }
-    w
+    Ok(w)
 }
 
 impl Kernel {
@@ -91,7 +92,7 @@ impl Kernel {
     /// As [`crate::move_to_dtcm`], with `mem` the board's physical window.
     pub unsafe fn move_to_dtcm<const R: usize>(
         &mut self,
-        mem: &mut PhysWindows,
+        mem: &mut PhysWindows<PHYS_WINDOWS>,
         frames: &mut FrameTable<'_, R>,
         page: VirtAddr,
         dtcm: VirtAddr,

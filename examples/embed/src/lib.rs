@@ -16,7 +16,8 @@
 //! Every step is generic over the `mmu-armv5` traits: the host tests run
 //! it on a recording `MockCp15` (`tests/steps.rs`), and on bare-metal ARM
 //! [`hw`] runs it on `HwCp15`. The board is one value ([`Board`]); the
-//! glue the exchange needs today is in [`glue`].
+//! exchange uses `spm`'s ready-made adapters, with one forwarding type
+//! ([`glue`]) for the CPU and memory it borrows.
 #![no_std]
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -54,3 +55,5 @@ pub const SEGMENTS: usize = 2;
 /// 16 KiB blocks of table memory: the kernel's first-level table and every
 /// second-level table (the kernel's and the spaces').
 pub const POOL_BLOCKS: usize = 8;
+/// Physical windows (`spm::PhysWindows`): the frames and the two TCM banks.
+pub const PHYS_WINDOWS: usize = 3;

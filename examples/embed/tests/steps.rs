@@ -6,10 +6,9 @@
 //! stand (TTBR, DACR, FCSEIDR, SCTLR), so the checks are what the MMU would
 //! do, not what the code under test says about itself.
 
-use embed_example::glue::PhysWindows;
 use embed_example::{
     boot, data_abort, frame_table, layout, move_to_dtcm, plan_tcm, spawn, switch, AbortAction,
-    Board, Vm, EXAMPLE, KERNEL_DOMAIN, POOL_BLOCKS, VECTORS_VA,
+    Board, Vm, EXAMPLE, KERNEL_DOMAIN, PHYS_WINDOWS, POOL_BLOCKS, VECTORS_VA,
 };
 use fass::{SpaceId, Split};
 use mmu_armv5::descriptor::{L1Descriptor, L1Encoding};
@@ -19,7 +18,7 @@ use mmu_armv5::table::{PoolBlock, TablePool, TableRef};
 use mmu_armv5::translate::{translate, Access, AccessType, MmuState, Translated};
 use mmu_armv5::{Fault, FaultKind, PhysAddr, VirtAddr};
 use spm::tcm::{TcmKind, TcmLayout};
-use spm::{FrameDesc, FrameState, KernelUse, SectionSummary};
+use spm::{FrameDesc, FrameState, KernelUse, PhysWindows, SectionSummary};
 
 type Sys<'m> = Split<Arm926<MockCp15>, TablePool<'m, POOL_BLOCKS>>;
 
@@ -41,7 +40,7 @@ fn memory() -> (Box<[PoolBlock; POOL_BLOCKS]>, Vec<u8>) {
 
 /// The physical windows over `ram`, as `hw::phys_windows` sets them up on
 /// the board (the frames, then each bank).
-fn windows(ram: &mut [u8], board: &Board, banks: &TcmLayout) -> PhysWindows {
+fn windows(ram: &mut [u8], board: &Board, banks: &TcmLayout) -> PhysWindows<PHYS_WINDOWS> {
     let base = ram.as_mut_ptr();
     let mut w = PhysWindows::new();
     let ranges = banks.banks().map(|b| (b.base(), b.size()));
@@ -53,7 +52,7 @@ fn windows(ram: &mut [u8], board: &Board, banks: &TcmLayout) -> PhysWindows {
         assert!(offset + len as usize <= ram.len());
         // SAFETY: inside `ram`, which outlives the windows and is not
         // otherwise used while they are.
-        assert!(unsafe { w.add(pa, len, base.wrapping_add(offset)) });
+        unsafe { w.add(pa, len, base.wrapping_add(offset)) }.unwrap();
     }
     w
 }
@@ -232,7 +231,7 @@ fn a_kernel_page_moves_into_dtcm_with_its_content() {
     );
     let mut frames = frame_table(&EXAMPLE, &banks, &[HOT], &mut descs, &mut sections).unwrap();
     let data: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
-    phys.write(HOT, &data);
+    phys.write(HOT, &data).unwrap();
 
     let page = VirtAddr::new(EXAMPLE.kernel_pages_va);
     let slot = VirtAddr::new(EXAMPLE.tcm_page_va(TcmKind::Data, 0));
@@ -247,8 +246,10 @@ fn a_kernel_page_moves_into_dtcm_with_its_content() {
     let now = walk(&sys, page.as_u32(), AccessType::Write, true).unwrap();
     assert_eq!((now.pa, now.domain), (dtcm, KERNEL_DOMAIN));
     let mut moved = vec![0; 4096];
-    phys.read(dtcm, &mut moved);
+    phys.read(dtcm, &mut moved).unwrap();
     assert_eq!(moved, data);
+    // Every copy the exchange made landed inside a window.
+    assert_eq!(phys.misses(), 0);
     // The TCM window's slot maps the old RAM frame instead.
     assert_eq!(
         walk(&sys, slot.as_u32(), AccessType::Read, true)
