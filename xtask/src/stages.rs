@@ -184,12 +184,62 @@ fn docs(_: &Settings) -> Result<()> {
 /// change. `--allow-dirty`, like the other stages, checks the working tree
 /// as it is, committed or not.
 fn package(_: &Settings) -> Result<()> {
+    forget_stale_packages()?;
     let mut cmd = cargo::cargo();
     cmd.args(["package", "--locked", "--allow-dirty"]);
     for c in PACKAGE_CRATES {
         cmd.args(["-p", c]);
     }
     run_checked(&mut cmd)
+}
+
+/// Removes Cargo's extracted copies of the packaged crates from earlier
+/// `cargo package` runs.
+///
+/// Verification unpacks each just-packaged crate from the overlay registry
+/// into `$CARGO_HOME/registry/src/<registry id>/<name>-<version>`, the id
+/// derived from the registry's path, and Cargo never unpacks again into a
+/// directory that exists: a second checkout at the same path (a CI clone
+/// made again) would verify `armv5-sim` against the `mmu-armv5` sources of
+/// the first. Local registries' ids start with `-` (crates.io's name their
+/// host), so only those copies of these four crates are removed.
+fn forget_stale_packages() -> Result<()> {
+    let Some(home) = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cargo")))
+    else {
+        return Ok(());
+    };
+    let Ok(registries) = std::fs::read_dir(home.join("registry").join("src")) else {
+        return Ok(());
+    };
+    for reg in registries.flatten() {
+        if !reg.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        let Ok(crates) = std::fs::read_dir(reg.path()) else {
+            continue;
+        };
+        for c in crates.flatten() {
+            let name = c.file_name().to_string_lossy().into_owned();
+            if is_packaged_copy(&name) {
+                std::fs::remove_dir_all(c.path()).map_err(|e| {
+                    Error::Check(format!("cannot remove {}: {e}", c.path().display()))
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `dir` (`<name>-<version>`) is an unpacked copy of one of
+/// [`PACKAGE_CRATES`].
+fn is_packaged_copy(dir: &str) -> bool {
+    PACKAGE_CRATES.iter().any(|c| {
+        dir.strip_prefix(c)
+            .and_then(|v| v.strip_prefix('-'))
+            .is_some_and(|v| v.starts_with(|d: char| d.is_ascii_digit()))
+    })
 }
 
 fn arm_libs(target: &str, rustflags: Option<&str>) -> Result<()> {
@@ -348,6 +398,27 @@ pub fn run(stages: &[Stage], settings: &Settings) -> bool {
 mod tests {
     use super::*;
     use crate::defmt_log::{Level, LogLine};
+
+    #[test]
+    fn only_unpacked_copies_of_the_packaged_crates_are_forgotten() {
+        for d in [
+            "mmu-armv5-0.1.0",
+            "fass-0.1.0",
+            "spm-0.2.3",
+            "armv5-sim-0.1.0",
+        ] {
+            assert!(is_packaged_copy(d), "{d}");
+        }
+        for d in [
+            "spmx-0.1.0",
+            "fass",
+            "fass-extra-1.0",
+            "heapless-0.9.3",
+            "mmu-armv5",
+        ] {
+            assert!(!is_packaged_copy(d), "{d}");
+        }
+    }
 
     fn outcome(ending: Ending, texts: &[&str]) -> QemuOutcome {
         QemuOutcome {
