@@ -127,24 +127,3 @@ unsafe impl TableAlloc for Machine {
         ModifiedVirtAddr::new(pa.as_u32().wrapping_add(self.config.table_mva_offset))
     }
 }
-
-// SAFETY: every method forwards to the `Machine` implementation above, which
-// upholds the contract.
-unsafe impl TableAlloc for &mut Machine {
-    fn allocate(&mut self, kind: TableKind) -> Result<PhysAddr, AllocError> {
-        TableAlloc::allocate(&mut **self, kind)
-    }
-
-    unsafe fn deallocate(&mut self, kind: TableKind, pa: PhysAddr) {
-        // SAFETY: the caller upholds the same contract for the same machine.
-        unsafe { TableAlloc::deallocate(&mut **self, kind, pa) }
-    }
-
-    fn table_ptr(&self, kind: TableKind, pa: PhysAddr) -> Option<NonNull<u32>> {
-        TableAlloc::table_ptr(&**self, kind, pa)
-    }
-
-    fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
-        TableAlloc::table_mva(&**self, pa)
-    }
-}

@@ -13,6 +13,18 @@ pub trait InterruptControl {
     fn restore(&mut self, was_enabled: bool);
 }
 
+/// Interrupt control lent by exclusive reference.
+impl<T: InterruptControl + ?Sized> InterruptControl for &mut T {
+    #[inline]
+    fn disable(&mut self) -> bool {
+        (**self).disable()
+    }
+    #[inline]
+    fn restore(&mut self, was_enabled: bool) {
+        (**self).restore(was_enabled);
+    }
+}
+
 /// Runs `f` with interrupts masked, restoring the previous state afterwards.
 pub fn without_interrupts<I: InterruptControl + ?Sized, R>(
     irq: &mut I,

@@ -44,6 +44,24 @@ pub trait LineMaintenance: CacheMaintenance {
     }
 }
 
+/// Line maintenance of a CPU lent by exclusive reference: each range goes
+/// to the borrowed value, so its overrides are kept.
+impl<T: LineMaintenance + ?Sized> LineMaintenance for &mut T {
+    #[inline]
+    fn clean_dcache_lines(&mut self, mva: ModifiedVirtAddr, len: u32) {
+        (**self).clean_dcache_lines(mva, len);
+    }
+    #[inline]
+    unsafe fn invalidate_dcache_lines(&mut self, mva: ModifiedVirtAddr, len: u32) {
+        // SAFETY: the same cache; the caller's promise is passed on as it is.
+        unsafe { (**self).invalidate_dcache_lines(mva, len) }
+    }
+    #[inline]
+    fn flush_lines(&mut self, mva: ModifiedVirtAddr, len: u32) {
+        (**self).flush_lines(mva, len);
+    }
+}
+
 /// Calls `op` with the address of every line of `[mva, mva + len)`.
 fn each_line<H: CacheMaintenance + ?Sized>(
     mva: ModifiedVirtAddr,

@@ -167,3 +167,48 @@ pub trait Mappings {
     /// translation table base register is updated by `spm`.
     fn move_first_level(&mut self, old: PhysAddr, new: PhysAddr);
 }
+
+/// Mappings lent by exclusive reference: every method, including the
+/// provided ones, goes to the borrowed value.
+impl<T: Mappings + ?Sized> Mappings for &mut T {
+    fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
+        (**self).translate(space, va)
+    }
+    fn generation(&self) -> Option<u32> {
+        (**self).generation()
+    }
+    fn for_each_mapping(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(&ReverseMapping),
+    ) {
+        (**self).for_each_mapping(page, size, f);
+    }
+    fn collect_mappings(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        out: &mut [ReverseMapping],
+    ) -> usize {
+        (**self).collect_mappings(page, size, out)
+    }
+    fn write_protect(&mut self, page: PhysAddr, size: PageSizeKind) {
+        (**self).write_protect(page, size);
+    }
+    fn restore_write(&mut self, page: PhysAddr, size: PageSizeKind) {
+        (**self).restore_write(page, size);
+    }
+    fn swap(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
+        (**self).swap(a, b, size);
+    }
+    fn swapped(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
+        (**self).swapped(a, b, size);
+    }
+    fn move_second_level(&mut self, old: PhysAddr, new: PhysAddr) {
+        (**self).move_second_level(old, new);
+    }
+    fn move_first_level(&mut self, old: PhysAddr, new: PhysAddr) {
+        (**self).move_first_level(old, new);
+    }
+}

@@ -16,3 +16,15 @@ pub trait PhysMemory {
     /// Writes `len` zero bytes at `dst`.
     fn zero(&mut self, dst: PhysAddr, len: u32);
 }
+
+/// Physical memory lent by exclusive reference.
+impl<T: PhysMemory + ?Sized> PhysMemory for &mut T {
+    #[inline]
+    fn copy(&mut self, dst: PhysAddr, src: PhysAddr, len: u32) {
+        (**self).copy(dst, src, len);
+    }
+    #[inline]
+    fn zero(&mut self, dst: PhysAddr, len: u32) {
+        (**self).zero(dst, len);
+    }
+}

@@ -325,6 +325,28 @@ pub trait RangeMaintenance: CacheMaintenance {
     }
 }
 
+/// Range maintenance of a CPU lent by exclusive reference: each range goes
+/// to the borrowed value, so its unrolled loops are kept.
+impl<T: RangeMaintenance + ?Sized> RangeMaintenance for &mut T {
+    #[inline(always)]
+    fn clean_dcache_lines(&mut self, range: LineRange) {
+        (**self).clean_dcache_lines(range);
+    }
+    #[inline(always)]
+    unsafe fn invalidate_dcache_lines(&mut self, range: LineRange) {
+        // SAFETY: the same cache; the caller's promise is passed on as it is.
+        unsafe { (**self).invalidate_dcache_lines(range) }
+    }
+    #[inline(always)]
+    fn clean_invalidate_dcache_lines(&mut self, range: LineRange) {
+        (**self).clean_invalidate_dcache_lines(range);
+    }
+    #[inline(always)]
+    fn invalidate_icache_lines(&mut self, range: LineRange) {
+        (**self).invalidate_icache_lines(range);
+    }
+}
+
 /// ARM926EJ-S: all four are one hardware loop each.
 impl<C: Cp15> RangeMaintenance for Arm926<C> {
     #[inline(always)]

@@ -154,6 +154,58 @@ pub trait CacheMaintenance {
     }
 }
 
+/// The maintenance of a CPU lent by exclusive reference: every method,
+/// including the provided ones, goes to the borrowed value (so its own
+/// overrides are kept).
+impl<T: CacheMaintenance + ?Sized> CacheMaintenance for &mut T {
+    const DCACHE_LINE: u32 = T::DCACHE_LINE;
+    #[inline(always)]
+    fn clean_invalidate_dcache(&mut self) {
+        (**self).clean_invalidate_dcache();
+    }
+    #[inline(always)]
+    fn invalidate_icache(&mut self) {
+        (**self).invalidate_icache();
+    }
+    #[inline(always)]
+    fn clean_dcache_line(&mut self, mva: ModifiedVirtAddr) {
+        (**self).clean_dcache_line(mva);
+    }
+    #[inline(always)]
+    fn clean_invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr) {
+        (**self).clean_invalidate_dcache_line(mva);
+    }
+    #[inline(always)]
+    unsafe fn invalidate_dcache_line(&mut self, mva: ModifiedVirtAddr) {
+        // SAFETY: the same cache; the caller's promise is passed on as it is.
+        unsafe { (**self).invalidate_dcache_line(mva) }
+    }
+    #[inline(always)]
+    fn invalidate_icache_line(&mut self, mva: ModifiedVirtAddr) {
+        (**self).invalidate_icache_line(mva);
+    }
+    #[inline(always)]
+    fn drain_write_buffer(&mut self) {
+        (**self).drain_write_buffer();
+    }
+    #[inline(always)]
+    fn invalidate_tlb(&mut self) {
+        (**self).invalidate_tlb();
+    }
+    #[inline(always)]
+    fn invalidate_tlb_entry(&mut self, mva: ModifiedVirtAddr) {
+        (**self).invalidate_tlb_entry(mva);
+    }
+    #[inline(always)]
+    fn clean_dcache_range(&mut self, mva: ModifiedVirtAddr, len: u32) {
+        (**self).clean_dcache_range(mva, len);
+    }
+    #[inline(always)]
+    fn flush_all(&mut self) {
+        (**self).flush_all();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

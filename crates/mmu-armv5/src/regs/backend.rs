@@ -166,3 +166,37 @@ pub trait Cp15 {
     /// like [`Cp15::test_clean_invalidate_dcache`] but keeps the lines valid.
     fn test_clean_dcache(&mut self) -> bool;
 }
+
+/// A CP15 lent by exclusive reference is the same CP15: every method,
+/// including the provided [`Cp15::op_lines`], goes to the borrowed backend
+/// (so `HwCp15`'s unrolled loop is kept). Lets a caller that owns its CPU
+/// hand `&mut cpu` to an API that takes a backend by value for a while.
+impl<T: Cp15 + ?Sized> Cp15 for &mut T {
+    #[inline(always)]
+    fn read(&self, reg: Cp15Reg) -> u32 {
+        (**self).read(reg)
+    }
+    #[inline(always)]
+    unsafe fn write(&mut self, reg: Cp15Reg, value: u32) {
+        // SAFETY: the same CPU; the caller's contract is passed on as it is.
+        unsafe { (**self).write(reg, value) }
+    }
+    #[inline(always)]
+    unsafe fn op(&mut self, op: Cp15Op, value: u32) {
+        // SAFETY: as for `write`.
+        unsafe { (**self).op(op, value) }
+    }
+    #[inline(always)]
+    unsafe fn op_lines(&mut self, op: LineOp, range: LineRange) {
+        // SAFETY: as for `write`, for every line of `range`.
+        unsafe { (**self).op_lines(op, range) }
+    }
+    #[inline(always)]
+    fn test_clean_invalidate_dcache(&mut self) -> bool {
+        (**self).test_clean_invalidate_dcache()
+    }
+    #[inline(always)]
+    fn test_clean_dcache(&mut self) -> bool {
+        (**self).test_clean_dcache()
+    }
+}

@@ -100,3 +100,26 @@ pub unsafe trait TableAlloc {
     /// The modified virtual address of the table at `pa`, for cache maintenance.
     fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr;
 }
+
+// SAFETY: every method goes to the borrowed allocator, which keeps the
+// contract; its pointers stay valid as long as it lives, so at least as
+// long as the reference.
+unsafe impl<A: TableAlloc + ?Sized> TableAlloc for &mut A {
+    #[inline]
+    fn allocate(&mut self, kind: TableKind) -> Result<PhysAddr, AllocError> {
+        (**self).allocate(kind)
+    }
+    #[inline]
+    unsafe fn deallocate(&mut self, kind: TableKind, pa: PhysAddr) {
+        // SAFETY: the caller's promise, for the same allocator.
+        unsafe { (**self).deallocate(kind, pa) }
+    }
+    #[inline]
+    fn table_ptr(&self, kind: TableKind, pa: PhysAddr) -> Option<NonNull<u32>> {
+        (**self).table_ptr(kind, pa)
+    }
+    #[inline]
+    fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
+        (**self).table_mva(pa)
+    }
+}

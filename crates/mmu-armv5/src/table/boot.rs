@@ -116,6 +116,10 @@ use core::fmt;
 /// [`MockCp15`]: crate::regs::MockCp15
 pub unsafe trait TrustedCp15: Cp15 {}
 
+// SAFETY: a `&mut T` reads the SCTLR `T` reads, and while the reference is
+// exclusively borrowed so is `T`: no other handle writes that SCTLR.
+unsafe impl<T: TrustedCp15 + ?Sized> TrustedCp15 for &mut T {}
+
 // SAFETY: `HwCp15` reads the running CPU's SCTLR with `MRC`, and its
 // constructor's contract makes it the only owner of CP15 state changes.
 #[cfg(all(target_arch = "arm", target_os = "none"))]
