@@ -7,12 +7,10 @@
 //! strategy (or the kernel itself) asked for it.
 
 use crate::global::Global;
-use core::ptr::NonNull;
 
 use mmu_armv5::maint::{Arm926, LineOp, LineRange};
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, HwCp15};
-use mmu_armv5::table::{AllocError, TableAlloc, TableKind, TablePool};
-use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
+use mmu_armv5::table::TablePool;
 
 use crate::cp15::hw;
 use crate::mmu::POOL_BLOCKS;
@@ -130,37 +128,13 @@ pub fn counting() -> Arm926<CountingCp15> {
     Arm926::new(CountingCp15(hw()))
 }
 
-/// The kernel's table pool, borrowed.
-pub struct PoolRef<'a>(pub &'a mut TablePool<'static, POOL_BLOCKS>);
-
-// SAFETY: every method forwards to the pool, whose implementation upholds
-// the contract.
-unsafe impl TableAlloc for PoolRef<'_> {
-    fn allocate(&mut self, kind: TableKind) -> Result<PhysAddr, AllocError> {
-        self.0.allocate(kind)
-    }
-
-    unsafe fn deallocate(&mut self, kind: TableKind, pa: PhysAddr) {
-        // SAFETY: the caller upholds the same contract for the same pool.
-        unsafe { self.0.deallocate(kind, pa) }
-    }
-
-    fn table_ptr(&self, kind: TableKind, pa: PhysAddr) -> Option<NonNull<u32>> {
-        self.0.table_ptr(kind, pa)
-    }
-
-    fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
-        self.0.table_mva(pa)
-    }
-}
-
 /// The platform every strategy operation runs on.
-pub type Sys<'a> = fass::Split<Arm926<CountingCp15>, PoolRef<'a>>;
+pub type Sys<'a> = fass::Split<Arm926<CountingCp15>, &'a mut TablePool<'static, POOL_BLOCKS>>;
 
 /// Runs `f` on the platform (the kernel's table pool, the counting CP15).
 pub fn with_sys<R>(f: impl FnOnce(&mut Sys<'_>) -> R) -> R {
     crate::mmu::with_tables(|_, pool| {
-        let mut sys = fass::Split::new(Arm926::new(CountingCp15(hw())), PoolRef(pool));
+        let mut sys = fass::Split::new(Arm926::new(CountingCp15(hw())), pool);
         f(&mut sys)
     })
 }

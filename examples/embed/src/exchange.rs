@@ -11,7 +11,6 @@ use spm::exchange::DEFAULT_CHUNK;
 use spm::{AddressSpace, CpsrIrq, Exchange, ExchangeRequest, ExchangeStats, FrameTable, Hw};
 use spm::{PhysMemory, Progress, Rights, SharedCpu, TableMappings};
 
-use crate::glue::Lent;
 use crate::{Error, Vm};
 
 /// Moves the kernel's 4 KiB page at `page` into the DTCM frame the kernel
@@ -53,15 +52,16 @@ where
     P: PhysMemory + ?Sized,
 {
     // One CPU for the mappings (they clean the table lines they write) and
-    // the hardware side: a `RefCell`, borrowed within each call.
-    let cpu = RefCell::new(Lent(cpu));
+    // the hardware side: a `RefCell` around the borrowed CPU (`&mut H` is a
+    // `Cp15` and a `CacheMaintenance` too), borrowed within each call.
+    let cpu = RefCell::new(cpu);
     let kernel = vm.cpd().kernel();
     // SAFETY: the only `PageTable` on the kernel's root while it lives
     // (`fass` writes the CPD's user slots directly and frees no table).
     let mut cpd = unsafe { PageTable::from_root(kernel.root(), kernel.encoding()) }?;
     let mut maps = TableMappings::<_, _, 1>::new(tables, SharedCpu(&cpu));
     maps.add(AddressSpace::Kernel, FcsePid::ZERO, &mut cpd)?;
-    let mut hw = Hw::new(SharedCpu(&cpu), Lent(mem));
+    let mut hw = Hw::new(SharedCpu(&cpu), mem);
     // SAFETY: only the exchange's steps use it, and each pairs every
     // `disable` with its `restore` and opens no other masked section.
     let mut irq = unsafe { CpsrIrq::new() };

@@ -16,8 +16,8 @@
 //! Every step is generic over the `mmu-armv5` traits: the host tests run
 //! it on a recording `MockCp15` (`tests/steps.rs`), and on bare-metal ARM
 //! [`hw`] runs it on `HwCp15`. The board is one value ([`Board`]); the
-//! exchange uses `spm`'s ready-made adapters, with one forwarding type
-//! ([`glue`]) for the CPU and memory it borrows.
+//! exchange uses `spm`'s ready-made adapters on the CPU and memory it
+//! borrows (`&mut` references implement the crates' traits).
 #![no_std]
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -28,7 +28,6 @@ pub mod board;
 pub mod boot;
 pub mod error;
 pub mod exchange;
-pub mod glue;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 pub mod hw;
 pub mod layout;
