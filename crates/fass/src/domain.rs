@@ -346,23 +346,39 @@ impl fmt::Debug for DomainTable {
 
 impl DomainTable {
     /// A table with `kernel` and every domain of `reserved` reserved, the rest free.
-    pub fn new(kernel: Domain, reserved: DomainSet) -> Result<DomainTable, DomainError> {
+    ///
+    /// `const`, so a kernel can keep the table in a `static`:
+    ///
+    /// ```
+    /// use fass::{DomainSet, DomainTable};
+    /// use mmu_armv5::Domain;
+    ///
+    /// const KERNEL: Domain = Domain::from_low_bits(0);
+    /// static TABLE: DomainTable = match DomainTable::new(KERNEL, DomainSet::EMPTY) {
+    ///     Ok(t) => t,
+    ///     Err(_) => panic!("one domain reserved leaves fifteen"),
+    /// };
+    /// assert_eq!(TABLE.free().len(), 15);
+    /// ```
+    pub const fn new(kernel: Domain, reserved: DomainSet) -> Result<DomainTable, DomainError> {
         let reserved = reserved.with(kernel);
-        if reserved == DomainSet::ALL {
+        if reserved.bits() == DomainSet::ALL.bits() {
             return Err(DomainError::AllReserved);
         }
         let mut owners = [DomainOwner::Free; Domain::COUNT];
-        for d in reserved.iter() {
-            if let Some(o) = owners.get_mut(d.get() as usize) {
-                *o = DomainOwner::Reserved;
+        let mut i = 0;
+        while i < Domain::COUNT {
+            if reserved.bits() & (1 << i) != 0 {
+                owners[i] = DomainOwner::Reserved;
             }
+            i += 1;
         }
         Ok(DomainTable {
             owners,
             owned: DomainSet::EMPTY,
             reserved,
             dirty: Dacr::NONE,
-            slots: core::array::from_fn(|_| SlotSet::new()),
+            slots: [const { SlotSet::new() }; Domain::COUNT],
             counts: [0; Domain::COUNT],
             slot_owners: [NO_OWNER; SLOT_COUNT],
         })

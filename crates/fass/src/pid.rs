@@ -371,7 +371,7 @@ const fn windows_mask(highest: u8) -> u128 {
 impl PidAllocator {
     /// An allocator handing out the layout's PIDs, every PID clean and free.
     #[must_use]
-    pub fn new(layout: &Layout, mode: PidMode) -> PidAllocator {
+    pub const fn new(layout: &Layout, mode: PidMode) -> PidAllocator {
         PidAllocator {
             mode,
             first: layout.first_pid().get(),

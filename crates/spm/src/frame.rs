@@ -484,15 +484,51 @@ pub struct FrameTable<'a, const R: usize> {
 
 impl<'a, const R: usize> FrameTable<'a, R> {
     /// Number of [`FrameDesc`]s the storage for `regions` needs.
+    ///
+    /// `const`, so a kernel can size its storage statically from a `const`
+    /// region list (see [`FrameTable::sections_needed`]).
     #[must_use]
-    pub fn frames_needed(regions: &[PhysRegion]) -> usize {
-        regions.iter().map(|r| r.frames() as usize).sum()
+    pub const fn frames_needed(regions: &[PhysRegion]) -> usize {
+        let mut n = 0;
+        let mut i = 0;
+        while i < regions.len() {
+            n += regions[i].frames() as usize;
+            i += 1;
+        }
+        n
     }
 
     /// Number of [`SectionSummary`]s the storage for `regions` needs.
+    ///
+    /// ```
+    /// use mmu_armv5::PhysAddr;
+    /// use spm::frame::{FrameDesc, FrameTable, SectionSummary};
+    /// use spm::{InitialUse, Location, PhysRegion};
+    ///
+    /// const RAM: PhysRegion = match PhysRegion::new(
+    ///     PhysAddr::new(0x0010_0000),
+    ///     0x0020_0000,
+    ///     Location::Ram,
+    ///     InitialUse::Kernel,
+    /// ) {
+    ///     Ok(r) => r,
+    ///     Err(_) => panic!("2 MiB at 1 MiB is a valid region"),
+    /// };
+    /// const FRAMES: usize = FrameTable::<1>::frames_needed(&[RAM]);
+    /// const SECTIONS: usize = FrameTable::<1>::sections_needed(&[RAM]);
+    /// // Storage sized at compile time, for a `static` of the kernel's.
+    /// let storage = ([FrameDesc::UNDEFINED; FRAMES], [SectionSummary::EMPTY; SECTIONS]);
+    /// assert_eq!((storage.0.len(), storage.1.len()), (512, 2));
+    /// ```
     #[must_use]
-    pub fn sections_needed(regions: &[PhysRegion]) -> usize {
-        regions.iter().map(|r| r.sections() as usize).sum()
+    pub const fn sections_needed(regions: &[PhysRegion]) -> usize {
+        let mut n = 0;
+        let mut i = 0;
+        while i < regions.len() {
+            n += regions[i].sections() as usize;
+            i += 1;
+        }
+        n
     }
 
     /// Builds the table for `regions` in the given storage, every frame in its
