@@ -2,23 +2,7 @@
 
 use std::fmt;
 
-/// Which cache a configuration error is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CacheSide {
-    /// The instruction cache.
-    Instruction,
-    /// The data cache.
-    Data,
-}
-
-impl fmt::Display for CacheSide {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            CacheSide::Instruction => "I-cache",
-            CacheSide::Data => "D-cache",
-        })
-    }
-}
+pub use mmu_armv5::regs::CacheSide;
 
 /// A configuration the model cannot represent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -77,10 +77,10 @@ pub use cost::{CostBreakdown, CostModel};
 pub use counters::Counters;
 pub use cp15::sctlr;
 pub use error::{CacheSide, ConfigError, MemError};
-pub use machine::{Machine, Translation};
+pub use machine::{Machine, Probe};
 pub use memory::Width;
 pub use protection::{AccessKind, Privilege};
-pub use walk::Mapping;
+pub use walk::TlbEntry;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -10,7 +10,7 @@ use crate::frames::FramePool;
 use crate::memory::{extract, merge, PhysMemory, Width};
 use crate::protection::{self, AccessKind, Privilege};
 use crate::tlb::Tlb;
-use crate::walk::{walk, Mapping};
+use crate::walk::{walk, TlbEntry};
 use mmu_armv5::regs::Dacr;
 use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{
@@ -37,13 +37,13 @@ struct Resolved {
 
 /// A successful side-effect-free translation (see [`Machine::probe`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Translation {
+pub struct Probe {
     /// The modified virtual address.
     pub mva: ModifiedVirtAddr,
     /// The physical address.
     pub pa: PhysAddr,
     /// The mapping the walk found (size, domain, APs, C/B).
-    pub mapping: Mapping,
+    pub mapping: TlbEntry,
 }
 
 /// The modelled CPU memory system.
@@ -167,7 +167,7 @@ impl Machine {
         kind: AccessKind,
         privilege: Privilege,
         size: u32,
-    ) -> Result<Translation, Fault> {
+    ) -> Result<Probe, Fault> {
         let va = va.as_u32();
         let mva = self.mva_of(va);
         if kind != AccessKind::Execute
@@ -178,7 +178,7 @@ impl Machine {
             return Err(Fault::without_domain(FaultKind::Alignment));
         }
         if self.regs.sctlr & sctlr::M == 0 {
-            return Ok(Translation {
+            return Ok(Probe {
                 mva: ModifiedVirtAddr::new(mva),
                 pa: PhysAddr::new(mva),
                 mapping: flat(mva),
@@ -186,7 +186,7 @@ impl Machine {
         }
         let m = walk(&self.mem, self.regs.ttbr, mva).result?;
         self.check(&m, mva, privilege, kind)?;
-        Ok(Translation {
+        Ok(Probe {
             mva: ModifiedVirtAddr::new(mva),
             pa: PhysAddr::new(m.pa(mva)),
             mapping: m,
@@ -196,7 +196,7 @@ impl Machine {
     #[inline]
     fn check(
         &self,
-        m: &Mapping,
+        m: &TlbEntry,
         mva: u32,
         privilege: Privilege,
         kind: AccessKind,
@@ -502,8 +502,8 @@ impl Machine {
     }
 }
 
-fn flat(mva: u32) -> Mapping {
-    Mapping {
+fn flat(mva: u32) -> TlbEntry {
+    TlbEntry {
         mva_base: mva & 0xFFF0_0000,
         size: PageSizeKind::Section,
         pa_base: mva & 0xFFF0_0000,

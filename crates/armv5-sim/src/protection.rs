@@ -2,7 +2,7 @@
 //! current DACR and SCTLR S/R bits (ARM ARM, ARMv5, "Domain access control"
 //! and "Access permissions").
 
-use crate::walk::Mapping;
+use crate::walk::TlbEntry;
 use mmu_armv5::regs::{Dacr, DomainAccess};
 use mmu_armv5::{Fault, FaultKind};
 
@@ -65,7 +65,7 @@ pub const fn ap_allows(ap: u8, s: bool, r: bool, privileged: bool, write: bool) 
 /// level (section or page) and carry its domain.
 #[inline]
 pub fn check(
-    mapping: &Mapping,
+    mapping: &TlbEntry,
     mva: u32,
     dacr: Dacr,
     s: bool,

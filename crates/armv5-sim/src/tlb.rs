@@ -9,7 +9,7 @@
 
 use crate::config::{TlbConfig, TlbReplacement};
 use crate::rng::Rng;
-use crate::walk::Mapping;
+use crate::walk::TlbEntry;
 use mmu_armv5::size::PageSizeKind;
 
 /// One slot: `mva & mask == base` selects it; an empty slot has mask 0 and
@@ -18,10 +18,10 @@ use mmu_armv5::size::PageSizeKind;
 struct Slot {
     mask: u32,
     base: u32,
-    mapping: Mapping,
+    mapping: TlbEntry,
 }
 
-const EMPTY_MAPPING: Mapping = Mapping {
+const EMPTY_MAPPING: TlbEntry = TlbEntry {
     mva_base: 0,
     size: PageSizeKind::Section,
     pa_base: 0,
@@ -72,7 +72,7 @@ impl Tlb {
 
     /// The entry covering `mva`, if any.
     #[inline]
-    pub(crate) fn lookup(&mut self, mva: u32) -> Option<Mapping> {
+    pub(crate) fn lookup(&mut self, mva: u32) -> Option<TlbEntry> {
         if let Some(e) = self.entries.get(self.last) {
             if e.hit(mva) {
                 return Some(e.mapping);
@@ -84,7 +84,7 @@ impl Tlb {
     }
 
     /// Installs a mapping in the victim slot.
-    pub(crate) fn insert(&mut self, m: Mapping) {
+    pub(crate) fn insert(&mut self, m: TlbEntry) {
         let n = self.entries.len();
         let slot = match self.policy {
             TlbReplacement::RoundRobin => {
@@ -130,8 +130,8 @@ mod tests {
     use super::*;
     use mmu_armv5::Domain;
 
-    fn small(mva: u32) -> Mapping {
-        Mapping {
+    fn small(mva: u32) -> TlbEntry {
+        TlbEntry {
             mva_base: mva,
             size: PageSizeKind::Small,
             pa_base: mva ^ 0x8000_0000,

@@ -20,7 +20,7 @@ use mmu_armv5::{Domain, Fault, FaultKind, FaultLevel};
 
 /// A translation found by the walk: what a TLB entry holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Mapping {
+pub struct TlbEntry {
     /// First MVA covered (aligned to `size`).
     pub mva_base: u32,
     /// Size covered.
@@ -38,7 +38,7 @@ pub struct Mapping {
     pub bufferable: bool,
 }
 
-impl Mapping {
+impl TlbEntry {
     /// Whether the mapping covers `mva`.
     #[inline]
     #[must_use]
@@ -71,7 +71,7 @@ impl Mapping {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Walk {
     /// The mapping, or the translation (or walk external-abort) fault.
-    pub(crate) result: Result<Mapping, Fault>,
+    pub(crate) result: Result<TlbEntry, Fault>,
     /// Descriptor words read (1 or 2).
     pub(crate) reads: u32,
     /// Sum of the latencies of the regions read.
@@ -107,7 +107,7 @@ pub(crate) fn walk(mem: &PhysMemory, ttbr: u32, mva: u32) -> Walk {
         0b00 => return w,
         0b10 => {
             let aps = ((l1 >> 10) & 3) as u8;
-            w.result = Ok(Mapping {
+            w.result = Ok(TlbEntry {
                 mva_base: mva & 0xFFF0_0000,
                 size: PageSizeKind::Section,
                 pa_base: l1 & 0xFFF0_0000,
@@ -143,7 +143,7 @@ pub(crate) fn walk(mem: &PhysMemory, ttbr: u32, mva: u32) -> Walk {
             return w;
         }
     };
-    w.result = Ok(Mapping {
+    w.result = Ok(TlbEntry {
         mva_base: mva & !(size.size() - 1),
         size,
         pa_base,

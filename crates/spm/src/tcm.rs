@@ -99,7 +99,7 @@ pub enum TcmError {
         /// Which TCM.
         kind: TcmKind,
         /// Why the value is invalid.
-        error: regs::TcmError,
+        error: regs::TcmRegionError,
     },
     /// A requested base not aligned to the TCM size (or to 4 KiB).
     Misaligned {
@@ -445,7 +445,7 @@ pub unsafe fn place<C: Cp15 + ?Sized>(
     let current = kind.read_region(cp15)?;
     let wanted = match TcmRegion::new(base, current.size(), true) {
         Ok(r) => r,
-        Err(regs::TcmError::Misaligned { align, .. }) => {
+        Err(regs::TcmRegionError::Misaligned { align, .. }) => {
             return Err(TcmError::Misaligned { kind, base, align })
         }
         Err(error) => return Err(TcmError::Register { kind, error }),
@@ -1081,7 +1081,7 @@ mod tests {
             discover(&cpu),
             Err(TcmError::Register {
                 kind: TcmKind::Data,
-                error: regs::TcmError::ReservedSize(0b1100)
+                error: regs::TcmRegionError::ReservedSize(0b1100)
             })
         );
         assert!(!cpu.trapped.get());

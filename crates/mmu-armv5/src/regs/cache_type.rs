@@ -141,6 +141,15 @@ pub enum CacheSide {
     Instruction,
 }
 
+impl fmt::Display for CacheSide {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CacheSide::Instruction => "I-cache",
+            CacheSide::Data => "D-cache",
+        })
+    }
+}
+
 /// How dirty lines are cleaned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -430,6 +439,13 @@ mod tests {
     use tock_registers::debug::RegisterDebugInfo;
 
     const KIB: u32 = 1024;
+
+    #[test]
+    fn cache_sides_print_their_names() {
+        use std::string::ToString;
+        assert_eq!(CacheSide::Instruction.to_string(), "I-cache");
+        assert_eq!(CacheSide::Data.to_string(), "D-cache");
+    }
 
     /// A size field from its parts: `Size`, `Assoc`, `M`, `Len`.
     const fn sf(size: u16, assoc: u16, m: u16, len: u16) -> u16 {

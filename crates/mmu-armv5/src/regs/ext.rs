@@ -15,7 +15,7 @@ use super::fsr::Fsr;
 use super::midr::Midr;
 use super::sctlr::Sctlr;
 use super::switch::SwitchRegs;
-use super::tcm::{TcmError, TcmRegion, TcmStatus};
+use super::tcm::{TcmRegion, TcmRegionError, TcmStatus};
 use super::ttbr::Ttbr;
 use crate::addr::FcsePid;
 
@@ -194,7 +194,7 @@ pub trait Cp15Ext: Cp15 {
     /// # Errors
     /// See [`TcmRegion::from_bits`].
     #[inline]
-    fn dtcm_region(&self) -> Result<TcmRegion, TcmError> {
+    fn dtcm_region(&self) -> Result<TcmRegion, TcmRegionError> {
         TcmRegion::from_bits(self.read(Cp15Reg::DtcmRegion))
     }
 
@@ -216,7 +216,7 @@ pub trait Cp15Ext: Cp15 {
     /// # Errors
     /// See [`TcmRegion::from_bits`].
     #[inline]
-    fn itcm_region(&self) -> Result<TcmRegion, TcmError> {
+    fn itcm_region(&self) -> Result<TcmRegion, TcmRegionError> {
         TcmRegion::from_bits(self.read(Cp15Reg::ItcmRegion))
     }
 

@@ -53,5 +53,5 @@ pub use midr::{
 pub use mock::{Cp15Event, MockCp15, DIRTY_FOREVER, MOCK_LOG_CAPACITY};
 pub use sctlr::{Sctlr, SCTLR};
 pub use switch::SwitchRegs;
-pub use tcm::{TcmError, TcmRegion, TcmSize, TcmStatus, TCM_REGION, TCM_STATUS};
+pub use tcm::{TcmRegion, TcmRegionError, TcmSize, TcmStatus, TCM_REGION, TCM_STATUS};
 pub use ttbr::{Ttbr, TTBR};

@@ -49,7 +49,7 @@ mod fields {
 /// Why a TCM region value is not valid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum TcmError {
+pub enum TcmRegionError {
     /// A size encoding the ARM926EJ-S TRM reserves (`0b0001`, `0b0010`, `0b1100`..=`0b1111`).
     ReservedSize(u8),
     /// The base is not aligned to the region size (or to 4 KiB).
@@ -61,18 +61,18 @@ pub enum TcmError {
     },
 }
 
-impl fmt::Display for TcmError {
+impl fmt::Display for TcmRegionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            TcmError::ReservedSize(s) => write!(f, "reserved TCM size encoding {s:#06b}"),
-            TcmError::Misaligned { base, align } => {
+            TcmRegionError::ReservedSize(s) => write!(f, "reserved TCM size encoding {s:#06b}"),
+            TcmRegionError::Misaligned { base, align } => {
                 write!(f, "TCM base {base:#010x} is not aligned to {align:#x}")
             }
         }
     }
 }
 
-impl core::error::Error for TcmError {}
+impl core::error::Error for TcmRegionError {}
 
 /// The TCM status register: which TCMs the core has.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default, Debug)]
@@ -129,12 +129,12 @@ impl TcmSize {
     /// Decodes a four-bit size field.
     ///
     /// # Errors
-    /// [`TcmError::ReservedSize`] for the reserved encodings.
+    /// [`TcmRegionError::ReservedSize`] for the reserved encodings.
     #[inline]
-    pub const fn from_field(field: u8) -> Result<TcmSize, TcmError> {
+    pub const fn from_field(field: u8) -> Result<TcmSize, TcmRegionError> {
         match field {
             0 | 0b0011..=0b1011 => Ok(TcmSize(field)),
-            other => Err(TcmError::ReservedSize(other)),
+            other => Err(TcmRegionError::ReservedSize(other)),
         }
     }
 
@@ -187,8 +187,12 @@ impl TcmRegion {
     /// the hardware's size, so pass the size read back from the register.
     ///
     /// # Errors
-    /// [`TcmError::Misaligned`] if `base` is not aligned to 4 KiB and to `size`.
-    pub const fn new(base: PhysAddr, size: TcmSize, enabled: bool) -> Result<TcmRegion, TcmError> {
+    /// [`TcmRegionError::Misaligned`] if `base` is not aligned to 4 KiB and to `size`.
+    pub const fn new(
+        base: PhysAddr,
+        size: TcmSize,
+        enabled: bool,
+    ) -> Result<TcmRegion, TcmRegionError> {
         // At least the weight of the lowest base bit (4 KiB).
         let min = 1 << TCM_REGION::BASE.shift;
         let align = if size.bytes() > min {
@@ -198,7 +202,7 @@ impl TcmRegion {
         };
         let b = base.as_u32();
         if b & (align - 1) != 0 {
-            return Err(TcmError::Misaligned { base: b, align });
+            return Err(TcmRegionError::Misaligned { base: b, align });
         }
         Ok(TcmRegion {
             base,
@@ -210,9 +214,9 @@ impl TcmRegion {
     /// Decodes a raw register value.
     ///
     /// # Errors
-    /// [`TcmError::ReservedSize`] for a reserved size encoding,
-    /// [`TcmError::Misaligned`] if the base is not aligned to the size.
-    pub const fn from_bits(bits: u32) -> Result<TcmRegion, TcmError> {
+    /// [`TcmRegionError::ReservedSize`] for a reserved size encoding,
+    /// [`TcmRegionError::Misaligned`] if the base is not aligned to the size.
+    pub const fn from_bits(bits: u32) -> Result<TcmRegion, TcmRegionError> {
         let size = match TcmSize::from_field(field::read(bits, TCM_REGION::SIZE) as u8) {
             Ok(s) => s,
             Err(e) => return Err(e),
@@ -323,7 +327,7 @@ mod tests {
         for reserved in [0b0001u8, 0b0010, 0b1100, 0b1101, 0b1110, 0b1111] {
             assert_eq!(
                 TcmSize::from_field(reserved),
-                Err(TcmError::ReservedSize(reserved))
+                Err(TcmRegionError::ReservedSize(reserved))
             );
         }
         assert_eq!(TcmSize::from_bytes(2048), None);
@@ -351,21 +355,21 @@ mod tests {
         let size = TcmSize::from_bytes(32 << 10).unwrap();
         assert_eq!(
             TcmRegion::new(PhysAddr::new(0xfffe_4000), size, true),
-            Err(TcmError::Misaligned {
+            Err(TcmRegionError::Misaligned {
                 base: 0xfffe_4000,
                 align: 32 << 10
             })
         );
         assert_eq!(
             TcmRegion::new(PhysAddr::new(0x100), TcmSize::NONE, false),
-            Err(TcmError::Misaligned {
+            Err(TcmRegionError::Misaligned {
                 base: 0x100,
                 align: 4096
             })
         );
         assert_eq!(
             TcmRegion::from_bits(0x1000 | (0b1111 << 2)),
-            Err(TcmError::ReservedSize(0b1111))
+            Err(TcmRegionError::ReservedSize(0b1111))
         );
     }
 
