@@ -129,7 +129,9 @@ pub fn run(opts: &FuzzOpts) -> Result<Vec<FuzzReport>> {
 }
 
 /// Lints the fuzz targets (their own workspace, so the clippy stage does
-/// not see them) with clippy on the nightly toolchain, warnings denied.
+/// not see them) with clippy on the nightly toolchain, warnings denied,
+/// with `--locked`: a change of the library crates' dependencies that
+/// `fuzz/Cargo.lock` does not follow fails here.
 pub fn clippy() -> Result<()> {
     ensure_toolchain(NIGHTLY, &["clippy"])?;
     let mut cmd = toolchain_cargo(NIGHTLY);
@@ -138,7 +140,7 @@ pub fn clippy() -> Result<()> {
             "CARGO_TARGET_DIR",
             cargo::target_dir()?.join("fuzz").join("clippy"),
         )
-        .args(["clippy", "--bins", "--", "-D", "warnings"]);
+        .args(["clippy", "--locked", "--bins", "--", "-D", "warnings"]);
     crate::cargo::run_checked(&mut cmd)
 }
 
