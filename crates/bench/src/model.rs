@@ -430,7 +430,7 @@ impl Outcome {
 }
 
 /// The kernel's table for a benchmark: a fresh first-level table from
-/// `alloc` with the kernel's one write-back section at [`KERNEL_VA`] (PA 0,
+/// `alloc` with the kernel's one write-back section at 0xC000_0000 (PA 0,
 /// domain 0, privileged read/write), checked against the demo layout and
 /// vouched for.
 pub fn kernel_table<A: TableAlloc + ?Sized>(alloc: &mut A) -> Result<KernelTable, BenchError> {
