@@ -7,7 +7,9 @@
 //! tables and in the CPD the MMU walks; the content is preserved; write
 //! access is taken from every mapping for the copy and given back to
 //! exactly those that had it; the maintenance is by MVA of each mapping,
-//! never a whole-cache or whole-TLB flush. Then the refusals.
+//! never a whole-cache or whole-TLB flush. Then the refusals. Last, the
+//! same exchange on the `armv5-sim` model, with both spaces' writes dirty
+//! in its VIVT D-cache under their own MVAs: no write is lost.
 
 use core::cell::RefCell;
 use fass::{Cpd, DefaultPolicy, DomainSet, Fass, KernelTable, Layout, SegmentAccess, SegmentId};
@@ -402,4 +404,201 @@ fn what_fass_mappings_cannot_do_is_refused_and_reported() {
             mapped: PageSizeKind::Section
         })
     );
+}
+
+// ------------------------------------------------ on the armv5-sim model
+
+mod common;
+
+use armv5_sim::{sctlr, Privilege, Width};
+use fass::Resolution;
+use mmu_armv5::table::{AllocError, TableAlloc};
+use std::ptr::NonNull;
+
+/// The model's table memory (its frame pool), for fass's platform.
+struct ModelTables(common::Shared);
+
+// SAFETY: every method forwards to the model's own `TableAlloc`, which
+// upholds the contract; its pointers stay valid while the machine lives,
+// which the `Rc` keeps alive at least as long as this handle.
+unsafe impl TableAlloc for ModelTables {
+    fn allocate(&mut self, kind: TableKind) -> Result<PhysAddr, AllocError> {
+        TableAlloc::allocate(&mut *self.0.borrow_mut(), kind)
+    }
+    unsafe fn deallocate(&mut self, kind: TableKind, pa: PhysAddr) {
+        // SAFETY: the caller's promise, for the same machine.
+        unsafe { TableAlloc::deallocate(&mut *self.0.borrow_mut(), kind, pa) }
+    }
+    fn table_ptr(&self, kind: TableKind, pa: PhysAddr) -> Option<NonNull<u32>> {
+        TableAlloc::table_ptr(&*self.0.borrow(), kind, pa)
+    }
+    fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
+        TableAlloc::table_mva(&*self.0.borrow(), pa)
+    }
+}
+
+type ModelSys = Split<common::Hw, ModelTables>;
+type ModelFass = Fass<DefaultPolicy, 8, 8, 4>;
+
+/// A user access of space `id` (switched to first) on the model, with
+/// fass resolving its CPD faults as a kernel's abort handler would: the
+/// value loaded (or stored), or the fault status fass did not resolve.
+fn user(
+    f: &mut ModelFass,
+    sys: &mut ModelSys,
+    m: &common::Shared,
+    id: SpaceId,
+    v: u32,
+    store: Option<u8>,
+) -> Result<u8, u32> {
+    f.switch_to(sys, id).unwrap();
+    for _ in 0..4 {
+        let r = match store {
+            Some(b) => m
+                .borrow_mut()
+                .store(va(v), Width::Byte, u32::from(b), Privilege::User)
+                .map(|()| u32::from(b)),
+            None => m.borrow_mut().load(va(v), Width::Byte, Privilege::User),
+        };
+        match r {
+            Ok(b) => return Ok(b as u8),
+            Err(_) => {
+                let (fsr, far) = (m.borrow().dfsr(), m.borrow().far());
+                match f.resolve(sys, Fsr::from_bits(fsr), Far::from_bits(far)) {
+                    Ok(Resolution::Resolved { .. }) => continue,
+                    _ => return Err(fsr),
+                }
+            }
+        }
+    }
+    Err(u32::MAX)
+}
+
+/// Two FASS spaces on the model (write-back VIVT caches on) map one frame;
+/// each writes half of it, so both halves are dirty in the D-cache under
+/// two different MVAs when the exchange begins. The page moves into DTCM
+/// with every byte: `spm` cleans the lines at every MVA `FassMappings`
+/// reports, so a mapping left out would lose its half. A write between the
+/// steps faults (permission) instead of racing the copy.
+#[test]
+fn both_spaces_dirty_halves_reach_dtcm_on_the_model() {
+    const FRAME: u32 = 0x0010_0000;
+    let m = common::machine();
+    let hw = || common::Hw { m: m.clone() };
+    let mut sys = Split::new(hw(), ModelTables(m.clone()));
+    // The kernel's table: RAM, ITCM and DTCM (9 MiB) as uncached
+    // privileged sections at `WINDOW`, through which `common::Hw` copies.
+    let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
+    for s in 0..9 {
+        // SAFETY: a fresh table no `PageTable` manages; sections, no link.
+        unsafe {
+            root.write(
+                &sys,
+                (common::WINDOW >> 20) as usize + s,
+                ((s as u32) << 20) | 0x412,
+            )
+        }
+        .unwrap();
+    }
+    // SAFETY: the model's registers are the model's; the table maps all
+    // this test's kernel side uses (the window).
+    let kernel = unsafe {
+        KernelTable::new(
+            &sys,
+            root.pa,
+            L1Encoding::Arm9,
+            &Layout::DEMO,
+            Domain::default(),
+        )
+    }
+    .unwrap();
+    {
+        let mut mm = m.borrow_mut();
+        mm.set_ttbr(root.pa.as_u32());
+        mm.set_sctlr(sctlr::M | sctlr::C | sctlr::I | sctlr::S);
+    }
+    let mut f =
+        ModelFass::new(Cpd::new(kernel), DomainSet::EMPTY, DefaultPolicy::default()).unwrap();
+    let (rw, wb) = (Ap::ReadWrite, CachePolicy::WriteBack);
+    for s in [A, B] {
+        f.create_space(s).unwrap();
+        f.map_page(&mut sys, s, va(VA), pa(FRAME), rw, wb).unwrap();
+    }
+    f.map_page(&mut sys, A, va(RES), pa(common::DTCM), Ap::PrivRw, wb)
+        .unwrap();
+    // Each line read first (the D-cache allocates on reads only), then
+    // written: dirty in the cache, stale in memory.
+    let who = |i: u32| if i < 0x800 { A } else { B };
+    for i in (0..0x1000).step_by(32) {
+        user(&mut f, &mut sys, &m, who(i), VA + i, None).unwrap();
+    }
+    for i in 0..0x1000 {
+        user(&mut f, &mut sys, &m, who(i), VA + i, Some(byte(i))).unwrap();
+    }
+    assert!(m.borrow().dcache_dirty_lines() >= 128);
+    assert!(
+        (0..0x1000)
+            .any(|i| m.borrow().phys_read(pa(FRAME + i), Width::Byte).unwrap() as u8 != byte(i)),
+        "memory is stale before the exchange"
+    );
+
+    let mut storage = common::Storage::new();
+    let mut table = storage.table();
+    table
+        .init_range(pa(FRAME), 0x1000, FrameState::User(A), true)
+        .unwrap();
+    let mut hw = Hw::new(hw(), hw());
+    let mut irq = RecordingIrq::new();
+    let mut maps = FassMappings::new(&mut f, &mut sys);
+    let req = ExchangeRequest {
+        caller: Kernel,
+        target_space: User(A),
+        target: va(VA),
+        resource_space: User(A),
+        resource: va(RES),
+        size: PageSizeKind::Small,
+        count: 1,
+        rights: Rights::RW,
+    };
+    let mut ex = Exchange::begin(&mut table, &maps, req, 1024).unwrap();
+    // SAFETY: the model's frame table, fass's tables and the machine are
+    // one consistent (simulated) system; nothing of this program moves.
+    let first = unsafe { ex.step(&mut table, &mut maps, &mut hw, &mut irq) }.unwrap();
+    assert_eq!(first, Progress::Pending);
+    // B writes between the steps: a permission fault, which fass leaves
+    // to the kernel (it waits for the exchange).
+    let (fm, sm) = maps.edit();
+    let fsr = user(fm, sm, &m, B, VA + 0x900, Some(0)).unwrap_err();
+    assert_eq!(fsr & 0xF, 0xF, "page permission fault: {fsr:#x}");
+    assert!(ex.protects(pa(FRAME)));
+    // SAFETY: as above.
+    unsafe { ex.run(&mut table, &mut maps, &mut hw, &mut irq) }.unwrap();
+    assert!(ex.is_done() && !irq.is_masked());
+    assert_eq!((maps.take_error(), maps.protected()), (None, 0));
+
+    // Both spaces read every byte back, now from DTCM, and write again.
+    let (fm, sm) = maps.edit();
+    for s in [A, B] {
+        for i in (0..0x1000).step_by(7) {
+            assert_eq!(
+                user(fm, sm, &m, s, VA + i, None),
+                Ok(byte(i)),
+                "{s:?} {i:#x}"
+            );
+        }
+        assert_eq!(user(fm, sm, &m, s, VA, Some(byte(0))), Ok(byte(0)));
+    }
+    for s in [A, B] {
+        assert_eq!(
+            fm.translate(&*sm, s, va(VA)).unwrap().unwrap().pa,
+            pa(common::DTCM)
+        );
+    }
+    for i in 0..0x1000 {
+        let got = m
+            .borrow()
+            .phys_read(pa(common::DTCM + i), Width::Byte)
+            .unwrap() as u8;
+        assert_eq!(got, byte(i), "DTCM byte {i:#x}");
+    }
 }
