@@ -14,6 +14,11 @@ use crate::{Error, Result};
 pub const DOC_CRATES: [&str; 4] = ["mmu-armv5", "fass", "spm", "armv5-sim"];
 /// Library crates packaged as they would be published (the `package` stage).
 pub const PACKAGE_CRATES: [&str; 4] = ["mmu-armv5", "fass", "spm", "armv5-sim"];
+/// The optional features of the library crates that the host stages
+/// (clippy, tests, docs) and the ARM builds enable, so that their code is
+/// linted, tested, documented and built for ARM too: `spm`'s `Mappings`
+/// over `fass` spaces.
+pub const LIB_FEATURES: &str = "spm/fass";
 /// Kernel command line that runs the in-kernel tests.
 pub const KERNEL_TEST_CMDLINE: &str = "test";
 
@@ -139,7 +144,15 @@ fn fmt(_: &Settings) -> Result<()> {
 
 fn clippy(_: &Settings) -> Result<()> {
     // Default members = the host crates; the kernel is linted for ARM below.
-    run_checked(cargo::cargo().args(["clippy", "--all-targets", "--", "-D", "warnings"]))
+    run_checked(cargo::cargo().args([
+        "clippy",
+        "--all-targets",
+        "--features",
+        LIB_FEATURES,
+        "--",
+        "-D",
+        "warnings",
+    ]))
 }
 
 fn host_tests(_: &Settings) -> Result<()> {
@@ -150,6 +163,8 @@ fn host_tests(_: &Settings) -> Result<()> {
         "tests",
         "--exclude",
         KERNEL,
+        "--features",
+        LIB_FEATURES,
     ]))
 }
 
@@ -167,6 +182,7 @@ fn docs(_: &Settings) -> Result<()> {
     for c in DOC_CRATES {
         cmd.args(["-p", c]);
     }
+    cmd.args(["--features", LIB_FEATURES]);
     run_checked(&mut cmd)
 }
 
@@ -248,6 +264,7 @@ fn arm_libs(target: &str, rustflags: Option<&str>) -> Result<()> {
     for c in NO_STD_CRATES {
         cmd.args(["-p", c]);
     }
+    cmd.args(["--features", LIB_FEATURES]);
     if let Some(f) = rustflags {
         cmd.env("RUSTFLAGS", f);
     }

@@ -198,6 +198,7 @@ pub mod id;
 pub mod kernel_table;
 pub mod layout;
 pub mod lean;
+pub mod lookup;
 pub mod manager;
 pub mod pid;
 pub mod platform;
@@ -218,6 +219,7 @@ pub use id::{SegmentId, SpaceId};
 pub use kernel_table::{KernelTable, KernelTableError};
 pub use layout::{Layout, LayoutError, Region, RegionKind};
 pub use lean::{LeanKind, LeanSwitch, Maintenance, StaleSwitch};
+pub use lookup::{PageLines, PageMapping};
 pub use manager::{Fass, RecycleRule};
 pub use pid::{
     FlushDecision, FlushReasons, FlushTicket, PidAllocator, PidContext, PidError, PidMode,

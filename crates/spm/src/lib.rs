@@ -19,6 +19,7 @@
 //! | [`lines`] | what the kernel provides: cache maintenance over a range of lines ([`LineMaintenance`], per-line defaults) |
 //! | [`exchange`] | the resumable page exchange with bounded interrupts-off windows |
 //! | [`tables`] | ready-made [`Mappings`] over `mmu-armv5` page tables ([`TableMappings`]) |
+//! | `fass_spaces` | (cargo feature `fass`) ready-made [`Mappings`] over the address spaces of a `fass::Fass` manager (`FassMappings`) |
 //! | [`hw`] | ready-made hardware side: [`Hw`] (CPU + [`PhysMemory`]), [`SharedCpu`], [`PhysWindows`], [`CpsrIrq`], [`RecordingIrq`] |
 //!
 //! Page sizes are `mmu_armv5`'s [`PageSizeKind`](mmu_armv5::size::PageSizeKind)
@@ -142,6 +143,13 @@
 //! `tests/common/mod.rs` is a fuller kernel over the `armv5-sim` model,
 //! and `examples/overhead.rs` measures the exchange on it.
 //!
+//! # Adopting `spm` in a kernel with `fass` address spaces
+//! With the cargo feature `fass`, `spm::fass_spaces::FassMappings` is the
+//! [`Mappings`] over the spaces of a `fass::Fass` manager: step 2 above
+//! becomes `FassMappings::new(&mut fass, &mut platform)`, and the rest is
+//! unchanged. Its module docs move a page two tasks share into DTCM in
+//! that way (a doctest run with `cargo test -p spm --features fass`).
+//!
 //! # What is `unsafe`, and why there
 //! `spm` owns no page tables and no memory: it acts on what the kernel
 //! tells it. Three kinds of claims make its actions sound, and `spm` can
@@ -209,6 +217,8 @@ pub(crate) fn proptest_config() -> proptest::test_runner::Config {
 }
 
 pub mod exchange;
+#[cfg(feature = "fass")]
+pub mod fass_spaces;
 pub mod frame;
 pub mod hw;
 pub mod irq;
@@ -228,6 +238,8 @@ mod tests;
 pub use exchange::{
     Exchange, ExchangeError, ExchangeRequest, ExchangeStats, Progress, MAX_SCATTERED,
 };
+#[cfg(feature = "fass")]
+pub use fass_spaces::{FassMappings, FassMappingsError};
 pub use frame::{
     FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, MAX_SPACE_ID,
 };
