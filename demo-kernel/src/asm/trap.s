@@ -148,18 +148,30 @@ __user_trap_pabt:
     beq     __abort_general
     b       __return_fast
 
-@ SVC from user mode: already in SVC mode, lr = next instruction.
+@ SVC from user mode: already in SVC mode, lr = next instruction. The
+@ assembly fast path (`__svc_fast`, `asm/fastpath.s`) takes the commonest
+@ calls; it comes back to `__svc_general` having changed nothing for any
+@ other call, which then goes through `trap_entry`.
     .global __user_trap_svc
 __user_trap_svc:
     SAVE_USER 2, 0
-    mov     r0, r1
+    b       __svc_fast
+    .global __svc_general
+__svc_general:
+    mov     r0, #2
     bl      trap_entry
     @ fall through
 
 @ SVC mode, r0 = the trap frame of the process to run: make it current and
-@ resume user mode from it.
+@ resume user mode from it. `__return_marked` is the same with r5 = the
+@ `clock::Transit` the assembly fast path decided on (filed by
+@ `return_accounting`, outside the measured window); 0 here: every other
+@ path marks for itself.
     .global __return_to_user
 __return_to_user:
+    mov     r5, #0
+    .global __return_marked
+__return_marked:
     ldr     r1, =__cur_frame
     str     r0, [r1]
     ldr     r2, [r0, #64]
@@ -171,12 +183,13 @@ __return_to_user:
     @ instructions before user mode: the end of every measured transit,
     @ switch tail and general fault path (`clock::TRANSIT_TAIL_INSTRUCTIONS`).
     ldr     r2, [r2, #0x5C]
-    @ Accounting, outside the measured window: `return_accounting(t_out)`
-    @ files the transit, the switch tail and a general fault resolution
-    @ (`clock.rs`). r4 keeps the frame (callee-saved); the call clobbers lr,
-    @ which is loaded after it.
+    @ Accounting, outside the measured window: `return_accounting(t_out,
+    @ fast_mark)` files the transit, the switch tail and a general fault
+    @ resolution (`clock.rs`). r4 keeps the frame (callee-saved); the call
+    @ clobbers lr, which is loaded after it.
     mov     r4, r0
     mov     r0, r2
+    mov     r1, r5
     bl      return_accounting
     ldr     lr, [r4, #60]
     ldmia   r4, {r0-r12}
