@@ -57,9 +57,48 @@ __svc_fast:
     ldrlo   pc, [r8, r7, lsl #2]
     b       __svc_general
 
+@ The 24 MHz counter (`timer::COUNTER_24MHZ`) into \rd: the one place
+@ this file reads it (the switch tail's start, `clock::SwitchClock`).
+.macro READ_COUNTER rd
+    ldr     \rd, ={counter}
+    ldr     \rd, [\rd]
+.endm
+
+@ The last check before a handler commits, r6 = next, r10 + pr_* = its
+@ record, r0 = cur's frame. FASS (`\m` = fass): next's record is of this
+@ generation (`Proc::fast`; written in `__fast_switch_fass`). The
+@ per-table strategies (`table`): `fass`'s own precomputed switch
+@ (`SwitchStrategy::switch_lean`, through `fast_table_switch`), which
+@ either switches (TTBR, FCSEIDR under FCSE, and the maintenance its
+@ mechanism needs, with `fass`'s bookkeeping) or, stale, writes nothing:
+@ then the Rust path. The switch tail is stamped before it. The call
+@ keeps r4-r11 (AAPCS); the SVC stack is 8-byte aligned (nothing pushed).
+.macro RECORD_SWITCH m
+    .ifc \m, fass
+    ldr     r8, [r10, #{pr_gen}]
+    ldr     r9, [r4, #{k_gen}]
+    cmp     r8, r9
+    bne     __svc_general                 @ no record of this generation
+    .else
+    mov     r9, r0
+    READ_COUNTER r8                       @ the switch tail's start
+    mov     r0, r6
+    bl      fast_table_switch
+    cmp     r0, #0
+    beq     __svc_general                 @ stale: nothing written
+    mov     r0, r9
+    mov     r1, #1
+    str     r1, [r4, #{k_t0_tag}]
+    str     r8, [r4, #{k_t0}]
+    .endif
+.endm
+
+@ The handlers of one mode (`fass` or `table`): YIELD, SEND/CALL,
+@ REPLY/REPLY_WAIT, and their switch.
+.macro HANDLERS m
 @ YIELD: the first ready slot after cur, round robin (`ReadySet::next_after`).
-    .global __svc_yield
-__svc_yield:
+    .global __svc_yield_\m
+__svc_yield_\m:
     ldr     r5, [r4, #{k_cur}]            @ cur
     ldrd    r2, r3, [r4, #{k_ready}]      @ the ready set, low and high word
     mvn     r8, #1
@@ -82,14 +121,11 @@ __svc_yield:
     ldrb    r8, [r10, #{pr_state}]
     cmp     r8, #{st_ready}
     bne     __svc_general                 @ in a TCM call: the scheduler continues it
-    ldr     r8, [r10, #{pr_gen}]
-    ldr     r9, [r4, #{k_gen}]
-    cmp     r8, r9
-    bne     __svc_general                 @ no record of this generation
+    RECORD_SWITCH \m
     mov     r8, #0
     str     r8, [r0]                      @ YIELD returns 0
     mov     r5, #{tr_yield}
-    b       __fast_switch
+    b       __fast_switch_\m
 5:  ands    r9, r3, r8, lsl r11           @ high word above cur
     bne     3f
     movs    r9, r2                        @ wrapped
@@ -104,8 +140,8 @@ __svc_yield:
 
 @ SEND / CALL to dest = the caller's r0, taken here only if dest waits in
 @ RECV (`Kernel::ipc_send`'s hand-off).
-    .global __svc_send
-__svc_send:
+    .global __svc_send_\m
+__svc_send_\m:
     ldr     r5, [r4, #{k_cur}]            @ cur
     ldr     r6, [r0]
     cmp     r6, #{max_procs}
@@ -117,10 +153,7 @@ __svc_send:
     ldrb    r8, [r10, #{pr_state}]
     cmp     r8, #{st_recv}
     bne     __svc_general                 @ not in RECV (or dead): queued or refused (Rust)
-    ldr     r8, [r10, #{pr_gen}]
-    ldr     r9, [r4, #{k_gen}]
-    cmp     r8, r9
-    bne     __svc_general
+    RECORD_SWITCH \m
     @ Deliver: dest's r0 = cur, r1-r3 = the message (cur's r1-r3).
     ldmib   r0, {{r1, r2, r3}}
     add     r11, r10, #{k_procs}
@@ -144,7 +177,7 @@ __svc_send:
     mov     r8, #0
     str     r8, [r0]
     mov     r5, #{tr_oneway}
-    b       __fast_switch
+    b       __fast_switch_\m
     @ CALL: cur out of the ready set, waiting for dest's reply
     @ (`State::Reply {{ from: dest }}`), first in dest's reply list.
 20: bic     r2, r2, r8, lsl r5
@@ -162,7 +195,7 @@ __svc_send:
     bne     22f                           @ another caller waits already
 21: strb    r5, [r10, #{pr_link_reply_head}]
     mov     r5, #{tr_call}
-    b       __fast_switch
+    b       __fast_switch_\m
 22: ldr     r8, ={proc_size}
     mla     r8, r9, r8, r4
     strb    r5, [r8, #{pr_link_prev}]
@@ -171,8 +204,8 @@ __svc_send:
 @ REPLY / REPLY_WAIT to the caller = cur's r0, which must wait for cur's
 @ reply (`Kernel::ipc_reply`); REPLY_WAIT only if no sender is queued on
 @ cur (then cur waits in RECV: `Kernel::ipc_recv` without a sender).
-    .global __svc_reply
-__svc_reply:
+    .global __svc_reply_\m
+__svc_reply_\m:
     ldr     r5, [r4, #{k_cur}]            @ cur
     ldr     r6, [r0]
     cmp     r6, #{max_procs}
@@ -186,16 +219,12 @@ __svc_reply:
     ldrh    r8, [r11, #{p_reply_from}]
     cmp     r8, r5
     bne     __svc_general                 @ waiting for another server: ESRCH (Rust)
-    ldr     r8, [r11, #{p_gen}]
-    ldr     r9, [r4, #{k_gen}]
-    cmp     r8, r9
-    bne     __svc_general
     cmp     r7, #{nr_reply_wait}
     bne     31f
     ldrb    r8, [r0, #{p_link_send_head}]
     cmp     r8, #{link_none}
     bne     __svc_general                 @ REPLY_WAIT with a sender queued (Rust)
-31:
+31: RECORD_SWITCH \m
     @ The caller out of cur's reply list (`Kernel::unlink_reply`); the
     @ common case, the only caller waiting, without a neighbour to fix.
     ldrb    r2, [r11, #{p_link_next}]
@@ -236,15 +265,16 @@ __svc_reply:
 36: strd    r2, r3, [r4, #{k_ready}]
     mov     r5, #{tr_reply}
 
-@ The switch (`Kernel::switch_ready`'s lean branch) and the counters
-@ common to every fast call. r0 = cur's frame, r4 = the kernel, r5 = the
-@ transit kind, r6 = next, r10 + pr_* = next's record (its record of this
-@ generation checked).
-__fast_switch:
+@ The switch (FASS: `Kernel::switch_ready`'s lean branch; the others:
+@ made already) and the counters common to every fast call. r0 = cur's
+@ frame, r4 = the kernel, r5 = the transit kind, r6 = next, r10 + pr_* =
+@ next's record.
+__fast_switch_\m:
     ldr     r8, [r0, #{p_syscalls}]
     add     r8, r8, #1
     str     r8, [r0, #{p_syscalls}]
     add     r8, r4, #{k_counters}
+    .ifc \m, fass
     ldmia   r8, {{r1, r2, r3}}            @ switches, lean_switches, syscalls
     add     r1, r1, #1
     add     r2, r2, #1
@@ -252,15 +282,20 @@ __fast_switch:
     stmia   r8, {{r1, r2, r3}}
     ldr     r2, [r10, #{pr_dacr}]
     ldr     r3, [r10, #{pr_fcseidr}]
-    @ The switch tail's start (`clock::SwitchClock`): the 24 MHz counter.
-    ldr     r9, ={counter}
-    ldr     r9, [r9]
+    READ_COUNTER r9                       @ the switch tail's start
     mcr     p15, 0, r2, c3, c0, 0         @ DACR
     mcr     p15, 0, r3, c13, c0, 0        @ FCSEIDR
-    str     r6, [r4, #{k_cur}]
     mov     r1, #1
     str     r1, [r4, #{k_t0_tag}]
     str     r9, [r4, #{k_t0}]
+    .else
+    @ (the switch was made, and the switch tail stamped, by RECORD_SWITCH)
+    ldmia   r8, {{r1, r2, r3}}            @ switches, lean_switches, syscalls
+    add     r1, r1, #1
+    add     r3, r3, #1
+    stmia   r8, {{r1, r2, r3}}
+    .endif
+    str     r6, [r4, #{k_cur}]
     add     r0, r10, #{k_procs}
     b       __return_marked
 
@@ -279,4 +314,7 @@ __fast_switch:
     strb    r8, [r11, #{p_link_prev}]
     b       37b
     .ltorg
+.endm
 
+    HANDLERS fass
+    HANDLERS table

@@ -19,11 +19,13 @@ use mmu_armv5::FcsePid;
 use super::clock::{SwitchClock, Transit};
 use super::ipc::{LINK_NEXT, LINK_PREV, LINK_REPLY_HEAD, LINK_SEND_HEAD, NONE};
 use super::kernel::{Counters, Fast, Kernel, KernelSlot, Proc, State, KERNEL};
+use super::platform;
 use super::sched::ReadySet;
-use super::strategy::SwitchMode;
 use super::strategy::MAX_PROCS;
+use super::strategy::{Strategy, SwitchMode};
 use super::timer::COUNTER_24MHZ;
 use crate::abi::nr;
+use fass::{SpaceId, SwitchStrategy};
 
 /// A system-call entry of the assembly fast path (never called from Rust:
 /// entered by `ldr pc` with the registers of the contract in
@@ -32,9 +34,12 @@ type Entry = unsafe extern "C" fn();
 
 extern "C" {
     fn __svc_general();
-    fn __svc_yield();
-    fn __svc_send();
-    fn __svc_reply();
+    fn __svc_yield_fass();
+    fn __svc_send_fass();
+    fn __svc_reply_fass();
+    fn __svc_yield_table();
+    fn __svc_send_table();
+    fn __svc_reply_table();
 }
 
 /// Entries of a dispatch table: every system-call number the fast path
@@ -47,28 +52,55 @@ const _: () = assert!(
         && nr::REPLY < nr::REPLY_WAIT
 );
 
-/// FASS: YIELD, SEND, CALL, REPLY and REPLY_WAIT to their fast paths.
-static SVC_FAST_TABLE: [Entry; SVC_TABLE_LEN] = {
+/// A dispatch table: YIELD, SEND, CALL, REPLY and REPLY_WAIT to the given
+/// handlers, every other number to the Rust path.
+const fn svc_table_of(yield_: Entry, send: Entry, reply: Entry) -> [Entry; SVC_TABLE_LEN] {
     let mut t: [Entry; SVC_TABLE_LEN] = [__svc_general; SVC_TABLE_LEN];
-    t[nr::YIELD as usize] = __svc_yield;
-    t[nr::SEND as usize] = __svc_send;
-    t[nr::CALL as usize] = __svc_send;
-    t[nr::REPLY as usize] = __svc_reply;
-    t[nr::REPLY_WAIT as usize] = __svc_reply;
+    t[nr::YIELD as usize] = yield_;
+    t[nr::SEND as usize] = send;
+    t[nr::CALL as usize] = send;
+    t[nr::REPLY as usize] = reply;
+    t[nr::REPLY_WAIT as usize] = reply;
     t
-};
+}
 
-/// Naive and FCSE-only: every call to the Rust path (the fast path
-/// switches with FASS records only).
-static SVC_SLOW_TABLE: [Entry; SVC_TABLE_LEN] = [__svc_general; SVC_TABLE_LEN];
+/// FASS: the handlers that switch with the kernel's own record.
+static SVC_FASS_TABLE: [Entry; SVC_TABLE_LEN] =
+    svc_table_of(__svc_yield_fass, __svc_send_fass, __svc_reply_fass);
+
+/// Naive and FCSE-only: the same handlers, switching through `fass`'s
+/// precomputed switch ([`fast_table_switch`]).
+static SVC_TABLE_TABLE: [Entry; SVC_TABLE_LEN] =
+    svc_table_of(__svc_yield_table, __svc_send_table, __svc_reply_table);
 
 /// The dispatch table of a kernel in `mode` ([`Kernel::svc_table`]).
 pub(super) fn svc_table(mode: SwitchMode) -> *const u32 {
     let t = match mode {
-        SwitchMode::Fass => &SVC_FAST_TABLE,
-        SwitchMode::Naive | SwitchMode::Fcse => &SVC_SLOW_TABLE,
+        SwitchMode::Fass => &SVC_FASS_TABLE,
+        SwitchMode::Naive | SwitchMode::Fcse => &SVC_TABLE_TABLE,
     };
     t.as_ptr().cast()
+}
+
+/// Called by the naive and FCSE-only handlers of the assembly fast path
+/// (`RECORD_SWITCH` in `asm/fastpath.s`) as their last check: switches to
+/// process `next` through `fass`'s precomputed switch of the current
+/// generation ([`SwitchStrategy::switch_lean`]: TTBR, FCSEIDR under FCSE,
+/// and the cache and TLB maintenance the mechanism needs, through the
+/// counting platform, with `fass`'s bookkeeping), as
+/// `Kernel::switch_table_lean` does on the Rust path. 1: switched; 0:
+/// nothing was written (no record of this generation, or not a per-table
+/// strategy), take the Rust path.
+#[no_mangle]
+pub extern "C" fn fast_table_switch(next: u32) -> u32 {
+    // SAFETY: called from a trap from user mode (`trap::trap_entry`'s
+    // contract), with no reference to the kernel alive.
+    let k = unsafe { super::kernel::running_kernel() };
+    let Strategy::Table(ts) = &mut k.strategy else {
+        return 0;
+    };
+    let id = SpaceId((next as usize & (MAX_PROCS - 1)) as u16);
+    u32::from(ts.switch_lean(&mut platform::counting(), id).is_ok())
 }
 
 /// The tag byte of `s` (`State` is `repr(u8)`: the tag comes first).
@@ -172,7 +204,6 @@ core::arch::global_asm!(
     k_procs = const K_PROCS,
     p_state = const P_STATE,
     p_reply_from = const P_STATE + REPLY_FROM,
-    p_gen = const P_GEN,
     p_syscalls = const offset_of!(Proc, syscalls),
     p_link_send_head = const P_LINKS + LINK_SEND_HEAD,
     p_link_reply_head = const P_LINKS + LINK_REPLY_HEAD,
