@@ -104,10 +104,8 @@ __svc_yield_\m:
     mvn     r8, #1
     ands    r9, r2, r8, lsl r5            @ low word above cur (none if cur >= 32)
     bne     2f
-    subs    r11, r5, #32
-    bhs     5f                            @ cur in the high word
-    movs    r9, r3                        @ cur < 32: the high word is above it
-    bne     3f
+    orrs    r9, r3, r5, lsr #5
+    bne     5f                            @ a high word, or cur in it
     movs    r9, r2                        @ wrapped: the lowest slot
     beq     __svc_general
 2:  rsb     r8, r9, #0                    @ lowest bit of the low word r9
@@ -126,7 +124,10 @@ __svc_yield_\m:
     str     r8, [r0]                      @ YIELD returns 0
     mov     r5, #{tr_yield}
     b       __fast_switch_\m
-5:  ands    r9, r3, r8, lsl r11           @ high word above cur
+5:  subs    r11, r5, #32
+    movlo   r9, r3                        @ cur < 32: the high word is above it
+    andhs   r9, r3, r8, lsl r11           @ cur >= 32: high word above cur
+    cmp     r9, #0
     bne     3f
     movs    r9, r2                        @ wrapped
     bne     2b
@@ -146,19 +147,16 @@ __svc_send_\m:
     ldr     r6, [r0]
     cmp     r6, #{max_procs}
     bhs     __svc_general                 @ no such slot: ESRCH (Rust)
-    cmp     r6, r5
-    beq     __svc_general                 @ to itself: EDEADLK (Rust)
     ldr     r10, ={proc_size}
     mla     r10, r6, r10, r4
     ldrb    r8, [r10, #{pr_state}]
     cmp     r8, #{st_recv}
-    bne     __svc_general                 @ not in RECV (or dead): queued or refused (Rust)
+    bne     __svc_general                 @ not in RECV (dead, or cur itself): Rust
     RECORD_SWITCH \m
     @ Deliver: dest's r0 = cur, r1-r3 = the message (cur's r1-r3).
-    ldmib   r0, {{r1, r2, r3}}
+    ldmib   r0, {{r8, r9, r12}}
     add     r11, r10, #{k_procs}
-    str     r5, [r11]
-    stmib   r11, {{r1, r2, r3}}
+    stmia   r11, {{r5, r8, r9, r12}}
     ldr     r8, [r4, #{k_messages}]
     add     r8, r8, #1
     str     r8, [r4, #{k_messages}]
@@ -187,16 +185,16 @@ __svc_send_\m:
     mov     r8, #{st_reply}
     strb    r8, [r0, #{p_state}]
     strh    r6, [r0, #{p_reply_from}]
-    mov     r8, #{link_none}
-    strb    r8, [r0, #{p_link_prev}]
+    @ (A running process is in no list: its next and prev are none
+    @ already; `ipc.rs` clears them on every dequeue and unlink.)
     ldrb    r9, [r10, #{pr_link_reply_head}]
-    strb    r9, [r0, #{p_link_next}]
     cmp     r9, #{link_none}
     bne     22f                           @ another caller waits already
 21: strb    r5, [r10, #{pr_link_reply_head}]
     mov     r5, #{tr_call}
     b       __fast_switch_\m
-22: ldr     r8, ={proc_size}
+22: strb    r9, [r0, #{p_link_next}]
+    ldr     r8, ={proc_size}
     mla     r8, r9, r8, r4
     strb    r5, [r8, #{pr_link_prev}]
     b       21b
@@ -236,17 +234,15 @@ __svc_reply_\m:
     bne     39f                           @ not the last in the list
 37:
     @ The reply: the caller's r0 = 0, r1-r3 = cur's r1-r3; it is ready.
-    ldmib   r0, {{r1, r2, r3}}
-    mov     r8, #0
-    str     r8, [r11]
-    stmib   r11, {{r1, r2, r3}}
+    ldmib   r0, {{r8, r9, r12}}
+    mov     r1, #0
+    stmia   r11, {{r1, r8, r9, r12}}
     mov     r8, #{st_ready}
     strb    r8, [r11, #{p_state}]
-    add     r8, r4, #{k_round_trips}
-    ldmia   r8, {{r1, r2}}                @ round_trips, messages
-    add     r1, r1, #1
+    ldrd    r2, r3, [r4, #{k_round_trips}] @ round_trips, messages
     add     r2, r2, #1
-    stmia   r8, {{r1, r2}}
+    add     r3, r3, #1
+    strd    r2, r3, [r4, #{k_round_trips}]
     ldrd    r2, r3, [r4, #{k_ready}]
     mov     r8, #1
     orr     r2, r2, r8, lsl r6
@@ -285,9 +281,8 @@ __fast_switch_\m:
     READ_COUNTER r9                       @ the switch tail's start
     mcr     p15, 0, r2, c3, c0, 0         @ DACR
     mcr     p15, 0, r3, c13, c0, 0        @ FCSEIDR
-    mov     r1, #1
-    str     r1, [r4, #{k_t0_tag}]
-    str     r9, [r4, #{k_t0}]
+    mov     r8, #1
+    strd    r8, r9, [r4, #{k_t0_tag}]     @ Some(t0)
     .else
     @ (the switch was made, and the switch tail stamped, by RECORD_SWITCH)
     ldmia   r8, {{r1, r2, r3}}            @ switches, lean_switches, syscalls

@@ -158,8 +158,13 @@ const _: () = {
     assert!(offset_of!(Counters, syscalls) == 8);
     assert!(offset_of!(Counters, messages) == offset_of!(Counters, round_trips) + 4);
     assert!(size_of::<ReadySet>() == 8);
-    // `ldrd`/`strd` of the ready set need a doubleword address.
-    assert!(offset_of!(Kernel, ready) % 8 == 0 && core::mem::align_of::<KernelSlot>() >= 8);
+    // `ldrd`/`strd` of the ready set and of the switch clock's `t0` need
+    // doubleword addresses.
+    assert!(
+        offset_of!(Kernel, ready).is_multiple_of(8) && core::mem::align_of::<KernelSlot>() >= 8
+    );
+    assert!(K_T0.is_multiple_of(8));
+    assert!((K_COUNTERS + offset_of!(Counters, round_trips)).is_multiple_of(8));
     assert!(MAX_PROCS == 64 && NONE == 255);
 };
 
