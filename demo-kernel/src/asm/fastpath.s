@@ -1,6 +1,9 @@
 @ The assembly fast path of the commonest system calls: YIELD, SEND and
 @ CALL to a receiver waiting in RECV, REPLY and REPLY_WAIT to a caller
-@ waiting for the reply. Assembled by `proc/fastpath.rs` (global_asm!
+@ waiting for the reply; and of the timer's preemption (`__irq_fast`,
+@ its contract at `__irq_preempt_*` below: the same registers, entered
+@ from `__user_trap_irq` after SAVE_USER, falling back to `__irq_general`
+@ before the tick and to `fast_irq_decide` after it). Assembled by `proc/fastpath.rs` (global_asm!
 @ with operands: every name in single braces below is an offset, a
 @ constant or the kernel's symbol computed there from the Rust types,
 @ with the layout checks; literal braces, as in register lists, are
@@ -73,19 +76,19 @@ __svc_fast:
 @ mechanism needs, with `fass`'s bookkeeping) or, stale, writes nothing:
 @ then the Rust path. The switch tail is stamped before it. The call
 @ keeps r4-r11 (AAPCS); the SVC stack is 8-byte aligned (nothing pushed).
-.macro RECORD_SWITCH m
+.macro RECORD_SWITCH m, fail=__svc_general
     .ifc \m, fass
     ldr     r8, [r10, #{pr_gen}]
     ldr     r9, [r4, #{k_gen}]
     cmp     r8, r9
-    bne     __svc_general                 @ no record of this generation
+    bne     \fail                         @ no record of this generation
     .else
     mov     r9, r0
     READ_COUNTER r8                       @ the switch tail's start
     mov     r0, r6
     bl      fast_table_switch
     cmp     r0, #0
-    beq     __svc_general                 @ stale: nothing written
+    beq     \fail                         @ stale: nothing written
     mov     r0, r9
     mov     r1, #1
     str     r1, [r4, #{k_t0_tag}]
@@ -276,7 +279,7 @@ __fast_switch_\m:
     add     r2, r2, #1
     add     r3, r3, #1
     stmia   r8, {{r1, r2, r3}}
-    ldr     r2, [r10, #{pr_dacr}]
+95: ldr     r2, [r10, #{pr_dacr}]
     ldr     r3, [r10, #{pr_fcseidr}]
     READ_COUNTER r9                       @ the switch tail's start
     mcr     p15, 0, r2, c3, c0, 0         @ DACR
@@ -290,9 +293,79 @@ __fast_switch_\m:
     add     r3, r3, #1
     stmia   r8, {{r1, r2, r3}}
     .endif
-    str     r6, [r4, #{k_cur}]
+96: str     r6, [r4, #{k_cur}]
     add     r0, r10, #{k_procs}
     b       __return_marked
+
+@ The same for a preemption: no system call to count.
+__fast_switch_irq_\m:
+    add     r8, r4, #{k_counters}
+    ldmia   r8, {{r1, r2}}                @ switches, lean_switches
+    add     r1, r1, #1
+    .ifc \m, fass
+    add     r2, r2, #1
+    stmia   r8, {{r1, r2}}
+    b       95b
+    .else
+    stmia   r8, {{r1, r2}}
+    b       96b
+    .endif
+
+@ Timer IRQ from user mode (`Kernel::irq_fast`), entered from
+@ `__irq_fast` with r0 = cur's frame (pc and CPSR saved), r4 = the kernel,
+@ in SVC mode: the tick (`fast_irq_tick`: acknowledge, count, the kernel
+@ job's step) in Rust, then round robin as YIELD's pick; a preemption
+@ that cannot be switched here is decided by `fast_irq_decide` (Rust),
+@ which continues after the tick.
+    .global __irq_preempt_\m
+__irq_preempt_\m:
+    mov     r11, r0
+    bl      fast_irq_tick
+    cmp     r0, #0
+    mov     r0, r11
+    beq     __irq_general                 @ not the timer: nothing done (Rust)
+    ldr     r5, [r4, #{k_cur}]
+    ldrd    r2, r3, [r4, #{k_ready}]
+    mvn     r8, #1
+    ands    r9, r2, r8, lsl r5
+    bne     62f
+    orrs    r9, r3, r5, lsr #5
+    bne     65f
+    movs    r9, r2
+    beq     69f
+62: rsb     r8, r9, #0
+    and     r9, r9, r8
+    clz     r9, r9
+    rsb     r6, r9, #31
+64: cmp     r6, r5
+    beq     69f                           @ cur alone: no preemption
+    ldr     r10, ={proc_size}
+    mla     r10, r6, r10, r4
+    ldrb    r8, [r10, #{pr_state}]
+    cmp     r8, #{st_ready}
+    bne     69f
+    RECORD_SWITCH \m, 69f
+    ldr     r8, [r4, #{k_preemptions}]
+    add     r8, r8, #1
+    str     r8, [r4, #{k_preemptions}]
+    mov     r5, #{tr_preempt}
+    b       __fast_switch_irq_\m
+65: subs    r11, r5, #32
+    movlo   r9, r3
+    andhs   r9, r3, r8, lsl r11
+    cmp     r9, #0
+    bne     63f
+    movs    r9, r2
+    bne     62b
+    movs    r9, r3
+    beq     69f
+63: rsb     r8, r9, #0
+    and     r9, r9, r8
+    clz     r9, r9
+    rsb     r6, r9, #63
+    b       64b
+69: bl      fast_irq_decide
+    b       __return_to_user
 
     @ The caller has neighbours in the list: link them to each other and
     @ clear its own links (the common case above leaves them both none).
@@ -313,3 +386,12 @@ __fast_switch_\m:
 
     HANDLERS fass
     HANDLERS table
+
+@ IRQ from user mode, from `__user_trap_irq` (`asm/trap.s`) after
+@ `SAVE_USER` (pc and CPSR saved) in SVC mode, r0 = cur's frame: this
+@ mode's IRQ handler, the entry after the system calls in its table.
+    .global __irq_fast
+__irq_fast:
+    ldr     r4, ={kernel}
+    ldr     r8, [r4, #{k_svc_table}]
+    ldr     pc, [r8, #{irq_entry}]

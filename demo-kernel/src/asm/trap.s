@@ -73,9 +73,19 @@
     .global __user_trap_undef
 __user_trap_undef:
     USER_TRAP 1
+@ IRQ from user mode: the assembly fast path (`__irq_fast`,
+@ `asm/fastpath.s`) takes the timer's preemption; it comes back to
+@ `__irq_general` having changed nothing for any other interrupt.
     .global __user_trap_irq
 __user_trap_irq:
-    USER_TRAP 6
+    SAVE_USER 6, 1
+    msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
+    b       __irq_fast
+    .global __irq_general
+__irq_general:
+    mov     r0, #6
+    bl      trap_entry
+    b       __return_to_user
 
 @ Data abort from user mode, entered from `__exc_dabt` (`asm/vectors.s`) in
 @ abort mode with the user's r0 just below the abort stack, lr = the

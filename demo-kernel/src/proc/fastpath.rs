@@ -3,7 +3,10 @@
 //! receiver waiting in RECV, REPLY/REPLY_WAIT to a caller waiting for the
 //! reply, each switching through the process's precomputed FASS record of
 //! the current generation straight from the SVC vector, without a call
-//! into Rust; anything else falls back to the Rust path unchanged.
+//! into Rust (naive and FCSE-only: the same handlers, switching through
+//! `fass`'s precomputed switch, [`fast_table_switch`]); and the timer's
+//! preemption from the IRQ stub, the tick in Rust ([`fast_irq_tick`]).
+//! Anything else falls back to the Rust path unchanged.
 //!
 //! The assembly reaches the kernel's fields by the offsets computed here
 //! from the Rust types, and the layout facts it relies on beyond offsets
@@ -18,7 +21,7 @@ use mmu_armv5::FcsePid;
 
 use super::clock::{SwitchClock, Transit};
 use super::ipc::{LINK_NEXT, LINK_PREV, LINK_REPLY_HEAD, LINK_SEND_HEAD, NONE};
-use super::kernel::{Counters, Fast, Kernel, KernelSlot, Proc, State, KERNEL};
+use super::kernel::{Counters, Fast, Kernel, KernelSlot, Proc, State, TrapFrame, KERNEL};
 use super::platform;
 use super::sched::ReadySet;
 use super::strategy::MAX_PROCS;
@@ -40,6 +43,8 @@ extern "C" {
     fn __svc_yield_table();
     fn __svc_send_table();
     fn __svc_reply_table();
+    fn __irq_preempt_fass();
+    fn __irq_preempt_table();
 }
 
 /// Entries of a dispatch table: every system-call number the fast path
@@ -53,9 +58,16 @@ const _: () = assert!(
 );
 
 /// A dispatch table: YIELD, SEND, CALL, REPLY and REPLY_WAIT to the given
-/// handlers, every other number to the Rust path.
-const fn svc_table_of(yield_: Entry, send: Entry, reply: Entry) -> [Entry; SVC_TABLE_LEN] {
-    let mut t: [Entry; SVC_TABLE_LEN] = [__svc_general; SVC_TABLE_LEN];
+/// handlers, every other number to the Rust path; the IRQ handler after
+/// them (index [`SVC_TABLE_LEN`]).
+const fn svc_table_of(
+    yield_: Entry,
+    send: Entry,
+    reply: Entry,
+    irq: Entry,
+) -> [Entry; SVC_TABLE_LEN + 1] {
+    let mut t: [Entry; SVC_TABLE_LEN + 1] = [__svc_general; SVC_TABLE_LEN + 1];
+    t[SVC_TABLE_LEN] = irq;
     t[nr::YIELD as usize] = yield_;
     t[nr::SEND as usize] = send;
     t[nr::CALL as usize] = send;
@@ -65,13 +77,21 @@ const fn svc_table_of(yield_: Entry, send: Entry, reply: Entry) -> [Entry; SVC_T
 }
 
 /// FASS: the handlers that switch with the kernel's own record.
-static SVC_FASS_TABLE: [Entry; SVC_TABLE_LEN] =
-    svc_table_of(__svc_yield_fass, __svc_send_fass, __svc_reply_fass);
+static SVC_FASS_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
+    __svc_yield_fass,
+    __svc_send_fass,
+    __svc_reply_fass,
+    __irq_preempt_fass,
+);
 
 /// Naive and FCSE-only: the same handlers, switching through `fass`'s
 /// precomputed switch ([`fast_table_switch`]).
-static SVC_TABLE_TABLE: [Entry; SVC_TABLE_LEN] =
-    svc_table_of(__svc_yield_table, __svc_send_table, __svc_reply_table);
+static SVC_TABLE_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
+    __svc_yield_table,
+    __svc_send_table,
+    __svc_reply_table,
+    __irq_preempt_table,
+);
 
 /// The dispatch table of a kernel in `mode` ([`Kernel::svc_table`]).
 pub(super) fn svc_table(mode: SwitchMode) -> *const u32 {
@@ -101,6 +121,29 @@ pub extern "C" fn fast_table_switch(next: u32) -> u32 {
     };
     let id = SpaceId((next as usize & (MAX_PROCS - 1)) as u16);
     u32::from(ts.switch_lean(&mut platform::counting(), id).is_ok())
+}
+
+/// Called by the IRQ handlers of the assembly fast path
+/// (`__irq_preempt_*`) first: the timer's tick if the timer raised the
+/// interrupt and a process runs (acknowledged, counted, the kernel job's
+/// step: `Kernel::irq_tick`), 1; else 0, nothing done (the Rust path
+/// takes the interrupt).
+#[no_mangle]
+pub extern "C" fn fast_irq_tick() -> u32 {
+    // SAFETY: as in `fast_table_switch`.
+    let k = unsafe { super::kernel::running_kernel() };
+    u32::from(k.irq_tick())
+}
+
+/// Called by the IRQ handlers of the assembly fast path after
+/// [`fast_irq_tick`] when they cannot switch themselves: the round-robin
+/// decision after the tick (`Kernel::irq_after_tick`); the frame to
+/// resume.
+#[no_mangle]
+pub extern "C" fn fast_irq_decide() -> *mut TrapFrame {
+    // SAFETY: as in `fast_table_switch`.
+    let k = unsafe { super::kernel::running_kernel() };
+    k.irq_after_tick()
 }
 
 /// The tag byte of `s` (`State` is `repr(u8)`: the tag comes first).
@@ -196,6 +239,9 @@ core::arch::global_asm!(
     tr_oneway = const Transit::IpcOneway as u32,
     tr_call = const Transit::IpcCall as u32,
     tr_reply = const Transit::IpcReply as u32,
+    tr_preempt = const Transit::Preempt as u32,
+    irq_entry = const SVC_TABLE_LEN * size_of::<Entry>(),
+    k_preemptions = const K_COUNTERS + offset_of!(Counters, preemptions),
     k_cur = const K_CUR,
     k_gen = const offset_of!(Kernel, gen),
     k_ready = const K_READY,
