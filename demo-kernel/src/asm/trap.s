@@ -73,9 +73,19 @@
     .global __user_trap_undef
 __user_trap_undef:
     USER_TRAP 1
+@ IRQ from user mode: the assembly fast path (`__irq_fast`,
+@ `asm/fastpath.s`) takes the timer's preemption; it comes back to
+@ `__irq_general` having changed nothing for any other interrupt.
     .global __user_trap_irq
 __user_trap_irq:
-    USER_TRAP 6
+    SAVE_USER 6, 1
+    msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
+    b       __irq_fast
+    .global __irq_general
+__irq_general:
+    mov     r0, #6
+    bl      trap_entry
+    b       __return_to_user
 
 @ Data abort from user mode, entered from `__exc_dabt` (`asm/vectors.s`) in
 @ abort mode with the user's r0 just below the abort stack, lr = the
@@ -148,18 +158,30 @@ __user_trap_pabt:
     beq     __abort_general
     b       __return_fast
 
-@ SVC from user mode: already in SVC mode, lr = next instruction.
+@ SVC from user mode: already in SVC mode, lr = next instruction. The
+@ assembly fast path (`__svc_fast`, `asm/fastpath.s`) takes the commonest
+@ calls; it comes back to `__svc_general` having changed nothing for any
+@ other call, which then goes through `trap_entry`.
     .global __user_trap_svc
 __user_trap_svc:
     SAVE_USER 2, 0
-    mov     r0, r1
+    b       __svc_fast
+    .global __svc_general
+__svc_general:
+    mov     r0, #2
     bl      trap_entry
     @ fall through
 
 @ SVC mode, r0 = the trap frame of the process to run: make it current and
-@ resume user mode from it.
+@ resume user mode from it. `__return_marked` is the same with r5 = the
+@ `clock::Transit` the assembly fast path decided on (filed by
+@ `return_accounting`, outside the measured window); 0 here: every other
+@ path marks for itself.
     .global __return_to_user
 __return_to_user:
+    mov     r5, #0
+    .global __return_marked
+__return_marked:
     ldr     r1, =__cur_frame
     str     r0, [r1]
     ldr     r2, [r0, #64]
@@ -171,12 +193,13 @@ __return_to_user:
     @ instructions before user mode: the end of every measured transit,
     @ switch tail and general fault path (`clock::TRANSIT_TAIL_INSTRUCTIONS`).
     ldr     r2, [r2, #0x5C]
-    @ Accounting, outside the measured window: `return_accounting(t_out)`
-    @ files the transit, the switch tail and a general fault resolution
-    @ (`clock.rs`). r4 keeps the frame (callee-saved); the call clobbers lr,
-    @ which is loaded after it.
+    @ Accounting, outside the measured window: `return_accounting(t_out,
+    @ fast_mark)` files the transit, the switch tail and a general fault
+    @ resolution (`clock.rs`). r4 keeps the frame (callee-saved); the call
+    @ clobbers lr, which is loaded after it.
     mov     r4, r0
     mov     r0, r2
+    mov     r1, r5
     bl      return_accounting
     ldr     lr, [r4, #60]
     ldmia   r4, {r0-r12}

@@ -131,11 +131,17 @@ pub fn stop() {
 /// Called by `__return_to_user` (`asm/trap.s`) after its counter read
 /// `t_out`, outside the measured window: closes the transit (if
 /// measuring), the switch tail and a collision resolved on the general
-/// path, which all end at this return.
+/// path, which all end at this return. `fast_mark`: the [`Transit`] the
+/// assembly fast path (`asm/fastpath.s`) decided on, as a number (its
+/// [`mark`], done here to keep the bookkeeping out of the window); 0 from
+/// every other path, which marks for itself.
 #[no_mangle]
-pub extern "C" fn return_accounting(t_out: u32) {
+pub extern "C" fn return_accounting(t_out: u32, fast_mark: u32) {
     let tr = transits();
     if tr.bucket != 0 {
+        if fast_mark != 0 {
+            tr.bucket = fast_mark;
+        }
         // SAFETY: written only by `SAVE_USER` at this transit's entry.
         let t_in = unsafe { core::ptr::addr_of!(__in_stamp).read_volatile() };
         let dt = t_out.wrapping_sub(t_in);

@@ -10,7 +10,17 @@ use super::strategy::MAX_PROCS;
 use super::syscall::{SysError, SysResult};
 
 /// No process (the end of a list).
-const NONE: u8 = u8::MAX;
+pub(super) const NONE: u8 = u8::MAX;
+
+/// Offsets of the links the assembly fast path (`asm/fastpath.s`) reads
+/// and writes: the first sender, the first caller, next and previous.
+pub(super) const LINK_SEND_HEAD: usize = core::mem::offset_of!(Links, send_head);
+/// See [`LINK_SEND_HEAD`].
+pub(super) const LINK_REPLY_HEAD: usize = core::mem::offset_of!(Links, reply_head);
+/// See [`LINK_SEND_HEAD`].
+pub(super) const LINK_NEXT: usize = core::mem::offset_of!(Links, next);
+/// See [`LINK_SEND_HEAD`].
+pub(super) const LINK_PREV: usize = core::mem::offset_of!(Links, prev);
 
 /// A process's IPC links.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

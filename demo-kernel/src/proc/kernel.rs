@@ -101,6 +101,12 @@ pub enum Exit {
 }
 
 /// Scheduling state.
+///
+/// `repr(u8)`: the tag is the first byte, each variant's fields follow
+/// it as in a `repr(C)` struct (the assembly fast path, `asm/fastpath.s`,
+/// reads and writes the tag and `Reply::from`; `super::fastpath` checks
+/// the layout).
+#[repr(u8)]
 #[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
 pub enum State {
     /// Slot unused.
@@ -223,6 +229,10 @@ impl Proc {
 }
 
 /// Kernel event counters of one scenario.
+///
+/// `repr(C)`: the assembly fast path (`asm/fastpath.s`) adds one to the
+/// first three with one load and one store of three words.
+#[repr(C)]
 #[derive(Clone, Copy, Default, defmt::Format)]
 pub struct Counters {
     /// Context switches (between two different processes).
@@ -284,15 +294,21 @@ pub struct SegmentInfo {
 pub struct Kernel {
     /// The running process.
     pub current: Option<usize>,
+    /// The runnable processes ([`State::runnable`]), kept by
+    /// [`Kernel::set_state`] (8-byte aligned: the assembly fast path loads
+    /// and stores it as one doubleword).
+    pub(super) ready: ReadySet,
     /// The generation precomputed switch registers must carry
     /// ([`Fast::gen`]): odd, from `fass`'s
     /// [`generation`](fass::Fass::generation) and [`Kernel::epoch`],
     /// refreshed after every strategy call (0, never a generation, marks a
     /// process without precomputed registers).
     pub(super) gen: u32,
-    /// The runnable processes ([`State::runnable`]), kept by
-    /// [`Kernel::set_state`].
-    pub(super) ready: ReadySet,
+    /// The system-call dispatch table of the assembly fast path
+    /// (`asm/fastpath.s`): `__svc_fast_table` under FASS, whose records it
+    /// switches with; under the per-table strategies `__svc_slow_table`,
+    /// every entry the Rust path.
+    pub(super) svc_table: *const u32,
     /// Switch-path timing.
     pub clock: SwitchClock,
     /// Counters.
@@ -357,7 +373,21 @@ pub struct Pending {
     pub t: tcm::XTiming,
 }
 
-static KERNEL: Global<Option<Kernel>> = Global::new(None);
+/// The installed kernel: the value at the static's own address (the
+/// assembly fast path, `asm/fastpath.s`, reaches it through the symbol
+/// with no pointer to load), valid while `live`.
+#[repr(C)]
+pub(super) struct KernelSlot {
+    /// The kernel, initialised while `live`.
+    pub(super) k: core::mem::MaybeUninit<Kernel>,
+    /// Whether `k` holds a kernel.
+    live: bool,
+}
+
+pub(super) static KERNEL: Global<KernelSlot> = Global::new(KernelSlot {
+    k: core::mem::MaybeUninit::uninit(),
+    live: false,
+});
 static FRAMES: Global<Frames> = Global::new(Frames::new());
 
 /// The frame allocator.
@@ -389,8 +419,15 @@ pub fn free_frame(pa: u32) {
 
 /// The kernel, if a scenario set one up.
 pub fn kernel() -> Option<&'static mut Kernel> {
-    // SAFETY: as in `frames`.
-    unsafe { (*KERNEL.as_ptr()).as_mut() }
+    // SAFETY: as in `frames`; `k` is initialised while `live`.
+    unsafe {
+        let slot = &mut *KERNEL.as_ptr();
+        if slot.live {
+            Some(slot.k.assume_init_mut())
+        } else {
+            None
+        }
+    }
 }
 
 /// The kernel, in a trap from user mode.
@@ -404,19 +441,31 @@ pub fn kernel() -> Option<&'static mut Kernel> {
 #[inline(always)]
 pub(super) unsafe fn running_kernel() -> &'static mut Kernel {
     // SAFETY: the caller's contract: the kernel is installed.
-    unsafe { (*KERNEL.as_ptr()).as_mut().unwrap_unchecked() }
+    unsafe { (*KERNEL.as_ptr()).k.assume_init_mut() }
 }
 
 /// Installs `k` (replacing any previous kernel).
 pub fn install(k: Kernel) {
     // SAFETY: as in `frames`; no reference into the old value is alive.
-    unsafe { *KERNEL.as_ptr() = Some(k) };
+    let slot = unsafe { &mut *KERNEL.as_ptr() };
+    if slot.live {
+        // SAFETY: initialised while `live`; dropped once, replaced below.
+        unsafe { slot.k.assume_init_drop() };
+    }
+    slot.k.write(k);
+    slot.live = true;
 }
 
 /// Removes and returns the kernel.
 pub fn uninstall() -> Option<Kernel> {
     // SAFETY: as in `install`.
-    unsafe { (*KERNEL.as_ptr()).take() }
+    let slot = unsafe { &mut *KERNEL.as_ptr() };
+    if !slot.live {
+        return None;
+    }
+    slot.live = false;
+    // SAFETY: initialised while `live`, which is now false: read once.
+    Some(unsafe { slot.k.assume_init_read() })
 }
 
 /// What the trap does after a system call.
@@ -517,6 +566,7 @@ impl Kernel {
             kctx: [0; 10],
             epoch: 0,
             gen: 1,
+            svc_table: super::fastpath::svc_table(mode),
             ready: ReadySet::EMPTY,
             clock: SwitchClock::default(),
             fault_clock: FaultClock::default(),

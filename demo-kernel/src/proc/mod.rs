@@ -14,6 +14,8 @@
 //!   scheduler's decisions, entering and leaving user mode;
 //! * [`ipc`]: synchronous IPC with sender queues and reply lists (no scans);
 //! * [`switch`]: the switch, last step before the return (lean records, full switch);
+//! * [`fastpath`]: the assembly fast path of yield, IPC hand-offs and
+//!   timer preemption (`asm/fastpath.s`) and the layout it relies on;
 //! * [`trap`]: traps from user mode: the entry points, the short paths
 //!   (yield, IPC, timer), the abort fast paths and the general handler;
 //! * [`uaccess`]: checked copies from and to user memory;
@@ -26,6 +28,7 @@
 
 pub mod clock;
 pub mod elf;
+pub mod fastpath;
 pub mod frames;
 pub mod ipc;
 pub mod kernel;

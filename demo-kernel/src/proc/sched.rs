@@ -18,7 +18,10 @@ use crate::mmu::KERNEL_DOMAIN;
 // The set is two 32-bit words: one bit per slot.
 const _: () = assert!(MAX_PROCS == 64);
 
-/// The runnable processes ([`State::runnable`]), one bit per slot.
+/// The runnable processes ([`State::runnable`]), one bit per slot: slot
+/// `i` is bit `i & 31` of word `i >> 5` (the assembly fast path,
+/// `asm/fastpath.s`, reads and writes the two words).
+#[repr(transparent)]
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 pub struct ReadySet([u32; 2]);
 

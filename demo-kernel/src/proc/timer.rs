@@ -8,7 +8,7 @@ const TIMER0: u32 = DEVICE_VIRT + 0x001E_2000;
 /// PL190 VIC (physical 0x1014_0000).
 const VIC: u32 = DEVICE_VIRT + 0x0014_0000;
 /// The versatilepb 24 MHz counter (physical 0x1000_005C).
-const COUNTER_24MHZ: u32 = DEVICE_VIRT + 0x5C;
+pub(super) const COUNTER_24MHZ: u32 = DEVICE_VIRT + 0x5C;
 /// The timer's VIC line.
 const TIMER_IRQ: u32 = 4;
 

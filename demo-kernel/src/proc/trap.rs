@@ -95,20 +95,40 @@ impl Kernel {
     /// done; take the generic path.
     #[inline(always)]
     pub(super) fn irq_fast(&mut self) -> Option<*mut TrapFrame> {
-        let cur = self.current? & (MAX_PROCS - 1);
-        if !timer::ack() {
+        if !self.irq_tick() {
             return None;
+        }
+        Some(self.irq_after_tick())
+    }
+
+    /// The timer's tick, if it raised the interrupt and a process runs:
+    /// acknowledged, counted, the kernel job's step; `false`: nothing done.
+    #[inline(always)]
+    pub(super) fn irq_tick(&mut self) -> bool {
+        if self.current.is_none() || !timer::ack() {
+            return false;
         }
         self.counters.irqs += 1;
         self.kernel_job_tick();
+        true
+    }
+
+    /// After the tick ([`Kernel::irq_tick`]): round robin, the next ready
+    /// process switched to directly; the frame to resume.
+    #[inline(always)]
+    pub(super) fn irq_after_tick(&mut self) -> *mut TrapFrame {
+        let Some(cur) = self.current else {
+            return self.finish(Wish::Resume(None));
+        };
+        let cur = cur & (MAX_PROCS - 1);
         let next = self.ready.next_after(cur);
         if next != Some(cur) {
             self.counters.preemptions += 1;
             clock::mark(Transit::Preempt);
         }
         match next {
-            Some(n) if self.procs[n].state == State::Ready => Some(self.switch_ready(n)),
-            _ => Some(self.finish(Wish::Next(next))),
+            Some(n) if self.procs[n].state == State::Ready => self.switch_ready(n),
+            _ => self.finish(Wish::Next(next)),
         }
     }
 

@@ -1,0 +1,397 @@
+@ The assembly fast path of the commonest system calls: YIELD, SEND and
+@ CALL to a receiver waiting in RECV, REPLY and REPLY_WAIT to a caller
+@ waiting for the reply; and of the timer's preemption (`__irq_fast`,
+@ its contract at `__irq_preempt_*` below: the same registers, entered
+@ from `__user_trap_irq` after SAVE_USER, falling back to `__irq_general`
+@ before the tick and to `fast_irq_decide` after it). Assembled by `proc/fastpath.rs` (global_asm!
+@ with operands: every name in single braces below is an offset, a
+@ constant or the kernel's symbol computed there from the Rust types,
+@ with the layout checks; literal braces, as in register lists, are
+@ therefore doubled).
+@
+@ Contract.
+@ Entered by `b __svc_fast` from `__user_trap_svc` (`asm/trap.s`) right
+@ after `SAVE_USER`: SVC mode, IRQ/FIQ masked, the user's r0-r14, pc and
+@ CPSR saved in the current process's frame (`*__cur_frame`), the entry
+@ stamp taken. Registers: r0 = that frame (= the process's record:
+@ `Proc::ctx` is its first field), r7 = the user's r7, the system-call
+@ number (never changed by SAVE_USER); everything else is free (the
+@ frame holds the user's values), sp is the SVC stack and stays as it is.
+@ Nothing is pushed: no call is made.
+@ Either it does the whole call and switches (`__fast_switch`, then
+@ `__return_marked` with r0 = the next frame, r5 = the `clock::Transit`
+@ to file the transit under) or, before it has written anything, it
+@ branches to `__svc_general`, which takes the call through `trap_entry`
+@ (Rust) exactly as if the fast path did not exist: no receiver waiting,
+@ a bad argument, a process that is not ready, a sender queued on a
+@ REPLY_WAIT, a switch record of an older generation, the caller alone.
+@ What it relies on from the Rust side (checked where it can be, in
+@ `proc/fastpath.rs`):
+@ * `kernel::KERNEL` holds the running kernel at the static's address and
+@   `Kernel::current` is `Some(cur)` while user mode runs (`Option<usize>`:
+@   tag word then value, checked), cur = the frame's slot;
+@ * the ready set (`sched::ReadySet`) is two words, slot i at bit i & 31
+@   of word i >> 5, holding exactly the runnable processes (`set_state`);
+@   the state's tag is the first byte of `State` (`repr(u8)`), `Reply`'s
+@   `from` the halfword after it;
+@ * `Proc::fast` is the FASS switch record: `gen` equal to `Kernel::gen`
+@   means its DACR and FCSEIDR values are those `fass` last wrote for the
+@   process and are still right (no recycle, release, flush, segment or
+@   space change since: every such change moves `Kernel::gen`); the
+@   per-table strategies never make one (gen 0 never matches), so under
+@   naive and FCSE-only every call falls back;
+@ * IPC links (`ipc::Links`) are slot numbers as bytes, 255 = none.
+@ It does what the Rust short path (`Kernel::svc_fast` and
+@ `Kernel::switch_ready`'s lean branch) does, field for field: the same
+@ counters, states, ready bits, links, delivered registers, switch
+@ registers and switch-tail stamp. `fass`'s idea of the running space is
+@ brought up to date later (`Kernel::sync`), as after the Rust lean
+@ switch.
+
+@ Ordinary kernel text, not the switch page (`.text.kswitch`, which the
+@ TCM scenario moves into ITCM): that page is full with `trap_entry`.
+    .section .text.fastpath, "ax"
+    .arm
+    .global __svc_fast
+__svc_fast:
+    ldr     r4, ={kernel}                 @ the kernel
+    ldr     r8, [r4, #{k_svc_table}]      @ this mode's dispatch table
+    cmp     r7, #{svc_table_len}
+    ldrlo   pc, [r8, r7, lsl #2]
+    b       __svc_general
+
+@ The 24 MHz counter (`timer::COUNTER_24MHZ`) into \rd: the one place
+@ this file reads it (the switch tail's start, `clock::SwitchClock`).
+.macro READ_COUNTER rd
+    ldr     \rd, ={counter}
+    ldr     \rd, [\rd]
+.endm
+
+@ The last check before a handler commits, r6 = next, r10 + pr_* = its
+@ record, r0 = cur's frame. FASS (`\m` = fass): next's record is of this
+@ generation (`Proc::fast`; written in `__fast_switch_fass`). The
+@ per-table strategies (`table`): `fass`'s own precomputed switch
+@ (`SwitchStrategy::switch_lean`, through `fast_table_switch`), which
+@ either switches (TTBR, FCSEIDR under FCSE, and the maintenance its
+@ mechanism needs, with `fass`'s bookkeeping) or, stale, writes nothing:
+@ then the Rust path. The switch tail is stamped before it. The call
+@ keeps r4-r11 (AAPCS); the SVC stack is 8-byte aligned (nothing pushed).
+.macro RECORD_SWITCH m, fail=__svc_general
+    .ifc \m, fass
+    ldr     r8, [r10, #{pr_gen}]
+    ldr     r9, [r4, #{k_gen}]
+    cmp     r8, r9
+    bne     \fail                         @ no record of this generation
+    .else
+    mov     r9, r0
+    READ_COUNTER r8                       @ the switch tail's start
+    mov     r0, r6
+    bl      fast_table_switch
+    cmp     r0, #0
+    beq     \fail                         @ stale: nothing written
+    mov     r0, r9
+    mov     r1, #1
+    str     r1, [r4, #{k_t0_tag}]
+    str     r8, [r4, #{k_t0}]
+    .endif
+.endm
+
+@ The handlers of one mode (`fass` or `table`): YIELD, SEND/CALL,
+@ REPLY/REPLY_WAIT, and their switch.
+.macro HANDLERS m
+@ YIELD: the first ready slot after cur, round robin (`ReadySet::next_after`).
+    .global __svc_yield_\m
+__svc_yield_\m:
+    ldr     r5, [r4, #{k_cur}]            @ cur
+    ldrd    r2, r3, [r4, #{k_ready}]      @ the ready set, low and high word
+    mvn     r8, #1
+    ands    r9, r2, r8, lsl r5            @ low word above cur (none if cur >= 32)
+    bne     2f
+    orrs    r9, r3, r5, lsr #5
+    bne     5f                            @ a high word, or cur in it
+    movs    r9, r2                        @ wrapped: the lowest slot
+    beq     __svc_general
+2:  rsb     r8, r9, #0                    @ lowest bit of the low word r9
+    and     r9, r9, r8
+    clz     r9, r9
+    rsb     r6, r9, #31
+4:  cmp     r6, r5
+    beq     __svc_general                 @ cur alone: no switch (Rust)
+    ldr     r10, ={proc_size}
+    mla     r10, r6, r10, r4              @ r10 + pr_*: next's record
+    ldrb    r8, [r10, #{pr_state}]
+    cmp     r8, #{st_ready}
+    bne     __svc_general                 @ in a TCM call: the scheduler continues it
+    RECORD_SWITCH \m
+    mov     r8, #0
+    str     r8, [r0]                      @ YIELD returns 0
+    mov     r5, #{tr_yield}
+    b       __fast_switch_\m
+5:  subs    r11, r5, #32
+    movlo   r9, r3                        @ cur < 32: the high word is above it
+    andhs   r9, r3, r8, lsl r11           @ cur >= 32: high word above cur
+    cmp     r9, #0
+    bne     3f
+    movs    r9, r2                        @ wrapped
+    bne     2b
+    movs    r9, r3
+    beq     __svc_general
+3:  rsb     r8, r9, #0                    @ lowest bit of the high word r9
+    and     r9, r9, r8
+    clz     r9, r9
+    rsb     r6, r9, #63
+    b       4b
+
+@ SEND / CALL to dest = the caller's r0, taken here only if dest waits in
+@ RECV (`Kernel::ipc_send`'s hand-off).
+    .global __svc_send_\m
+__svc_send_\m:
+    ldr     r5, [r4, #{k_cur}]            @ cur
+    ldr     r6, [r0]
+    cmp     r6, #{max_procs}
+    bhs     __svc_general                 @ no such slot: ESRCH (Rust)
+    ldr     r10, ={proc_size}
+    mla     r10, r6, r10, r4
+    ldrb    r8, [r10, #{pr_state}]
+    cmp     r8, #{st_recv}
+    bne     __svc_general                 @ not in RECV (dead, or cur itself): Rust
+    RECORD_SWITCH \m
+    @ Deliver: dest's r0 = cur, r1-r3 = the message (cur's r1-r3).
+    ldmib   r0, {{r8, r9, r12}}
+    add     r11, r10, #{k_procs}
+    stmia   r11, {{r5, r8, r9, r12}}
+    ldr     r8, [r4, #{k_messages}]
+    add     r8, r8, #1
+    str     r8, [r4, #{k_messages}]
+    mov     r8, #{st_ready}
+    strb    r8, [r10, #{pr_state}]
+    @ dest into the ready set (a shift by 32 or more gives 0).
+    ldrd    r2, r3, [r4, #{k_ready}]
+    mov     r8, #1
+    orr     r2, r2, r8, lsl r6
+    subs    r9, r6, #32
+    orrhs   r3, r3, r8, lsl r9
+    cmp     r7, #{nr_call}
+    beq     20f
+    @ SEND: cur stays ready and gets 0.
+    strd    r2, r3, [r4, #{k_ready}]
+    mov     r8, #0
+    str     r8, [r0]
+    mov     r5, #{tr_oneway}
+    b       __fast_switch_\m
+    @ CALL: cur out of the ready set, waiting for dest's reply
+    @ (`State::Reply {{ from: dest }}`), first in dest's reply list.
+20: bic     r2, r2, r8, lsl r5
+    subs    r9, r5, #32
+    bichs   r3, r3, r8, lsl r9
+    strd    r2, r3, [r4, #{k_ready}]
+    mov     r8, #{st_reply}
+    strb    r8, [r0, #{p_state}]
+    strh    r6, [r0, #{p_reply_from}]
+    @ (A running process is in no list: its next and prev are none
+    @ already; `ipc.rs` clears them on every dequeue and unlink.)
+    ldrb    r9, [r10, #{pr_link_reply_head}]
+    cmp     r9, #{link_none}
+    bne     22f                           @ another caller waits already
+21: strb    r5, [r10, #{pr_link_reply_head}]
+    mov     r5, #{tr_call}
+    b       __fast_switch_\m
+22: strb    r9, [r0, #{p_link_next}]
+    ldr     r8, ={proc_size}
+    mla     r8, r9, r8, r4
+    strb    r5, [r8, #{pr_link_prev}]
+    b       21b
+
+@ REPLY / REPLY_WAIT to the caller = cur's r0, which must wait for cur's
+@ reply (`Kernel::ipc_reply`); REPLY_WAIT only if no sender is queued on
+@ cur (then cur waits in RECV: `Kernel::ipc_recv` without a sender).
+    .global __svc_reply_\m
+__svc_reply_\m:
+    ldr     r5, [r4, #{k_cur}]            @ cur
+    ldr     r6, [r0]
+    cmp     r6, #{max_procs}
+    bhs     __svc_general                 @ ESRCH (Rust)
+    ldr     r10, ={proc_size}
+    mla     r10, r6, r10, r4
+    add     r11, r10, #{k_procs}          @ the caller's record
+    ldrb    r8, [r11, #{p_state}]
+    cmp     r8, #{st_reply}
+    bne     __svc_general                 @ not waiting for a reply: ESRCH (Rust)
+    ldrh    r8, [r11, #{p_reply_from}]
+    cmp     r8, r5
+    bne     __svc_general                 @ waiting for another server: ESRCH (Rust)
+    cmp     r7, #{nr_reply_wait}
+    bne     31f
+    ldrb    r8, [r0, #{p_link_send_head}]
+    cmp     r8, #{link_none}
+    bne     __svc_general                 @ REPLY_WAIT with a sender queued (Rust)
+31: RECORD_SWITCH \m
+    @ The caller out of cur's reply list (`Kernel::unlink_reply`); the
+    @ common case, the only caller waiting, without a neighbour to fix.
+    ldrb    r2, [r11, #{p_link_next}]
+    ldrb    r3, [r11, #{p_link_prev}]
+    cmp     r3, #{link_none}
+    bne     38f                           @ not the first in the list
+    strb    r2, [r0, #{p_link_reply_head}]
+    cmp     r2, #{link_none}
+    bne     39f                           @ not the last in the list
+37:
+    @ The reply: the caller's r0 = 0, r1-r3 = cur's r1-r3; it is ready.
+    ldmib   r0, {{r8, r9, r12}}
+    mov     r1, #0
+    stmia   r11, {{r1, r8, r9, r12}}
+    mov     r8, #{st_ready}
+    strb    r8, [r11, #{p_state}]
+    ldrd    r2, r3, [r4, #{k_round_trips}] @ round_trips, messages
+    add     r2, r2, #1
+    add     r3, r3, #1
+    strd    r2, r3, [r4, #{k_round_trips}]
+    ldrd    r2, r3, [r4, #{k_ready}]
+    mov     r8, #1
+    orr     r2, r2, r8, lsl r6
+    subs    r9, r6, #32
+    orrhs   r3, r3, r8, lsl r9
+    cmp     r7, #{nr_reply_wait}
+    beq     35f
+    mov     r8, #0
+    str     r8, [r0]                      @ REPLY returns 0
+    b       36f
+35: bic     r2, r2, r8, lsl r5            @ REPLY_WAIT: cur waits in RECV
+    subs    r9, r5, #32
+    bichs   r3, r3, r8, lsl r9
+    mov     r8, #{st_recv}
+    strb    r8, [r0, #{p_state}]
+36: strd    r2, r3, [r4, #{k_ready}]
+    mov     r5, #{tr_reply}
+
+@ The switch (FASS: `Kernel::switch_ready`'s lean branch; the others:
+@ made already) and the counters common to every fast call. r0 = cur's
+@ frame, r4 = the kernel, r5 = the transit kind, r6 = next, r10 + pr_* =
+@ next's record.
+__fast_switch_\m:
+    ldr     r8, [r0, #{p_syscalls}]
+    add     r8, r8, #1
+    str     r8, [r0, #{p_syscalls}]
+    add     r8, r4, #{k_counters}
+    .ifc \m, fass
+    ldmia   r8, {{r1, r2, r3}}            @ switches, lean_switches, syscalls
+    add     r1, r1, #1
+    add     r2, r2, #1
+    add     r3, r3, #1
+    stmia   r8, {{r1, r2, r3}}
+95: ldr     r2, [r10, #{pr_dacr}]
+    ldr     r3, [r10, #{pr_fcseidr}]
+    READ_COUNTER r9                       @ the switch tail's start
+    mcr     p15, 0, r2, c3, c0, 0         @ DACR
+    mcr     p15, 0, r3, c13, c0, 0        @ FCSEIDR
+    mov     r8, #1
+    strd    r8, r9, [r4, #{k_t0_tag}]     @ Some(t0)
+    .else
+    @ (the switch was made, and the switch tail stamped, by RECORD_SWITCH)
+    ldmia   r8, {{r1, r2, r3}}            @ switches, lean_switches, syscalls
+    add     r1, r1, #1
+    add     r3, r3, #1
+    stmia   r8, {{r1, r2, r3}}
+    .endif
+96: str     r6, [r4, #{k_cur}]
+    add     r0, r10, #{k_procs}
+    b       __return_marked
+
+@ The same for a preemption: no system call to count.
+__fast_switch_irq_\m:
+    add     r8, r4, #{k_counters}
+    ldmia   r8, {{r1, r2}}                @ switches, lean_switches
+    add     r1, r1, #1
+    .ifc \m, fass
+    add     r2, r2, #1
+    stmia   r8, {{r1, r2}}
+    b       95b
+    .else
+    stmia   r8, {{r1, r2}}
+    b       96b
+    .endif
+
+@ Timer IRQ from user mode (`Kernel::irq_fast`), entered from
+@ `__irq_fast` with r0 = cur's frame (pc and CPSR saved), r4 = the kernel,
+@ in SVC mode: the tick (`fast_irq_tick`: acknowledge, count, the kernel
+@ job's step) in Rust, then round robin as YIELD's pick; a preemption
+@ that cannot be switched here is decided by `fast_irq_decide` (Rust),
+@ which continues after the tick.
+    .global __irq_preempt_\m
+__irq_preempt_\m:
+    mov     r11, r0
+    bl      fast_irq_tick
+    cmp     r0, #0
+    mov     r0, r11
+    beq     __irq_general                 @ not the timer: nothing done (Rust)
+    ldr     r5, [r4, #{k_cur}]
+    ldrd    r2, r3, [r4, #{k_ready}]
+    mvn     r8, #1
+    ands    r9, r2, r8, lsl r5
+    bne     62f
+    orrs    r9, r3, r5, lsr #5
+    bne     65f
+    movs    r9, r2
+    beq     69f
+62: rsb     r8, r9, #0
+    and     r9, r9, r8
+    clz     r9, r9
+    rsb     r6, r9, #31
+64: cmp     r6, r5
+    beq     69f                           @ cur alone: no preemption
+    ldr     r10, ={proc_size}
+    mla     r10, r6, r10, r4
+    ldrb    r8, [r10, #{pr_state}]
+    cmp     r8, #{st_ready}
+    bne     69f
+    RECORD_SWITCH \m, 69f
+    ldr     r8, [r4, #{k_preemptions}]
+    add     r8, r8, #1
+    str     r8, [r4, #{k_preemptions}]
+    mov     r5, #{tr_preempt}
+    b       __fast_switch_irq_\m
+65: subs    r11, r5, #32
+    movlo   r9, r3
+    andhs   r9, r3, r8, lsl r11
+    cmp     r9, #0
+    bne     63f
+    movs    r9, r2
+    bne     62b
+    movs    r9, r3
+    beq     69f
+63: rsb     r8, r9, #0
+    and     r9, r9, r8
+    clz     r9, r9
+    rsb     r6, r9, #63
+    b       64b
+69: bl      fast_irq_decide
+    b       __return_to_user
+
+    @ The caller has neighbours in the list: link them to each other and
+    @ clear its own links (the common case above leaves them both none).
+38: ldr     r8, ={proc_size}
+    mla     r8, r3, r8, r4
+    strb    r2, [r8, #{pr_link_next}]
+    cmp     r2, #{link_none}
+    beq     40f
+39: ldr     r8, ={proc_size}
+    mla     r8, r2, r8, r4
+    strb    r3, [r8, #{pr_link_prev}]
+40: mov     r8, #{link_none}
+    strb    r8, [r11, #{p_link_next}]
+    strb    r8, [r11, #{p_link_prev}]
+    b       37b
+    .ltorg
+.endm
+
+    HANDLERS fass
+    HANDLERS table
+
+@ IRQ from user mode, from `__user_trap_irq` (`asm/trap.s`) after
+@ `SAVE_USER` (pc and CPSR saved) in SVC mode, r0 = cur's frame: this
+@ mode's IRQ handler, the entry after the system calls in its table.
+    .global __irq_fast
+__irq_fast:
+    ldr     r4, ={kernel}
+    ldr     r8, [r4, #{k_svc_table}]
+    ldr     pc, [r8, #{irq_entry}]

@@ -1,0 +1,270 @@
+//! The assembly fast path of the commonest system calls (`asm/fastpath.s`:
+//! its contract is stated there): YIELD to a ready process, SEND/CALL to a
+//! receiver waiting in RECV, REPLY/REPLY_WAIT to a caller waiting for the
+//! reply, each switching through the process's precomputed FASS record of
+//! the current generation straight from the SVC vector, without a call
+//! into Rust (naive and FCSE-only: the same handlers, switching through
+//! `fass`'s precomputed switch, [`fast_table_switch`]); and the timer's
+//! preemption from the IRQ stub, the tick in Rust ([`fast_irq_tick`]).
+//! Anything else falls back to the Rust path unchanged.
+//!
+//! The assembly reaches the kernel's fields by the offsets computed here
+//! from the Rust types, and the layout facts it relies on beyond offsets
+//! (enum tags, `Option` words, field order) are checked at compile time
+//! below, so a change of a type either moves the offsets with it or stops
+//! the build.
+
+use core::mem::{offset_of, size_of, MaybeUninit};
+
+use mmu_armv5::regs::{Dacr, SwitchRegs};
+use mmu_armv5::FcsePid;
+
+use super::clock::{SwitchClock, Transit};
+use super::ipc::{LINK_NEXT, LINK_PREV, LINK_REPLY_HEAD, LINK_SEND_HEAD, NONE};
+use super::kernel::{Counters, Fast, Kernel, KernelSlot, Proc, State, TrapFrame, KERNEL};
+use super::platform;
+use super::sched::ReadySet;
+use super::strategy::MAX_PROCS;
+use super::strategy::{Strategy, SwitchMode};
+use super::timer::COUNTER_24MHZ;
+use crate::abi::nr;
+use fass::{SpaceId, SwitchStrategy};
+
+/// A system-call entry of the assembly fast path (never called from Rust:
+/// entered by `ldr pc` with the registers of the contract in
+/// `asm/fastpath.s`).
+type Entry = unsafe extern "C" fn();
+
+extern "C" {
+    fn __svc_general();
+    fn __svc_yield_fass();
+    fn __svc_send_fass();
+    fn __svc_reply_fass();
+    fn __svc_yield_table();
+    fn __svc_send_table();
+    fn __svc_reply_table();
+    fn __irq_preempt_fass();
+    fn __irq_preempt_table();
+}
+
+/// Entries of a dispatch table: every system-call number the fast path
+/// takes is below it.
+const SVC_TABLE_LEN: usize = nr::REPLY_WAIT as usize + 1;
+const _: () = assert!(
+    nr::YIELD < nr::REPLY_WAIT
+        && nr::SEND < nr::REPLY_WAIT
+        && nr::CALL < nr::REPLY_WAIT
+        && nr::REPLY < nr::REPLY_WAIT
+);
+
+/// A dispatch table: YIELD, SEND, CALL, REPLY and REPLY_WAIT to the given
+/// handlers, every other number to the Rust path; the IRQ handler after
+/// them (index [`SVC_TABLE_LEN`]).
+const fn svc_table_of(
+    yield_: Entry,
+    send: Entry,
+    reply: Entry,
+    irq: Entry,
+) -> [Entry; SVC_TABLE_LEN + 1] {
+    let mut t: [Entry; SVC_TABLE_LEN + 1] = [__svc_general; SVC_TABLE_LEN + 1];
+    t[SVC_TABLE_LEN] = irq;
+    t[nr::YIELD as usize] = yield_;
+    t[nr::SEND as usize] = send;
+    t[nr::CALL as usize] = send;
+    t[nr::REPLY as usize] = reply;
+    t[nr::REPLY_WAIT as usize] = reply;
+    t
+}
+
+/// FASS: the handlers that switch with the kernel's own record.
+static SVC_FASS_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
+    __svc_yield_fass,
+    __svc_send_fass,
+    __svc_reply_fass,
+    __irq_preempt_fass,
+);
+
+/// Naive and FCSE-only: the same handlers, switching through `fass`'s
+/// precomputed switch ([`fast_table_switch`]).
+static SVC_TABLE_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
+    __svc_yield_table,
+    __svc_send_table,
+    __svc_reply_table,
+    __irq_preempt_table,
+);
+
+/// The dispatch table of a kernel in `mode` ([`Kernel::svc_table`]).
+pub(super) fn svc_table(mode: SwitchMode) -> *const u32 {
+    let t = match mode {
+        SwitchMode::Fass => &SVC_FASS_TABLE,
+        SwitchMode::Naive | SwitchMode::Fcse => &SVC_TABLE_TABLE,
+    };
+    t.as_ptr().cast()
+}
+
+/// Called by the naive and FCSE-only handlers of the assembly fast path
+/// (`RECORD_SWITCH` in `asm/fastpath.s`) as their last check: switches to
+/// process `next` through `fass`'s precomputed switch of the current
+/// generation ([`SwitchStrategy::switch_lean`]: TTBR, FCSEIDR under FCSE,
+/// and the cache and TLB maintenance the mechanism needs, through the
+/// counting platform, with `fass`'s bookkeeping), as
+/// `Kernel::switch_table_lean` does on the Rust path. 1: switched; 0:
+/// nothing was written (no record of this generation, or not a per-table
+/// strategy), take the Rust path.
+#[no_mangle]
+pub extern "C" fn fast_table_switch(next: u32) -> u32 {
+    // SAFETY: called from a trap from user mode (`trap::trap_entry`'s
+    // contract), with no reference to the kernel alive.
+    let k = unsafe { super::kernel::running_kernel() };
+    let Strategy::Table(ts) = &mut k.strategy else {
+        return 0;
+    };
+    let id = SpaceId((next as usize & (MAX_PROCS - 1)) as u16);
+    u32::from(ts.switch_lean(&mut platform::counting(), id).is_ok())
+}
+
+/// Called by the IRQ handlers of the assembly fast path
+/// (`__irq_preempt_*`) first: the timer's tick if the timer raised the
+/// interrupt and a process runs (acknowledged, counted, the kernel job's
+/// step: `Kernel::irq_tick`), 1; else 0, nothing done (the Rust path
+/// takes the interrupt).
+#[no_mangle]
+pub extern "C" fn fast_irq_tick() -> u32 {
+    // SAFETY: as in `fast_table_switch`.
+    let k = unsafe { super::kernel::running_kernel() };
+    u32::from(k.irq_tick())
+}
+
+/// Called by the IRQ handlers of the assembly fast path after
+/// [`fast_irq_tick`] when they cannot switch themselves: the round-robin
+/// decision after the tick (`Kernel::irq_after_tick`); the frame to
+/// resume.
+#[no_mangle]
+pub extern "C" fn fast_irq_decide() -> *mut TrapFrame {
+    // SAFETY: as in `fast_table_switch`.
+    let k = unsafe { super::kernel::running_kernel() };
+    k.irq_after_tick()
+}
+
+/// The tag byte of `s` (`State` is `repr(u8)`: the tag comes first).
+const fn tag(s: &State) -> u8 {
+    // SAFETY: a `repr(u8)` enum starts with its `u8` tag, always
+    // initialised.
+    unsafe { *(s as *const State).cast::<u8>() }
+}
+
+/// Byte `i` of `s`, which the caller knows to be initialised.
+const fn byte(s: &State, i: usize) -> u8 {
+    // SAFETY: in bounds (checked by the caller against `size_of`), and the
+    // caller reads only bytes of the variant's fields.
+    unsafe { *(s as *const State).cast::<u8>().add(i) }
+}
+
+/// `Reply::from`'s offset inside `State`: right after the tag, aligned.
+const REPLY_FROM: usize = 2;
+const _: () = {
+    let s = State::Reply { from: 0x1234 };
+    assert!(REPLY_FROM + 2 <= size_of::<State>());
+    assert!(byte(&s, REPLY_FROM) == 0x34 && byte(&s, REPLY_FROM + 1) == 0x12);
+};
+
+// `Option<usize>` (`Kernel::current`) and `Option<u32>`
+// (`SwitchClock::t0`): the tag word (1 = `Some`) then the value.
+const _: () = {
+    // SAFETY: both types are two initialised words when `Some`.
+    let w: [u32; 2] = unsafe { core::mem::transmute::<Option<usize>, [u32; 2]>(Some(7)) };
+    assert!(w[0] == 1 && w[1] == 7);
+    // SAFETY: as above.
+    let w: [u32; 2] = unsafe { core::mem::transmute::<Option<u32>, [u32; 2]>(Some(9)) };
+    assert!(w[0] == 1 && w[1] == 9);
+};
+
+// `SwitchRegs` (`repr(C)`): the DACR word, then the FCSEIDR word.
+const _: () = {
+    let Ok(pid) = FcsePid::new(3) else { panic!() };
+    let r = SwitchRegs::new(Dacr::from_bits(0x55), pid);
+    // SAFETY: two initialised words.
+    let w: [u32; 2] = unsafe { core::mem::transmute::<SwitchRegs, [u32; 2]>(r) };
+    assert!(w[0] == 0x55 && w[1] == 3 << 25);
+};
+
+// The frame is the record's first field (a frame pointer is its record's
+// address), the kernel the slot's first field (the symbol is the kernel's
+// address), the three counters the fast path adds to are the first three
+// and in that order, and `messages` follows `round_trips`.
+const _: () = {
+    assert!(offset_of!(Proc, ctx) == 0);
+    assert!(offset_of!(KernelSlot, k) == 0);
+    assert!(size_of::<MaybeUninit<Kernel>>() == size_of::<Kernel>());
+    assert!(offset_of!(Counters, switches) == 0);
+    assert!(offset_of!(Counters, lean_switches) == 4);
+    assert!(offset_of!(Counters, syscalls) == 8);
+    assert!(offset_of!(Counters, messages) == offset_of!(Counters, round_trips) + 4);
+    assert!(size_of::<ReadySet>() == 8);
+    // `ldrd`/`strd` of the ready set and of the switch clock's `t0` need
+    // doubleword addresses.
+    assert!(
+        offset_of!(Kernel, ready).is_multiple_of(8) && core::mem::align_of::<KernelSlot>() >= 8
+    );
+    assert!(K_T0.is_multiple_of(8));
+    assert!((K_COUNTERS + offset_of!(Counters, round_trips)).is_multiple_of(8));
+    assert!(MAX_PROCS == 64 && NONE == 255);
+};
+
+/// Offsets from the kernel's address.
+const K_CUR: usize = offset_of!(Kernel, current) + 4;
+const K_READY: usize = offset_of!(Kernel, ready);
+const K_T0: usize = offset_of!(Kernel, clock) + offset_of!(SwitchClock, t0);
+const K_COUNTERS: usize = offset_of!(Kernel, counters);
+const K_PROCS: usize = offset_of!(Kernel, procs);
+/// Offsets from a process's record.
+const P_STATE: usize = offset_of!(Proc, state);
+const P_GEN: usize = offset_of!(Proc, fast) + offset_of!(Fast, gen);
+const P_REGS: usize = offset_of!(Proc, fast) + offset_of!(Fast, regs);
+const P_LINKS: usize = offset_of!(Proc, ipc);
+
+core::arch::global_asm!(
+    include_str!("../asm/fastpath.s"),
+    kernel = sym KERNEL,
+    counter = const COUNTER_24MHZ,
+    proc_size = const size_of::<Proc>(),
+    max_procs = const MAX_PROCS,
+    link_none = const NONE,
+    nr_call = const nr::CALL,
+    nr_reply_wait = const nr::REPLY_WAIT,
+    st_ready = const tag(&State::Ready),
+    st_recv = const tag(&State::Recv),
+    st_reply = const tag(&State::Reply { from: 0 }),
+    tr_yield = const Transit::Yield as u32,
+    tr_oneway = const Transit::IpcOneway as u32,
+    tr_call = const Transit::IpcCall as u32,
+    tr_reply = const Transit::IpcReply as u32,
+    tr_preempt = const Transit::Preempt as u32,
+    irq_entry = const SVC_TABLE_LEN * size_of::<Entry>(),
+    k_preemptions = const K_COUNTERS + offset_of!(Counters, preemptions),
+    k_cur = const K_CUR,
+    k_gen = const offset_of!(Kernel, gen),
+    k_ready = const K_READY,
+    k_svc_table = const offset_of!(Kernel, svc_table),
+    svc_table_len = const SVC_TABLE_LEN,
+    k_t0_tag = const K_T0,
+    k_t0 = const K_T0 + 4,
+    k_counters = const K_COUNTERS,
+    k_messages = const K_COUNTERS + offset_of!(Counters, messages),
+    k_round_trips = const K_COUNTERS + offset_of!(Counters, round_trips),
+    k_procs = const K_PROCS,
+    p_state = const P_STATE,
+    p_reply_from = const P_STATE + REPLY_FROM,
+    p_syscalls = const offset_of!(Proc, syscalls),
+    p_link_send_head = const P_LINKS + LINK_SEND_HEAD,
+    p_link_reply_head = const P_LINKS + LINK_REPLY_HEAD,
+    p_link_next = const P_LINKS + LINK_NEXT,
+    p_link_prev = const P_LINKS + LINK_PREV,
+    pr_state = const K_PROCS + P_STATE,
+    pr_gen = const K_PROCS + P_GEN,
+    pr_dacr = const K_PROCS + P_REGS,
+    pr_fcseidr = const K_PROCS + P_REGS + 4,
+    pr_link_reply_head = const K_PROCS + P_LINKS + LINK_REPLY_HEAD,
+    pr_link_next = const K_PROCS + P_LINKS + LINK_NEXT,
+    pr_link_prev = const K_PROCS + P_LINKS + LINK_PREV,
+);
