@@ -17,7 +17,6 @@
 //! architecture. The same seed replayed on the `armv5-sim` model gives the
 //! same digest (checked by the `tests/` integration test).
 
-use mmu_armv5::maint::Arm926;
 use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess, HwCp15};
 use mmu_armv5::table::{PageTable, TableFlush, TablePool};
 use mmu_armv5::{FcsePid, PhysAddr, VirtAddr};
@@ -34,7 +33,7 @@ pub const SEED: u64 = 0x5EED_2026;
 struct KernelTarget<'a> {
     table: &'a mut PageTable,
     pool: &'a mut TablePool<'static, POOL_BLOCKS>,
-    maint: Arm926<HwCp15>,
+    maint: crate::board::Maint<HwCp15>,
 }
 
 fn observed<T>(r: Result<T, ProbeFault>, value: impl FnOnce(T) -> u32) -> Observed {

@@ -4,10 +4,9 @@
 //! tests may change the first-level table, DACR and FCSEIDR freely. Physical
 //! scratch memory for new mappings comes from [`mmu::scratch_phys`].
 
-use mmu_armv5::regs::{Cp15Ext, CpuKind, Dacr, DomainAccess};
+use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess};
 use mmu_armv5::{Domain, FaultKind, FaultLevel, FcsePid};
 
-use crate::bootinfo::MIDR_ARM926;
 use crate::cp15::hw;
 use crate::harness::TestError;
 use crate::mmu::{self, Ap};
@@ -51,9 +50,9 @@ fn set_pid(pid: u8) -> Result<(), TestError> {
 }
 
 kernel_test!(
-    fn midr_is_arm926() {
-        check_eq!("MIDR", hw().midr().bits(), MIDR_ARM926);
-        check!("CPU kind", hw().midr().cpu_kind() == CpuKind::Arm926ejs);
+    fn midr_is_the_boards() {
+        check_eq!("MIDR", hw().midr().bits(), crate::board::EXPECTED_MIDR);
+        check!("CPU kind", hw().midr().cpu_kind() == crate::board::CPU_KIND);
         Ok(())
     }
 );

@@ -1,6 +1,6 @@
 //! The [`fass::Platform`] the process subsystem runs on: the real CP15
 //! wrapped in a counter of the maintenance it performs ([`CountingCp15`]),
-//! ARM926 maintenance over it, and the kernel's table pool.
+//! the board CPU's maintenance over it ([`crate::board::Maint`]), and the kernel's table pool.
 //!
 //! The counters are what the scenarios report as "cache flushes" and "TLB
 //! invalidations": they count what reached the coprocessor, whichever
@@ -9,11 +9,12 @@
 use crate::global::Global;
 use core::ptr::NonNull;
 
-use mmu_armv5::maint::{Arm926, LineOp, LineRange};
+use mmu_armv5::maint::{LineOp, LineRange};
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, HwCp15};
 use mmu_armv5::table::{AllocError, TableAlloc, TableKind, TablePool};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
 
+use crate::board::Maint;
 use crate::cp15::hw;
 use crate::mmu::POOL_BLOCKS;
 
@@ -125,9 +126,9 @@ impl Cp15 for CountingCp15 {
     }
 }
 
-/// ARM926 maintenance over the counting CP15 (for `spm`).
-pub fn counting() -> Arm926<CountingCp15> {
-    Arm926::new(CountingCp15(hw()))
+/// The board CPU's maintenance over the counting CP15 (for `spm`).
+pub fn counting() -> Maint<CountingCp15> {
+    crate::board::maint(CountingCp15(hw()))
 }
 
 /// The kernel's table pool, borrowed.
@@ -155,12 +156,12 @@ unsafe impl TableAlloc for PoolRef<'_> {
 }
 
 /// The platform every strategy operation runs on.
-pub type Sys<'a> = fass::Split<Arm926<CountingCp15>, PoolRef<'a>>;
+pub type Sys<'a> = fass::Split<Maint<CountingCp15>, PoolRef<'a>>;
 
 /// Runs `f` on the platform (the kernel's table pool, the counting CP15).
 pub fn with_sys<R>(f: impl FnOnce(&mut Sys<'_>) -> R) -> R {
     crate::mmu::with_tables(|_, pool| {
-        let mut sys = fass::Split::new(Arm926::new(CountingCp15(hw())), PoolRef(pool));
+        let mut sys = fass::Split::new(crate::board::maint(CountingCp15(hw())), PoolRef(pool));
         f(&mut sys)
     })
 }

@@ -250,6 +250,11 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
     Ok(())
 }
 
+/// Whether the scenario needs TCM (the CPU's or the board's emulated banks).
+fn needs_tcm(name: &str) -> bool {
+    matches!(name, "tcm" | "tcmops" | "hostile")
+}
+
 /// Whether the scenario takes a process count.
 fn takes_n(name: &str) -> bool {
     matches!(name, "ring" | "ipc" | "yield" | "preempt")
@@ -263,9 +268,11 @@ const KNOWN: [&str; 13] = [
 /// Runs every scenario of `p` under every mode; `false` if one could not be set up.
 pub fn run(p: &Params) -> bool {
     let mut ok = true;
-    if let Err(e) = super::tcm::setup::init() {
-        defmt::error!("cannot set up TCM: {}", e);
-        return false;
+    if crate::board::HAS_TCM {
+        if let Err(e) = super::tcm::setup::init() {
+            defmt::error!("cannot set up TCM: {}", e);
+            return false;
+        }
     }
     for mode_name in p.modes.split(',').filter(|s| !s.is_empty()) {
         let Some(mode) = SwitchMode::parse(mode_name) else {
@@ -277,6 +284,15 @@ pub fn run(p: &Params) -> bool {
             if !KNOWN.contains(&name) {
                 defmt::error!("unknown scenario {=str}", name);
                 ok = false;
+                continue;
+            }
+            if needs_tcm(name) && !crate::board::HAS_TCM {
+                defmt::info!(
+                    "scenario {=str} mode {=str}: not applicable on {=str} (no TCM)",
+                    name,
+                    mode_name,
+                    crate::board::NAME
+                );
                 continue;
             }
             if takes_n(name) {
