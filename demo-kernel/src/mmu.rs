@@ -129,7 +129,7 @@ static POOL_MEM: Global<[PoolBlock; POOL_BLOCKS]> = Global::new([PoolBlock::ZERO
 pub fn pool_range() -> (u32, u32) {
     let va = POOL_MEM.as_ptr() as u32;
     (
-        va - kernel_virt_offset(),
+        va.wrapping_sub(kernel_virt_offset()),
         (POOL_BLOCKS * core::mem::size_of::<PoolBlock>()) as u32,
     )
 }
@@ -170,7 +170,7 @@ pub fn init() -> Result<(), TableError> {
     table
         .map(
             &mut pool,
-            ModifiedVirtAddr::new(offset),
+            ModifiedVirtAddr::new(ram.wrapping_add(offset)),
             PhysAddr::new(ram),
             ram_mib << 20,
             kernel(CachePolicy::WriteBack),

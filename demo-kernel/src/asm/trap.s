@@ -202,7 +202,7 @@ __sched_enter:
     .global __sched_leave
 __sched_leave:
     ldmia   r0, {r4-r11, r13, r14}
-    bx      lr
+    mov     pc, lr                  @ (no BX: StrongARM is ARMv4 without Thumb)
     .ltorg
 
     .section .data.trap_words, "aw"

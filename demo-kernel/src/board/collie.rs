@@ -5,7 +5,7 @@
 //! reading a reserved region (no test-and-clean on the SA-1110: QEMU traps
 //! those as undefined instructions).
 
-use mmu_armv5::maint::{CleanRegion, Sa1100, VolatileFlushRead};
+use mmu_armv5::maint::{CacheMaintenance, CleanRegion, Sa1100, VolatileFlushRead};
 use mmu_armv5::regs::{Cp15, CpuKind};
 use mmu_armv5::ModifiedVirtAddr;
 use spm::tcm::PhysRange;
@@ -50,6 +50,12 @@ pub fn maint<C: Cp15>(cp15: C) -> Maint<C> {
     // never relocated by the FCSE), in every address space, and nothing
     // but these reads uses it; its size is twice the 8 KiB D-cache.
     unsafe { Sa1100::new(cp15, VolatileFlushRead::new(), region) }
+}
+
+/// Cleans the D-cache line holding `mva` (a just-written descriptor), no drain.
+#[inline(always)]
+pub fn clean_dcache_entry<C: Cp15>(m: &mut Maint<C>, mva: ModifiedVirtAddr) {
+    m.clean_dcache_line(mva);
 }
 
 /// SA-11x0 serial port 1 (transmit only, polled).

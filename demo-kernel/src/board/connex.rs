@@ -5,7 +5,7 @@
 //! pflash. No TCM. The D-cache is cleaned by allocating lines in a reserved
 //! region; SCTLR writes are followed by CPWAIT.
 
-use mmu_armv5::maint::{CleanRegion, XScale};
+use mmu_armv5::maint::{CacheMaintenance, CleanRegion, XScale};
 use mmu_armv5::regs::{Cp15, CpuKind};
 use mmu_armv5::ModifiedVirtAddr;
 use spm::tcm::PhysRange;
@@ -50,6 +50,12 @@ pub fn maint<C: Cp15>(cp15: C) -> Maint<C> {
     // (above 32 MiB) in every address space, and nothing else reads or
     // writes it; its size is twice the 32 KiB D-cache.
     unsafe { XScale::new(cp15, region) }
+}
+
+/// Cleans the D-cache line holding `mva` (a just-written descriptor), no drain.
+#[inline(always)]
+pub fn clean_dcache_entry<C: Cp15>(m: &mut Maint<C>, mva: ModifiedVirtAddr) {
+    m.clean_dcache_line(mva);
 }
 
 /// The FFUART (transmit only, polled).

@@ -3,7 +3,7 @@
 
 use mmu_armv5::maint::Arm926;
 use mmu_armv5::regs::{Cp15, CpuKind};
-use mmu_armv5::PhysAddr;
+use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
 use spm::tcm::PhysRange;
 
 use super::device;
@@ -34,6 +34,13 @@ pub type Maint<C> = Arm926<C>;
 /// The maintenance over `cp15`.
 pub fn maint<C: Cp15>(cp15: C) -> Maint<C> {
     Arm926::new(cp15)
+}
+
+/// Cleans the D-cache line holding `mva` (a just-written descriptor), no
+/// drain: the ARM926's by-word clean (`Arm926::clean_dcache_entry`).
+#[inline(always)]
+pub fn clean_dcache_entry<C: Cp15>(m: &mut Maint<C>, mva: ModifiedVirtAddr) {
+    m.clean_dcache_entry(mva);
 }
 
 /// PL011 UART0 (transmit only, polled).

@@ -433,7 +433,7 @@ fn ap_of(desc: u32) -> Option<AccessPermission> {
 /// the table walker sees it.
 #[inline(always)]
 fn clean_line(p: *mut u32) {
-    crate::mmu::maint().clean_dcache_entry(ModifiedVirtAddr::new(p as u32));
+    crate::board::clean_dcache_entry(&mut crate::mmu::maint(), ModifiedVirtAddr::new(p as u32));
 }
 
 /// Drains the write buffer.
