@@ -27,8 +27,24 @@ use crate::harness::TestError;
 use crate::mmu::{self, POOL_BLOCKS};
 use crate::probe::{probe_read, probe_write, Privilege, ProbeFault};
 
-/// The seed of the in-kernel run (printed; the integration test replays it on the model).
+/// The default seed of the in-kernel run (printed; the integration test
+/// replays it on the model). `test only=translate_matches_qemu seed=N`
+/// runs another ([`set_seed`]).
 pub const SEED: u64 = 0x5EED_2026;
+
+static SEED_CHOSEN: crate::global::Global<u64> = crate::global::Global::new(SEED);
+
+/// Makes `seed` the differential test's seed for this boot (`seed=N` on the
+/// command line; before the tests run).
+pub fn set_seed(seed: u64) {
+    // SAFETY: one core, called once from `kmain` before any test reads it.
+    unsafe { *SEED_CHOSEN.as_ptr() = seed };
+}
+
+fn seed() -> u64 {
+    // SAFETY: as in `set_seed`; only read after it.
+    unsafe { *SEED_CHOSEN.as_ptr() }
+}
 
 struct KernelTarget<'a> {
     table: &'a mut PageTable,
@@ -146,7 +162,7 @@ pub fn run_seed(seed: u64) -> Result<Report, TestError> {
 
 kernel_test!(
     fn translate_matches_qemu() {
-        let r = run_seed(SEED)?;
+        let r = run_seed(seed())?;
         let c = r.counts;
         defmt::info!(
             "difftest: seed={=u64:#x} accesses={=u32} mismatches={=u32} deviations={=u32} digest={=u64:#x}",
@@ -155,6 +171,12 @@ kernel_test!(
             r.mismatches,
             r.deviations,
             r.digest
+        );
+        defmt::info!(
+            "difftest deviations on {=str}: far_is_va={=u32} (FAR holds the VA, not the MVA) domain_before_l2={=u32} (page domain fault where the architecture says page translation fault)",
+            crate::board::NAME,
+            r.far_is_va,
+            r.domain_before_l2
         );
         defmt::info!(
             "difftest outcomes: loads={=u32} stores={=u32} translation(section/page)={=u32}/{=u32} domain={=u32}/{=u32} permission={=u32}/{=u32} other={=u32}",

@@ -87,6 +87,15 @@ pub extern "C" fn kmain() -> ! {
     };
     match cmd.mode {
         cmdline::Mode::Test => {
+            if let Some(s) = cmd.seed {
+                match cmdline::parse_u64(s) {
+                    Some(seed) => difftest::set_seed(seed),
+                    None => {
+                        defmt::error!("seed={=str}: not a decimal or 0x hex number", s);
+                        exit::exit(exit::EXIT_USAGE);
+                    }
+                }
+            }
             let ok = harness::run(cmd.only);
             exit::exit(if ok {
                 exit::EXIT_OK
