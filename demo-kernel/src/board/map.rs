@@ -30,6 +30,8 @@ pub struct Layout {
     pub kernel_phys: u32,
     /// First of four physical MiBs the in-kernel tests map freely.
     pub scratch_phys: u32,
+    /// The physical MiB backing the scenarios' shared segment 0.
+    pub segment_phys: u32,
     /// First physical address of the user frame allocator.
     pub frames_phys: u32,
     /// One past the user frames (32 KiB + 32 KiB of RAM follow for the
@@ -70,6 +72,7 @@ pub const VERSATILEPB: Layout = Layout {
     ram_mib: 128,
     kernel_phys: 0x0010_0000,
     scratch_phys: 0x0400_0000,
+    segment_phys: 0x0440_0000,
     frames_phys: 0x0460_0000,
     frames_end: 0x07F0_0000,
     // System registers (24 MHz counter) and SP804 timers, then the VIC and
@@ -87,6 +90,7 @@ pub const COLLIE: Layout = Layout {
     ram_mib: 128,
     kernel_phys: 0xC010_0000,
     scratch_phys: 0xC400_0000,
+    segment_phys: 0xC440_0000,
     frames_phys: 0xC460_0000,
     frames_end: 0xC7F0_0000,
     // Serial port 1 (the console), then the OS timer and the interrupt
@@ -105,6 +109,7 @@ pub const CONNEX: Layout = Layout {
     ram_mib: 64,
     kernel_phys: 0xA010_0000,
     scratch_phys: 0xA200_0000,
+    segment_phys: 0xA240_0000,
     frames_phys: 0xA260_0000,
     frames_end: 0xA3F0_0000,
     // FFUART (the console), the OS timer, the interrupt controller.

@@ -19,8 +19,8 @@ use crate::abi::{self, role};
 use mmu_armv5::descriptor::L1Descriptor;
 use mmu_armv5::{FaultKind, FaultLevel};
 
-/// Physical MiB backing shared segment 0.
-const SEGMENT_PHYS: u32 = 0x0440_0000;
+/// Physical MiB backing shared segment 0 (the board's).
+const SEGMENT_PHYS: u32 = crate::board::LAYOUT.segment_phys;
 
 /// Scenario parameters from the command line.
 #[derive(Clone, Copy)]
