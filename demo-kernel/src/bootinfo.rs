@@ -32,8 +32,11 @@ pub fn log() {
         defmt::warn!("CPU is not the board's {}", crate::board::CPU_KIND);
     }
     let ctr = c.cache_type();
-    if ctr.bits() == midr.bits() {
-        defmt::info!("cache type register not implemented (reads as MIDR)");
+    if ctr.bits() == midr.bits() || ctr.bits() == 0 {
+        defmt::info!(
+            "cache type register not implemented (reads {=u32:#010x})",
+            ctr.bits()
+        );
     } else {
         match ctr.decode() {
             Ok(info) => {

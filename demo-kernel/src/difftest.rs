@@ -90,6 +90,7 @@ impl Target for KernelTarget<'_> {
             hw().set_fcse_pid(s.pid);
             hw().set_sctlr(sctlr);
         }
+        crate::board::sctlr_written();
         cp15::invalidate_tlb();
     }
 
@@ -104,6 +105,7 @@ impl Target for KernelTarget<'_> {
             hw().set_fcse_pid(FcsePid::ZERO);
             hw().set_dacr(kernel_dacr());
         }
+        crate::board::sctlr_written();
         cp15::invalidate_tlb();
     }
 

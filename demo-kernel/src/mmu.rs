@@ -279,5 +279,6 @@ pub fn restore(s: &Snapshot) {
         c.set_sctlr(s.sctlr);
         core::ptr::copy_nonoverlapping(BACKUP.as_ptr().cast::<u32>(), table, L1_ENTRIES);
     }
+    crate::board::sctlr_written();
     cp15::invalidate_tlb();
 }

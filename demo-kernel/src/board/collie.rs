@@ -5,8 +5,8 @@
 //! reading a reserved region (no test-and-clean on the SA-1110: QEMU traps
 //! those as undefined instructions).
 
-use mmu_armv5::maint::{CacheMaintenance, CleanRegion, Sa1100, VolatileFlushRead};
-use mmu_armv5::regs::{Cp15, CpuKind};
+use mmu_armv5::maint::{CacheMaintenance, CleanRegion, FlushRead, Sa1100, VolatileFlushRead};
+use mmu_armv5::regs::{Cp15, Cp15Op, CpuKind};
 use mmu_armv5::ModifiedVirtAddr;
 use spm::tcm::PhysRange;
 
@@ -36,8 +36,33 @@ struct Region([u8; 2 * DCACHE_SIZE as usize]);
 static CLEAN: crate::global::Global<Region> =
     crate::global::Global::new(Region([0; 2 * DCACHE_SIZE as usize]));
 
+/// Nothing to wait for after an SCTLR write on this CPU (CPWAIT is XScale's).
+#[inline(always)]
+pub fn sctlr_written() {}
+
+/// Whether CP15 operation `op` on `value` starts a whole D-cache clean:
+/// never (the SA-1110 cleans by reading; [`CountingFlushRead`] counts it).
+#[inline(always)]
+pub fn starts_dcache_clean(_op: Cp15Op, _value: u32) -> bool {
+    false
+}
+
+/// Volatile reads of the clean region that count each whole clean (the
+/// read of a half's first line) in the scenarios' D-cache flush counter.
+pub struct CountingFlushRead(VolatileFlushRead);
+
+impl FlushRead for CountingFlushRead {
+    #[inline]
+    fn read_line(&mut self, mva: ModifiedVirtAddr) {
+        if mva.as_u32().is_multiple_of(DCACHE_SIZE) {
+            crate::proc::platform::note_dcache_flush();
+        }
+        self.0.read_line(mva);
+    }
+}
+
 /// The CPU's cache and TLB maintenance.
-pub type Maint<C> = Sa1100<C, VolatileFlushRead>;
+pub type Maint<C> = Sa1100<C, CountingFlushRead>;
 
 /// The maintenance over `cp15`, cleaning by reading the kernel's clean region.
 pub fn maint<C: Cp15>(cp15: C) -> Maint<C> {
@@ -49,7 +74,7 @@ pub fn maint<C: Cp15>(cp15: C) -> Maint<C> {
     // SAFETY: CLEAN is in the kernel's cacheable linear map (above 32 MiB,
     // never relocated by the FCSE), in every address space, and nothing
     // but these reads uses it; its size is twice the 8 KiB D-cache.
-    unsafe { Sa1100::new(cp15, VolatileFlushRead::new(), region) }
+    unsafe { Sa1100::new(cp15, CountingFlushRead(VolatileFlushRead::new()), region) }
 }
 
 /// Cleans the D-cache line holding `mva` (a just-written descriptor), no drain.

@@ -6,7 +6,7 @@
 //! region; SCTLR writes are followed by CPWAIT.
 
 use mmu_armv5::maint::{CacheMaintenance, CleanRegion, XScale};
-use mmu_armv5::regs::{Cp15, CpuKind};
+use mmu_armv5::regs::{Cp15, Cp15Op, CpuKind};
 use mmu_armv5::ModifiedVirtAddr;
 use spm::tcm::PhysRange;
 
@@ -26,6 +26,27 @@ pub const HAS_TCM: bool = false;
 pub const COUNTER_TICKS_PER_MEGA_INSN: u64 = ostimer::TICKS_PER_MEGA_INSN;
 /// What a TCM must not cover (none is ever placed on this board).
 pub const TCM_AVOID: [PhysRange; 0] = [];
+
+core::arch::global_asm!(include_str!("../asm/cpwait.s"), options(raw));
+
+extern "C" {
+    fn __cpwait();
+}
+
+/// CPWAIT: call after an SCTLR write, before depending on the new setting.
+#[inline(always)]
+pub fn sctlr_written() {
+    // SAFETY: `__cpwait` reads TTBR into r0 (caller-saved) and branches to
+    // the next instruction; it touches nothing else.
+    unsafe { __cpwait() }
+}
+
+/// Whether CP15 operation `op` on `value` starts a whole D-cache clean: the
+/// first line allocation of a half of the clean region.
+#[inline(always)]
+pub fn starts_dcache_clean(op: Cp15Op, value: u32) -> bool {
+    op == Cp15Op::AllocateDCacheLine && value.is_multiple_of(DCACHE_SIZE)
+}
 
 /// PXA255 D-cache size.
 const DCACHE_SIZE: u32 = 32 << 10;

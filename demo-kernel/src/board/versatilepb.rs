@@ -2,7 +2,7 @@
 //! SP804 timer 0 on the PL190 VIC (line 4), the 24 MHz system counter.
 
 use mmu_armv5::maint::Arm926;
-use mmu_armv5::regs::{Cp15, CpuKind};
+use mmu_armv5::regs::{Cp15, Cp15Op, CpuKind};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
 use spm::tcm::PhysRange;
 
@@ -27,6 +27,17 @@ pub const TCM_AVOID: [PhysRange; 4] = [
     PhysRange::new(PhysAddr::new(0x3400_0000), 0x0400_0000),
     PhysRange::new(PhysAddr::new(0x4100_0000), 0x2F00_0000),
 ];
+
+/// Whether CP15 operation `op` on `value` starts a whole D-cache clean: never
+/// on the ARM926 (its test-and-clean loop is counted where it ends).
+#[inline(always)]
+pub fn starts_dcache_clean(_op: Cp15Op, _value: u32) -> bool {
+    false
+}
+
+/// Nothing to wait for after an SCTLR write on this CPU (CPWAIT is XScale's).
+#[inline(always)]
+pub fn sctlr_written() {}
 
 /// The CPU's cache and TLB maintenance.
 pub type Maint<C> = Arm926<C>;

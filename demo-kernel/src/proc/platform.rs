@@ -23,7 +23,8 @@ use crate::mmu::POOL_BLOCKS;
 /// kernel: `Counters::lean_switches`).
 #[derive(Clone, Copy, Default, PartialEq, Eq, defmt::Format)]
 pub struct HwCounts {
-    /// Whole D-cache clean+invalidate passes completed (test-and-clean loops ending clean).
+    /// Whole D-cache clean+invalidate passes completed (test-and-clean loops
+    /// ending clean, or flush-region cleans started: [`note_dcache_flush`]).
     pub dcache_flushes: u32,
     /// Whole I-cache invalidations.
     pub icache_flushes: u32,
@@ -69,6 +70,13 @@ fn bump(f: impl FnOnce(&mut HwCounts)) {
     f(unsafe { &mut *COUNTS.as_ptr() });
 }
 
+/// Counts one whole D-cache clean+invalidate done without test-and-clean
+/// (the flush-region cleans of the SA-1110 and the XScale, reported by the
+/// board when it starts one).
+pub fn note_dcache_flush() {
+    bump(|c| c.dcache_flushes += 1);
+}
+
 /// The counters so far.
 pub fn counts() -> HwCounts {
     // SAFETY: as in `bump`.
@@ -95,6 +103,9 @@ impl Cp15 for CountingCp15 {
     }
 
     unsafe fn op(&mut self, op: Cp15Op, value: u32) {
+        if crate::board::starts_dcache_clean(op, value) {
+            note_dcache_flush();
+        }
         bump(|c| match op {
             Cp15Op::InvalidateTlb => c.tlb_flushes += 1,
             Cp15Op::InvalidateTlbEntry => c.tlb_entries += 1,

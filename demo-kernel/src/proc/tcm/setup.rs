@@ -259,6 +259,7 @@ pub fn init() -> Result<(), InitError> {
     let sctlr = c.sctlr().with_system_protection(true);
     // SAFETY: only the meaning of AP=00 changes, and nothing is mapped with it.
     unsafe { c.set_sctlr(sctlr) };
+    crate::board::sctlr_written();
 
     let off = kernel_virt_offset();
     let ks = kswitch_va();
