@@ -61,6 +61,10 @@ impl FlushRead for CountingFlushRead {
     }
 }
 
+/// Whether FCSEIDR bits \[24:0\] change the relocation (they must not):
+/// QEMU 7.2 adds them to every relocated address here.
+pub const QEMU_ADDS_FCSEIDR_LOW_BITS: bool = true;
+
 /// The CPU's cache and TLB maintenance.
 pub type Maint<C> = Sa1100<C, CountingFlushRead>;
 

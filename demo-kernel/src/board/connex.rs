@@ -57,6 +57,10 @@ struct Region([u8; 2 * DCACHE_SIZE as usize]);
 static CLEAN: crate::global::Global<Region> =
     crate::global::Global::new(Region([0; 2 * DCACHE_SIZE as usize]));
 
+/// Whether FCSEIDR bits \[24:0\] change the relocation (they must not):
+/// QEMU 7.2 adds them to every relocated address here.
+pub const QEMU_ADDS_FCSEIDR_LOW_BITS: bool = true;
+
 /// The CPU's cache and TLB maintenance.
 pub type Maint<C> = XScale<C>;
 

@@ -39,6 +39,11 @@ pub fn starts_dcache_clean(_op: Cp15Op, _value: u32) -> bool {
 #[inline(always)]
 pub fn sctlr_written() {}
 
+/// Whether FCSEIDR bits \[24:0\] change the relocation (they must not):
+/// QEMU 7.2 adds them to every relocated address on this board too
+/// (measured by the `fcseidr_low_bits_as_the_board_does` test).
+pub const QEMU_ADDS_FCSEIDR_LOW_BITS: bool = true;
+
 /// The CPU's cache and TLB maintenance.
 pub type Maint<C> = Arm926<C>;
 
