@@ -65,6 +65,9 @@ impl FlushRead for CountingFlushRead {
 /// QEMU 7.2 adds them to every relocated address here.
 pub const QEMU_ADDS_FCSEIDR_LOW_BITS: bool = true;
 
+/// The scenarios' default preemption period in microseconds: 10 ms, as on versatilepb: a switch with a full flush (reading the 8 KiB clean region) costs about 2,400 instructions.
+pub const SLICE_US: u32 = 10_000;
+
 /// The CPU's cache and TLB maintenance.
 pub type Maint<C> = Sa1100<C, CountingFlushRead>;
 

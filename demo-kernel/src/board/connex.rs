@@ -61,6 +61,9 @@ static CLEAN: crate::global::Global<Region> =
 /// QEMU 7.2 adds them to every relocated address here.
 pub const QEMU_ADDS_FCSEIDR_LOW_BITS: bool = true;
 
+/// The scenarios' default preemption period in microseconds: 40 ms: a switch with a full flush allocates 1,024 lines of the clean region, about 9,500 instructions under `-icount shift=10`, as long as a 10 ms slice; with 10 ms a ring of 64 under FCSE-only (its 64th space shares a PID and is flushed for) never finishes.
+pub const SLICE_US: u32 = 40_000;
+
 /// The CPU's cache and TLB maintenance.
 pub type Maint<C> = XScale<C>;
 

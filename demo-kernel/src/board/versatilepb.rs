@@ -44,6 +44,9 @@ pub fn sctlr_written() {}
 /// (measured by the `fcseidr_low_bits_as_the_board_does` test).
 pub const QEMU_ADDS_FCSEIDR_LOW_BITS: bool = true;
 
+/// The scenarios' default preemption period in microseconds: 10 ms: under `-icount shift=10` about 9,800 instructions, far more than a switch with a full flush (a few hundred).
+pub const SLICE_US: u32 = 10_000;
+
 /// The CPU's cache and TLB maintenance.
 pub type Maint<C> = Arm926<C>;
 

@@ -41,7 +41,7 @@ pub struct Params {
     pub seed: u32,
     /// Fuzzer calls.
     pub calls: u32,
-    /// Timer period in 1 MHz ticks.
+    /// Timer period in 1 MHz ticks (default: the board's [`crate::board::SLICE_US`]).
     pub slice: u32,
 }
 
@@ -56,7 +56,7 @@ impl Params {
         rounds: 20,
         seed: 12345,
         calls: 10_000,
-        slice: 10_000,
+        slice: crate::board::SLICE_US,
     };
 }
 
