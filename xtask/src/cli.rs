@@ -52,6 +52,8 @@ options (fuzz):
   --target T        only this target (repeatable)
 options (bench):
   --full            criterion's default (longer) measurement instead of the short one
+  --board NAME      also measure the QEMU counts on collie or connex (repeatable;
+                    versatilepb is always measured, the model uses its counts)
   --timeout SECS    time limit of each QEMU run (default 60)
 ";
 
@@ -88,6 +90,8 @@ pub enum Command {
         full: bool,
         /// QEMU time limit per scenario.
         timeout: Duration,
+        /// Boards measured besides versatilepb (`--board`, repeatable).
+        boards: Vec<Board>,
     },
     /// Mutation testing.
     Mutants(crate::mutants::MutantsOpts),
@@ -173,9 +177,16 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
         "bench" => {
             let mut full = false;
             let mut timeout = DEFAULT_TIMEOUT;
+            let mut boards = Vec::new();
             while let Some(a) = it.next() {
                 match a {
                     "--full" => full = true,
+                    "--board" => {
+                        let b = Board::parse(value(&mut it, a)?)?;
+                        if b != Board::Versatilepb && !boards.contains(&b) {
+                            boards.push(b);
+                        }
+                    }
                     "--timeout" => timeout = parse_timeout(value(&mut it, a)?)?,
                     _ => {
                         return Err(Error::Usage(format!(
@@ -184,7 +195,11 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                     }
                 }
             }
-            Ok(Command::Bench { full, timeout })
+            Ok(Command::Bench {
+                full,
+                timeout,
+                boards,
+            })
         }
         "mutants" => {
             let mut opts = crate::mutants::MutantsOpts::default();
@@ -335,14 +350,35 @@ mod tests {
             parse(["bench"]).unwrap(),
             Command::Bench {
                 full: false,
-                timeout: DEFAULT_TIMEOUT
+                timeout: DEFAULT_TIMEOUT,
+                boards: vec![]
+            }
+        );
+        assert_eq!(
+            parse([
+                "bench",
+                "--board",
+                "connex",
+                "--board",
+                "versatilepb",
+                "--board",
+                "collie",
+                "--board",
+                "connex"
+            ])
+            .unwrap(),
+            Command::Bench {
+                full: false,
+                timeout: DEFAULT_TIMEOUT,
+                boards: vec![Board::Connex, Board::Collie]
             }
         );
         assert_eq!(
             parse(["bench", "--full", "--timeout", "9"]).unwrap(),
             Command::Bench {
                 full: true,
-                timeout: Duration::from_secs(9)
+                timeout: Duration::from_secs(9),
+                boards: vec![]
             }
         );
     }

@@ -70,7 +70,11 @@ fn main() -> ExitCode {
                 Err(e) => fail(e),
             }
         }
-        Command::Bench { full, timeout } => match xtask::bench::run(full, timeout) {
+        Command::Bench {
+            full,
+            timeout,
+            boards,
+        } => match xtask::bench::run(full, timeout, &boards) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
         },
