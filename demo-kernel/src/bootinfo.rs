@@ -4,9 +4,6 @@ use mmu_armv5::regs::{CacheGeometry, Cp15Ext, CpuKind};
 
 use crate::cp15::hw;
 
-/// MIDR of QEMU's `-cpu arm926` (ARM926EJ-S r0p5).
-pub const MIDR_ARM926: u32 = 0x4106_9265;
-
 /// Size in KiB, ways and line length of an optional cache.
 fn geometry(g: Option<CacheGeometry>) -> (u32, u32, u32) {
     g.map_or((0, 0, 0), |g| (g.size() / 1024, g.ways(), g.line()))
@@ -29,9 +26,17 @@ pub fn log() {
     if midr.cpu_kind() == CpuKind::Arm926ejs {
         defmt::info!("CPU identified as ARM926EJ-S");
     }
+    if midr.cpu_kind() == crate::board::CPU_KIND {
+        defmt::info!("CPU is the board's: {}", midr.cpu_kind());
+    } else {
+        defmt::warn!("CPU is not the board's {}", crate::board::CPU_KIND);
+    }
     let ctr = c.cache_type();
-    if ctr.bits() == midr.bits() {
-        defmt::info!("cache type register not implemented (reads as MIDR)");
+    if ctr.bits() == midr.bits() || ctr.bits() == 0 {
+        defmt::info!(
+            "cache type register not implemented (reads {=u32:#010x})",
+            ctr.bits()
+        );
     } else {
         match ctr.decode() {
             Ok(info) => {

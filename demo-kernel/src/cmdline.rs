@@ -31,6 +31,9 @@ pub struct Cmdline {
     pub mode: Mode,
     /// `only=NAME`: run just this test.
     pub only: Option<&'static str>,
+    /// `seed=N` as written (tests: the differential test's seed, decimal or
+    /// `0x` hex; scenarios: the fuzzer's, in [`Cmdline::params`]).
+    pub seed: Option<&'static str>,
     /// Scenario parameters.
     pub params: crate::proc::scenario::Params,
 }
@@ -64,11 +67,20 @@ pub fn read() -> Result<Cmdline, CmdlineError> {
     Ok(parse(text))
 }
 
+/// A 64-bit number written in decimal or as `0x` hex; `None` otherwise.
+pub fn parse_u64(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
 /// Parses the words of a command line.
 fn parse(text: &'static str) -> Cmdline {
     let mut cmd = Cmdline {
         mode: Mode::Demo,
         only: None,
+        seed: None,
         params: crate::proc::scenario::Params::DEFAULT,
     };
     let p = &mut cmd.params;
@@ -87,7 +99,10 @@ fn parse(text: &'static str) -> Cmdline {
             Some(("touch", v)) => p.touch = number(v, p.touch),
             Some(("passes", v)) => p.passes = number(v, p.passes),
             Some(("rounds", v)) => p.rounds = number(v, p.rounds),
-            Some(("seed", v)) => p.seed = number(v, p.seed),
+            Some(("seed", v)) => {
+                p.seed = number(v, p.seed);
+                cmd.seed = Some(v);
+            }
             Some(("calls", v)) => p.calls = number(v, p.calls),
             Some(("slice", v)) => p.slice = number(v, p.slice),
             _ => {}

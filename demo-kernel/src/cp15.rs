@@ -1,7 +1,7 @@
 //! The kernel's handle on CP15: `mmu_armv5`'s [`HwCp15`] with the typed
 //! [`Cp15Ext`](mmu_armv5::regs::Cp15Ext) accessors.
 
-use mmu_armv5::maint::{Arm926, CacheMaintenance};
+use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::HwCp15;
 
 /// The CP15 of this CPU.
@@ -14,7 +14,7 @@ pub fn hw() -> HwCp15 {
 /// Drains the write buffer (so page-table stores are visible to the table
 /// walker), then invalidates the whole TLB.
 pub fn invalidate_tlb() {
-    let mut m = Arm926::new(hw());
+    let mut m = crate::board::maint(hw());
     m.drain_write_buffer();
     m.invalidate_tlb();
 }

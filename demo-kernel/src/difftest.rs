@@ -17,7 +17,6 @@
 //! architecture. The same seed replayed on the `armv5-sim` model gives the
 //! same digest (checked by the `tests/` integration test).
 
-use mmu_armv5::maint::Arm926;
 use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess, HwCp15};
 use mmu_armv5::table::{PageTable, TableFlush, TablePool};
 use mmu_armv5::{FcsePid, PhysAddr, VirtAddr};
@@ -28,13 +27,29 @@ use crate::harness::TestError;
 use crate::mmu::{self, POOL_BLOCKS};
 use crate::probe::{probe_read, probe_write, Privilege, ProbeFault};
 
-/// The seed of the in-kernel run (printed; the integration test replays it on the model).
+/// The default seed of the in-kernel run (printed; the integration test
+/// replays it on the model). `test only=translate_matches_qemu seed=N`
+/// runs another ([`set_seed`]).
 pub const SEED: u64 = 0x5EED_2026;
+
+static SEED_CHOSEN: crate::global::Global<u64> = crate::global::Global::new(SEED);
+
+/// Makes `seed` the differential test's seed for this boot (`seed=N` on the
+/// command line; before the tests run).
+pub fn set_seed(seed: u64) {
+    // SAFETY: one core, called once from `kmain` before any test reads it.
+    unsafe { *SEED_CHOSEN.as_ptr() = seed };
+}
+
+fn seed() -> u64 {
+    // SAFETY: as in `set_seed`; only read after it.
+    unsafe { *SEED_CHOSEN.as_ptr() }
+}
 
 struct KernelTarget<'a> {
     table: &'a mut PageTable,
     pool: &'a mut TablePool<'static, POOL_BLOCKS>,
-    maint: Arm926<HwCp15>,
+    maint: crate::board::Maint<HwCp15>,
 }
 
 fn observed<T>(r: Result<T, ProbeFault>, value: impl FnOnce(T) -> u32) -> Observed {
@@ -75,6 +90,7 @@ impl Target for KernelTarget<'_> {
             hw().set_fcse_pid(s.pid);
             hw().set_sctlr(sctlr);
         }
+        crate::board::sctlr_written();
         cp15::invalidate_tlb();
     }
 
@@ -89,6 +105,7 @@ impl Target for KernelTarget<'_> {
             hw().set_fcse_pid(FcsePid::ZERO);
             hw().set_dacr(kernel_dacr());
         }
+        crate::board::sctlr_written();
         cp15::invalidate_tlb();
     }
 
@@ -147,7 +164,7 @@ pub fn run_seed(seed: u64) -> Result<Report, TestError> {
 
 kernel_test!(
     fn translate_matches_qemu() {
-        let r = run_seed(SEED)?;
+        let r = run_seed(seed())?;
         let c = r.counts;
         defmt::info!(
             "difftest: seed={=u64:#x} accesses={=u32} mismatches={=u32} deviations={=u32} digest={=u64:#x}",
@@ -156,6 +173,12 @@ kernel_test!(
             r.mismatches,
             r.deviations,
             r.digest
+        );
+        defmt::info!(
+            "difftest deviations on {=str}: far_is_va={=u32} (FAR holds the VA, not the MVA) domain_before_l2={=u32} (page domain fault where the architecture says page translation fault)",
+            crate::board::NAME,
+            r.far_is_va,
+            r.domain_before_l2
         );
         defmt::info!(
             "difftest outcomes: loads={=u32} stores={=u32} translation(section/page)={=u32}/{=u32} domain={=u32}/{=u32} permission={=u32}/{=u32} other={=u32}",

@@ -1,4 +1,6 @@
-//! Demo kernel for the ARM926EJ-S of `qemu-system-arm -M versatilepb`.
+//! Demo kernel for `qemu-system-arm -M versatilepb` (ARM926EJ-S), `-M collie`
+//! (StrongARM SA-1110) and `-M connex` (XScale PXA255), one board per build
+//! ([`board`]).
 //!
 //! Boots with the MMU off at the physical load address (`asm/boot.s`), maps
 //! itself at `0xC000_0000` (far above the 32 MiB FCSE window), enables the
@@ -22,6 +24,8 @@
 #[cfg(target_os = "none")]
 #[path = "../user/src/abi.rs"]
 mod abi;
+#[cfg(target_os = "none")]
+mod board;
 #[cfg(target_os = "none")]
 mod boot;
 #[cfg(target_os = "none")]
@@ -63,6 +67,8 @@ mod vectors;
 #[cfg(target_os = "none")]
 #[no_mangle]
 pub extern "C" fn kmain() -> ! {
+    board::uart::init();
+    defmt::info!("board: {=str}", board::NAME);
     defmt::info!(
         "demo-kernel: MMU on, running at {=u32:#010x}",
         kmain as *const () as u32
@@ -81,6 +87,15 @@ pub extern "C" fn kmain() -> ! {
     };
     match cmd.mode {
         cmdline::Mode::Test => {
+            if let Some(s) = cmd.seed {
+                match cmdline::parse_u64(s) {
+                    Some(seed) => difftest::set_seed(seed),
+                    None => {
+                        defmt::error!("seed={=str}: not a decimal or 0x hex number", s);
+                        exit::exit(exit::EXIT_USAGE);
+                    }
+                }
+            }
             let ok = harness::run(cmd.only);
             exit::exit(if ok {
                 exit::EXIT_OK

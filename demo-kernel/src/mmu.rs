@@ -6,8 +6,8 @@
 //!
 //! | virtual | physical | mapping |
 //! |---|---|---|
-//! | `0xC000_0000` + 128 MiB | RAM from 0 | sections, domain 0, AP=01 (kernel only), write-back |
-//! | [`DEVICE_VIRT`] + 2 MiB | `0x1000_0000` | sections, domain 0, AP=01, uncached (devices) |
+//! | `0xC000_0000` + the board's RAM | the board's RAM | sections, domain 0, AP=01 (kernel only), write-back |
+//! | [`DEVICE_VIRT`] + 1 MiB per device MiB | the board's device MiBs | sections, domain 0, AP=01, uncached (devices) |
 //! | `0xFFFF_0000` | the `.vectors` page | a small page in the boot code's coarse table (high vectors) |
 //!
 //! and loads it into the TTBR. The boot-time identity mapping of the start-up
@@ -22,7 +22,6 @@ use core::cell::RefCell;
 use mmu_armv5::descriptor::{
     AccessPermission, CachePolicy, CoarseTableDesc, L1Descriptor, SectionDesc, Tex,
 };
-use mmu_armv5::maint::Arm926;
 use mmu_armv5::regs::{Cp15Ext, HwCp15, Sctlr, SwitchRegs, Ttbr};
 use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::{MapAttrs, PageTable, PoolBlock, SizePolicy, TableError, TablePool};
@@ -41,9 +40,8 @@ extern "C" {
 
 /// Entries in a first-level table.
 pub const L1_ENTRIES: usize = 4096;
-/// Where the device MiBs (`0x1000_0000`, `0x1010_0000`) are mapped.
-pub const DEVICE_VIRT: u32 = 0xF000_0000;
-const DEVICE_PHYS: u32 = 0x1000_0000;
+/// Where the board's device MiBs are mapped (one after the other).
+pub const DEVICE_VIRT: u32 = crate::board::map::DEVICE_VIRT;
 const HIGH_VECTORS: u32 = 0xFFFF_0000;
 /// The kernel's domain.
 pub const KERNEL_DOMAIN: Domain = Domain::from_low_bits(0);
@@ -55,8 +53,8 @@ pub const POOL_BLOCKS: usize = 96;
 pub const USER_TOP: u32 = 0x8000_0000;
 
 /// The kernel's CPU-specific maintenance over its CP15.
-pub fn maint() -> Arm926<HwCp15> {
-    Arm926::new(hw())
+pub fn maint() -> crate::board::Maint<HwCp15> {
+    crate::board::maint(hw())
 }
 
 /// Access permissions of a test section (AP field, with SCTLR.S = SCTLR.R = 0).
@@ -91,7 +89,8 @@ fn symbol(s: &u8) -> u32 {
     core::ptr::from_ref(s) as u32
 }
 
-/// Virtual address offset of the kernel's linear map of RAM (0xC000_0000).
+/// Virtual address offset of the kernel's linear map of RAM (0xC000_0000
+/// less the board's RAM base).
 pub fn kernel_virt_offset() -> u32 {
     // SAFETY: a linker-script symbol; only its address is used.
     symbol(unsafe { &__kernel_virt_offset })
@@ -130,7 +129,7 @@ static POOL_MEM: Global<[PoolBlock; POOL_BLOCKS]> = Global::new([PoolBlock::ZERO
 pub fn pool_range() -> (u32, u32) {
     let va = POOL_MEM.as_ptr() as u32;
     (
-        va - kernel_virt_offset(),
+        va.wrapping_sub(kernel_virt_offset()),
         (POOL_BLOCKS * core::mem::size_of::<PoolBlock>()) as u32,
     )
 }
@@ -171,23 +170,26 @@ pub fn init() -> Result<(), TableError> {
     table
         .map(
             &mut pool,
-            ModifiedVirtAddr::new(offset),
+            ModifiedVirtAddr::new(ram.wrapping_add(offset)),
             PhysAddr::new(ram),
             ram_mib << 20,
             kernel(CachePolicy::WriteBack),
             section,
         )?
         .flush(&mut m, &mut pool);
-    table
-        .map(
-            &mut pool,
-            ModifiedVirtAddr::new(DEVICE_VIRT),
-            PhysAddr::new(DEVICE_PHYS),
-            2 << 20,
-            kernel(CachePolicy::Uncached),
-            section,
-        )?
-        .flush(&mut m, &mut pool);
+    let board = crate::board::LAYOUT;
+    for (i, &pa) in board.devices[..board.device_count].iter().enumerate() {
+        table
+            .map(
+                &mut pool,
+                ModifiedVirtAddr::new(DEVICE_VIRT + ((i as u32) << 20)),
+                PhysAddr::new(pa),
+                1 << 20,
+                kernel(CachePolicy::Uncached),
+                section,
+            )?
+            .flush(&mut m, &mut pool);
+    }
     // The high-vector page: the boot code's coarse table (outside the pool,
     // already mapping the `.vectors` page) is linked, not a pool table. The
     // per-table switching strategies copy the kernel's first-level entries
@@ -277,5 +279,6 @@ pub fn restore(s: &Snapshot) {
         c.set_sctlr(s.sctlr);
         core::ptr::copy_nonoverlapping(BACKUP.as_ptr().cast::<u32>(), table, L1_ENTRIES);
     }
+    crate::board::sctlr_written();
     cp15::invalidate_tlb();
 }

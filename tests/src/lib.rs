@@ -6,9 +6,10 @@
 //! returns the exit status and the decoded defmt log.
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::time::Duration;
 
+pub use xtask::board::Board;
 pub use xtask::qemu::{Ending, QemuOutcome};
 
 /// Time limit of a QEMU run that is expected to finish.
@@ -16,10 +17,33 @@ pub const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The kernel ELF, built on first use.
 pub fn kernel() -> PathBuf {
-    static ELF: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    match ELF.get_or_init(|| xtask::cargo::build_kernel().map_err(|e| e.to_string())) {
-        Ok(p) => p.clone(),
-        Err(e) => panic!("building the demo kernel failed: {e}"),
+    kernel_for(Board::default())
+}
+
+/// The kernel ELF for `board`, built on first use, one build at a time
+/// (versatilepb and connex share cargo's output path, which is copied per
+/// board right after each build).
+pub fn kernel_for(board: Board) -> PathBuf {
+    static BUILT: Mutex<Vec<(Board, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = built.iter().find(|(b, _)| *b == board) {
+        return p.clone();
+    }
+    match xtask::cargo::build_kernel_for(board) {
+        Ok(p) => {
+            built.push((board, p.clone()));
+            p
+        }
+        Err(e) => panic!("building the demo kernel for {} failed: {e}", board.name()),
+    }
+}
+
+/// Boots the kernel built for `board` with command line `append`.
+pub fn boot_on(board: Board, append: Option<&str>, timeout: Duration) -> QemuOutcome {
+    let elf = kernel_for(board);
+    match xtask::qemu::boot_on(board, &elf, timeout, append, false) {
+        Ok(out) => out,
+        Err(e) => panic!("QEMU run on {} failed to start: {e}", board.name()),
     }
 }
 

@@ -29,6 +29,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::board::Board;
 use crate::cargo::{self, run_checked};
 use crate::qemu::{Ending, QemuRun};
 use crate::{Error, Result};
@@ -52,6 +53,8 @@ pub const QEMU_MISSING: &str = "QEMU instruction counts: not available (kernel s
 /// What one boot of the contract gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BootSummary {
+    /// The board it ran on.
+    pub board: &'static str,
     /// The command line.
     pub cmdline: String,
     /// How QEMU ended.
@@ -88,6 +91,7 @@ pub fn boot_summary(cmdline: &str, ending: Ending, lines: &[BenchLine]) -> BootS
         })
         .count();
     BootSummary {
+        board: BOARD,
         cmdline: cmdline.to_string(),
         ending,
         printed: lines.len(),
@@ -99,7 +103,7 @@ pub fn boot_summary(cmdline: &str, ending: Ending, lines: &[BenchLine]) -> BootS
 /// Boots every command line of the contract; a boot that prints nothing
 /// (a scenario the kernel does not implement yet) leaves its figures "not
 /// measured" and the run goes on.
-fn collect_qemu(timeout: Duration) -> Result<(Figures, Vec<BootSummary>, String)> {
+fn collect_qemu(timeout: Duration, extra: &[Board]) -> Result<(Figures, Vec<BootSummary>, String)> {
     let qemu = crate::setup::ensure_qemu()?;
     let version = Command::new(&qemu)
         .arg("--version")
@@ -112,30 +116,36 @@ fn collect_qemu(timeout: Duration) -> Result<(Figures, Vec<BootSummary>, String)
                 .to_string()
         })
         .unwrap_or_else(|_| "unknown".into());
-    let elf = cargo::build_kernel()?;
     let mut figs = Figures::new();
     let mut boots = Vec::new();
-    for cmdline in contract::cmdlines() {
-        let started = Instant::now();
-        let mut run = QemuRun::new(&qemu, &elf, timeout);
-        run.append = Some(cmdline.clone());
-        run.icount = Some(ICOUNT_SHIFT);
-        let out = run.run()?;
-        let lines = parse_log(out.lines.iter().map(|l| l.text.as_str()))
-            .map_err(|e| Error::Check(format!("`{cmdline}`: malformed BENCH line: {e:?}")))?;
-        let b = boot_summary(&cmdline, out.ending, &lines);
-        println!(
-            "qemu `{cmdline}`: {} BENCH lines, {} of {} expected figures, {:?} ({:.1} s)",
-            b.printed,
-            b.found,
-            b.expected,
-            b.ending,
-            started.elapsed().as_secs_f64()
-        );
-        for k in figs.add(BOARD, &lines) {
-            println!("  warning: figure printed twice, the later kept: {k:?}");
+    let boards = std::iter::once(Board::Versatilepb).chain(extra.iter().copied());
+    for board in boards {
+        let elf = cargo::build_kernel_for(board)?;
+        for cmdline in contract::cmdlines() {
+            let started = Instant::now();
+            let mut run = QemuRun::new(&qemu, &elf, timeout);
+            run.board = board;
+            run.append = Some(cmdline.clone());
+            run.icount = Some(ICOUNT_SHIFT);
+            let out = run.run()?;
+            let lines = parse_log(out.lines.iter().map(|l| l.text.as_str()))
+                .map_err(|e| Error::Check(format!("`{cmdline}`: malformed BENCH line: {e:?}")))?;
+            let mut b = boot_summary(&cmdline, out.ending, &lines);
+            b.board = board.name();
+            println!(
+                "qemu -M {} `{cmdline}`: {} BENCH lines, {} of {} expected figures, {:?} ({:.1} s)",
+                board.name(),
+                b.printed,
+                b.found,
+                b.expected,
+                b.ending,
+                started.elapsed().as_secs_f64()
+            );
+            for k in figs.add(board.name(), &lines) {
+                println!("  warning: figure printed twice, the later kept: {k:?}");
+            }
+            boots.push(b);
         }
-        boots.push(b);
     }
     Ok((figs, boots, version))
 }
@@ -146,7 +156,8 @@ pub fn qemu_section(figs: &Figures, boots: &[BootSummary], qemu_version: &str) -
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "QEMU: `{qemu_version}`, `-M {BOARD} -cpu arm926 -icount shift={ICOUNT_SHIFT},sleep=off`; \
+        "QEMU: `{qemu_version}`, `-M {BOARD} -cpu arm926 -icount shift={ICOUNT_SHIFT},sleep=off` \
+         (and `-M collie` / `-M connex` for the boards named with `--board`, table column `board`); \
          figures are INSTRUCTION COUNTS of the demo kernel (not modelled). Every figure of \
          the run: `<target>/bench/qemu.csv` (`{}`); the table at the top of this file shows them.\n",
         figures::CSV_HEADER
@@ -154,11 +165,12 @@ pub fn qemu_section(figs: &Figures, boots: &[BootSummary], qemu_version: &str) -
     if figs.is_empty() {
         let _ = writeln!(out, "{QEMU_MISSING}\n");
     }
-    out.push_str("| boot (command line) | BENCH lines | expected figures printed | ending |\n|---|---:|---:|---|\n");
+    out.push_str("| board | boot (command line) | BENCH lines | expected figures printed | ending |\n|---|---|---:|---:|---|\n");
     for b in boots {
         let _ = writeln!(
             out,
-            "| `{}` | {} | {} of {}{} | {:?} |",
+            "| {} | `{}` | {} | {} of {}{} | {:?} |",
+            b.board,
             b.cmdline,
             b.printed,
             b.found,
@@ -402,7 +414,11 @@ fn sim_throughput(short: bool) -> Result<()> {
 }
 
 /// `cargo xtask bench [--full]`.
-pub fn run(full: bool, timeout: Duration) -> Result<()> {
+///
+/// The QEMU counts are measured on versatilepb (the model's kernel path
+/// lengths come from them) and on every board of `extra`; each board gets
+/// its own opening table (a column per board in `qemu.csv`).
+pub fn run(full: bool, timeout: Duration, extra: &[Board]) -> Result<()> {
     let start = Instant::now();
     let root = crate::repo_root();
     let target = cargo::target_dir()?;
@@ -420,7 +436,7 @@ pub fn run(full: bool, timeout: Duration) -> Result<()> {
     std::fs::write(&host_ns, tsv).map_err(io(format!("writing {}", host_ns.display())))?;
     // QEMU before the model: the model's kernel path lengths are this
     // run's instruction counts.
-    let (figs, boots, version) = collect_qemu(timeout)?;
+    let (figs, boots, version) = collect_qemu(timeout, extra)?;
     let csv = out.join("qemu.csv");
     std::fs::write(&csv, figs.csv()).map_err(io(format!("writing {}", csv.display())))?;
     model(false, &out, &docs, Some(&host_ns), Some(&csv))?;
@@ -433,7 +449,11 @@ pub fn run(full: bool, timeout: Duration) -> Result<()> {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let summary_md = summary::table(&figs, BOARD);
+    let mut summary_md = summary::table(&figs, BOARD);
+    for b in extra {
+        summary_md.push('\n');
+        summary_md.push_str(&summary::table(&figs, b.name()));
+    }
     let mut body = provenance(full, &rustc, threads, &root, &target);
     body.push('\n');
     body.push_str("## QEMU instruction counts\n\n");
@@ -496,6 +516,10 @@ mod tests {
         assert!(s.contains(QEMU_MISSING), "{s}");
         assert!(
             s.contains("| 0 | 0 of 18 (the rest: not measured) | Exited(1) |"),
+            "{s}"
+        );
+        assert!(
+            s.contains("| versatilepb | `scenario=yield mode=naive,fcse,fass"),
             "{s}"
         );
         let mut f = Figures::new();

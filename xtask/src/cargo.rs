@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::board::Board;
 use crate::{repo_root, Error, Result};
 
 /// Target of the demo kernel and of the ARMv5TE library builds.
@@ -109,13 +110,31 @@ pub fn target_dir_from_metadata(json: &[u8]) -> Result<PathBuf> {
         .ok_or_else(|| Error::Check("cargo metadata output has no target_directory".into()))
 }
 
-/// Builds the user program (release, `armv5te-none-eabi`) and returns its ELF path.
+/// An [`arm_cargo`] command for `board`'s CPU: its target, and its
+/// `RUSTFLAGS` when it needs some (StrongARM).
+pub fn board_cargo(subcommand: &str, board: Board) -> Command {
+    let mut c = arm_cargo(subcommand, board.target());
+    if let Some(flags) = board.rustflags() {
+        c.env("RUSTFLAGS", flags);
+    }
+    c
+}
+
+/// Builds the user program (release, for versatilepb's ARMv5TE) and returns its ELF path.
 pub fn build_user() -> Result<PathBuf> {
+    build_user_for(Board::default())
+}
+
+/// Builds the user program (release) for `board`'s CPU and returns its ELF path.
+pub fn build_user_for(board: Board) -> Result<PathBuf> {
     crate::setup::ensure_rust_src()?;
-    let mut cmd = arm_cargo("build", ARMV5TE);
+    let mut cmd = board_cargo("build", board);
     cmd.args(["--release", "-p", USER]);
     run_checked(&mut cmd)?;
-    let elf = target_dir()?.join(ARMV5TE).join("release").join(USER);
+    let elf = target_dir()?
+        .join(board.target())
+        .join("release")
+        .join(USER);
     if elf.is_file() {
         Ok(elf)
     } else {
@@ -129,28 +148,54 @@ pub fn build_user() -> Result<PathBuf> {
 /// A cargo command for the kernel (`build` or `clippy`): builds the user
 /// program first and names its ELF in [`USER_ELF_ENV`] (the kernel embeds it).
 pub fn kernel_cargo(subcommand: &str) -> Result<Command> {
-    let user = build_user()?;
-    let mut cmd = arm_cargo(subcommand, ARMV5TE);
+    kernel_cargo_for(subcommand, Board::default())
+}
+
+/// [`kernel_cargo`] for `board`: its target and flags, the user program
+/// built for the same CPU, `--no-default-features --features board-NAME`.
+pub fn kernel_cargo_for(subcommand: &str, board: Board) -> Result<Command> {
+    let user = build_user_for(board)?;
+    let mut cmd = board_cargo(subcommand, board);
     cmd.args(["--release", "-p", KERNEL])
+        .args(["--no-default-features", "--features", &board.feature()])
         .env("DEFMT_LOG", KERNEL_DEFMT_LOG)
         .env(USER_ELF_ENV, user);
     Ok(cmd)
 }
 
-/// Builds the demo kernel (release, `armv5te-none-eabi`, with the user
-/// program embedded) and returns its ELF path.
+/// Builds the demo kernel for versatilepb and returns its ELF path.
 pub fn build_kernel() -> Result<PathBuf> {
-    let mut cmd = kernel_cargo("build")?;
+    build_kernel_for(Board::default())
+}
+
+/// Builds the demo kernel (release, with the user program embedded) for
+/// `board` and returns the path of a copy of its ELF under
+/// `<target>/release/boards/<board>/` (versatilepb and connex share a
+/// target, so cargo's own output path holds whichever was built last).
+pub fn build_kernel_for(board: Board) -> Result<PathBuf> {
+    let mut cmd = kernel_cargo_for("build", board)?;
     run_checked(&mut cmd)?;
-    let elf = target_dir()?.join(ARMV5TE).join("release").join(KERNEL);
-    if elf.is_file() {
-        Ok(elf)
-    } else {
-        Err(Error::Missing(format!(
+    let release = target_dir()?.join(board.target()).join("release");
+    let built = release.join(KERNEL);
+    if !built.is_file() {
+        return Err(Error::Missing(format!(
             "kernel build succeeded but {} does not exist",
-            elf.display()
-        )))
+            built.display()
+        )));
     }
+    let dir = release.join("boards").join(board.name());
+    let elf = dir.join(KERNEL);
+    let io = |source| Error::Io {
+        what: format!("copying {} to {}", built.display(), elf.display()),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    // Copied through a temporary name and renamed, so a concurrent reader
+    // never sees half a file.
+    let tmp = dir.join(format!("{KERNEL}.{}.tmp", std::process::id()));
+    std::fs::copy(&built, &tmp).map_err(io)?;
+    std::fs::rename(&tmp, &elf).map_err(io)?;
+    Ok(elf)
 }
 
 #[cfg(test)]

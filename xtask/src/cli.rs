@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::board::Board;
 use crate::{Error, Result};
 
 /// Default time limit for one QEMU run.
@@ -12,7 +13,8 @@ pub const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  run     build the demo kernel and boot it in qemu-system-arm (versatilepb, ARM926EJ-S);
+  run     build the demo kernel and boot it in qemu-system-arm (default versatilepb,
+          ARM926EJ-S; --board collie: StrongARM SA-1110, --board connex: XScale PXA255);
           without --append/--icount: a short demonstration (ring and IPC under naive,
           FCSE-only and FASS, counted with -icount) printed as a table; with them:
           boots with that command line and exits with the kernel's status
@@ -20,7 +22,7 @@ commands:
           no_std crates (ARMv5TE and StrongARM ARMv4), the embedding example,
           in-kernel tests under QEMU, QEMU integration tests; stops at the
           first failure
-  build   build the demo kernel only (prints the ELF path)
+  build   build the demo kernel only (prints the ELF path; --board as for run)
   bench   benchmarks: model tables and plots (docs/), criterion microbenchmarks
           (short configuration), QEMU instruction counts; updates docs/benchmarks.md
   mutants mutation testing (cargo-mutants, installed if missing) of the isolation-,
@@ -29,6 +31,7 @@ commands:
           if missing), from the committed corpus, new inputs under target/fuzz/
 
 options (run):
+  --board NAME      versatilepb (default), collie or connex (also for build)
   --timeout SECS    kill QEMU after SECS seconds (default 60)
   --append TEXT     kernel command line (e.g. \"test\", \"test only=NAME\", \"demo\",
                     \"scenario=tcm mode=fass\")
@@ -49,6 +52,8 @@ options (fuzz):
   --target T        only this target (repeatable)
 options (bench):
   --full            criterion's default (longer) measurement instead of the short one
+  --board NAME      also measure the QEMU counts on collie or connex (repeatable;
+                    versatilepb is always measured, the model uses its counts)
   --timeout SECS    time limit of each QEMU run (default 60)
 ";
 
@@ -61,6 +66,8 @@ pub struct RunOpts {
     pub append: Option<String>,
     /// `-icount shift=N,sleep=off`.
     pub icount: Option<u8>,
+    /// The board.
+    pub board: Board,
 }
 
 /// A parsed `cargo xtask` command.
@@ -75,14 +82,16 @@ pub enum Command {
         /// Stage keys to skip.
         skip: Vec<String>,
     },
-    /// Build the kernel only.
-    Build,
+    /// Build the kernel only, for this board.
+    Build(Board),
     /// Run the benchmarks.
     Bench {
         /// Criterion's default configuration instead of the short one.
         full: bool,
         /// QEMU time limit per scenario.
         timeout: Duration,
+        /// Boards measured besides versatilepb (`--board`, repeatable).
+        boards: Vec<Board>,
     },
     /// Mutation testing.
     Mutants(crate::mutants::MutantsOpts),
@@ -118,9 +127,11 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                 timeout: DEFAULT_TIMEOUT,
                 append: None,
                 icount: None,
+                board: Board::default(),
             };
             while let Some(a) = it.next() {
                 match a {
+                    "--board" => opts.board = Board::parse(value(&mut it, a)?)?,
                     "--timeout" => opts.timeout = parse_timeout(value(&mut it, a)?)?,
                     "--append" => opts.append = Some(value(&mut it, a)?.to_string()),
                     "--icount" => {
@@ -166,9 +177,16 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
         "bench" => {
             let mut full = false;
             let mut timeout = DEFAULT_TIMEOUT;
+            let mut boards = Vec::new();
             while let Some(a) = it.next() {
                 match a {
                     "--full" => full = true,
+                    "--board" => {
+                        let b = Board::parse(value(&mut it, a)?)?;
+                        if b != Board::Versatilepb && !boards.contains(&b) {
+                            boards.push(b);
+                        }
+                    }
                     "--timeout" => timeout = parse_timeout(value(&mut it, a)?)?,
                     _ => {
                         return Err(Error::Usage(format!(
@@ -177,7 +195,11 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                     }
                 }
             }
-            Ok(Command::Bench { full, timeout })
+            Ok(Command::Bench {
+                full,
+                timeout,
+                boards,
+            })
         }
         "mutants" => {
             let mut opts = crate::mutants::MutantsOpts::default();
@@ -226,12 +248,20 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
             }
             Ok(Command::Fuzz(opts))
         }
-        "build" => match it.next() {
-            None => Ok(Command::Build),
-            Some(a) => Err(Error::Usage(format!(
-                "unknown option `{a}` for build\n\n{USAGE}"
-            ))),
-        },
+        "build" => {
+            let mut board = Board::default();
+            while let Some(a) = it.next() {
+                match a {
+                    "--board" => board = Board::parse(value(&mut it, a)?)?,
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "unknown option `{a}` for build\n\n{USAGE}"
+                        )))
+                    }
+                }
+            }
+            Ok(Command::Build(board))
+        }
         "help" | "-h" | "--help" => Ok(Command::Help),
         other => Err(Error::Usage(format!(
             "unknown command `{other}`\n\n{USAGE}"
@@ -255,7 +285,8 @@ mod tests {
             Command::Run(RunOpts {
                 timeout: DEFAULT_TIMEOUT,
                 append: None,
-                icount: None
+                icount: None,
+                board: Board::Versatilepb,
             })
         );
         assert_eq!(
@@ -266,15 +297,20 @@ mod tests {
                 "--append",
                 "test only=x",
                 "--icount",
-                "10"
+                "10",
+                "--board",
+                "collie"
             ])
             .unwrap(),
             Command::Run(RunOpts {
                 timeout: Duration::from_secs(5),
                 append: Some("test only=x".into()),
                 icount: Some(10),
+                board: Board::Collie,
             })
         );
+        assert!(parse(["run", "--board", "zaurus"]).is_err());
+        assert!(parse(["run", "--board"]).is_err());
     }
 
     #[test]
@@ -302,19 +338,47 @@ mod tests {
                 skip: vec!["fmt".into(), "clippy".into()]
             }
         );
-        assert_eq!(parse(["build"]).unwrap(), Command::Build);
+        assert_eq!(
+            parse(["build"]).unwrap(),
+            Command::Build(Board::Versatilepb)
+        );
+        assert_eq!(
+            parse(["build", "--board", "connex"]).unwrap(),
+            Command::Build(Board::Connex)
+        );
         assert_eq!(
             parse(["bench"]).unwrap(),
             Command::Bench {
                 full: false,
-                timeout: DEFAULT_TIMEOUT
+                timeout: DEFAULT_TIMEOUT,
+                boards: vec![]
+            }
+        );
+        assert_eq!(
+            parse([
+                "bench",
+                "--board",
+                "connex",
+                "--board",
+                "versatilepb",
+                "--board",
+                "collie",
+                "--board",
+                "connex"
+            ])
+            .unwrap(),
+            Command::Bench {
+                full: false,
+                timeout: DEFAULT_TIMEOUT,
+                boards: vec![Board::Connex, Board::Collie]
             }
         );
         assert_eq!(
             parse(["bench", "--full", "--timeout", "9"]).unwrap(),
             Command::Bench {
                 full: true,
-                timeout: Duration::from_secs(9)
+                timeout: Duration::from_secs(9),
+                boards: vec![]
             }
         );
     }

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::board::Board;
 use crate::qemu::{Ending, QemuOutcome, QemuRun};
 use crate::{Error, Result};
 
@@ -90,8 +91,9 @@ pub fn table<'a>(lines: impl IntoIterator<Item = &'a str>) -> Result<String> {
 }
 
 /// Boots the demonstration and prints the table.
-pub fn run(qemu: &Path, elf: &Path, timeout: Duration) -> Result<QemuOutcome> {
+pub fn run(qemu: &Path, board: Board, elf: &Path, timeout: Duration) -> Result<QemuOutcome> {
     let mut run = QemuRun::new(qemu, elf, timeout);
+    run.board = board;
     run.append = Some(cmdline());
     run.icount = Some(10);
     let out = run.run()?;
@@ -103,8 +105,9 @@ pub fn run(qemu: &Path, elf: &Path, timeout: Duration) -> Result<QemuOutcome> {
         )));
     }
     println!(
-        "demo kernel, `{}`, -icount shift=10,sleep=off (counts over the whole run; \
+        "demo kernel on {}, `{}`, -icount shift=10,sleep=off (counts over the whole run; \
          instructions per switch from the scheduler's decision to the return to user mode):\n",
+        board.name(),
         cmdline()
     );
     print!("{}", table(out.lines.iter().map(|l| l.text.as_str()))?);

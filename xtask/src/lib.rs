@@ -4,6 +4,7 @@
 //! * [`cli`]: the `cargo xtask` command line;
 //! * [`setup`]: installs what a fresh machine lacks (`rust-src`, QEMU);
 //! * [`bench`](mod@bench): `cargo xtask bench` (model, microbenchmarks, QEMU instruction counts);
+//! * [`board`](mod@board): the QEMU boards (target, flags, QEMU arguments);
 //! * [`cargo`]: host and ARM cargo invocations, artifact paths;
 //! * [`defmt_log`]: decoding the kernel's defmt stream;
 //! * [`edge`]: the check that the demo kernel leaves CP15 access to `mmu-armv5`;
@@ -15,6 +16,7 @@
 //! * [`stages`]: the checks `cargo xtask test` runs, in order.
 
 pub mod bench;
+pub mod board;
 pub mod cargo;
 pub mod cli;
 pub mod defmt_log;

@@ -20,7 +20,7 @@ fn main() -> ExitCode {
             print!("{}", cli::USAGE);
             ExitCode::SUCCESS
         }
-        Command::Build => match cargo::build_kernel() {
+        Command::Build(board) => match cargo::build_kernel_for(board) {
             Ok(elf) => {
                 println!("{}", elf.display());
                 ExitCode::SUCCESS
@@ -29,16 +29,17 @@ fn main() -> ExitCode {
         },
         Command::Run(opts) if opts.append.is_none() && opts.icount.is_none() => {
             // The demonstration: every mode, one table.
-            match cargo::build_kernel()
-                .and_then(|elf| xtask::demo::run(&setup::ensure_qemu()?, &elf, opts.timeout))
-            {
+            match cargo::build_kernel_for(opts.board).and_then(|elf| {
+                xtask::demo::run(&setup::ensure_qemu()?, opts.board, &elf, opts.timeout)
+            }) {
                 Ok(_) => ExitCode::SUCCESS,
                 Err(e) => fail(e),
             }
         }
         Command::Run(opts) => {
-            let result = cargo::build_kernel().and_then(|elf| {
+            let result = cargo::build_kernel_for(opts.board).and_then(|elf| {
                 let mut run = qemu::QemuRun::new(setup::ensure_qemu()?, elf, opts.timeout);
+                run.board = opts.board;
                 run.append = opts.append.clone();
                 run.icount = opts.icount;
                 run.echo = true;
@@ -69,7 +70,11 @@ fn main() -> ExitCode {
                 Err(e) => fail(e),
             }
         }
-        Command::Bench { full, timeout } => match xtask::bench::run(full, timeout) {
+        Command::Bench {
+            full,
+            timeout,
+            boards,
+        } => match xtask::bench::run(full, timeout, &boards) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
         },

@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::board::Board;
 use crate::defmt_log::{DefmtTable, LogLine};
 use crate::{Error, Result};
 
@@ -15,6 +16,8 @@ use crate::{Error, Result};
 pub struct QemuRun {
     /// `qemu-system-arm` to execute.
     pub qemu: PathBuf,
+    /// The board (machine, how the ELF and the command line are passed).
+    pub board: Board,
     /// The kernel ELF (`-kernel`).
     pub elf: PathBuf,
     /// Kill QEMU after this long.
@@ -75,6 +78,7 @@ impl QemuRun {
     pub fn new(qemu: impl Into<PathBuf>, elf: impl Into<PathBuf>, timeout: Duration) -> QemuRun {
         QemuRun {
             qemu: qemu.into(),
+            board: Board::default(),
             elf: elf.into(),
             timeout,
             append: None,
@@ -86,31 +90,7 @@ impl QemuRun {
 
     /// The QEMU arguments of this run.
     pub fn args(&self) -> Vec<String> {
-        let mut a: Vec<String> = [
-            "-M",
-            "versatilepb",
-            "-cpu",
-            "arm926",
-            "-m",
-            "128M",
-            "-display",
-            "none",
-            "-serial",
-            "stdio",
-            "-monitor",
-            "none",
-            "-semihosting-config",
-            "enable=on,target=native",
-            "-kernel",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        a.push(self.elf.display().to_string());
-        if let Some(cmdline) = &self.append {
-            a.push("-append".into());
-            a.push(cmdline.clone());
-        }
+        let mut a = self.board.qemu_args(&self.elf, self.append.as_deref());
         if let Some(shift) = self.icount {
             a.push("-icount".into());
             a.push(format!("shift={shift},sleep=off"));
@@ -122,6 +102,7 @@ impl QemuRun {
     /// Boots the kernel and collects its decoded log until QEMU exits or the
     /// time limit passes (then QEMU is killed and the run counts as timed out).
     pub fn run(&self) -> Result<QemuOutcome> {
+        self.board.prepare(&self.elf)?;
         let elf_bytes = std::fs::read(&self.elf).map_err(|source| Error::Io {
             what: format!("reading {}", self.elf.display()),
             source,
@@ -227,8 +208,20 @@ pub fn boot(
     append: Option<&str>,
     echo: bool,
 ) -> Result<QemuOutcome> {
+    boot_on(Board::default(), elf, timeout, append, echo)
+}
+
+/// [`boot`] on `board`.
+pub fn boot_on(
+    board: Board,
+    elf: &Path,
+    timeout: Duration,
+    append: Option<&str>,
+    echo: bool,
+) -> Result<QemuOutcome> {
     let qemu = crate::setup::ensure_qemu()?;
     let mut run = QemuRun::new(qemu, elf, timeout);
+    run.board = board;
     run.append = append.map(str::to_string);
     run.echo = echo;
     run.run()

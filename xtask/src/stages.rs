@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::board::Board;
 use crate::cargo::{
     self, arm_cargo, run_checked, ARMV4T, ARMV5TE, KERNEL, NO_STD_CRATES, STRONGARM_RUSTFLAGS,
 };
@@ -104,7 +105,7 @@ pub fn all() -> Vec<Stage> {
             run: fuzz_short,
         },
         Stage {
-            name: "kernel tests under QEMU",
+            name: "kernel tests under QEMU (versatilepb, collie, connex)",
             key: "kernel",
             run: kernel_tests,
         },
@@ -316,19 +317,25 @@ pub const MSRV_HOST_CRATES: [&str; 6] = [
     "bench",
 ];
 
+/// Per board (versatilepb, collie, connex): clippy of the kernel and the
+/// user program for the board's target, the build, and the in-kernel tests
+/// (the differential test among them) under QEMU.
 fn kernel_tests(s: &Settings) -> Result<()> {
     crate::setup::ensure_rust_src()?;
-    let mut lint = cargo::kernel_cargo("clippy")?;
-    lint.args(["-p", cargo::USER, "--", "-D", "warnings"]);
-    run_checked(&mut lint)?;
-    let elf = cargo::build_kernel()?;
-    let out = qemu::boot(&elf, s.qemu_timeout, Some(KERNEL_TEST_CMDLINE), true)?;
-    let passed = kernel_test_verdict(&out).inspect_err(|_| {
-        if !out.stderr.trim().is_empty() {
-            eprintln!("QEMU stderr:\n{}", out.stderr.trim_end());
-        }
-    })?;
-    println!("in-kernel tests: {passed} passed");
+    for board in Board::ALL {
+        println!("== board {}", board.name());
+        let mut lint = cargo::kernel_cargo_for("clippy", board)?;
+        lint.args(["-p", cargo::USER, "--", "-D", "warnings"]);
+        run_checked(&mut lint)?;
+        let elf = cargo::build_kernel_for(board)?;
+        let out = qemu::boot_on(board, &elf, s.qemu_timeout, Some(KERNEL_TEST_CMDLINE), true)?;
+        let passed = kernel_test_verdict(&out).inspect_err(|_| {
+            if !out.stderr.trim().is_empty() {
+                eprintln!("QEMU stderr:\n{}", out.stderr.trim_end());
+            }
+        })?;
+        println!("in-kernel tests on {}: {passed} passed", board.name());
+    }
     Ok(())
 }
 
@@ -501,7 +508,10 @@ mod tests {
         let pos = |n: &str| names.iter().position(|x| *x == n).unwrap();
         assert!(pos("clippy") < pos("host tests"));
         assert!(pos("docs") < pos("ARMv5TE no_std builds"));
-        assert!(pos("StrongARM (ARMv4) no_std builds") < pos("kernel tests under QEMU"));
+        assert!(
+            pos("StrongARM (ARMv4) no_std builds")
+                < pos("kernel tests under QEMU (versatilepb, collie, connex)")
+        );
         let embed = names
             .iter()
             .position(|n| n.starts_with("embedding example"));

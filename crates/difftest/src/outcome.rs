@@ -120,6 +120,12 @@ pub struct Report {
     pub mismatches: u32,
     /// Accesses where a known target deviation changed the expected outcome.
     pub deviations: u32,
+    /// Of those, the aborts whose expected FAR became the VA instead of the
+    /// MVA ([`Deviations::far_is_va`]).
+    pub far_is_va: u32,
+    /// Of those, the aborts whose expected page translation fault became a
+    /// page domain fault ([`Deviations::domain_before_l2`]).
+    pub domain_before_l2: u32,
     /// Outcome counts.
     pub counts: Counts,
     /// FNV-1a digest of every outcome in architectural form: equal for two
@@ -147,14 +153,30 @@ impl Digest {
 }
 
 /// An expected abort in the target's terms, with whether a deviation applied.
+/// Which deviations changed one expected abort.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Applied {
+    /// The FAR is the VA, not the MVA.
+    pub far_is_va: bool,
+    /// A page domain fault instead of a page translation fault.
+    pub domain_before_l2: bool,
+}
+
+impl Applied {
+    /// Whether any deviation applied.
+    pub(crate) fn any(self) -> bool {
+        self.far_is_va || self.domain_before_l2
+    }
+}
+
 pub(crate) fn expected_abort(
     arch: Fault,
     va: u32,
     mva: u32,
     l1_domain_denies: bool,
     dev: Deviations,
-) -> (Fault, u32, bool) {
-    let mut deviated = false;
+) -> (Fault, u32, Applied) {
+    let mut deviated = Applied::default();
     let mut fault = arch;
     if dev.domain_before_l2
         && l1_domain_denies
@@ -164,11 +186,11 @@ pub(crate) fn expected_abort(
             kind: FaultKind::Domain(FaultLevel::Page),
             domain: arch.domain,
         };
-        deviated = true;
+        deviated.domain_before_l2 = true;
     }
     let far = if dev.far_is_va {
         if va != mva {
-            deviated = true;
+            deviated.far_is_va = true;
         }
         va
     } else {
@@ -184,4 +206,41 @@ pub(crate) fn expected_abort(
 pub(crate) fn abort_matches(expected: Fault, expected_far: u32, fsr: u32, far: u32) -> bool {
     let seen = Fault::from_fsr(fsr);
     seen.kind == expected.kind && seen.domain == expected.domain && far == expected_far
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mmu_armv5::Domain;
+
+    fn fault(kind: FaultKind) -> Fault {
+        Fault {
+            kind,
+            domain: Some(Domain::from_low_bits(3)),
+        }
+    }
+
+    #[test]
+    fn each_deviation_is_reported_by_name() {
+        let page_translation = fault(FaultKind::Translation(FaultLevel::Page));
+        let q = Deviations::QEMU_7_2;
+        // Relocated access (VA != MVA) in a denying domain: both apply.
+        let (f, far, d) = expected_abort(page_translation, 0x1000, 0x0200_1000, true, q);
+        assert_eq!(f.kind, FaultKind::Domain(FaultLevel::Page));
+        assert_eq!(far, 0x1000);
+        assert!(d.far_is_va && d.domain_before_l2 && d.any());
+        // Not relocated, domain allows: neither applies.
+        let (f, far, d) = expected_abort(page_translation, 0x0400_0000, 0x0400_0000, false, q);
+        assert_eq!(f, page_translation);
+        assert_eq!(far, 0x0400_0000);
+        assert_eq!(d, Applied::default());
+        assert!(!d.any());
+        // Only the FAR.
+        let (_, _, d) = expected_abort(page_translation, 0x1000, 0x0200_1000, false, q);
+        assert!(d.far_is_va && !d.domain_before_l2);
+        // The architecture: nothing applies, the FAR is the MVA.
+        let a = Deviations::ARCHITECTURE;
+        let (f, far, d) = expected_abort(page_translation, 0x1000, 0x0200_1000, true, a);
+        assert_eq!((f, far, d.any()), (page_translation, 0x0200_1000, false));
+    }
 }

@@ -355,7 +355,9 @@ pub fn run<T: Target>(target: &mut T, cfg: &Config) -> Result<Report, TableError
                     Err(arch) => {
                         counts.record_fault(arch.kind);
                         let (exp, far, deviated) = expected_abort(arch, va, mva, l1_denies, dev);
-                        report.deviations += deviated as u32;
+                        report.deviations += deviated.any() as u32;
+                        report.far_is_va += deviated.far_is_va as u32;
+                        report.domain_before_l2 += deviated.domain_before_l2 as u32;
                         let ok = match observed {
                             Observed::Abort { fsr, far: f } => abort_matches(exp, far, fsr, f),
                             Observed::Done(_) => false,

@@ -2,10 +2,12 @@
 @
 @ Builds the first-level translation table (1 MiB sections):
 @   - identity map of the MiB holding this code (needed across the MMU switch-on);
-@   - all RAM again at KERNEL_VIRT_OFFSET (0xC0000000), where the kernel is linked;
-@   - the device MiBs 0x10000000 (system registers, timers) and 0x10100000
-@     (interrupt controller, PL011 UART0 at 0x101f1000) at DEVICE_VIRT
-@     (0xF0000000), in the kernel's region, out of every FCSE window;
+@   - the board's RAM (__ram_mib MiB from __ram_phys) again at
+@     __ram_phys + KERNEL_VIRT_OFFSET (0xC0000000 on every board), where the
+@     kernel is linked;
+@   - the board's device MiBs (__board_dev0.., __board_dev_count of them:
+@     console UART, timer, interrupt controller) one after the other from
+@     DEVICE_VIRT (0xF0000000), in the kernel's region, out of every FCSE window;
 @   - 0xFFF00000 through a coarse table whose only entry maps the high-vector
 @     page 0xFFFF0000 onto the physical page of `.vectors`.
 @ All in domain 0 (client), AP=01 (privileged read/write, no user access).
@@ -57,10 +59,11 @@ _start:
     orr     r1, r6, r0, lsl #20
     str     r1, [r4, r0, lsl #2]
 
-    @ RAM at KERNEL_VIRT_OFFSET: __ram_mib sections from __ram_phys.
+    @ RAM at __ram_phys + KERNEL_VIRT_OFFSET: __ram_mib sections from __ram_phys.
     ldr     r0, =__ram_phys
     ldr     r2, =__ram_mib
-    add     r3, r4, r7, lsr #18      @ &L1[KERNEL_VIRT_OFFSET >> 20]
+    add     r3, r0, r7               @ the linear map's virtual base
+    add     r3, r4, r3, lsr #18      @ &L1[base >> 20]
     mov     r8, #0
 1:  add     r1, r0, r8, lsl #20
     orr     r1, r1, r6
@@ -69,13 +72,19 @@ _start:
     cmp     r8, r2
     blo     1b
 
-    @ Devices at DEVICE_VIRT.
+    @ The board's device MiBs at DEVICE_VIRT, one after the other.
+    adr     r0, board_devices
+    ldr     r3, =__board_dev_count
     ldr     r2, =(0xF00 * 4)
-    ldr     r1, =(0x10000000 | SECT_DEVICE)
+    ldr     r6, =SECT_DEVICE
+1:  subs    r3, r3, #1
+    blo     2f
+    ldr     r1, [r0], #4
+    orr     r1, r1, r6
     str     r1, [r4, r2]
     add     r2, r2, #4
-    ldr     r1, =(0x10100000 | SECT_DEVICE)
-    str     r1, [r4, r2]
+    b       1b
+2:
 
     @ High vectors: L1[0xFFF] -> coarse table; coarse[0xF0] -> vector page.
     orr     r1, r5, #COARSE
@@ -110,6 +119,10 @@ _start:
 
     ldr     pc, =_start_high
     .ltorg
+
+@ The board's device MiBs (physical, from the generated `board.ld`).
+board_devices:
+    .word   __board_dev0, __board_dev1, __board_dev2, __board_dev3
 
 @ Runs at the high virtual address with the MMU on.
     .section .text._start_high, "ax"

@@ -50,6 +50,14 @@
 
 @ Ordinary kernel text, not the switch page (`.text.kswitch`, which the
 @ TCM scenario moves into ITCM): that page is full with `trap_entry`.
+    .if {v5te} == 0
+    @ Bit index of 2^i from (2^i * 0x077CB531) >> 27 (a de Bruijn sequence).
+    .section .rodata.fastpath, "a"
+__fast_debruijn:
+    .byte   0, 1, 28, 2, 29, 14, 24, 3, 30, 22, 20, 15, 25, 17, 4, 8
+    .byte   31, 27, 13, 23, 21, 19, 16, 7, 26, 12, 18, 6, 11, 5, 10, 9
+    .endif
+
     .section .text.fastpath, "ax"
     .arm
     .global __svc_fast
@@ -60,11 +68,52 @@ __svc_fast:
     ldrlo   pc, [r8, r7, lsl #2]
     b       __svc_general
 
-@ The 24 MHz counter (`timer::COUNTER_24MHZ`) into \rd: the one place
-@ this file reads it (the switch tail's start, `clock::SwitchClock`).
+@ The board's free-running counter (at the virtual address
+@ `__board_counter` from the generated `board.ld`) into \rd: the one
+@ place this file reads it (the switch tail's start, `clock::SwitchClock`).
 .macro READ_COUNTER rd
-    ldr     \rd, ={counter}
+    ldr     \rd, =__board_counter
     ldr     \rd, [\rd]
+.endm
+
+@ The CPU's instruction set: `{v5te}` is 1 on ARMv5TE (ARM926EJ-S,
+@ XScale), 0 on ARMv4 (StrongARM SA-1110), which has no CLZ, LDRD or
+@ STRD. These three macros are the only places that differ.
+@ Two consecutive words at [\base, #\off] into \ra, \rb (IRQs are
+@ masked, so two loads are as good as one LDRD).
+.macro LOAD_PAIR ra, rb, base, off
+    .if {v5te}
+    ldrd    \ra, \rb, [\base, #\off]
+    .else
+    ldr     \ra, [\base, #\off]
+    ldr     \rb, [\base, #(\off + 4)]
+    .endif
+.endm
+@ \ra, \rb into two consecutive words at [\base, #\off].
+.macro STORE_PAIR ra, rb, base, off
+    .if {v5te}
+    strd    \ra, \rb, [\base, #\off]
+    .else
+    str     \ra, [\base, #\off]
+    str     \rb, [\base, #(\off + 4)]
+    .endif
+.endm
+@ \rd = \add + the index of the one bit set in \rs (a power of two).
+@ Clobbers \rs; on ARMv4 also r8 and r11 (a de Bruijn multiply and a
+@ 32-byte table lookup instead of CLZ).
+.macro BIT_INDEX rd, rs, add
+    .if {v5te}
+    clz     \rs, \rs
+    rsb     \rd, \rs, #(31 + \add)
+    .else
+    ldr     r8, =0x077CB531
+    mul     r11, \rs, r8
+    ldr     r8, =__fast_debruijn
+    ldrb    \rd, [r8, r11, lsr #27]
+    .if \add
+    add     \rd, \rd, #\add
+    .endif
+    .endif
 .endm
 
 @ The last check before a handler commits, r6 = next, r10 + pr_* = its
@@ -103,7 +152,7 @@ __svc_fast:
     .global __svc_yield_\m
 __svc_yield_\m:
     ldr     r5, [r4, #{k_cur}]            @ cur
-    ldrd    r2, r3, [r4, #{k_ready}]      @ the ready set, low and high word
+    LOAD_PAIR r2, r3, r4, {k_ready}      @ the ready set, low and high word
     mvn     r8, #1
     ands    r9, r2, r8, lsl r5            @ low word above cur (none if cur >= 32)
     bne     2f
@@ -113,8 +162,7 @@ __svc_yield_\m:
     beq     __svc_general
 2:  rsb     r8, r9, #0                    @ lowest bit of the low word r9
     and     r9, r9, r8
-    clz     r9, r9
-    rsb     r6, r9, #31
+    BIT_INDEX r6, r9, 0
 4:  cmp     r6, r5
     beq     __svc_general                 @ cur alone: no switch (Rust)
     ldr     r10, ={proc_size}
@@ -138,8 +186,7 @@ __svc_yield_\m:
     beq     __svc_general
 3:  rsb     r8, r9, #0                    @ lowest bit of the high word r9
     and     r9, r9, r8
-    clz     r9, r9
-    rsb     r6, r9, #63
+    BIT_INDEX r6, r9, 32
     b       4b
 
 @ SEND / CALL to dest = the caller's r0, taken here only if dest waits in
@@ -166,7 +213,7 @@ __svc_send_\m:
     mov     r8, #{st_ready}
     strb    r8, [r10, #{pr_state}]
     @ dest into the ready set (a shift by 32 or more gives 0).
-    ldrd    r2, r3, [r4, #{k_ready}]
+    LOAD_PAIR r2, r3, r4, {k_ready}
     mov     r8, #1
     orr     r2, r2, r8, lsl r6
     subs    r9, r6, #32
@@ -174,7 +221,7 @@ __svc_send_\m:
     cmp     r7, #{nr_call}
     beq     20f
     @ SEND: cur stays ready and gets 0.
-    strd    r2, r3, [r4, #{k_ready}]
+    STORE_PAIR r2, r3, r4, {k_ready}
     mov     r8, #0
     str     r8, [r0]
     mov     r5, #{tr_oneway}
@@ -184,7 +231,7 @@ __svc_send_\m:
 20: bic     r2, r2, r8, lsl r5
     subs    r9, r5, #32
     bichs   r3, r3, r8, lsl r9
-    strd    r2, r3, [r4, #{k_ready}]
+    STORE_PAIR r2, r3, r4, {k_ready}
     mov     r8, #{st_reply}
     strb    r8, [r0, #{p_state}]
     strh    r6, [r0, #{p_reply_from}]
@@ -242,11 +289,11 @@ __svc_reply_\m:
     stmia   r11, {{r1, r8, r9, r12}}
     mov     r8, #{st_ready}
     strb    r8, [r11, #{p_state}]
-    ldrd    r2, r3, [r4, #{k_round_trips}] @ round_trips, messages
+    LOAD_PAIR r2, r3, r4, {k_round_trips} @ round_trips, messages
     add     r2, r2, #1
     add     r3, r3, #1
-    strd    r2, r3, [r4, #{k_round_trips}]
-    ldrd    r2, r3, [r4, #{k_ready}]
+    STORE_PAIR r2, r3, r4, {k_round_trips}
+    LOAD_PAIR r2, r3, r4, {k_ready}
     mov     r8, #1
     orr     r2, r2, r8, lsl r6
     subs    r9, r6, #32
@@ -261,7 +308,7 @@ __svc_reply_\m:
     bichs   r3, r3, r8, lsl r9
     mov     r8, #{st_recv}
     strb    r8, [r0, #{p_state}]
-36: strd    r2, r3, [r4, #{k_ready}]
+36: STORE_PAIR r2, r3, r4, {k_ready}
     mov     r5, #{tr_reply}
 
 @ The switch (FASS: `Kernel::switch_ready`'s lean branch; the others:
@@ -285,7 +332,7 @@ __fast_switch_\m:
     mcr     p15, 0, r2, c3, c0, 0         @ DACR
     mcr     p15, 0, r3, c13, c0, 0        @ FCSEIDR
     mov     r8, #1
-    strd    r8, r9, [r4, #{k_t0_tag}]     @ Some(t0)
+    STORE_PAIR r8, r9, r4, {k_t0_tag}     @ Some(t0)
     .else
     @ (the switch was made, and the switch tail stamped, by RECORD_SWITCH)
     ldmia   r8, {{r1, r2, r3}}            @ switches, lean_switches, syscalls
@@ -325,7 +372,7 @@ __irq_preempt_\m:
     mov     r0, r11
     beq     __irq_general                 @ not the timer: nothing done (Rust)
     ldr     r5, [r4, #{k_cur}]
-    ldrd    r2, r3, [r4, #{k_ready}]
+    LOAD_PAIR r2, r3, r4, {k_ready}
     mvn     r8, #1
     ands    r9, r2, r8, lsl r5
     bne     62f
@@ -335,8 +382,7 @@ __irq_preempt_\m:
     beq     69f
 62: rsb     r8, r9, #0
     and     r9, r9, r8
-    clz     r9, r9
-    rsb     r6, r9, #31
+    BIT_INDEX r6, r9, 0
 64: cmp     r6, r5
     beq     69f                           @ cur alone: no preemption
     ldr     r10, ={proc_size}
@@ -361,8 +407,7 @@ __irq_preempt_\m:
     beq     69f
 63: rsb     r8, r9, #0
     and     r9, r9, r8
-    clz     r9, r9
-    rsb     r6, r9, #63
+    BIT_INDEX r6, r9, 32
     b       64b
 69: bl      fast_irq_decide
     b       __return_to_user

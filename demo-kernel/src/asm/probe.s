@@ -17,14 +17,14 @@
 __probe_insns_start:
 __probe_ldr:
     ldr     r0, [r0]
-    bx      lr
+    mov     pc, lr                  @ (no BX: StrongARM is ARMv4 without Thumb)
 __probe_ldrt:
     ldrt    r0, [r0]
-    bx      lr
+    mov     pc, lr                  @ (no BX: StrongARM is ARMv4 without Thumb)
 __probe_str:
     str     r1, [r0]
-    bx      lr
+    mov     pc, lr                  @ (no BX: StrongARM is ARMv4 without Thumb)
 __probe_strt:
     strt    r1, [r0]
-    bx      lr
+    mov     pc, lr                  @ (no BX: StrongARM is ARMv4 without Thumb)
 __probe_insns_end:

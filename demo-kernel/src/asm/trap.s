@@ -20,7 +20,7 @@
 @ r1 = \kind, lr = the pc to resume (the mode's own lr, less 4 if `adjust`),
 @ SPSR = user CPSR. Entered in the trap's mode from `asm/vectors.s`, with
 @ the user's r0 just below this mode's stack.
-@ The 24 MHz counter is read into `__in_stamp` (the start of the measured
+@ The board's counter (`__board_counter`) is read into `__in_stamp` (the start of the measured
 @ transit, `clock::TRANSIT_ENTRY_INSTRUCTIONS`) at the 10th instruction
 @ from the vector on every path (vector, four in `asm/vectors.s`, five
 @ here).
@@ -28,8 +28,8 @@
     ldr     r0, =__cur_frame
     ldr     r0, [r0]
     stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
-    mov     r2, #0xF0000000         @ (no banked register right after STM^)
-    ldr     r2, [r2, #0x5C]         @ t_in
+    ldr     r2, =__board_counter    @ (no banked register right after STM^)
+    ldr     r2, [r2]                @ t_in
     mov     r1, #\kind
     ldr     r3, =__in_stamp
     str     r2, [r3]
@@ -45,13 +45,13 @@
 
 @ An abort from user mode, in abort mode with the user's r0 just below the
 @ abort stack: saves r0-r12, sp_usr and lr_usr into *__cur_frame (r0 = the
-@ frame on exit) and reads the 24 MHz counter into r1.
+@ frame on exit) and reads the board's counter into r1.
 .macro SAVE_ABORT
     ldr     r0, =__cur_frame
     ldr     r0, [r0]
     stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
-    mov     r2, #0xF0000000         @ (no banked register right after STM^)
-    ldr     r1, [r2, #0x5C]
+    ldr     r2, =__board_counter    @ (no banked register right after STM^)
+    ldr     r1, [r2]
     ldr     r2, [sp, #-4]
     str     r2, [r0]
 .endm
@@ -90,7 +90,7 @@ __irq_general:
 @ Data abort from user mode, entered from `__exc_dabt` (`asm/vectors.s`) in
 @ abort mode with the user's r0 just below the abort stack, lr = the
 @ aborting instruction, SPSR = user CPSR. Saves r0-r12, sp_usr and lr_usr
-@ into *__cur_frame, reads the 24 MHz counter (the start of the measured
+@ into *__cur_frame, reads the board's counter (the start of the measured
 @ fault path, `clock::FaultClock`: the 11th instruction from the vector)
 @ and calls `trap_dabt(frame, stamp)` in SVC mode, IRQ/FIQ masked. A
 @ non-zero answer is the same frame: the fault was resolved on the fast path
@@ -114,8 +114,8 @@ __user_trap_dabt:
 @ abort mode, whose lr and SPSR still hold the return; r0-r12 from the frame
 @ (sp_usr and lr_usr were never changed).
 __return_fast:
-    mov     r2, #0xF0000000
-    ldr     r2, [r2, #0x5C]
+    ldr     r2, =__board_counter
+    ldr     r2, [r2]
     mov     r4, r0
     mov     r0, r2
     bl      fast_return_accounting
@@ -188,11 +188,12 @@ __return_marked:
     msr     spsr_cxsf, r2
     add     r2, r0, #52
     ldmia   r2, {r13, r14}^         @ sp_usr, lr_usr
-    mov     r2, #0xF0000000         @ (no banked register right after LDM^)
-    @ Time stamp of the return (24 MHz counter at 0xF000005C), three
-    @ instructions before user mode: the end of every measured transit,
-    @ switch tail and general fault path (`clock::TRANSIT_TAIL_INSTRUCTIONS`).
-    ldr     r2, [r2, #0x5C]
+    ldr     r2, =__board_counter    @ (no banked register right after LDM^)
+    @ Time stamp of the return (the board's counter, at the virtual address
+    @ `__board_counter` from the generated `board.ld`), three instructions
+    @ before user mode: the end of every measured transit, switch tail and
+    @ general fault path (`clock::TRANSIT_TAIL_INSTRUCTIONS`).
+    ldr     r2, [r2]
     @ Accounting, outside the measured window: `return_accounting(t_out,
     @ fast_mark)` files the transit, the switch tail and a general fault
     @ resolution (`clock.rs`). r4 keeps the frame (callee-saved); the call
@@ -224,7 +225,7 @@ __sched_enter:
     .global __sched_leave
 __sched_leave:
     ldmia   r0, {r4-r11, r13, r14}
-    bx      lr
+    mov     pc, lr                  @ (no BX: StrongARM is ARMv4 without Thumb)
     .ltorg
 
     .section .data.trap_words, "aw"

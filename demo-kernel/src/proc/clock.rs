@@ -1,5 +1,7 @@
 //! Timing of the kernel paths, under `-icount shift=10,sleep=off` (the
-//! 24 MHz counter then counts 24.576 ticks per instruction):
+//! board's counter then counts a fixed number of ticks per instruction:
+//! 24.576 for versatilepb's 24 MHz counter, 3.775 for the 3.6864 MHz OSCR of
+//! collie and connex; [`crate::board::instructions_to_ticks`]):
 //!
 //! * transits ([`Transit`]): every trap from user mode, from the exception
 //!   vector's first instruction to the return to user mode (`movs pc, lr`)
@@ -47,7 +49,7 @@ pub const FAST_RETURN_TAIL_INSTRUCTIONS: u64 = 3;
 
 /// Ticks of `n` instructions under `-icount shift=10`.
 const fn ticks(n: u64) -> u32 {
-    (n * 24_576 / 1000) as u32
+    crate::board::instructions_to_ticks(n) as u32
 }
 
 /// What a transit was, as the kernel decided during it.
@@ -222,7 +224,7 @@ pub fn sum(t: Option<Transit>) -> Sum {
     let (ticks, n) = transits().acc[i];
     Sum {
         n,
-        instructions: u64::from(ticks) * 1000 / 24_576
+        instructions: crate::board::ticks_to_instructions(u64::from(ticks))
             + u64::from(n) * (TRANSIT_ENTRY_INSTRUCTIONS + TRANSIT_TAIL_INSTRUCTIONS),
     }
 }

@@ -26,7 +26,6 @@ use super::platform;
 use super::sched::ReadySet;
 use super::strategy::MAX_PROCS;
 use super::strategy::{Strategy, SwitchMode};
-use super::timer::COUNTER_24MHZ;
 use crate::abi::nr;
 use fass::{SpaceId, SwitchStrategy};
 
@@ -226,7 +225,7 @@ const P_LINKS: usize = offset_of!(Proc, ipc);
 core::arch::global_asm!(
     include_str!("../asm/fastpath.s"),
     kernel = sym KERNEL,
-    counter = const COUNTER_24MHZ,
+    v5te = const cfg!(target_feature = "v5te") as u32,
     proc_size = const size_of::<Proc>(),
     max_procs = const MAX_PROCS,
     link_none = const NONE,

@@ -1,11 +1,11 @@
 //! Physical 4 KiB frames for user memory: a bitmap over a RAM range the
 //! kernel image and the in-kernel tests' scratch MiBs never use.
 
-/// First physical address handed out.
-pub const FRAMES_PHYS: u32 = 0x0460_0000;
+/// First physical address handed out (the board's, [`crate::board::LAYOUT`]).
+pub const FRAMES_PHYS: u32 = crate::board::LAYOUT.frames_phys;
 /// One past the last frame: the emulated TCM follows ([`super::tcm`]).
-pub const FRAMES_END: u32 = 0x07F0_0000;
-/// Frames in the range (57 MiB, up to the emulated TCM near the end of the 128 MiB of RAM).
+pub const FRAMES_END: u32 = crate::board::LAYOUT.frames_end;
+/// Frames in the range (on versatilepb 57 MiB, up to the emulated TCM near the end of the 128 MiB of RAM).
 pub const FRAME_COUNT: usize = ((FRAMES_END - FRAMES_PHYS) / 4096) as usize;
 const WORDS: usize = FRAME_COUNT.div_ceil(32);
 

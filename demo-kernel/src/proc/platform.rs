@@ -1,6 +1,6 @@
 //! The [`fass::Platform`] the process subsystem runs on: the real CP15
 //! wrapped in a counter of the maintenance it performs ([`CountingCp15`]),
-//! ARM926 maintenance over it, and the kernel's table pool.
+//! the board CPU's maintenance over it ([`crate::board::Maint`]), and the kernel's table pool.
 //!
 //! The counters are what the scenarios report as "cache flushes" and "TLB
 //! invalidations": they count what reached the coprocessor, whichever
@@ -8,10 +8,11 @@
 
 use crate::global::Global;
 
-use mmu_armv5::maint::{Arm926, LineOp, LineRange};
+use mmu_armv5::maint::{LineOp, LineRange};
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, HwCp15};
 use mmu_armv5::table::TablePool;
 
+use crate::board::Maint;
 use crate::cp15::hw;
 use crate::mmu::POOL_BLOCKS;
 
@@ -20,7 +21,8 @@ use crate::mmu::POOL_BLOCKS;
 /// kernel: `Counters::lean_switches`).
 #[derive(Clone, Copy, Default, PartialEq, Eq, defmt::Format)]
 pub struct HwCounts {
-    /// Whole D-cache clean+invalidate passes completed (test-and-clean loops ending clean).
+    /// Whole D-cache clean+invalidate passes completed (test-and-clean loops
+    /// ending clean, or flush-region cleans started: [`note_dcache_flush`]).
     pub dcache_flushes: u32,
     /// Whole I-cache invalidations.
     pub icache_flushes: u32,
@@ -66,6 +68,13 @@ fn bump(f: impl FnOnce(&mut HwCounts)) {
     f(unsafe { &mut *COUNTS.as_ptr() });
 }
 
+/// Counts one whole D-cache clean+invalidate done without test-and-clean
+/// (the flush-region cleans of the SA-1110 and the XScale, reported by the
+/// board when it starts one).
+pub fn note_dcache_flush() {
+    bump(|c| c.dcache_flushes += 1);
+}
+
 /// The counters so far.
 pub fn counts() -> HwCounts {
     // SAFETY: as in `bump`.
@@ -92,6 +101,9 @@ impl Cp15 for CountingCp15 {
     }
 
     unsafe fn op(&mut self, op: Cp15Op, value: u32) {
+        if crate::board::starts_dcache_clean(op, value) {
+            note_dcache_flush();
+        }
         bump(|c| match op {
             Cp15Op::InvalidateTlb => c.tlb_flushes += 1,
             Cp15Op::InvalidateTlbEntry => c.tlb_entries += 1,
@@ -123,18 +135,18 @@ impl Cp15 for CountingCp15 {
     }
 }
 
-/// ARM926 maintenance over the counting CP15 (for `spm`).
-pub fn counting() -> Arm926<CountingCp15> {
-    Arm926::new(CountingCp15(hw()))
+/// The board CPU's maintenance over the counting CP15 (for `spm`).
+pub fn counting() -> Maint<CountingCp15> {
+    crate::board::maint(CountingCp15(hw()))
 }
 
 /// The platform every strategy operation runs on.
-pub type Sys<'a> = fass::Split<Arm926<CountingCp15>, &'a mut TablePool<'static, POOL_BLOCKS>>;
+pub type Sys<'a> = fass::Split<Maint<CountingCp15>, &'a mut TablePool<'static, POOL_BLOCKS>>;
 
 /// Runs `f` on the platform (the kernel's table pool, the counting CP15).
 pub fn with_sys<R>(f: impl FnOnce(&mut Sys<'_>) -> R) -> R {
     crate::mmu::with_tables(|_, pool| {
-        let mut sys = fass::Split::new(Arm926::new(CountingCp15(hw())), pool);
+        let mut sys = fass::Split::new(crate::board::maint(CountingCp15(hw())), pool);
         f(&mut sys)
     })
 }

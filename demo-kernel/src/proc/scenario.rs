@@ -19,8 +19,8 @@ use crate::abi::{self, role};
 use mmu_armv5::descriptor::L1Descriptor;
 use mmu_armv5::{FaultKind, FaultLevel};
 
-/// Physical MiB backing shared segment 0.
-const SEGMENT_PHYS: u32 = 0x0440_0000;
+/// Physical MiB backing shared segment 0 (the board's).
+const SEGMENT_PHYS: u32 = crate::board::LAYOUT.segment_phys;
 
 /// Scenario parameters from the command line.
 #[derive(Clone, Copy)]
@@ -41,7 +41,7 @@ pub struct Params {
     pub seed: u32,
     /// Fuzzer calls.
     pub calls: u32,
-    /// Timer period in 1 MHz ticks.
+    /// Timer period in 1 MHz ticks (default: the board's [`crate::board::SLICE_US`]).
     pub slice: u32,
 }
 
@@ -56,7 +56,7 @@ impl Params {
         rounds: 20,
         seed: 12345,
         calls: 10_000,
-        slice: 10_000,
+        slice: crate::board::SLICE_US,
     };
 }
 
@@ -250,6 +250,11 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
     Ok(())
 }
 
+/// Whether the scenario needs TCM (the CPU's or the board's emulated banks).
+fn needs_tcm(name: &str) -> bool {
+    matches!(name, "tcm" | "tcmops" | "hostile")
+}
+
 /// Whether the scenario takes a process count.
 fn takes_n(name: &str) -> bool {
     matches!(name, "ring" | "ipc" | "yield" | "preempt")
@@ -263,9 +268,11 @@ const KNOWN: [&str; 13] = [
 /// Runs every scenario of `p` under every mode; `false` if one could not be set up.
 pub fn run(p: &Params) -> bool {
     let mut ok = true;
-    if let Err(e) = super::tcm::setup::init() {
-        defmt::error!("cannot set up TCM: {}", e);
-        return false;
+    if crate::board::HAS_TCM {
+        if let Err(e) = super::tcm::setup::init() {
+            defmt::error!("cannot set up TCM: {}", e);
+            return false;
+        }
     }
     for mode_name in p.modes.split(',').filter(|s| !s.is_empty()) {
         let Some(mode) = SwitchMode::parse(mode_name) else {
@@ -277,6 +284,15 @@ pub fn run(p: &Params) -> bool {
             if !KNOWN.contains(&name) {
                 defmt::error!("unknown scenario {=str}", name);
                 ok = false;
+                continue;
+            }
+            if needs_tcm(name) && !crate::board::HAS_TCM {
+                defmt::info!(
+                    "scenario {=str} mode {=str}: not applicable on {=str} (no TCM)",
+                    name,
+                    mode_name,
+                    crate::board::NAME
+                );
                 continue;
             }
             if takes_n(name) {

@@ -23,6 +23,9 @@ use crate::sys::{self, syscall};
 // `SVC` is `BX r5` (r5 = `hostile_escape`), never reached in order.
 // `hostile_escape` (ARM) runs the attack on an 8-byte aligned stack and
 // jumps back to the `SVC` (r6) with r0-r3 and r7 as they were.
+// Not on a CPU without Thumb (StrongARM; the scenario needs TCM, which
+// those boards lack, so it never runs there).
+#[cfg(not(no_thumb))]
 core::arch::global_asm!(
     r#"
     .section .text.hostile_thumb, "ax"
@@ -64,8 +67,16 @@ hostile_escape:
     options(raw)
 );
 
+#[cfg(not(no_thumb))]
 extern "C" {
     fn hostile_thumb_svc(va: u32, kind: u32, number: u32) -> u32;
+}
+
+/// No Thumb state on this CPU: every call is refused as the kernel would
+/// refuse a bad one.
+#[cfg(no_thumb)]
+unsafe fn hostile_thumb_svc(_va: u32, _kind: u32, _number: u32) -> u32 {
+    err::ENOSYS as u32
 }
 
 /// What the escape does, and what it saw (one process, one thread).

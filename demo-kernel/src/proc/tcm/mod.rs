@@ -50,10 +50,11 @@ pub mod ops;
 pub mod setup;
 pub mod syscalls;
 
+use crate::board::Maint;
 use crate::global::Global;
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, CoarseTableDesc, SmallPageDesc};
 use mmu_armv5::irq;
-use mmu_armv5::maint::{Arm926, CacheMaintenance, LineOp, LineRange, RangeMaintenance};
+use mmu_armv5::maint::{CacheMaintenance, LineOp, LineRange, RangeMaintenance};
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg};
 use mmu_armv5::size::{Frame, PageSizeKind, Size4KiB};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
@@ -432,7 +433,7 @@ fn ap_of(desc: u32) -> Option<AccessPermission> {
 /// the table walker sees it.
 #[inline(always)]
 fn clean_line(p: *mut u32) {
-    crate::mmu::maint().clean_dcache_entry(ModifiedVirtAddr::new(p as u32));
+    crate::board::clean_dcache_entry(&mut crate::mmu::maint(), ModifiedVirtAddr::new(p as u32));
 }
 
 /// Drains the write buffer.
@@ -528,7 +529,7 @@ impl Tcm {
 
 /// The platform `spm` drives: the counting CP15, ARM926 maintenance, and
 /// physical copies through the uncached windows.
-pub struct Hw(Arm926<CountingCp15>);
+pub struct Hw(Maint<CountingCp15>);
 
 impl Hw {
     /// The hardware.
@@ -544,7 +545,7 @@ fn window(pa: u32) -> *mut u32 {
             return (KTCM_RW_VA + k as u32 * MAX_BANK_SIZE + off) as *mut u32;
         }
     }
-    (PHYS_WINDOW + pa) as *mut u32
+    (PHYS_WINDOW + pa.wrapping_sub(crate::board::LAYOUT.ram_phys)) as *mut u32
 }
 
 /// `$pairs` copies of an eight-word `LDMIA`/`STMIA` pair (32 bytes), as one
@@ -666,7 +667,7 @@ impl LineMaintenance for Hw {
 }
 
 impl CacheMaintenance for Hw {
-    const DCACHE_LINE: u32 = <Arm926<CountingCp15> as CacheMaintenance>::DCACHE_LINE;
+    const DCACHE_LINE: u32 = <Maint<CountingCp15> as CacheMaintenance>::DCACHE_LINE;
     fn clean_invalidate_dcache(&mut self) {
         self.0.clean_invalidate_dcache()
     }

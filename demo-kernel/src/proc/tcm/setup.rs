@@ -89,21 +89,18 @@ pub const BOARD_BANK_SIZE: u32 = 32 << 10;
 pub const REAL_ITCM_PHYS: u32 = 0x2000_0000;
 /// Where a real DTCM is placed.
 pub const REAL_DTCM_PHYS: u32 = 0x2010_0000;
-/// What a real TCM must not cover on versatilepb: the SDRAM window, the
-/// device MiBs, flash, the PCI windows.
-pub const AVOID: [PhysRange; 4] = [
-    PhysRange::new(PhysAddr::new(0), 0x1000_0000),
-    PhysRange::new(PhysAddr::new(0x1000_0000), 0x0020_0000),
-    PhysRange::new(PhysAddr::new(0x3400_0000), 0x0400_0000),
-    PhysRange::new(PhysAddr::new(0x4100_0000), 0x2F00_0000),
-];
+/// What a real TCM must not cover: the board's (on versatilepb the SDRAM
+/// window, the device MiBs, flash, the PCI windows).
+pub const AVOID: [PhysRange; crate::board::TCM_AVOID.len()] = crate::board::TCM_AVOID;
+/// Physical base of RAM (the board's).
+const RAM_PHYS: u32 = crate::board::LAYOUT.ram_phys;
 /// RAM the physical window covers.
-const RAM_SIZE: u32 = 128 << 20;
+const RAM_SIZE: u32 = crate::board::LAYOUT.ram_mib << 20;
 /// Frame descriptions: RAM up to the emulated banks, then two banks of the largest size.
-const FRAMES_NEEDED: usize = (FRAMES_END / 4096) as usize + 2 * BANK_FRAMES;
+const FRAMES_NEEDED: usize = ((FRAMES_END - RAM_PHYS) / 4096) as usize + 2 * BANK_FRAMES;
 /// Per-MiB summaries: RAM (one more where the two RAM regions share a MiB)
 /// and one per bank (a bank is at most 1 MiB and aligned to its size).
-const SECTIONS_MAX: usize = FRAMES_END.div_ceil(1 << 20) as usize + 1 + 2;
+const SECTIONS_MAX: usize = (FRAMES_END - RAM_PHYS).div_ceil(1 << 20) as usize + 1 + 2;
 
 // Both bank slots of each view fit the one second-level table at KTCM_VA,
 // and the board's banks fit the tables.
@@ -151,6 +148,9 @@ fn table_pa<T>(t: &Global<T>) -> u32 {
 }
 
 /// Sets up TCM once per boot (before the first process exists).
+///
+/// Only on a board with TCM ([`crate::board::HAS_TCM`]); the scenario
+/// runner reports the TCM scenarios as not applicable elsewhere.
 pub fn init() -> Result<(), InitError> {
     if crate::proc::tcm::tcm().is_some() {
         return Ok(());
@@ -212,8 +212,8 @@ pub fn init() -> Result<(), InitError> {
     };
     let regions = [
         PhysRegion::new(
-            PhysAddr::new(0),
-            FRAMES_PHYS,
+            PhysAddr::new(RAM_PHYS),
+            FRAMES_PHYS - RAM_PHYS,
             Location::Ram,
             InitialUse::Kernel,
         )
@@ -259,6 +259,7 @@ pub fn init() -> Result<(), InitError> {
     let sctlr = c.sctlr().with_system_protection(true);
     // SAFETY: only the meaning of AP=00 changes, and nothing is mapped with it.
     unsafe { c.set_sctlr(sctlr) };
+    crate::board::sctlr_written();
 
     let off = kernel_virt_offset();
     let ks = kswitch_va();
@@ -307,7 +308,7 @@ pub fn init() -> Result<(), InitError> {
         t.map(
             pool,
             ModifiedVirtAddr::new(PHYS_WINDOW),
-            PhysAddr::new(0),
+            PhysAddr::new(RAM_PHYS),
             RAM_SIZE,
             MapAttrs::new(
                 KERNEL_DOMAIN,
