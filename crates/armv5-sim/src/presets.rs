@@ -49,7 +49,8 @@ pub struct Preset {
     pub cost: CostModel,
 }
 
-/// StrongARM SA-1100 at 200 MHz.
+/// StrongARM SA-1100 at 200 MHz: the CPU family of QEMU's `-M collie`
+/// (SA-1110), the demo kernel's `--board collie`.
 #[must_use]
 pub fn sa1100() -> Preset {
     Preset {
@@ -133,7 +134,8 @@ pub fn sa1100() -> Preset {
 }
 
 /// ARM926EJ-S with 16 KiB I + 16 KiB D caches (the sizes of i.MX28 and
-/// AT91SAM9 parts), 400 MHz (AT91SAM9G20 class; estimate).
+/// AT91SAM9 parts), 400 MHz (AT91SAM9G20 class; estimate): the CPU of
+/// QEMU's `-M versatilepb -cpu arm926`, the demo kernel's default board.
 #[must_use]
 pub fn arm926ejs() -> Preset {
     Preset {
@@ -204,7 +206,8 @@ pub fn arm926ejs() -> Preset {
     }
 }
 
-/// Intel PXA255 (XScale) at 400 MHz.
+/// Intel PXA255 (XScale) at 400 MHz: the CPU of QEMU's `-M connex`, the
+/// demo kernel's `--board connex`.
 #[must_use]
 pub fn pxa255() -> Preset {
     Preset {

@@ -124,12 +124,13 @@ impl Cpu {
         }
     }
 
-    /// A short name.
+    /// A short name, with the demo kernel's board whose CPU the preset
+    /// models (its QEMU instruction counts are the ones to read beside it).
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
-            Cpu::Sa1100 => "SA-1100",
-            Cpu::Arm926 => "ARM926EJ-S",
+            Cpu::Sa1100 => "SA-1100 (collie)",
+            Cpu::Arm926 => "ARM926EJ-S (versatilepb)",
         }
     }
 }

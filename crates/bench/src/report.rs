@@ -1085,7 +1085,7 @@ mod tests {
         assert!(a.contains("is MODELLED"), "{a}");
         let row = a
             .lines()
-            .find(|l| l.starts_with("| SA-1100: lat_ctx (ring), 2 processes, 0 KiB"))
+            .find(|l| l.starts_with("| SA-1100 (collie): lat_ctx (ring), 2 processes, 0 KiB"))
             .unwrap();
         assert!(row.contains(&format!("| {:.1} |", ratio)), "{row}");
         assert!(
