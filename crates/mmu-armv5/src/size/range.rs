@@ -212,6 +212,16 @@ impl<S: PageSize, A: VirtualAddress> PageRange<S, A> {
     }
 }
 
+impl<S: PageSize, A: VirtualAddress> From<Page<S, A>> for PageRange<S, A> {
+    /// The range of this one page (which never reaches past 4 GiB).
+    fn from(page: Page<S, A>) -> Self {
+        Self::wrap(Span {
+            start: page.raw(),
+            count: 1,
+        })
+    }
+}
+
 impl<S: PageSize, A: VirtualAddress> IntoIterator for PageRange<S, A> {
     type Item = Page<S, A>;
     type IntoIter = PageIter<S, A>;
@@ -424,6 +434,16 @@ impl<S: PageSize> Frame<S> {
     }
 }
 
+impl<S: PageSize> From<Frame<S>> for FrameRange<S> {
+    /// The range of this one frame (which never reaches past 4 GiB).
+    fn from(frame: Frame<S>) -> Self {
+        Self::wrap(Span {
+            start: frame.start.as_u32(),
+            count: 1,
+        })
+    }
+}
+
 impl<S: PageSize> IntoIterator for FrameRange<S> {
     type Item = Frame<S>;
     type IntoIter = FrameIter<S>;
@@ -631,6 +651,23 @@ mod tests {
         assert_eq!(
             F::from_bytes(pa(0x1000), 0x1000).unwrap().end(),
             Some(Frame::containing(pa(0x2000)))
+        );
+    }
+
+    #[test]
+    fn one_page_is_a_range_of_one() {
+        let top = Page::<Size4KiB, VirtAddr>::containing(VirtAddr::new(0xffff_ffff));
+        let r = PageRange::from(top);
+        assert_eq!(
+            (r.count(), r.start(), r.last(), r.end()),
+            (1, top, top, None)
+        );
+        let f = Frame::<Size64KiB>::containing(PhysAddr::new(0x0003_1234));
+        let fr = FrameRange::from(f);
+        assert_eq!((fr.count(), fr.start()), (1, f));
+        assert_eq!(
+            fr.end(),
+            Some(Frame::containing(PhysAddr::new(0x0004_0000)))
         );
     }
 
