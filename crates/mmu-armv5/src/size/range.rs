@@ -679,6 +679,12 @@ mod tests {
         assert!(r.contains(page(0x5000)));
         assert!(r.contains(page(0x6fff)));
         assert!(!r.contains(page(0x7000)));
+        let f = FrameRange::<Size4KiB>::from_bytes(PhysAddr::new(0x5000), 0x2000).unwrap();
+        let frame = |a| Frame::<Size4KiB>::containing(PhysAddr::new(a));
+        assert!(!f.contains(frame(0x4fff)));
+        assert!(f.contains(frame(0x5000)));
+        assert!(f.contains(frame(0x6fff)));
+        assert!(!f.contains(frame(0x7000)));
     }
 
     #[test]
@@ -696,6 +702,14 @@ mod tests {
         assert_eq!(it.next(), None);
         assert_eq!(it.next_back(), None);
         assert_eq!(it.len(), 0);
+        let mut frames = FrameRange::<Size4KiB>::from_bytes(PhysAddr::new(0x1000), 0x2000)
+            .unwrap()
+            .iter();
+        assert_eq!(frames.size_hint(), (2, Some(2)));
+        frames.next();
+        assert_eq!(frames.len(), 1);
+        frames.next_back();
+        assert_eq!(frames.size_hint(), (0, Some(0)));
         let mut top = r.into_iter().skip(2);
         assert_eq!(top.next().map(|p| p.start().as_u32()), Some(0xffff_f000));
         assert_eq!(top.next(), None);
