@@ -24,6 +24,7 @@ use fass::{
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::regs::{Dacr, DomainAccess};
 use mmu_armv5::regs::{Far, Fsr};
+use mmu_armv5::size::{Frame, PageRange};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
 use spm::{AddressSpace, FrameDesc, FrameState, FrameTable, InitialUse, Location, PhysRegion};
 use std::hint::black_box;
@@ -105,9 +106,8 @@ fn fass_ready() -> (Machine, F) {
     f.map_pages(
         &mut m,
         SpaceId(1),
-        VirtAddr::new(0x8000),
-        PhysAddr::new(0x8000),
-        0x1000,
+        PageRange::from_bytes(VirtAddr::new(0x8000), 0x1000).expect("pages"),
+        Frame::from_start(PhysAddr::new(0x8000)).expect("frame"),
         AccessPermission::ReadWrite,
         CachePolicy::WriteBack,
     )

@@ -17,10 +17,11 @@ use crate::BenchError;
 use core::ptr::NonNull;
 use fass::policy::DefaultPolicy;
 use fass::space::SpaceDir;
-use fass::{Cpd, DomainSet, Fass, PidMode, SpaceId, Split, SwitchStrategy, TableSwitch};
+use fass::{Cpd, DomainSet, Fass, FassError, PidMode, SpaceId, Split, SwitchStrategy, TableSwitch};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::maint::Arm926;
 use mmu_armv5::regs::MockCp15;
+use mmu_armv5::size::{Frame, PageRange};
 use mmu_armv5::table::{AllocError, PoolBlock, TableAlloc, TableKind, TablePool};
 use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::{FrameDesc, FrameTable, InitialUse, Location, PhysRegion, SectionSummary};
@@ -123,12 +124,13 @@ fn space_tables<T: SwitchStrategy>(s: &mut Sys<'_>, t: &mut T) -> Result<i64, Be
         (0x0010_0000, 0x0030_1000, 0x4000),
         (0x01FF_F000, 0x0030_5000, 0x1000),
     ] {
+        let pages = PageRange::from_bytes(VirtAddr::new(va), len).map_err(FassError::from)?;
+        let frame = Frame::from_start(PhysAddr::new(pa)).map_err(FassError::from)?;
         t.map_pages(
             s,
             id,
-            VirtAddr::new(va),
-            PhysAddr::new(pa),
-            len,
+            pages,
+            frame,
             AccessPermission::ReadWrite,
             CachePolicy::WriteBack,
         )?;

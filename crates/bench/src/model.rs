@@ -68,12 +68,13 @@ use armv5_sim::presets::{self, Preset};
 use armv5_sim::{encode, sctlr, Counters, Machine, MemoryKind, MemoryRegion, Privilege, Width};
 use fass::policy::{CleanFirstLru, CleanFirstRandom, CleanFirstRoundRobin, FewestSlots};
 use fass::{
-    ClassicKind, Cpd, DomainSet, Fass, KernelTable, Layout, PidMode, RecycleRule, Resolution,
-    SpaceId, Stats, SwitchStrategy, TableSwitch, VictimPolicy,
+    ClassicKind, Cpd, DomainSet, Fass, FassError, KernelTable, Layout, PidMode, RecycleRule,
+    Resolution, SpaceId, Stats, SwitchStrategy, TableSwitch, VictimPolicy,
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
 use mmu_armv5::regs::{Far, Fsr};
+use mmu_armv5::size::{Frame, PageRange};
 use mmu_armv5::table::{TableAlloc, TableKind as HwTable, TableRef};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
 use std::any::TypeId;
@@ -553,12 +554,13 @@ fn drive<T: SwitchStrategy>(
             (STACK_VA, base + 5 * PAGE, PAGE),
         ];
         for (va, pa, len) in maps {
+            let pages = PageRange::from_bytes(VirtAddr::new(va), len).map_err(FassError::from)?;
+            let frame = Frame::from_start(PhysAddr::new(pa)).map_err(FassError::from)?;
             t.map_pages(
                 m,
                 id,
-                VirtAddr::new(va),
-                PhysAddr::new(pa),
-                len,
+                pages,
+                frame,
                 AccessPermission::ReadWrite,
                 CachePolicy::WriteBack,
             )?;

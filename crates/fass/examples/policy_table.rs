@@ -38,6 +38,7 @@ use fass::{
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
 use mmu_armv5::regs::{Far, Fsr};
+use mmu_armv5::size::{Frame, Page, PageRange};
 use mmu_armv5::table::{TableKind as HwTable, TableRef};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
 
@@ -81,9 +82,8 @@ fn run<T: SwitchStrategy>(m: &mut Machine, t: &mut T, n: u16, mixed: bool) -> (u
             t.map_pages(
                 m,
                 SpaceId(s),
-                page_va(p),
-                page_pa(s, p),
-                0x1000,
+                PageRange::from(Page::from_start(page_va(p)).expect("page")),
+                Frame::from_start(page_pa(s, p)).expect("frame"),
                 AccessPermission::ReadWrite,
                 CachePolicy::WriteBack,
             )
@@ -93,9 +93,9 @@ fn run<T: SwitchStrategy>(m: &mut Machine, t: &mut T, n: u16, mixed: bool) -> (u
             t.map_pages(
                 m,
                 SpaceId(s),
-                va,
-                PhysAddr::new(0x0020_0000 + u32::from(s) * 0x1000),
-                0x1000,
+                PageRange::from(Page::from_start(va).expect("page")),
+                Frame::from_start(PhysAddr::new(0x0020_0000 + u32::from(s) * 0x1000))
+                    .expect("frame"),
                 AccessPermission::ReadWrite,
                 CachePolicy::WriteBack,
             )

@@ -32,7 +32,7 @@ use crate::id::{SegmentId, SpaceId};
 use crate::kernel_table::KernelTable;
 use crate::layout::{Layout, RegionKind, SLOTS_PER_WINDOW};
 use crate::lean::{self, LeanKind, LeanSwitch, LeanTable};
-use crate::manager::{check_range, purge_page};
+use crate::manager::{frames_for, purge_page};
 use crate::pid::{FlushDecision, PidAllocator, PidContext, PidMode};
 use crate::platform::Platform;
 use crate::segment::{SegmentAccess, SegmentError, SegmentSet, SegmentSpec, Segments};
@@ -42,7 +42,7 @@ use mmu_armv5::addr::{FCSE_PID_SHIFT, FCSE_WINDOW_SIZE};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15Ext, Ttbr};
-use mmu_armv5::size::PageSizeKind;
+use mmu_armv5::size::{Frame, PageRange, PageSizeKind, Size4KiB};
 use mmu_armv5::table::{MapAttrs, PageTable, SizePolicy, TableError, TableFlush};
 use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 
@@ -97,6 +97,7 @@ impl TableSpace {
 /// use fass::{FassError, PidError, PidMode, SpaceId, SwitchStrategy, ClassicKind, TableSwitch};
 /// use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy};
 /// use mmu_armv5::regs::{Cp15Event, Cp15Op, Cp15Reg};
+/// use mmu_armv5::size::{Frame, PageRange};
 /// use mmu_armv5::VirtAddr;
 ///
 /// let mut mem = Box::new([PoolBlock::ZERO; 8]);
@@ -107,7 +108,8 @@ impl TableSpace {
 /// let (a, b) = (SpaceId(1), SpaceId(2));
 /// fcse.create_space(&mut sys, a)?;
 /// fcse.create_space(&mut sys, b)?;
-/// fcse.map_pages(&mut sys, a, VirtAddr::new(0x8000), PhysAddr::new(0x0030_0000), 0x1000, Ap::ReadWrite, CachePolicy::WriteBack)?;
+/// let page = PageRange::from_bytes(VirtAddr::new(0x8000), 0x1000)?;
+/// fcse.map_pages(&mut sys, a, page, Frame::from_start(PhysAddr::new(0x0030_0000))?, Ap::ReadWrite, CachePolicy::WriteBack)?;
 /// assert_ne!(fcse.root_of(a)?, fcse.root_of(b)?); // a table each
 /// assert_ne!(fcse.pid_of(a)?, fcse.pid_of(b)?); // and a PID each
 /// assert_eq!(fcse.mva_of(a, VirtAddr::new(0x8000))?, VirtAddr::new(0x8000).to_mva(fcse.pid_of(a)?));
@@ -126,7 +128,8 @@ impl TableSpace {
 /// assert_eq!(fcse.stats().full_flushes, 0);
 ///
 /// // Guaranteed mode keeps every space inside its own 32 MiB window.
-/// let big = fcse.map_pages(&mut sys, a, VirtAddr::new(0x0200_0000), PhysAddr::new(0x0031_0000), 0x1000, Ap::ReadWrite, CachePolicy::WriteBack);
+/// let above = PageRange::from_bytes(VirtAddr::new(0x0200_0000), 0x1000)?;
+/// let big = fcse.map_pages(&mut sys, a, above, Frame::from_start(PhysAddr::new(0x0031_0000))?, Ap::ReadWrite, CachePolicy::WriteBack);
 /// assert_eq!(big, Err(FassError::Pid(PidError::LargeNotSupported)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -444,23 +447,23 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         Ok(())
     }
 
-    /// Maps `[va, va + len)` of space `id` to `[pa, pa + len)` with 4 KiB
-    /// pages (all checked first; on error nothing has changed, except that
-    /// a best-effort space asked to map above 32 MiB may have become large).
-    #[allow(clippy::too_many_arguments)]
+    /// Maps `pages` of space `id` to as many frames from `frame`, with 4 KiB
+    /// pages (as [`Fass::map_pages`](crate::Fass::map_pages): the range is
+    /// checked when built, the frames only for reaching past 4 GiB; all
+    /// pages are checked first; on error nothing has changed, except that a
+    /// best-effort space asked to map above 32 MiB may have become large).
     pub fn map_pages<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         id: SpaceId,
-        va: VirtAddr,
-        pa: PhysAddr,
-        len: u32,
+        pages: PageRange<Size4KiB, VirtAddr>,
+        frame: Frame<Size4KiB>,
         ap: AccessPermission,
         cache: CachePolicy,
     ) -> Result<(), FassError> {
-        check_range(va, Some(pa), len)?;
+        let frames = frames_for(pages, frame)?;
         let st = self.space(id)?;
-        let end = va.as_u32() + (len - 1);
+        let end = pages.last().start().as_u32() + (PAGE_SIZE - 1);
         let above = end >= FCSE_WINDOW_SIZE;
         if above && self.kind == ClassicKind::Fcse(PidMode::Guaranteed) {
             return Err(FassError::Pid(crate::pid::PidError::LargeNotSupported));
@@ -469,8 +472,8 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         // A space about to grow large moves its low entries out of its own
         // window, so a fixed page there is free even if the window is full.
         let growing = above && pid != FcsePid::ZERO && self.kind != ClassicKind::Naive;
-        for off in (0..len).step_by(PAGE_SIZE as usize) {
-            let v = VirtAddr::new(va.as_u32() + off);
+        for page in pages {
+            let v = page.start();
             let mva = v.to_mva(pid);
             self.check_private(v, mva)?;
             let vacated = growing
@@ -485,23 +488,21 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         }
         let pid = self.space(id)?.pid();
         let attrs = MapAttrs::new(self.user, ap, cache);
-        for off in (0..len).step_by(PAGE_SIZE as usize) {
-            let mva = VirtAddr::new(va.as_u32() + off).to_mva(pid);
-            let p = PhysAddr::new(pa.as_u32() + off);
+        for (done, (page, frame)) in pages.iter().zip(frames).enumerate() {
+            let mva = page.start().to_mva(pid);
             let st = self.space_mut(id)?;
             match st.table.map(
                 sys,
                 mva,
-                p,
+                frame.start(),
                 PAGE_SIZE,
                 attrs,
                 SizePolicy::Exactly(PageSizeKind::Small),
             ) {
                 Ok(f) => f.flush_on(sys),
                 Err(e) => {
-                    for back in (0..off).step_by(PAGE_SIZE as usize) {
-                        let m = VirtAddr::new(va.as_u32() + back).to_mva(pid);
-                        let _ = self.unmap_one(sys, id, m);
+                    for back in pages.iter().take(done) {
+                        let _ = self.unmap_one(sys, id, back.start().to_mva(pid));
                     }
                     return Err(e.into());
                 }
@@ -522,28 +523,24 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         Ok(())
     }
 
-    /// Unmaps `[va, va + len)` of space `id` (every page must be mapped;
-    /// checked first). Each page's lines are cleaned and invalidated by MVA.
+    /// Unmaps `pages` of space `id` (every page must be mapped; checked
+    /// first). Each page's lines are cleaned and invalidated by MVA.
     pub fn unmap_pages<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         id: SpaceId,
-        va: VirtAddr,
-        len: u32,
+        pages: PageRange<Size4KiB, VirtAddr>,
     ) -> Result<(), FassError> {
-        check_range(va, None, len)?;
         let pid = self.space(id)?.pid();
-        for off in (0..len).step_by(PAGE_SIZE as usize) {
-            let v = VirtAddr::new(va.as_u32() + off);
-            let mva = v.to_mva(pid);
+        for page in pages {
+            let mva = page.start().to_mva(pid);
             let m = self.space(id)?.table.lookup(&*sys, mva)?;
             if m.is_none() || self.layout.classify(mva) == RegionKind::Shared {
                 return Err(FassError::Space(SpaceError::NotMapped(mva)));
             }
         }
-        for off in (0..len).step_by(PAGE_SIZE as usize) {
-            let mva = VirtAddr::new(va.as_u32() + off).to_mva(pid);
-            self.unmap_one(sys, id, mva)?;
+        for page in pages {
+            self.unmap_one(sys, id, page.start().to_mva(pid))?;
         }
         Ok(())
     }

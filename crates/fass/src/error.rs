@@ -23,9 +23,6 @@ pub enum FassError {
     SpaceIdOutOfRange(SpaceId),
     /// The address lies in the kernel or shared-segment region.
     NotPrivate(VirtAddr),
-    /// A range length of zero or not a multiple of 4 KiB, or a range
-    /// reaching past 4 GiB.
-    BadLength(u32),
     /// PID allocation failed, or the PID mode forbids the change.
     Pid(PidError),
     /// Domain allocation failed.
@@ -51,7 +48,6 @@ impl fmt::Display for FassError {
             FassError::SpaceExists(s) => write!(f, "address space {} already exists", s.0),
             FassError::SpaceIdOutOfRange(s) => write!(f, "address space id {} out of range", s.0),
             FassError::NotPrivate(va) => write!(f, "{va} is not in a private region"),
-            FassError::BadLength(l) => write!(f, "bad range length {l:#x}"),
             FassError::Pid(e) => write!(f, "{e}"),
             FassError::Domain(e) => write!(f, "{e}"),
             FassError::Space(e) => write!(f, "{e}"),

@@ -111,7 +111,7 @@
 //! use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor, L1Encoding, SectionDesc};
 //! use mmu_armv5::maint::Arm926;
 //! use mmu_armv5::regs::{Cp15Event, Cp15Reg, Far, Fsr, MockCp15};
-//! use mmu_armv5::size::Frame;
+//! use mmu_armv5::size::{Frame, PageRange};
 //! use mmu_armv5::table::{PoolBlock, TableKind, TablePool, TableRef};
 //! use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
 //!
@@ -143,8 +143,9 @@
 //!
 //! let a = SpaceId(1);
 //! fass.create_space(a).unwrap();
-//! fass.map_pages(&mut sys, a, VirtAddr::new(0x8000), PhysAddr::new(0x0030_0000), 0x2000,
-//!                AccessPermission::ReadWrite, CachePolicy::WriteBack).unwrap();
+//! let pages = PageRange::from_bytes(VirtAddr::new(0x8000), 0x2000).unwrap(); // two 4 KiB pages
+//! let frame = Frame::from_start(PhysAddr::new(0x0030_0000)).unwrap(); // the first of two frames
+//! fass.map_pages(&mut sys, a, pages, frame, AccessPermission::ReadWrite, CachePolicy::WriteBack).unwrap();
 //! fass.switch_to(&mut sys, a).unwrap();
 //! // The first access faults (empty CPD slot); resolving fills the slot.
 //! let r = fass.resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000)).unwrap();

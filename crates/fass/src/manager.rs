@@ -65,6 +65,7 @@ use crate::window::WindowLines;
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess};
+use mmu_armv5::size::{Frame, FrameRange, Page, PageRange, Size4KiB};
 use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 
 pub(crate) struct SpaceState<const SLOTS: usize> {
@@ -78,26 +79,14 @@ pub(crate) struct SpaceState<const SLOTS: usize> {
     pub(crate) seg_managed: SegmentSet,
 }
 
-/// Checks a range of 4 KiB pages: aligned, non-empty, not wrapping.
-pub(crate) fn check_range(va: VirtAddr, pa: Option<PhysAddr>, len: u32) -> Result<(), FassError> {
-    if len == 0 || !len.is_multiple_of(PAGE_SIZE) {
-        return Err(FassError::BadLength(len));
-    }
-    if !va.as_u32().is_multiple_of(PAGE_SIZE) {
-        return Err(FassError::Space(SpaceError::Misaligned(va.as_u32())));
-    }
-    if va.as_u32().checked_add(len - 1).is_none() {
-        return Err(FassError::BadLength(len));
-    }
-    if let Some(pa) = pa {
-        if pa.as_u32() % PAGE_SIZE != 0 {
-            return Err(FassError::Space(SpaceError::Misaligned(pa.as_u32())));
-        }
-        if pa.as_u32().checked_add(len - 1).is_none() {
-            return Err(FassError::BadLength(len));
-        }
-    }
-    Ok(())
+/// The frames `pages` map to from `frame`: as many as there are pages, or
+/// [`AddrError::RangeWraps`](mmu_armv5::AddrError::RangeWraps) if they
+/// would reach past 4 GiB.
+pub(crate) fn frames_for(
+    pages: PageRange<Size4KiB, VirtAddr>,
+    frame: Frame<Size4KiB>,
+) -> Result<FrameRange<Size4KiB>, FassError> {
+    Ok(FrameRange::new(frame, pages.count())?)
 }
 
 /// Cleans and invalidates the D- and I-cache lines of the 4 KiB page at
@@ -163,6 +152,7 @@ pub enum RecycleRule {
 /// use fass::{Cpd, DefaultPolicy, DomainSet, Fass, Region, Resolution, SpaceId, SwitchStrategy};
 /// use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy};
 /// use mmu_armv5::regs::{Far, Fsr};
+/// use mmu_armv5::size::{Frame, Page};
 /// use mmu_armv5::{FaultKind, FaultLevel, FcsePid, VirtAddr};
 ///
 /// let pid = FcsePid::new(1)?;
@@ -176,9 +166,9 @@ pub enum RecycleRule {
 /// fass.create_space(a)?;
 /// fass.create_space(b)?;
 /// assert_eq!(fass.pid_of(a)?, fass.pid_of(b)?); // one PID for both
-/// let va = VirtAddr::new(0x8000); // MVA 0x0200_8000: CPD slot 0x20 for both
-/// fass.map_pages(&mut sys, a, va, PhysAddr::new(0x0030_0000), 0x1000, Ap::ReadWrite, CachePolicy::WriteBack)?;
-/// fass.map_pages(&mut sys, b, va, PhysAddr::new(0x0031_0000), 0x1000, Ap::ReadWrite, CachePolicy::WriteBack)?;
+/// let page = Page::from_start(VirtAddr::new(0x8000))?; // MVA 0x0200_8000: CPD slot 0x20 for both
+/// fass.map_page(&mut sys, a, page, Frame::from_start(PhysAddr::new(0x0030_0000))?, Ap::ReadWrite, CachePolicy::WriteBack)?;
+/// fass.map_page(&mut sys, b, page, Frame::from_start(PhysAddr::new(0x0031_0000))?, Ap::ReadWrite, CachePolicy::WriteBack)?;
 ///
 /// // A's first access: a section translation fault on the empty slot; filled.
 /// fass.switch_to(&mut sys, a)?;
@@ -777,52 +767,52 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         Ok(())
     }
 
-    /// Maps the 4 KiB page at `va` of space `id` (inside or above its 32 MiB
-    /// window, never in the kernel or shared region) to `pa`.
+    /// Maps the 4 KiB page `page` of space `id` (inside or above its 32 MiB
+    /// window, never in the kernel or shared region) to `frame`.
     pub fn map_page<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         id: SpaceId,
-        va: VirtAddr,
-        pa: PhysAddr,
+        page: Page<Size4KiB, VirtAddr>,
+        frame: Frame<Size4KiB>,
         ap: AccessPermission,
         cache: CachePolicy,
     ) -> Result<(), FassError> {
-        self.map_pages(sys, id, va, pa, PAGE_SIZE, ap, cache)
+        self.map_pages(sys, id, PageRange::from(page), frame, ap, cache)
     }
 
-    /// Maps `[va, va + len)` of space `id` to `[pa, pa + len)` with 4 KiB
-    /// pages. Every page is checked first (alignment, private region, not
-    /// mapped); if table memory runs out part-way, the pages already mapped
-    /// are unmapped again, so on error nothing has changed.
-    #[allow(clippy::too_many_arguments)]
+    /// Maps `pages` of space `id` to as many frames from `frame`, with 4 KiB
+    /// pages. The range was checked when it was built (aligned, non-empty,
+    /// not past 4 GiB); the frames are given by their first only, so the two
+    /// lengths cannot disagree, and only their end is checked here
+    /// ([`AddrError::RangeWraps`](mmu_armv5::AddrError::RangeWraps) in
+    /// [`FassError::Addr`]). Every page is checked first (private region,
+    /// not mapped); if table memory runs out part-way, the pages already
+    /// mapped are unmapped again, so on error nothing has changed.
     pub fn map_pages<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         id: SpaceId,
-        va: VirtAddr,
-        pa: PhysAddr,
-        len: u32,
+        pages: PageRange<Size4KiB, VirtAddr>,
+        frame: Frame<Size4KiB>,
         ap: AccessPermission,
         cache: CachePolicy,
     ) -> Result<(), FassError> {
-        check_range(va, Some(pa), len)?;
+        let frames = frames_for(pages, frame)?;
         let pid = self.space(id)?.pid.pid();
-        for off in (0..len).step_by(PAGE_SIZE as usize) {
-            let v = VirtAddr::new(va.as_u32() + off);
+        for page in pages {
+            let v = page.start();
             let mva = v.to_mva(pid);
             self.check_private(v, mva)?;
             if self.space(id)?.dir.lookup(&*sys, mva)?.is_some() {
                 return Err(FassError::Space(SpaceError::AlreadyMapped(mva)));
             }
         }
-        for off in (0..len).step_by(PAGE_SIZE as usize) {
-            let v = VirtAddr::new(va.as_u32() + off);
-            let p = PhysAddr::new(pa.as_u32() + off);
-            if let Err(e) = self.map_one(sys, id, v.to_mva(pid), p, ap, cache) {
-                for back in (0..off).step_by(PAGE_SIZE as usize) {
-                    let v = VirtAddr::new(va.as_u32() + back);
-                    let _ = self.unmap_one(sys, id, v.to_mva(pid));
+        for (done, (page, frame)) in pages.iter().zip(frames).enumerate() {
+            let mva = page.start().to_mva(pid);
+            if let Err(e) = self.map_one(sys, id, mva, frame.start(), ap, cache) {
+                for back in pages.iter().take(done) {
+                    let _ = self.unmap_one(sys, id, back.start().to_mva(pid));
                 }
                 return Err(e);
             }
@@ -876,37 +866,34 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         Ok(())
     }
 
-    /// Unmaps the 4 KiB page at `va` of space `id`.
+    /// Unmaps the 4 KiB page `page` of space `id`.
     pub fn unmap_page<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         id: SpaceId,
-        va: VirtAddr,
+        page: Page<Size4KiB, VirtAddr>,
     ) -> Result<(), FassError> {
-        self.unmap_pages(sys, id, va, PAGE_SIZE)
+        self.unmap_pages(sys, id, PageRange::from(page))
     }
 
-    /// Unmaps `[va, va + len)` of space `id`: every page must be mapped
-    /// (checked first; on error nothing changes). Each page's cache lines
-    /// are cleaned and invalidated by MVA before it goes.
+    /// Unmaps `pages` of space `id`: every page must be mapped (checked
+    /// first; on error nothing changes). Each page's cache lines are
+    /// cleaned and invalidated by MVA before it goes.
     pub fn unmap_pages<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         id: SpaceId,
-        va: VirtAddr,
-        len: u32,
+        pages: PageRange<Size4KiB, VirtAddr>,
     ) -> Result<(), FassError> {
-        check_range(va, None, len)?;
         let pid = self.space(id)?.pid.pid();
-        for off in (0..len).step_by(PAGE_SIZE as usize) {
-            let mva = VirtAddr::new(va.as_u32() + off).to_mva(pid);
+        for page in pages {
+            let mva = page.start().to_mva(pid);
             if self.space(id)?.dir.lookup(&*sys, mva)?.is_none() {
                 return Err(FassError::Space(SpaceError::NotMapped(mva)));
             }
         }
-        for off in (0..len).step_by(PAGE_SIZE as usize) {
-            let mva = VirtAddr::new(va.as_u32() + off).to_mva(pid);
-            self.unmap_one(sys, id, mva)?;
+        for page in pages {
+            self.unmap_one(sys, id, page.start().to_mva(pid))?;
         }
         Ok(())
     }
@@ -1047,11 +1034,12 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
 mod tests {
     use super::*;
     use crate::segment::SegmentAccess;
-    use crate::switch::tests::setup;
+    use crate::switch::tests::{frame, page, pages, setup};
     use crate::{domain::DomainSet, layout::Layout};
     use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
     use mmu_armv5::maint::Arm926;
     use mmu_armv5::regs::{Cp15Event, Cp15Op, MockCp15};
+    use mmu_armv5::AddrError;
 
     fn va(a: u32) -> VirtAddr {
         VirtAddr::new(a)
@@ -1067,27 +1055,62 @@ mod tests {
     }
 
     #[test]
-    fn page_ranges_are_checked_to_the_last_page() {
-        let bad_len = |l| Err(FassError::BadLength(l));
-        let misaligned = |a| Err(FassError::Space(SpaceError::Misaligned(a)));
-        assert_eq!(check_range(va(0x1000), None, 0), bad_len(0));
-        assert_eq!(check_range(va(0x1000), None, 100), bad_len(100));
-        assert_eq!(check_range(va(0x1000), None, 0x1800), bad_len(0x1800));
-        assert_eq!(check_range(va(0x1001), None, 0x1000), misaligned(0x1001));
-        assert_eq!(check_range(va(0x1000), None, 0x3000), Ok(()));
-        // The last page of the address space, and one page more.
-        assert_eq!(check_range(va(0xFFFF_F000), None, 0x1000), Ok(()));
-        assert_eq!(check_range(va(0xFFFF_F000), None, 0x2000), bad_len(0x2000));
-        let pa = |a| Some(PhysAddr::new(a));
-        assert_eq!(check_range(va(0x1000), pa(0xFFFF_F000), 0x1000), Ok(()));
+    fn frames_are_checked_to_the_last_one_and_single_pages_are_ranges_of_one() {
+        use crate::switch::tests::{Sys, F};
+        let mut mem = crate::space::tests::mem();
+        let (mut f, mut sys) = one_space(&mut mem);
+        let id = SpaceId(0);
+        let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
+        let pid = f.pid_of(id).unwrap();
+        let mva = |a| va(a).to_mva(pid);
+        let lookup =
+            |f: &F, sys: &Sys<'_>, a| f.space(id).unwrap().dir.lookup(sys, mva(a)).unwrap();
+        // Two frames from the last one of physical memory reach past 4 GiB:
+        // refused, nothing mapped.
         assert_eq!(
-            check_range(va(0x1000), pa(0xFFFF_F000), 0x2000),
-            bad_len(0x2000)
+            f.map_pages(
+                &mut sys,
+                id,
+                pages(0x1000, 0x2000),
+                frame(0xFFFF_F000),
+                ap,
+                cache
+            ),
+            Err(FassError::Addr(AddrError::RangeWraps {
+                start: 0xFFFF_F000,
+                count: 2
+            }))
         );
+        assert_eq!(lookup(&f, &sys, 0x1000), None);
+        // The last frame alone is fine.
+        f.map_pages(
+            &mut sys,
+            id,
+            pages(0x1000, 0x1000),
+            frame(0xFFFF_F000),
+            ap,
+            cache,
+        )
+        .unwrap();
+        assert_eq!(lookup(&f, &sys, 0x1000), Some(PhysAddr::new(0xFFFF_F000)));
+        // One page maps and unmaps exactly that page.
+        f.map_page(&mut sys, id, page(0x2000), frame(0x0030_0000), ap, cache)
+            .unwrap();
+        assert_eq!(lookup(&f, &sys, 0x2000), Some(PhysAddr::new(0x0030_0000)));
+        assert_eq!(lookup(&f, &sys, 0x3000), None);
+        f.unmap_page(&mut sys, id, page(0x2000)).unwrap();
+        assert_eq!(lookup(&f, &sys, 0x2000), None);
+        assert_eq!(lookup(&f, &sys, 0x1000), Some(PhysAddr::new(0xFFFF_F000)));
         assert_eq!(
-            check_range(va(0x1000), pa(0x0010_0800), 0x1000),
-            misaligned(0x0010_0800)
+            f.unmap_page(&mut sys, id, page(0x2000)),
+            Err(FassError::Space(SpaceError::NotMapped(mva(0x2000))))
         );
+        // A range with an unmapped page is refused before anything goes.
+        assert_eq!(
+            f.unmap_pages(&mut sys, id, pages(0x1000, 0x2000)),
+            Err(FassError::Space(SpaceError::NotMapped(mva(0x2000))))
+        );
+        assert_eq!(lookup(&f, &sys, 0x1000), Some(PhysAddr::new(0xFFFF_F000)));
     }
 
     #[test]
@@ -1119,23 +1142,14 @@ mod tests {
         let id = SpaceId(0);
         let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
         let map_one = |f: &mut crate::switch::tests::F, sys: &mut Sys<'_>, va: u32| {
-            f.map_pages(
-                sys,
-                id,
-                VirtAddr::new(va),
-                PhysAddr::new(0x0030_0000),
-                PAGE_SIZE,
-                ap,
-                cache,
-            )
+            f.map_pages(sys, id, pages(va, PAGE_SIZE), frame(0x0030_0000), ap, cache)
         };
         let base = 0x0010_0000;
         f.map_pages(
             &mut sys,
             id,
-            VirtAddr::new(base),
-            PhysAddr::new(0x0020_0000),
-            3 * PAGE_SIZE,
+            pages(base, 3 * PAGE_SIZE),
+            frame(0x0020_0000),
             ap,
             cache,
         )
@@ -1155,12 +1169,12 @@ mod tests {
         }
         assert_eq!(map_one(&mut f, &mut sys, base + 3 * PAGE_SIZE), Ok(()));
         // Unmapping the range frees each page.
-        f.unmap_pages(&mut sys, id, VirtAddr::new(base), 3 * PAGE_SIZE)
+        f.unmap_pages(&mut sys, id, pages(base, 3 * PAGE_SIZE))
             .unwrap();
         for k in 0..3 {
             assert_eq!(map_one(&mut f, &mut sys, base + k * PAGE_SIZE), Ok(()));
         }
-        f.unmap_pages(&mut sys, id, VirtAddr::new(base), 4 * PAGE_SIZE)
+        f.unmap_pages(&mut sys, id, pages(base, 4 * PAGE_SIZE))
             .unwrap();
         // A range whose third page is taken is refused before anything is
         // mapped.
@@ -1169,9 +1183,8 @@ mod tests {
             f.map_pages(
                 &mut sys,
                 id,
-                VirtAddr::new(base),
-                PhysAddr::new(0x0020_0000),
-                3 * PAGE_SIZE,
+                pages(base, 3 * PAGE_SIZE),
+                frame(0x0020_0000),
                 ap,
                 cache
             ),
@@ -1194,9 +1207,8 @@ mod tests {
         f.map_pages(
             &mut sys,
             id,
-            VirtAddr::new(base),
-            PhysAddr::new(pa),
-            3 * PAGE_SIZE,
+            pages(base, 3 * PAGE_SIZE),
+            frame(pa),
             ap,
             cache,
         )
@@ -1223,9 +1235,8 @@ mod tests {
             f.map_pages(
                 &mut sys,
                 id,
-                single(k),
-                PhysAddr::new(0x0100_0000),
-                PAGE_SIZE,
+                pages(single(k).as_u32(), PAGE_SIZE),
+                frame(0x0100_0000),
                 ap,
                 cache,
             )
@@ -1235,9 +1246,8 @@ mod tests {
         let r = f.map_pages(
             &mut sys,
             id,
-            VirtAddr::new(base),
-            PhysAddr::new(0x0100_0000),
-            len,
+            pages(base, len),
+            frame(0x0100_0000),
             ap,
             cache,
         );

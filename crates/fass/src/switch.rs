@@ -32,8 +32,9 @@ use crate::stats::{Event, Stats};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15, Cp15Ext, Dacr, Far, Fsr, Ttbr};
+use mmu_armv5::size::{Frame, PageRange, Size4KiB};
 use mmu_armv5::table::TableError;
-use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
+use mmu_armv5::{Domain, ModifiedVirtAddr, VirtAddr};
 
 /// A way of managing and switching address spaces.
 ///
@@ -107,25 +108,22 @@ pub trait SwitchStrategy {
         sys: &mut S,
         id: SpaceId,
     ) -> Result<(), FassError>;
-    /// Maps `[va, va + len)` of `id` to `[pa, pa + len)` with 4 KiB pages.
-    #[allow(clippy::too_many_arguments)]
+    /// Maps `pages` of `id` to as many frames from `frame`, with 4 KiB pages.
     fn map_pages<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         id: SpaceId,
-        va: VirtAddr,
-        pa: PhysAddr,
-        len: u32,
+        pages: PageRange<Size4KiB, VirtAddr>,
+        frame: Frame<Size4KiB>,
         ap: AccessPermission,
         cache: CachePolicy,
     ) -> Result<(), FassError>;
-    /// Unmaps `[va, va + len)` of `id` (every page must be mapped).
+    /// Unmaps `pages` of `id` (every page must be mapped).
     fn unmap_pages<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         id: SpaceId,
-        va: VirtAddr,
-        len: u32,
+        pages: PageRange<Size4KiB, VirtAddr>,
     ) -> Result<(), FassError>;
     /// Defines shared segment `id`.
     fn create_segment(&mut self, id: SegmentId, spec: SegmentSpec) -> Result<(), FassError>;
@@ -212,23 +210,21 @@ where
         &mut self,
         sys: &mut S,
         id: SpaceId,
-        va: VirtAddr,
-        pa: PhysAddr,
-        len: u32,
+        pages: PageRange<Size4KiB, VirtAddr>,
+        frame: Frame<Size4KiB>,
         ap: AccessPermission,
         cache: CachePolicy,
     ) -> Result<(), FassError> {
-        Fass::map_pages(self, sys, id, va, pa, len, ap, cache)
+        Fass::map_pages(self, sys, id, pages, frame, ap, cache)
     }
 
     fn unmap_pages<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         id: SpaceId,
-        va: VirtAddr,
-        len: u32,
+        pages: PageRange<Size4KiB, VirtAddr>,
     ) -> Result<(), FassError> {
-        Fass::unmap_pages(self, sys, id, va, len)
+        Fass::unmap_pages(self, sys, id, pages)
     }
 
     fn create_segment(&mut self, id: SegmentId, spec: SegmentSpec) -> Result<(), FassError> {
@@ -392,23 +388,21 @@ impl<const SPACES: usize, const SEGMENTS: usize> SwitchStrategy for TableSwitch<
         &mut self,
         sys: &mut S,
         id: SpaceId,
-        va: VirtAddr,
-        pa: PhysAddr,
-        len: u32,
+        pages: PageRange<Size4KiB, VirtAddr>,
+        frame: Frame<Size4KiB>,
         ap: AccessPermission,
         cache: CachePolicy,
     ) -> Result<(), FassError> {
-        TableSwitch::map_pages(self, sys, id, va, pa, len, ap, cache)
+        TableSwitch::map_pages(self, sys, id, pages, frame, ap, cache)
     }
 
     fn unmap_pages<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         id: SpaceId,
-        va: VirtAddr,
-        len: u32,
+        pages: PageRange<Size4KiB, VirtAddr>,
     ) -> Result<(), FassError> {
-        TableSwitch::unmap_pages(self, sys, id, va, len)
+        TableSwitch::unmap_pages(self, sys, id, pages)
     }
 
     fn create_segment(&mut self, id: SegmentId, spec: SegmentSpec) -> Result<(), FassError> {
@@ -593,15 +587,31 @@ pub(crate) mod tests {
     use crate::space::tests::{mem as table_mem, pool, Mem};
     use mmu_armv5::maint::Arm926;
     use mmu_armv5::regs::{Cp15Event, Cp15Reg, MockCp15};
+    use mmu_armv5::size::Page;
     use mmu_armv5::table::TablePool;
     use mmu_armv5::table::{TableKind as HwTableKind, TableRef};
     use mmu_armv5::Domain;
-    use mmu_armv5::{Fault, FcsePid};
+    use mmu_armv5::{Fault, FcsePid, PhysAddr};
     use std::vec::Vec;
 
     type Hw = Arm926<MockCp15>;
     pub(crate) type F = Fass<DefaultPolicy, 64, 40, 4>;
     pub(crate) type Sys<'m> = Split<Hw, TablePool<'m, 64>>;
+
+    /// The 4 KiB pages of `[va, va + len)`, which the test knows are valid.
+    pub(crate) fn pages(va: u32, len: u32) -> PageRange<Size4KiB, VirtAddr> {
+        PageRange::from_bytes(VirtAddr::new(va), len).unwrap()
+    }
+
+    /// The 4 KiB page at `va`.
+    pub(crate) fn page(va: u32) -> Page<Size4KiB, VirtAddr> {
+        Page::from_start(VirtAddr::new(va)).unwrap()
+    }
+
+    /// The 4 KiB frame at `pa`.
+    pub(crate) fn frame(pa: u32) -> Frame<Size4KiB> {
+        Frame::from_start(PhysAddr::new(pa)).unwrap()
+    }
 
     pub(crate) fn d(n: u8) -> Domain {
         Domain::new(n).unwrap()
@@ -618,8 +628,8 @@ pub(crate) mod tests {
         f.map_page(
             sys,
             SpaceId(s),
-            VirtAddr::new(va),
-            PhysAddr::new(pa),
+            page(va),
+            frame(pa),
             AccessPermission::ReadWrite,
             CachePolicy::WriteBack,
         )
@@ -1248,8 +1258,8 @@ pub(crate) mod tests {
             f.map_page(
                 &mut sys,
                 SpaceId(0),
-                VirtAddr::new(0xC000_0000),
-                PhysAddr::new(0),
+                page(0xC000_0000),
+                frame(0),
                 AccessPermission::ReadWrite,
                 CachePolicy::WriteBack
             ),
@@ -1284,8 +1294,7 @@ pub(crate) mod tests {
             .to_mva(f.pid_of(SpaceId(0)).unwrap())
             .l1_index();
         assert_eq!(f.domains().slot_owner(slot), Some(dom));
-        f.unmap_page(&mut sys, SpaceId(0), VirtAddr::new(0x8000))
-            .unwrap();
+        f.unmap_page(&mut sys, SpaceId(0), page(0x8000)).unwrap();
         assert_eq!(f.domains().slot_owner(slot), None);
         assert!(!f.cpd.entry(&sys, slot).unwrap().is_valid());
         f.destroy_space(&mut sys, SpaceId(0)).unwrap();
@@ -1418,14 +1427,59 @@ pub(crate) mod tests {
             t.map_pages(
                 &mut sys,
                 SpaceId(0),
-                VirtAddr::new(0x0200_0000),
-                PhysAddr::new(0x0030_0000),
-                0x1000,
+                pages(0x0200_0000, 0x1000),
+                frame(0x0030_0000),
                 AccessPermission::ReadWrite,
                 CachePolicy::WriteBack
             ),
             Err(FassError::Pid(crate::pid::PidError::LargeNotSupported))
         );
+        // So is a range whose last page crosses 32 MiB, not one that ends there.
+        let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
+        assert_eq!(
+            t.map_pages(
+                &mut sys,
+                SpaceId(0),
+                pages(0x01FF_F000, 0x2000),
+                frame(0x0030_0000),
+                ap,
+                cache
+            ),
+            Err(FassError::Pid(crate::pid::PidError::LargeNotSupported))
+        );
+        t.map_pages(
+            &mut sys,
+            SpaceId(0),
+            pages(0x01FF_E000, 0x2000),
+            frame(0x0030_0000),
+            ap,
+            cache,
+        )
+        .unwrap();
+        // Frames reaching past 4 GiB are refused before anything is mapped.
+        assert_eq!(
+            t.map_pages(
+                &mut sys,
+                SpaceId(1),
+                pages(0x8000, 0x2000),
+                frame(0xFFFF_F000),
+                ap,
+                cache
+            ),
+            Err(FassError::Addr(mmu_armv5::AddrError::RangeWraps {
+                start: 0xFFFF_F000,
+                count: 2
+            }))
+        );
+        t.map_pages(
+            &mut sys,
+            SpaceId(1),
+            pages(0x8000, 0x1000),
+            frame(0xFFFF_F000),
+            ap,
+            cache,
+        )
+        .unwrap();
     }
 
     /// The kernel-region entries of the table at `root` equal the kernel
@@ -1485,9 +1539,8 @@ pub(crate) mod tests {
         t.map_pages(
             sys,
             SpaceId(s),
-            VirtAddr::new(va),
-            PhysAddr::new(0x0030_0000 + u32::from(s) * 0x1000),
-            0x1000,
+            pages(va, 0x1000),
+            frame(0x0030_0000 + u32::from(s) * 0x1000),
             AccessPermission::ReadWrite,
             CachePolicy::WriteBack,
         )

@@ -24,7 +24,7 @@ use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::fault::{FaultKind, FaultLevel};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, Dacr, DomainAccess};
-use mmu_armv5::size::PageSizeKind;
+use mmu_armv5::size::{Frame, PageRange, PageSizeKind, Size4KiB};
 use mmu_armv5::table::{
     AllocError, MapAttrs, PageTable, SizePolicy, TableAlloc, TableKind as HwTable, TableRef,
 };
@@ -298,13 +298,22 @@ fn assert_kernel_intact(sys: &mut Sys, k: &Kernel, ctx: &str) {
     }
 }
 
+/// The 4 KiB pages of `[va, va + len)`, which the test knows are valid.
+fn pages(va: u32, len: u32) -> PageRange<Size4KiB, VirtAddr> {
+    PageRange::from_bytes(VirtAddr::new(va), len).unwrap()
+}
+
+/// The 4 KiB frame at `pa`.
+fn frame(pa: u32) -> Frame<Size4KiB> {
+    Frame::from_start(PhysAddr::new(pa)).unwrap()
+}
+
 fn map(t: &mut Classic, sys: &mut Sys, s: u16, va: u32, pa: u32, len: u32) {
     t.map_pages(
         sys,
         SpaceId(s),
-        VirtAddr::new(va),
-        PhysAddr::new(pa),
-        len,
+        pages(va, len),
+        frame(pa),
         AccessPermission::ReadWrite,
         CachePolicy::WriteBack,
     )
@@ -382,7 +391,7 @@ fn own_pages_map_and_unmap_and_their_tables_come_back() {
         // Unmap in the running space (1) and in one that is not running (0).
         for s in [1u16, 0] {
             for va in vas {
-                t.unmap_pages(&mut sys, SpaceId(s), VirtAddr::new(va), PAGE)
+                t.unmap_pages(&mut sys, SpaceId(s), pages(va, PAGE))
                     .unwrap_or_else(|e| panic!("{kind:?}: unmap {va:#x} of {s}: {e:?}"));
             }
         }
@@ -409,7 +418,7 @@ fn own_pages_map_and_unmap_and_their_tables_come_back() {
         // Unmapping again: not mapped, nothing changes.
         let mva = t.mva_of(SpaceId(1), VirtAddr::new(0x8000)).unwrap();
         assert_eq!(
-            t.unmap_pages(&mut sys, SpaceId(1), VirtAddr::new(0x8000), PAGE),
+            t.unmap_pages(&mut sys, SpaceId(1), pages(0x8000, PAGE)),
             Err(FassError::Space(fass::space::SpaceError::NotMapped(mva)))
         );
         // A multi-page range, unmapped in two parts; the frames behind
@@ -434,14 +443,14 @@ fn own_pages_map_and_unmap_and_their_tables_come_back() {
         for p in 0..4u32 {
             assert_eq!(user_load(&mut sys, 0x0010_0000 + p * PAGE), Ok(0xA000 + p));
         }
-        t.unmap_pages(&mut sys, SpaceId(1), VirtAddr::new(0x0010_0000), 2 * PAGE)
+        t.unmap_pages(&mut sys, SpaceId(1), pages(0x0010_0000, 2 * PAGE))
             .unwrap();
         assert!(is_translation_at(
             user_load(&mut sys, 0x0010_0000),
             FaultLevel::Page
         ));
         assert_eq!(user_load(&mut sys, 0x0010_2000), Ok(0xA002));
-        t.unmap_pages(&mut sys, SpaceId(1), VirtAddr::new(0x0010_2000), 2 * PAGE)
+        t.unmap_pages(&mut sys, SpaceId(1), pages(0x0010_2000, 2 * PAGE))
             .unwrap();
         assert_eq!(sys.live, with_spaces, "{kind:?}");
         assert_kernel_intact(&mut sys, &k, &format!("{kind:?}"));
@@ -655,7 +664,7 @@ fn a_best_effort_space_growing_past_32_mib_keeps_running() {
     assert!(is_translation(user_load(&mut sys, 0x0600_0000)));
     // The large space's own pages unmap, low and high.
     for va in [own, other, 0x0030_0000] {
-        t.unmap_pages(&mut sys, SpaceId(0), VirtAddr::new(va), PAGE)
+        t.unmap_pages(&mut sys, SpaceId(0), pages(va, PAGE))
             .unwrap();
         assert!(is_translation(user_load(&mut sys, va)), "{va:#x}");
     }
@@ -682,9 +691,8 @@ fn above_32_mib_is_refused_in_guaranteed_mode_and_plain_in_naive_mode() {
         t.map_pages(
             &mut sys,
             SpaceId(0),
-            VirtAddr::new(0x0400_0000),
-            PhysAddr::new(FRAMES + 0x8000),
-            PAGE,
+            pages(0x0400_0000, PAGE),
+            frame(FRAMES + 0x8000),
             AccessPermission::ReadWrite,
             CachePolicy::WriteBack
         ),

@@ -30,7 +30,7 @@ use fass::{
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::regs::{Far, Fsr};
-use mmu_armv5::{FcsePid, PhysAddr, VirtAddr};
+use mmu_armv5::{FcsePid, VirtAddr};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestCaseError, TestRunner};
 
@@ -142,8 +142,8 @@ fn ring(n: u16, rounds: u32, rule: RecycleRule) -> (armv5_sim::Counters, fass::S
             f.map_page(
                 &mut m,
                 SpaceId(s),
-                VirtAddr::new(0x8000 + p * MIB),
-                PhysAddr::new(pa),
+                page(0x8000 + p * MIB),
+                frame(pa),
                 AccessPermission::ReadWrite,
                 CachePolicy::WriteBack,
             )
@@ -269,8 +269,8 @@ fn spaces_with_low_page(n: u16, rule: RecycleRule) -> (Machine, FassModel) {
         f.map_page(
             &mut m,
             SpaceId(s),
-            VirtAddr::new(0x8000),
-            PhysAddr::new((u32::from(s) + 1) * PAGE),
+            page(0x8000),
+            frame((u32::from(s) + 1) * PAGE),
             AccessPermission::ReadWrite,
             CachePolicy::WriteBack,
         )
@@ -314,8 +314,8 @@ fn a_fixed_page_in_a_recycled_exclusive_window_never_sees_the_lines_left_there()
     f.map_page(
         &mut m,
         SpaceId(16),
-        VirtAddr::new(mva),
-        PhysAddr::new(0x0004_0000),
+        page(mva),
+        frame(0x0004_0000),
         AccessPermission::ReadWrite,
         CachePolicy::WriteBack,
     )
@@ -375,8 +375,8 @@ fn destroying_a_space_whose_recycled_lines_may_be_cached_flushes_before_its_fram
     f.map_page(
         &mut m,
         SpaceId(16),
-        VirtAddr::new(0x0010_0000),
-        PhysAddr::new(PAGE),
+        page(0x0010_0000),
+        frame(PAGE),
         AccessPermission::ReadWrite,
         CachePolicy::WriteBack,
     )
@@ -391,8 +391,8 @@ fn destroying_a_space_whose_recycled_lines_may_be_cached_flushes_before_its_fram
     f.map_page(
         &mut m,
         SpaceId(0),
-        VirtAddr::new(0x8000),
-        PhysAddr::new(0x0004_0000),
+        page(0x8000),
+        frame(0x0004_0000),
         AccessPermission::ReadWrite,
         CachePolicy::WriteBack,
     )
@@ -453,8 +453,8 @@ fn the_fast_fault_path_does_what_the_general_one_does_or_declines() {
                 f.map_page(
                     &mut m,
                     SpaceId(s),
-                    VirtAddr::new(*va),
-                    PhysAddr::new(0x0004_0000 + (u32::from(s) * 2 + i as u32) * PAGE),
+                    page(*va),
+                    frame(0x0004_0000 + (u32::from(s) * 2 + i as u32) * PAGE),
                     AccessPermission::ReadWrite,
                     CachePolicy::WriteBack,
                 )
@@ -524,8 +524,8 @@ fn the_fast_fault_path_needs_a_pinned_cpd() {
     f.map_page(
         &mut m,
         SpaceId(0),
-        VirtAddr::new(0x8000),
-        PhysAddr::new(PAGE),
+        page(0x8000),
+        frame(PAGE),
         AccessPermission::ReadWrite,
         CachePolicy::WriteBack,
     )
@@ -558,8 +558,8 @@ fn the_fast_path_relocates_low_fault_addresses_by_the_running_pid() {
         f.map_page(
             m,
             SpaceId(s),
-            VirtAddr::new(va),
-            PhysAddr::new(pa),
+            page(va),
+            frame(pa),
             AccessPermission::ReadWrite,
             CachePolicy::WriteBack,
         )

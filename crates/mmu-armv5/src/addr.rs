@@ -45,6 +45,23 @@ pub enum AddrError {
     DomainOutOfRange(u8),
     /// An alignment that is not a power of two (zero included).
     BadAlignment(u32),
+    /// A page or frame range of no pages (a length or count of zero, or an
+    /// end not after the start).
+    EmptyRange,
+    /// A byte length that is not a whole number of pages.
+    PartialPage {
+        /// The offending length in bytes.
+        len: u32,
+        /// The page size in bytes.
+        size: u32,
+    },
+    /// A range that would reach past 4 GiB.
+    RangeWraps {
+        /// The range's first address.
+        start: u32,
+        /// The number of pages asked for.
+        count: u32,
+    },
 }
 
 impl fmt::Display for AddrError {
@@ -59,6 +76,16 @@ impl fmt::Display for AddrError {
             }
             AddrError::DomainOutOfRange(d) => write!(f, "domain {d} is above 15"),
             AddrError::BadAlignment(a) => write!(f, "alignment {a:#x} is not a power of two"),
+            AddrError::EmptyRange => write!(f, "empty page range"),
+            AddrError::PartialPage { len, size } => {
+                write!(
+                    f,
+                    "length {len:#x} is not a multiple of the page size {size:#x}"
+                )
+            }
+            AddrError::RangeWraps { start, count } => {
+                write!(f, "{count} pages from {start:#010x} reach past 4 GiB")
+            }
         }
     }
 }

@@ -6,7 +6,7 @@
 //! * [`addr`]: virtual, modified-virtual (FCSE-relocated) and physical
 //!   addresses, FCSE PIDs and domains;
 //! * [`size`]: page sizes as types (1 MiB sections, 64 KiB large, 4 KiB small,
-//!   1 KiB tiny pages);
+//!   1 KiB tiny pages), and checked ranges of pages and frames;
 //! * [`space`]: [`SpaceId`], the kernel's name for an address space, which
 //!   `fass` and `spm` share;
 //! * [`descriptor`]: first- and second-level descriptors, bit for bit as the

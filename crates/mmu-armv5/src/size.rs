@@ -5,11 +5,32 @@
 //! 1 KiB tiny pages (fine tables only). As in the `x86_64` crate, the size is a
 //! type parameter, so a [`Frame<Size1MiB>`] cannot be handed where a 4 KiB
 //! frame is expected, and alignment is checked once, at construction.
+//!
+//! # Ranges
+//! A [`PageRange`] or [`FrameRange`] is a start and a count of pages: at
+//! least one page, every page aligned to the size, none reaching past
+//! 4 GiB (the last page of the address space may be in a range). The checks
+//! are done once, by the constructors, which return an [`AddrError`] naming
+//! the first one that fails:
+//!
+//! | input | error |
+//! |---|---|
+//! | a start address not aligned to the size | [`AddrError::Misaligned`] |
+//! | a length or count of zero, an end not after the start | [`AddrError::EmptyRange`] |
+//! | a byte length not a whole number of pages | [`AddrError::PartialPage`] |
+//! | a range that would reach past 4 GiB | [`AddrError::RangeWraps`] |
+//!
+//! Code that takes a range (as `fass` does to map or unmap pages) then has
+//! no length to validate.
 
-use crate::addr::{AddrError, Align, ModifiedVirtAddr, PhysAddr};
+use crate::addr::{AddrError, Align, ModifiedVirtAddr, PhysAddr, VirtAddr};
 use crate::fault::FaultLevel;
 use core::fmt;
 use core::marker::PhantomData;
+
+mod range;
+
+pub use range::{FrameIter, FrameRange, PageIter, PageRange};
 
 /// A page size known at compile time.
 pub trait PageSize: Copy + Eq + Ord + fmt::Debug + 'static {
@@ -206,28 +227,78 @@ impl<S: PageSize> defmt::Format for Frame<S> {
     }
 }
 
-/// A page of size `S` at a modified virtual address aligned to `S::SIZE`.
-///
-/// Page tables are indexed by MVA, so pages are named by MVA; obtain one from
-/// a program's address with [`VirtAddr::to_mva`](crate::VirtAddr::to_mva).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Page<S: PageSize> {
-    start: ModifiedVirtAddr,
-    size: PhantomData<S>,
+/// The address kinds a [`Page`] can be named by: [`ModifiedVirtAddr`] (the
+/// default; what page tables are indexed by) and [`VirtAddr`] (a program's
+/// address, before the FCSE relocates it). Sealed: implemented by these two only.
+pub trait VirtualAddress:
+    sealed::Sealed + Copy + Eq + Ord + core::hash::Hash + fmt::Debug + 'static
+{
+    /// The address as a number.
+    fn to_u32(self) -> u32;
+    /// The address with this value.
+    fn from_u32(addr: u32) -> Self;
 }
 
-impl<S: PageSize> Page<S> {
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::VirtAddr {}
+    impl Sealed for crate::ModifiedVirtAddr {}
+}
+
+/// A page of size `S` at an address of kind `A` aligned to `S::SIZE`.
+///
+/// Page tables are indexed by MVA, so pages are named by MVA unless said
+/// otherwise (`A` defaults to [`ModifiedVirtAddr`]); obtain one from a
+/// program's address with [`VirtAddr::to_mva`]. A `Page<S, VirtAddr>` names
+/// a page of a program's addresses, which the FCSE may still relocate: what
+/// `fass` maps, as it knows each space's PID.
+///
+/// ```
+/// use mmu_armv5::size::{Page, Size4KiB};
+/// use mmu_armv5::{AddrError, VirtAddr};
+///
+/// let page = Page::<Size4KiB, VirtAddr>::from_start(VirtAddr::new(0x8000))?;
+/// assert_eq!(page.start(), VirtAddr::new(0x8000));
+/// assert_eq!(Page::<Size4KiB, _>::containing(VirtAddr::new(0x8abc)), page);
+/// assert_eq!(
+///     Page::<Size4KiB, VirtAddr>::from_start(VirtAddr::new(0x8004)),
+///     Err(AddrError::Misaligned { addr: 0x8004, align: 0x1000 })
+/// );
+/// # Ok::<(), AddrError>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Page<S: PageSize, A: VirtualAddress = ModifiedVirtAddr> {
+    start: u32,
+    marker: PhantomData<(S, A)>,
+}
+
+impl<S: PageSize, A: VirtualAddress> Page<S, A> {
+    /// The page at `start`, known to be aligned.
+    #[inline]
+    pub(crate) const fn at(start: u32) -> Self {
+        Page {
+            start,
+            marker: PhantomData,
+        }
+    }
+
+    /// The first byte's address as a number.
+    #[inline]
+    pub(crate) const fn raw(self) -> u32 {
+        self.start
+    }
+}
+
+impl<S: PageSize, A: VirtualAddress> Page<S, A> {
     /// The page starting at `start`, which must be aligned to the page size.
     #[inline]
-    pub const fn from_start(start: ModifiedVirtAddr) -> Result<Self, AddrError> {
-        if start.is_aligned(S::ALIGN) {
-            Ok(Page {
-                start,
-                size: PhantomData,
-            })
+    pub fn from_start(start: A) -> Result<Self, AddrError> {
+        let start = start.to_u32();
+        if start.is_multiple_of(S::SIZE) {
+            Ok(Page::at(start))
         } else {
             Err(AddrError::Misaligned {
-                addr: start.as_u32(),
+                addr: start,
                 align: S::SIZE,
             })
         }
@@ -236,24 +307,52 @@ impl<S: PageSize> Page<S> {
     /// The page containing `addr`.
     #[inline]
     #[must_use]
-    pub const fn containing(addr: ModifiedVirtAddr) -> Self {
-        Page {
-            start: addr.align_down(S::ALIGN),
-            size: PhantomData,
-        }
+    pub fn containing(addr: A) -> Self {
+        Page::at(addr.to_u32() & !(S::SIZE - 1))
     }
 
     /// First byte of the page.
     #[inline]
     #[must_use]
-    pub const fn start(self) -> ModifiedVirtAddr {
-        self.start
+    pub fn start(self) -> A {
+        A::from_u32(self.start)
     }
 }
 
-impl<S: PageSize> fmt::Debug for Page<S> {
+impl VirtualAddress for VirtAddr {
+    #[inline]
+    fn to_u32(self) -> u32 {
+        self.as_u32()
+    }
+
+    #[inline]
+    fn from_u32(addr: u32) -> Self {
+        VirtAddr::new(addr)
+    }
+}
+
+impl VirtualAddress for ModifiedVirtAddr {
+    #[inline]
+    fn to_u32(self) -> u32 {
+        self.as_u32()
+    }
+
+    #[inline]
+    fn from_u32(addr: u32) -> Self {
+        ModifiedVirtAddr::new(addr)
+    }
+}
+
+impl<S: PageSize, A: VirtualAddress> fmt::Debug for Page<S, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Page<{:?}>({:#010x})", S::KIND, self.start.as_u32())
+        write!(f, "Page<{:?}>({:#010x})", S::KIND, self.start)
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<S: PageSize, A: VirtualAddress> defmt::Format for Page<S, A> {
+    fn format(&self, f: defmt::Formatter) {
+        defmt::write!(f, "Page({=u32:#x}, {})", self.start, S::KIND)
     }
 }
 

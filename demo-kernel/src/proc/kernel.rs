@@ -20,6 +20,7 @@ use crate::global::Global;
 use fass::{SegmentId, SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::regs::SwitchRegs;
+use mmu_armv5::size::{Frame, PageRange, Size4KiB};
 use mmu_armv5::{PhysAddr, VirtAddr};
 
 use super::clock::{self, FaultClock, SwitchClock};
@@ -150,6 +151,18 @@ impl State {
     pub fn runnable(self) -> bool {
         matches!(self, State::Ready | State::InTcm)
     }
+}
+
+/// The one 4 KiB page at `va`, as `fass` maps and unmaps ranges (a
+/// misaligned `va` is refused as `FassError::Addr`).
+pub fn one_page(va: u32) -> Result<PageRange<Size4KiB, VirtAddr>, fass::FassError> {
+    Ok(PageRange::from_bytes(VirtAddr::new(va), 4096)?)
+}
+
+/// The 4 KiB frame at `pa` (a misaligned `pa` is refused as
+/// `FassError::Addr`).
+pub fn frame_at(pa: u32) -> Result<Frame<Size4KiB>, fass::FassError> {
+    Ok(Frame::from_start(PhysAddr::new(pa))?)
 }
 
 /// A page a process owns: virtual address and frame.
@@ -644,7 +657,7 @@ impl Kernel {
             .ok_or(SpawnError::TooManyPages)?;
         let pa = frames().alloc().ok_or(SpawnError::NoFrames)?;
         fill(crate::mmu::phys_to_virt(pa) as *mut u8);
-        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, space, VirtAddr::new(va), PhysAddr::new(pa), 4096, ap, CachePolicy::WriteBack)),
+        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, space, one_page(va)?, frame_at(pa)?, ap, CachePolicy::WriteBack)),
         );
         if let Err(e) = r {
             frames().release(pa);
@@ -707,7 +720,7 @@ impl Kernel {
             .chain(p.res_pages.iter_mut())
         {
             if let Some(pg) = page.take() {
-                let _ = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, space, VirtAddr::new(pg.va), 4096)),
+                let _ = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, space, one_page(pg.va)?)),
                 );
                 free_frame(pg.pa);
             }

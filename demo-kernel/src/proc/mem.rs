@@ -4,9 +4,9 @@
 
 use fass::{SegmentId, SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
-use mmu_armv5::{PhysAddr, VirtAddr};
+use mmu_armv5::VirtAddr;
 
-use super::kernel::{frames, free_frame, set_owner, Kernel, Page, USER_PAGES};
+use super::kernel::{frame_at, frames, free_frame, one_page, set_owner, Kernel, Page, USER_PAGES};
 use super::strategy::{dispatch, SEGMENTS};
 use super::syscall::{SysError, SysResult};
 use super::tcm::{self, RES_SLOTS};
@@ -63,7 +63,7 @@ impl Kernel {
                 result = Err(SysError::NoMemory);
                 break;
             };
-            let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, space, VirtAddr::new(pva), PhysAddr::new(pa), 4096, ap, CachePolicy::WriteBack)),
+            let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, space, one_page(pva)?, frame_at(pa)?, ap, CachePolicy::WriteBack)),
             );
             match r {
                 Ok(()) => {
@@ -106,7 +106,8 @@ impl Kernel {
         let Some(pg) = self.procs[idx].user_pages[slot].take() else {
             return Err(SysError::Invalid);
         };
-        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, space, VirtAddr::new(va), 4096)),
+        let r = self.sys(
+            |st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, space, one_page(va)?)),
         );
         free_frame(pg.pa);
         match r {

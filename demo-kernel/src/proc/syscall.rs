@@ -52,7 +52,7 @@ impl From<fass::FassError> for SysError {
         use fass::space::SpaceError;
         use fass::FassError as E;
         match e {
-            E::NotPrivate(_) | E::BadLength(_) | E::Segment(_) | E::Pid(_) => SysError::Invalid,
+            E::NotPrivate(_) | E::Addr(_) | E::Segment(_) | E::Pid(_) => SysError::Invalid,
             E::Space(SpaceError::AlreadyMapped(_)) => SysError::Busy,
             E::Space(SpaceError::Misaligned(_)) => SysError::Invalid,
             _ => SysError::NoMemory,

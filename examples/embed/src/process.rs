@@ -2,6 +2,7 @@
 
 use fass::{Platform, SpaceId};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+use mmu_armv5::size::{Frame, PageRange};
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::{FrameState, FrameTable};
 
@@ -27,9 +28,13 @@ pub fn spawn<S: Platform + ?Sized, const R: usize>(
     pa: PhysAddr,
     len: u32,
 ) -> Result<(), Error> {
+    // The byte range becomes pages once, here: misaligned, empty or
+    // wrapping input is refused (`Error::Addr`) before anything changes.
+    let pages = PageRange::from_bytes(va, len)?;
+    let first = Frame::from_start(pa)?;
     vm.create_space(id)?;
     let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
-    vm.map_pages(sys, id, va, pa, len, ap, cache)?;
+    vm.map_pages(sys, id, pages, first, ap, cache)?;
     frames.init_range(pa, len, FrameState::User(id), true)?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The records, and every strategy's lean path on the recording mock.
 
 use super::*;
+use crate::switch::tests::{frame, page, pages};
 use mmu_armv5::regs::{Far, Fsr};
 
 #[test]
@@ -257,8 +258,7 @@ fn the_fass_generation_changes_exactly_on_the_events_that_stale_a_record() {
         f.switch_lean(sys, SpaceId(0)).unwrap();
     });
     gen_change(&mut f, &mut sys, false, "unmap", |f, sys| {
-        f.unmap_page(sys, SpaceId(0), VirtAddr::new(0x8000))
-            .unwrap();
+        f.unmap_page(sys, SpaceId(0), page(0x8000)).unwrap();
     });
     gen_change(&mut f, &mut sys, true, "recycle", |f, sys| sw(f, sys, 2));
     gen_change(&mut f, &mut sys, true, "segment mapped", |f, sys| {
@@ -432,7 +432,7 @@ fn the_fcse_generation_changes_exactly_on_the_events_that_stale_a_record() {
     });
     tgen_change(&mut t, &mut sys, false, "map, unmap", |t, sys| {
         map_table(t, sys, 0, 0x8000);
-        t.unmap_pages(sys, SpaceId(0), VirtAddr::new(0x8000), 0x1000)
+        t.unmap_pages(sys, SpaceId(0), pages(0x8000, 0x1000))
             .unwrap();
     });
     tgen_change(
@@ -596,9 +596,8 @@ fn run_op<T: SwitchStrategy>(t: &mut T, sys: &mut Sys<'_>, op: &Op, lean: bool) 
             let r = t.map_pages(
                 sys,
                 id,
-                va,
-                pa,
-                0x1000,
+                pages(va.as_u32(), 0x1000),
+                frame(pa.as_u32()),
                 AccessPermission::ReadWrite,
                 CachePolicy::WriteBack,
             );
@@ -606,7 +605,7 @@ fn run_op<T: SwitchStrategy>(t: &mut T, sys: &mut Sys<'_>, op: &Op, lean: bool) 
         }
         Op::Unmap(s, i) => format!(
             "{:?}",
-            t.unmap_pages(sys, SpaceId(s), VirtAddr::new(low(i)), 0x1000)
+            t.unmap_pages(sys, SpaceId(s), pages(low(i), 0x1000))
         ),
         Op::MapSeg(s, g) => format!(
             "{:?}",

@@ -21,6 +21,7 @@ use fass::{
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess, Far, Fsr};
+use mmu_armv5::size::{Frame, Page, PageRange, Size4KiB};
 use mmu_armv5::table::{TableKind as HwTable, TableRef};
 use mmu_armv5::{Domain, FcsePid, PhysAddr, VirtAddr};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -30,6 +31,21 @@ pub const FRAMES_END: u32 = 0x0008_0000;
 pub const SEG_BASE: [u32; 2] = [0x8000_0000, 0x8010_0000];
 pub const SEG_PA: [u32; 2] = [0x0010_0000, 0x0020_0000];
 pub const MIB: u32 = 1 << 20;
+
+/// The 4 KiB pages of `[va, va + len)`, which the test knows are valid.
+pub fn pages(va: u32, len: u32) -> PageRange<Size4KiB, VirtAddr> {
+    PageRange::from_bytes(VirtAddr::new(va), len).unwrap()
+}
+
+/// The 4 KiB page at `va`.
+pub fn page(va: u32) -> Page<Size4KiB, VirtAddr> {
+    Page::from_start(VirtAddr::new(va)).unwrap()
+}
+
+/// The 4 KiB frame at `pa`.
+pub fn frame(pa: u32) -> Frame<Size4KiB> {
+    Frame::from_start(PhysAddr::new(pa)).unwrap()
+}
 
 pub fn d(n: u8) -> Domain {
     Domain::new(n).unwrap()
@@ -307,29 +323,24 @@ impl<T: SwitchStrategy> Harness<T> {
             Op::MapLow(s, i) => self.map(s, low_va(i))?,
             Op::MapHigh(s, i) => self.map(s, high_va(&self.windows, i))?,
             Op::Unmap(s, i) => {
-                let Some((pages, _)) = self.r.spaces.get(&s) else {
-                    let r =
-                        self.t
-                            .unmap_pages(&mut self.m, SpaceId(s), VirtAddr::new(0x8000), PAGE);
+                let Some((mapped, _)) = self.r.spaces.get(&s) else {
+                    let r = self
+                        .t
+                        .unmap_pages(&mut self.m, SpaceId(s), pages(0x8000, PAGE));
                     return check(r == Err(FassError::UnknownSpace(SpaceId(s))), "unmap", &r);
                 };
-                if pages.is_empty() {
-                    let r = self.t.unmap_pages(
-                        &mut self.m,
-                        SpaceId(s),
-                        VirtAddr::new(low_va(i % 8)),
-                        PAGE,
-                    );
+                if mapped.is_empty() {
+                    let r = self
+                        .t
+                        .unmap_pages(&mut self.m, SpaceId(s), pages(low_va(i % 8), PAGE));
                     return check(matches!(r, Err(FassError::Space(_))), "unmap unmapped", &r);
                 }
-                let (va, pa) = pages
+                let (va, pa) = mapped
                     .iter()
-                    .nth(usize::from(i) % pages.len())
+                    .nth(usize::from(i) % mapped.len())
                     .map(|(v, p)| (*v, *p))
                     .unwrap();
-                let r = self
-                    .t
-                    .unmap_pages(&mut self.m, SpaceId(s), VirtAddr::new(va), PAGE);
+                let r = self.t.unmap_pages(&mut self.m, SpaceId(s), pages(va, PAGE));
                 check(r.is_ok(), "unmap", &r)?;
                 self.r.spaces.get_mut(&s).unwrap().0.remove(&va);
                 self.r.free.push_back(pa);
@@ -501,9 +512,8 @@ impl<T: SwitchStrategy> Harness<T> {
         let r = self.t.map_pages(
             &mut self.m,
             SpaceId(s),
-            VirtAddr::new(va),
-            PhysAddr::new(pa),
-            PAGE,
+            pages(va, PAGE),
+            frame(pa),
             AccessPermission::ReadWrite,
             CachePolicy::WriteBack,
         );

@@ -27,7 +27,7 @@ use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::{AddressSpace, FrameState, KernelUse, OpError, StateRequest, TcmKind};
 
 use crate::abi::nr;
-use crate::proc::kernel::{frames, free_frame, Kernel, Page};
+use crate::proc::kernel::{frame_at, frames, free_frame, one_page, Kernel, Page};
 use crate::proc::strategy::dispatch;
 use crate::proc::syscall::SysError;
 use crate::proc::tcm::{self, Hw, Maps, RES_SLOTS, USER_RES_VA};
@@ -193,7 +193,7 @@ impl Kernel {
             Source::Tcm(k) => t.alloc(k).ok_or(SysError::NoMemory)?,
         };
         let space = SpaceId(cur as u16);
-        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, space, VirtAddr::new(va), PhysAddr::new(pa), 4096, AccessPermission::ReadWrite, CachePolicy::WriteBack)));
+        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, space, one_page(va)?, frame_at(pa)?, AccessPermission::ReadWrite, CachePolicy::WriteBack)));
         if let Err(e) = r {
             free_frame(pa);
             return Err(e.into());

@@ -34,13 +34,15 @@ use fass::{SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::regs::{Far, Fsr};
 use mmu_armv5::size::PageSizeKind;
-use mmu_armv5::{PhysAddr, VirtAddr};
+use mmu_armv5::VirtAddr;
 use spm::tcm::TcmKind;
 use spm::{AddressSpace, ExchangeError, ExchangeRequest, Progress, Rights};
 
 use crate::abi::nr;
 use crate::probe::{probe_read, Privilege};
-use crate::proc::kernel::{free_frame, set_owner, After, Kernel, Page, Pending, State};
+use crate::proc::kernel::{
+    frame_at, free_frame, one_page, set_owner, After, Kernel, Page, Pending, State,
+};
 use crate::proc::strategy::{dispatch, Strategy};
 use crate::proc::syscall::SysError;
 use crate::proc::tcm::{self, Hw, Irq, KernelJob, Maps, XTiming, CHUNK, USER_RES_VA};
@@ -228,7 +230,7 @@ impl Kernel {
             let frame = t.alloc(kind).ok_or(SysError::NoMemory)?;
             let rva = USER_RES_VA + (slot as u32) * 4096;
             let sp = SpaceId(cur as u16);
-            let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, sp, VirtAddr::new(rva), PhysAddr::new(frame), 4096, AccessPermission::PrivRw, CachePolicy::Uncached)));
+            let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, sp, one_page(rva)?, frame_at(frame)?, AccessPermission::PrivRw, CachePolicy::Uncached)));
             if let Err(e) = r {
                 t.free(frame);
                 return Err(e.into());
@@ -300,7 +302,9 @@ impl Kernel {
         };
         self.procs[cur].tcm_targets[slot] = None;
         let sp = SpaceId(cur as u16);
-        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, sp, VirtAddr::new(pg.va), 4096)));
+        let r = self.sys(
+            |st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, sp, one_page(pg.va)?)),
+        );
         if let Err(e) = r {
             // The per-table strategies may fail to unmap (see the report):
             // clear the descriptor kernel-side.
