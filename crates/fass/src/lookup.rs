@@ -602,6 +602,7 @@ mod tests {
     use crate::{domain::DomainSet, layout::Layout};
     use mmu_armv5::descriptor::{AccessPermission as Ap, L1Descriptor};
     use mmu_armv5::regs::{Cp15Event, Cp15Op, Far, Fsr};
+    use mmu_armv5::size::{Frame, Page, PageRange};
     use std::vec::Vec;
 
     const VA: u32 = 0x8000;
@@ -634,8 +635,8 @@ mod tests {
             f.map_page(
                 sys,
                 SpaceId(s),
-                va(VA),
-                pa(FRAME),
+                Page::from_start(va(VA)).unwrap(),
+                Frame::from_start(pa(FRAME)).unwrap(),
                 Ap::ReadWrite,
                 CachePolicy::WriteBack,
             )
@@ -899,9 +900,8 @@ mod tests {
                 t.map_pages(
                     &mut sys,
                     s,
-                    va(VA),
-                    pa(FRAME),
-                    PAGE_SIZE,
+                    PageRange::from(Page::from_start(va(VA)).unwrap()),
+                    Frame::from_start(pa(FRAME)).unwrap(),
                     Ap::ReadWrite,
                     CachePolicy::WriteBack,
                 )

@@ -49,16 +49,18 @@
 //! # let kernel = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, &Layout::DEMO, Domain::default()) }?;
 //! # let mut fass: Fass<DefaultPolicy, 8, 8, 4> = Fass::new(Cpd::new(kernel), DomainSet::EMPTY, DefaultPolicy::default())?;
 //! use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy};
-//! use mmu_armv5::{size::PageSizeKind, PhysAddr as Pa, VirtAddr as Va};
+//! use mmu_armv5::size::{Frame, Page, PageSizeKind};
+//! use mmu_armv5::{PhysAddr as Pa, VirtAddr as Va};
 //! use spm::AddressSpace::{Kernel, User};
 //! use spm::{exchange::DEFAULT_CHUNK, Exchange, ExchangeRequest, FassMappings, FrameDesc, FrameState, FrameTable};
 //! use spm::{Hw, InitialUse, Location, Mappings, PhysRegion, PhysWindows, RecordingIrq, Rights, SectionSummary, SharedCpu, SpaceId};
 //! let (t1, t2, wb) = (SpaceId(1), SpaceId(2), CachePolicy::WriteBack);
 //! for t in [t1, t2] {
 //!     fass.create_space(t)?;
-//!     fass.map_page(&mut sys, t, Va::new(0x8000), Pa::new(0x5000), Ap::ReadWrite, wb)?;
+//!     fass.map_page(&mut sys, t, Page::from_start(Va::new(0x8000))?, Frame::from_start(Pa::new(0x5000))?, Ap::ReadWrite, wb)?;
 //! }
-//! fass.map_page(&mut sys, t1, Va::new(0x0010_0000), Pa::new(0x0300_0000), Ap::PrivRw, wb)?; // resource slot
+//! let (slot, dtcm) = (Page::from_start(Va::new(0x0010_0000))?, Frame::from_start(Pa::new(0x0300_0000))?);
+//! fass.map_page(&mut sys, t1, slot, dtcm, Ap::PrivRw, wb)?; // resource slot
 //! // The frame table (RAM, DTCM frames page resources) and physical memory (host buffers here).
 //! let regions = [PhysRegion::new(Pa::new(0), 64 << 10, Location::Ram, InitialUse::Kernel)?,
 //!                PhysRegion::new(Pa::new(0x0300_0000), 32 << 10, Location::Dtcm, InitialUse::Resource)?];
@@ -270,13 +272,14 @@ fn va_of(mva: ModifiedVirtAddr, pid_window: u32) -> VirtAddr {
 /// // A FASS manager (set up as in `fass`'s docs) with two tasks sharing a frame.
 /// let mut fass: Fass<DefaultPolicy, 8, 8, 4> = Fass::new(Cpd::new(kernel), DomainSet::EMPTY, DefaultPolicy::default())?;
 /// use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy};
-/// use mmu_armv5::size::PageSizeKind;
+/// use mmu_armv5::size::{Frame, Page, PageSizeKind};
 /// use mmu_armv5::{PhysAddr, VirtAddr};
 /// use spm::{AddressSpace, FassMappings, Mappings, SpaceId};
 /// let (a, b) = (SpaceId(1), SpaceId(2));
+/// let (page, frame) = (Page::from_start(VirtAddr::new(0x8000))?, Frame::from_start(PhysAddr::new(0x5000))?);
 /// for s in [a, b] {
 ///     fass.create_space(s)?;
-///     fass.map_page(&mut sys, s, VirtAddr::new(0x8000), PhysAddr::new(0x5000), Ap::ReadWrite, CachePolicy::WriteBack)?;
+///     fass.map_page(&mut sys, s, page, frame, Ap::ReadWrite, CachePolicy::WriteBack)?;
 /// }
 /// let maps = FassMappings::new(&mut fass, &mut sys);
 /// let t = maps.translate(AddressSpace::User(a), VirtAddr::new(0x8123)).unwrap();

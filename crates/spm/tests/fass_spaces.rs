@@ -18,7 +18,7 @@ use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy, L1Descriptor, L
 use mmu_armv5::descriptor::{L2Descriptor, SubpageAp};
 use mmu_armv5::maint::Arm926;
 use mmu_armv5::regs::{Cp15Event, Cp15Op, Far, Fsr, MockCp15};
-use mmu_armv5::size::PageSizeKind;
+use mmu_armv5::size::{Frame, Page, PageSizeKind, Size4KiB};
 use mmu_armv5::table::{PoolBlock, TableKind, TablePool, TableRef};
 use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::exchange::DEFAULT_CHUNK;
@@ -51,6 +51,16 @@ fn va(a: u32) -> VirtAddr {
 
 fn pa(a: u32) -> PhysAddr {
     PhysAddr::new(a)
+}
+
+/// The 4 KiB page at `a` (page-aligned).
+fn pg(a: u32) -> Page<Size4KiB, VirtAddr> {
+    Page::from_start(va(a)).unwrap()
+}
+
+/// The 4 KiB frame at `a` (page-aligned).
+fn fr(a: u32) -> Frame<Size4KiB> {
+    Frame::from_start(pa(a)).unwrap()
 }
 
 fn byte(i: u32) -> u8 {
@@ -140,10 +150,10 @@ fn a_frame_of_two_fass_spaces_moves_into_dtcm_and_back() {
     let (rw, wb) = (Ap::ReadWrite, CachePolicy::WriteBack);
     for s in [A, B] {
         f.create_space(s).unwrap();
-        f.map_page(&mut sys, s, va(VA), pa(SHARED), rw, wb).unwrap();
+        f.map_page(&mut sys, s, pg(VA), fr(SHARED), rw, wb).unwrap();
     }
     // The DTCM frame is A's resource slot, mapped privileged-only.
-    f.map_page(&mut sys, A, va(RES), pa(DTCM), Ap::PrivRw, wb)
+    f.map_page(&mut sys, A, pg(RES), fr(DTCM), Ap::PrivRw, wb)
         .unwrap();
     // B's mapping is made read-only for everyone (`NoneOrRom` with S):
     // write protection then takes, and restore gives back, write access
@@ -260,7 +270,7 @@ fn a_frame_of_two_fass_spaces_moves_into_dtcm_and_back() {
         .init_range(pa(BACK), 0x1000, FrameState::User(A), true)
         .unwrap();
     let (f, sys) = maps.edit();
-    f.map_page(sys, A, va(RES_BACK), pa(BACK), rw, wb).unwrap();
+    f.map_page(sys, A, pg(RES_BACK), fr(BACK), rw, wb).unwrap();
     ops::delete_user_page(&mut table, &maps, A, va(RES_BACK)).unwrap();
     let back = ExchangeRequest {
         resource: va(RES_BACK),
@@ -294,10 +304,10 @@ fn what_fass_mappings_cannot_do_is_refused_and_reported() {
     // Nine spaces map one frame: one more than `MAX_SITES`.
     for s in 1..=9 {
         f.create_space(SpaceId(s)).unwrap();
-        f.map_page(&mut sys, SpaceId(s), va(VA), pa(SHARED), rw, wb)
+        f.map_page(&mut sys, SpaceId(s), pg(VA), fr(SHARED), rw, wb)
             .unwrap();
     }
-    f.map_page(&mut sys, A, va(RES), pa(DTCM), rw, wb).unwrap();
+    f.map_page(&mut sys, A, pg(RES), fr(DTCM), rw, wb).unwrap();
     let seg = SegmentSpec {
         base: va(0x8000_0000),
         pa: pa(0x0040_0000),
@@ -522,9 +532,9 @@ fn both_spaces_dirty_halves_reach_dtcm_on_the_model() {
     let (rw, wb) = (Ap::ReadWrite, CachePolicy::WriteBack);
     for s in [A, B] {
         f.create_space(s).unwrap();
-        f.map_page(&mut sys, s, va(VA), pa(FRAME), rw, wb).unwrap();
+        f.map_page(&mut sys, s, pg(VA), fr(FRAME), rw, wb).unwrap();
     }
-    f.map_page(&mut sys, A, va(RES), pa(common::DTCM), Ap::PrivRw, wb)
+    f.map_page(&mut sys, A, pg(RES), fr(common::DTCM), Ap::PrivRw, wb)
         .unwrap();
     // Each line read first (the D-cache allocates on reads only), then
     // written: dirty in the cache, stale in memory.
