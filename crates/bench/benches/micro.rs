@@ -177,7 +177,8 @@ fn frames(c: &mut Criterion) {
                 FrameState::Resource
             };
             spm::ops::check_transition(AddressSpace::Kernel, pa, from, to).expect("allowed");
-            t.init_range(pa, 0x1000, to, true).expect("set");
+            t.init_range(Frame::from_start(pa).unwrap(), to, true)
+                .expect("set");
             to_user = !to_user;
         });
     });

@@ -16,6 +16,7 @@ mod common;
 
 use armv5_sim::presets;
 use common::{Kernel, Storage, DTCM};
+use mmu_armv5::size::Frame;
 use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::{
@@ -45,7 +46,11 @@ fn measure(chunk: u32, writable: bool) -> Row {
     let me = SpaceId(1);
     let space = AddressSpace::User(me);
     k.table
-        .init_range(PhysAddr::new(0x5000), 0x1000, FrameState::User(me), true)
+        .init_range(
+            Frame::from_start(PhysAddr::new(0x5000)).unwrap(),
+            FrameState::User(me),
+            true,
+        )
         .expect("user page");
     k.maps.map(space, 0x8000, 0x5000, PageSizeKind::Small, true);
     k.maps

@@ -407,7 +407,7 @@ impl PageFrames {
 /// use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 /// use mmu_armv5::maint::Arm926;
 /// use mmu_armv5::regs::MockCp15;
-/// use mmu_armv5::size::PageSizeKind;
+/// use mmu_armv5::size::{Frame, PageSizeKind};
 /// use mmu_armv5::table::{MapAttrs, PageTable, PoolBlock, SizePolicy, TablePool};
 /// use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 /// use spm::exchange::DEFAULT_CHUNK;
@@ -425,7 +425,7 @@ impl PageFrames {
 /// // maps the first DTCM frame at 0xC300_0000.
 /// let task = SpaceId(1);
 /// let me = AddressSpace::User(task);
-/// table.init_range(PhysAddr::new(0x5000), 0x1000, FrameState::User(task), true)?;
+/// table.init_range(Frame::from_start(PhysAddr::new(0x5000))?, FrameState::User(task), true)?;
 /// let mut mem = Box::new([PoolBlock::ZERO; 2]);
 /// let mut pool = TablePool::new(&mut *mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000))?;
 /// let mut pt = PageTable::new(&mut pool)?;

@@ -66,7 +66,7 @@
 //!                PhysRegion::new(Pa::new(0x0300_0000), 32 << 10, Location::Dtcm, InitialUse::Resource)?];
 //! let (mut frames, mut sections) = ([FrameDesc::default(); 16 + 8], [SectionSummary::default(); 2]);
 //! let mut table = FrameTable::<2>::new(&regions, &mut frames, &mut sections)?;
-//! table.init_range(Pa::new(0x5000), 4096, FrameState::User(t1), true)?;
+//! table.init_range(Frame::from_start(Pa::new(0x5000))?, FrameState::User(t1), true)?;
 //! let (mut ram, mut dtcm) = (vec![0u8; 64 << 10], vec![0u8; 32 << 10]);
 //! ram[0x5123] = 42;
 //! let mut phys = PhysWindows::<2>::new();

@@ -29,7 +29,7 @@
 
 use crate::region::{InitialUse, Location, PhysRegion, Rights, FRAME_SIZE, SECTION_SIZE};
 use core::fmt;
-use mmu_armv5::addr::Align;
+use mmu_armv5::size::{FrameRange, Size4KiB};
 use mmu_armv5::{PhysAddr, SpaceId};
 
 /// Largest address-space number a frame can record as its owner: the
@@ -359,8 +359,6 @@ pub enum FrameError {
     /// A user page's owner above [`MAX_SPACE_ID`], which a [`FrameDesc`]
     /// cannot record.
     SpaceIdOutOfRange(SpaceId),
-    /// A range that is empty, misaligned or wraps.
-    BadRange(PhysAddr, u32),
 }
 
 impl fmt::Display for FrameError {
@@ -383,9 +381,6 @@ impl fmt::Display for FrameError {
             }
             FrameError::SpaceIdOutOfRange(id) => {
                 write!(f, "address space {} is above {MAX_SPACE_ID}", id.0)
-            }
-            FrameError::BadRange(pa, len) => {
-                write!(f, "range {pa} + {len:#x} is empty, misaligned or wraps")
             }
         }
     }
@@ -439,7 +434,7 @@ struct Slot {
 /// the frame directly: O(R), independent of the amount of memory.
 ///
 /// ```
-/// use mmu_armv5::PhysAddr;
+/// use mmu_armv5::{size::FrameRange, PhysAddr};
 /// use spm::{FrameDesc, FrameError, FrameState, FrameTable, InitialUse, KernelUse, Location};
 /// use spm::{PhysRegion, Rights, SectionSummary};
 ///
@@ -458,7 +453,7 @@ struct Slot {
 /// assert_eq!(table.overhead_bytes(), 515 * 2 + 4 * 4);
 ///
 /// // Boot: the kernel image is pinned kernel memory.
-/// table.init_range(PhysAddr::new(0), 64 << 10, FrameState::Kernel(KernelUse::Plain), false)?;
+/// table.init_range(FrameRange::from_bytes(PhysAddr::new(0), 64 << 10)?, FrameState::Kernel(KernelUse::Plain), false)?;
 /// let k = table.desc(PhysAddr::new(0x8000))?;
 /// assert_eq!((k.state(), k.is_movable()), (FrameState::Kernel(KernelUse::Plain), false));
 ///
@@ -792,39 +787,26 @@ impl<'a, const R: usize> FrameTable<'a, R> {
         }
     }
 
-    /// Boot-time set-up, by the kernel: puts every frame of `[pa, pa + len)`
-    /// into `state` with the given movability (e.g. the kernel image as
-    /// kernel pages, a DMA pool as pinned, user memory handed to sigma0).
-    /// Not an operation for address spaces: it checks no ownership.
+    /// Boot-time set-up, by the kernel: puts every frame of `frames` (a
+    /// [`FrameRange`], or one [`Frame`](mmu_armv5::size::Frame)) into `state` with the given
+    /// movability (e.g. the kernel image as kernel pages, a DMA pool as
+    /// pinned, user memory handed to sigma0). Not an operation for address
+    /// spaces: it checks no ownership. A range not wholly described fails
+    /// with [`FrameError::NotDescribed`] and changes nothing.
     pub fn init_range(
         &mut self,
-        pa: PhysAddr,
-        len: u32,
+        frames: impl Into<FrameRange<Size4KiB>>,
         state: FrameState,
         movable: bool,
     ) -> Result<(), FrameError> {
-        let bad = FrameError::BadRange(pa, len);
-        if len == 0 || !pa.is_aligned(Align::KIB_4) || !len.is_multiple_of(FRAME_SIZE) {
-            return Err(bad);
-        }
-        let last = pa.checked_add(len - 1).ok_or(bad)?;
+        let frames = frames.into();
         // Check first, so a failure changes nothing.
-        let mut a = pa;
-        loop {
-            self.index(a)?;
-            match a.checked_add(FRAME_SIZE) {
-                Some(n) if n <= last => a = n,
-                _ => break,
-            }
+        for f in frames {
+            self.index(f.start())?;
         }
         let desc = FrameDesc::new(state)?.with_movable(movable);
-        let mut a = pa;
-        loop {
-            self.set(a, desc)?;
-            match a.checked_add(FRAME_SIZE) {
-                Some(n) if n <= last => a = n,
-                _ => break,
-            }
+        for f in frames {
+            self.set(f.start(), desc)?;
         }
         Ok(())
     }
@@ -833,6 +815,7 @@ impl<'a, const R: usize> FrameTable<'a, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mmu_armv5::size::Frame;
     use proptest::prelude::*;
     use std::vec;
 
@@ -920,9 +903,13 @@ mod tests {
         let mut t = FrameTable::<4>::new(&regions, &mut f, &mut s).unwrap();
         let itcm = PhysAddr::new(0xfffe_0000);
         let before = (t.desc(itcm).unwrap(), t.section(itcm).unwrap());
-        assert_eq!(t.init_range(itcm, 0x2000, over, true), Err(err));
+        assert_eq!(
+            t.init_range(FrameRange::from_bytes(itcm, 0x2000).unwrap(), over, true),
+            Err(err)
+        );
         assert_eq!((t.desc(itcm).unwrap(), t.section(itcm).unwrap()), before);
-        t.init_range(itcm, 0x2000, top, true).unwrap();
+        t.init_range(FrameRange::from_bytes(itcm, 0x2000).unwrap(), top, true)
+            .unwrap();
         assert_eq!(t.desc(itcm).unwrap().state(), top);
     }
 
@@ -1033,8 +1020,12 @@ mod tests {
         let mut s = vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&regions)];
         let mut t = FrameTable::<4>::new(&regions, &mut f, &mut s).unwrap();
         let mib1 = PhysAddr::new(0x0010_0000);
-        t.init_range(mib1, SECTION_SIZE, FrameState::Resource, true)
-            .unwrap();
+        t.init_range(
+            FrameRange::from_bytes(mib1, SECTION_SIZE).unwrap(),
+            FrameState::Resource,
+            true,
+        )
+        .unwrap();
         let frame = PhysAddr::new(0x0010_5000);
         let counts = |t: &FrameTable<'_, 4>| {
             let s = t.section(mib1).unwrap();
@@ -1076,12 +1067,15 @@ mod tests {
         let mut t = FrameTable::<4>::new(&regions, &mut f, &mut s).unwrap();
         let mib1 = PhysAddr::new(0x0010_0000);
         assert!(t.section(mib1).unwrap().is_movable_section());
-        t.init_range(mib1, SECTION_SIZE, FrameState::Resource, true)
-            .unwrap();
+        t.init_range(
+            FrameRange::from_bytes(mib1, SECTION_SIZE).unwrap(),
+            FrameState::Resource,
+            true,
+        )
+        .unwrap();
         assert!(t.section(mib1).unwrap().is_free_section());
         t.init_range(
-            PhysAddr::new(0x0010_3000),
-            0x2000,
+            FrameRange::from_bytes(PhysAddr::new(0x0010_3000), 0x2000).unwrap(),
             FrameState::Kernel(KernelUse::Plain),
             false,
         )
@@ -1094,23 +1088,15 @@ mod tests {
         // A range leaving the region changes nothing.
         assert_eq!(
             t.init_range(
-                PhysAddr::new(0x003f_f000),
-                0x2000,
+                FrameRange::from_bytes(PhysAddr::new(0x003f_f000), 0x2000).unwrap(),
                 FrameState::Resource,
                 true
             ),
             Err(FrameError::NotDescribed(PhysAddr::new(0x0040_0000)))
         );
         assert!(!t.desc(PhysAddr::new(0x003f_f000)).unwrap().is_resource());
-        assert_eq!(
-            t.init_range(
-                PhysAddr::new(0x0000_0800),
-                0x1000,
-                FrameState::Resource,
-                true
-            ),
-            Err(FrameError::BadRange(PhysAddr::new(0x800), 0x1000))
-        );
+        // A misaligned frame cannot be named at all.
+        assert!(Frame::<Size4KiB>::from_start(PhysAddr::new(0x0000_0800)).is_err());
     }
 
     #[test]
@@ -1120,11 +1106,19 @@ mod tests {
         let mut s = vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&regions)];
         let mut t = FrameTable::<4>::new(&regions, &mut f, &mut s).unwrap();
         let mib1 = PhysAddr::new(0x0010_0000);
-        t.init_range(mib1, SECTION_SIZE, FrameState::Resource, true)
-            .unwrap();
+        t.init_range(
+            FrameRange::from_bytes(mib1, SECTION_SIZE).unwrap(),
+            FrameState::Resource,
+            true,
+        )
+        .unwrap();
         let (a, b) = (PhysAddr::new(0x0010_1000), PhysAddr::new(0x0010_2000));
-        t.init_range(a, 0x1000, FrameState::Kernel(KernelUse::PageTable), false)
-            .unwrap();
+        t.init_range(
+            Frame::from_start(a).unwrap(),
+            FrameState::Kernel(KernelUse::PageTable),
+            false,
+        )
+        .unwrap();
         let (la, lb) = (t.locate(a).unwrap(), t.locate(b).unwrap());
         assert_eq!(t.desc_at(la), t.desc(a).unwrap());
         assert!(t.desc_at(la).is_page_table());
@@ -1240,8 +1234,12 @@ mod tests {
         let mut s = vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&regions)];
         let mut t = FrameTable::<4>::new(&regions, &mut f, &mut s).unwrap();
         let p = PhysAddr::new;
-        t.init_range(p(0xfffe_9000), 0x1000, FrameState::Resource, false)
-            .unwrap();
+        t.init_range(
+            Frame::from_start(p(0xfffe_9000)).unwrap(),
+            FrameState::Resource,
+            false,
+        )
+        .unwrap();
         // DTCM: 8 frames from 0xfffe_8000; the second one is pinned.
         let run = t.run(p(0xfffe_8000), 8).unwrap();
         assert_eq!(run.len(), 8);

@@ -93,7 +93,7 @@
 //!
 //! use spm::AddressSpace::{Kernel, User};
 //! use spm::{exchange::DEFAULT_CHUNK, Exchange, ExchangeRequest, FrameDesc, FrameState, FrameTable, Hw};
-//! use mmu_armv5::size::PageSizeKind;
+//! use mmu_armv5::size::{Frame, PageSizeKind};
 //! use spm::{InitialUse, Location, PhysRegion, PhysWindows, RecordingIrq, Rights};
 //! use spm::{SectionSummary, SharedCpu, SpaceId, TableMappings};
 //!
@@ -105,7 +105,7 @@
 //! let (mut frames, mut sections) = ([FrameDesc::default(); 16 + 8], [SectionSummary::default(); 2]);
 //! let mut table = FrameTable::<2>::new(&regions, &mut frames, &mut sections)?;
 //! let task = SpaceId(1);
-//! table.init_range(Pa::new(0x5000), 4096, FrameState::User(task), true)?;
+//! table.init_range(Frame::from_start(Pa::new(0x5000))?, FrameState::User(task), true)?;
 //!
 //! // 2. The mappings: every space with its FCSE PID and its table (here one for both);
 //! // they clean the table lines they write with the CPU, which the exchange needs too.

@@ -9,6 +9,7 @@ use crate::ops::{self, OpError, StateRequest};
 use crate::region::{InitialUse, Location, PhysRegion, Rights};
 use crate::testkit::{CpuFault, Hw, Irq, Maps, Ops};
 use mmu_armv5::size::PageSizeKind;
+use mmu_armv5::size::{Frame, FrameRange};
 use mmu_armv5::{PhysAddr, SpaceId, VirtAddr};
 use std::vec;
 use std::vec::Vec;
@@ -102,7 +103,11 @@ fn world(st: &mut Storage) -> World<'_> {
 impl World<'_> {
     fn user_page(&mut self, space: u16, v: u32, p: u32, writable: bool) {
         self.table
-            .init_range(pa(p), 0x1000, FrameState::User(sp(space)), true)
+            .init_range(
+                Frame::from_start(pa(p)).unwrap(),
+                FrameState::User(sp(space)),
+                true,
+            )
             .unwrap();
         self.maps
             .map(us(space), v, p, PageSizeKind::Small, writable);
@@ -211,8 +216,7 @@ fn operation_permissions() {
     // Kernel pages are the kernel's.
     w.table
         .init_range(
-            pa(0x6000),
-            0x1000,
+            Frame::from_start(pa(0x6000)).unwrap(),
             FrameState::Kernel(KernelUse::Plain),
             true,
         )
@@ -398,8 +402,7 @@ impl World<'_> {
 fn kernel_pages(w: &mut World<'_>) {
     w.table
         .init_range(
-            pa(0x5000),
-            0x2000,
+            FrameRange::from_bytes(pa(0x5000), 0x2000).unwrap(),
             FrameState::Kernel(KernelUse::Plain),
             true,
         )
@@ -456,8 +459,7 @@ fn moved_page_tables_and_directories_are_re_pointed() {
     // A frame of second-level tables, referenced by two first-level entries.
     w.table
         .init_range(
-            pa(0x1_0000),
-            0x1000,
+            Frame::from_start(pa(0x1_0000)).unwrap(),
             FrameState::Kernel(KernelUse::PageTable),
             true,
         )
@@ -619,8 +621,7 @@ fn ranges_may_end_at_four_gib_and_touch() {
     let mut w = world(&mut st);
     w.table
         .init_range(
-            pa(0x5000),
-            0x2000,
+            FrameRange::from_bytes(pa(0x5000), 0x2000).unwrap(),
             FrameState::Kernel(KernelUse::Plain),
             true,
         )
@@ -710,8 +711,7 @@ fn a_directory_with_a_foreign_frame_is_refused() {
     directory_frames(&mut w);
     w.table
         .init_range(
-            pa(0x2_3000),
-            0x1000,
+            Frame::from_start(pa(0x2_3000)).unwrap(),
             FrameState::Kernel(KernelUse::Plain),
             true,
         )
@@ -722,8 +722,7 @@ fn a_directory_with_a_foreign_frame_is_refused() {
     // The same four frames, all directory frames: accepted.
     w.table
         .init_range(
-            pa(0x2_3000),
-            0x1000,
+            Frame::from_start(pa(0x2_3000)).unwrap(),
             FrameState::Kernel(KernelUse::PageDirectory),
             true,
         )
@@ -926,7 +925,11 @@ fn a_large_page_with_a_changed_frame_is_refused() {
         let mut st = Storage::new();
         let mut w = world(&mut st);
         w.table
-            .init_range(pa(0x10_0000), 0x1_0000, FrameState::User(sp(1)), true)
+            .init_range(
+                FrameRange::from_bytes(pa(0x10_0000), 0x1_0000).unwrap(),
+                FrameState::User(sp(1)),
+                true,
+            )
             .unwrap();
         w.maps
             .map(us(1), 0x1_0000, 0x10_0000, PageSizeKind::Large, true);
@@ -1002,7 +1005,11 @@ fn the_statistics_count_every_call() {
         let mut w = world(&mut st);
         w.maps.generation = generation;
         w.table
-            .init_range(pa(0x10_0000), 0x1_0000, FrameState::User(sp(1)), true)
+            .init_range(
+                FrameRange::from_bytes(pa(0x10_0000), 0x1_0000).unwrap(),
+                FrameState::User(sp(1)),
+                true,
+            )
             .unwrap();
         w.maps
             .map(us(1), 0x1_0000, 0x10_0000, PageSizeKind::Large, true);
@@ -1019,8 +1026,7 @@ fn the_statistics_count_every_call() {
             w.maps.generation = generation;
             w.table
                 .init_range(
-                    pa(0x1_0000),
-                    0x1000,
+                    Frame::from_start(pa(0x1_0000)).unwrap(),
                     FrameState::Kernel(KernelUse::PageTable),
                     true,
                 )
@@ -1163,8 +1169,7 @@ fn a_cancel_releases_only_untouched_frames_it_holds() {
 fn directory_frames(w: &mut World<'_>) {
     w.table
         .init_range(
-            pa(0x2_0000),
-            0x4000,
+            FrameRange::from_bytes(pa(0x2_0000), 0x4000).unwrap(),
             FrameState::Kernel(KernelUse::PageDirectory),
             true,
         )
@@ -1296,8 +1301,7 @@ fn a_large_page_moves_the_tables_in_any_of_its_frames() {
         let mut w = world(&mut st);
         w.table
             .init_range(
-                pa(0x10_0000),
-                0x1_0000,
+                FrameRange::from_bytes(pa(0x10_0000), 0x1_0000).unwrap(),
                 FrameState::Kernel(KernelUse::Plain),
                 true,
             )
@@ -1305,8 +1309,7 @@ fn a_large_page_moves_the_tables_in_any_of_its_frames() {
         let t = 0x10_0000 + table_frame * 0x1000;
         w.table
             .init_range(
-                pa(t),
-                0x1000,
+                Frame::from_start(pa(t)).unwrap(),
                 FrameState::Kernel(KernelUse::PageTable),
                 true,
             )
@@ -1409,8 +1412,7 @@ fn directory_maintenance_stays_inside_the_switched_pages() {
     let r = directory_world(&mut w, 31);
     w.table
         .init_range(
-            pa(0x2_4000),
-            0x1000,
+            Frame::from_start(pa(0x2_4000)).unwrap(),
             FrameState::Kernel(KernelUse::Plain),
             true,
         )

@@ -171,7 +171,11 @@ fn a_frame_of_two_fass_spaces_moves_into_dtcm_and_back() {
     let mut sections = vec![SectionSummary::default(); FrameTable::<2>::sections_needed(&regions)];
     let mut table = FrameTable::<2>::new(&regions, &mut frames, &mut sections).unwrap();
     table
-        .init_range(pa(SHARED), 0x1000, FrameState::User(A), true)
+        .init_range(
+            Frame::from_start(pa(SHARED)).unwrap(),
+            FrameState::User(A),
+            true,
+        )
         .unwrap();
     let mut phys = PhysWindows::<2>::new();
     // SAFETY: each buffer stands for its physical range and is reached
@@ -267,7 +271,11 @@ fn a_frame_of_two_fass_spaces_moves_into_dtcm_and_back() {
     // Back into RAM: a fresh frame at A's second resource slot, made a
     // page resource through spm.
     table
-        .init_range(pa(BACK), 0x1000, FrameState::User(A), true)
+        .init_range(
+            Frame::from_start(pa(BACK)).unwrap(),
+            FrameState::User(A),
+            true,
+        )
         .unwrap();
     let (f, sys) = maps.edit();
     f.map_page(sys, A, pg(RES_BACK), fr(BACK), rw, wb).unwrap();
@@ -555,7 +563,11 @@ fn both_spaces_dirty_halves_reach_dtcm_on_the_model() {
     let mut storage = common::Storage::new();
     let mut table = storage.table();
     table
-        .init_range(pa(FRAME), 0x1000, FrameState::User(A), true)
+        .init_range(
+            Frame::from_start(pa(FRAME)).unwrap(),
+            FrameState::User(A),
+            true,
+        )
         .unwrap();
     let mut hw = Hw::new(hw(), hw());
     let mut irq = RecordingIrq::new();

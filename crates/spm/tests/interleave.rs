@@ -11,6 +11,7 @@ mod common;
 
 use common::ext::*;
 use common::{Kernel, Storage, DTCM, ITCM, RAM, RAM_SIZE};
+use mmu_armv5::size::Frame;
 use mmu_armv5::size::PageSizeKind;
 use spm::ops::{self, OpError};
 use spm::{
@@ -153,7 +154,11 @@ fn a_state_change_behind_the_exchange_is_changed() {
     // The kernel's boot-time setter is not refused: the resource frame
     // becomes a kernel page behind the exchange's back.
     k.table
-        .init_range(pa(ITCM), 0x1000, FrameState::Kernel(KernelUse::Plain), true)
+        .init_range(
+            Frame::from_start(pa(ITCM)).unwrap(),
+            FrameState::Kernel(KernelUse::Plain),
+            true,
+        )
         .unwrap();
     assert_eq!(k.step(&mut x), Err(ExchangeError::Changed(va(RES))));
     assert!(k.maps.swaps.is_empty());
@@ -261,7 +266,11 @@ fn a_frame_of_a_large_page_handed_on_is_not_copied_into() {
     assert_eq!(k.step(&mut x), Ok(Progress::Pending));
     let victim = DTCM + 0x5000;
     k.table
-        .init_range(pa(victim), 0x1000, FrameState::User(sp(2)), true)
+        .init_range(
+            Frame::from_start(pa(victim)).unwrap(),
+            FrameState::User(sp(2)),
+            true,
+        )
         .unwrap();
     for i in 0..0x1000 {
         k.set_phys(victim + i, 0x99);

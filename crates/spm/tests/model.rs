@@ -6,6 +6,7 @@ mod common;
 use common::ext::*;
 use common::{Kernel, Storage, DEV, DTCM, ITCM};
 use mmu_armv5::size::PageSizeKind;
+use mmu_armv5::size::{Frame, FrameRange};
 use mmu_armv5::{FaultKind, FaultLevel};
 use proptest::prelude::*;
 use spm::exchange::DEFAULT_CHUNK;
@@ -193,7 +194,11 @@ fn every_precondition_is_a_typed_error_on_the_model() {
     );
     // Pinned (DMA) user page.
     k.table
-        .init_range(pa(0x6000), 0x1000, FrameState::User(sp(1)), false)
+        .init_range(
+            Frame::from_start(pa(0x6000)).unwrap(),
+            FrameState::User(sp(1)),
+            false,
+        )
         .unwrap();
     chk(
         &mut k,
@@ -242,8 +247,7 @@ fn every_precondition_is_a_typed_error_on_the_model() {
     // A kernel page, mapped into ours.
     k.table
         .init_range(
-            pa(0xc000),
-            0x1000,
+            Frame::from_start(pa(0xc000)).unwrap(),
             FrameState::Kernel(KernelUse::Plain),
             true,
         )
@@ -281,8 +285,7 @@ fn every_precondition_is_a_typed_error_on_the_model() {
     for p in [0x1_0000, 0x1_2000] {
         k.table
             .init_range(
-                pa(p),
-                0x1000,
+                Frame::from_start(pa(p)).unwrap(),
                 FrameState::Kernel(KernelUse::PageTable),
                 true,
             )
@@ -305,8 +308,7 @@ fn every_precondition_is_a_typed_error_on_the_model() {
     // A page directory moves whole.
     k.table
         .init_range(
-            pa(0x2_0000),
-            0x4000,
+            FrameRange::from_bytes(pa(0x2_0000), 0x4000).unwrap(),
             FrameState::Kernel(KernelUse::PageDirectory),
             true,
         )
@@ -361,7 +363,11 @@ fn every_precondition_is_a_typed_error_on_the_model() {
         ..ok
     };
     k.table
-        .init_range(pa(0x6000), 0x1000, FrameState::User(sp(1)), true)
+        .init_range(
+            Frame::from_start(pa(0x6000)).unwrap(),
+            FrameState::User(sp(1)),
+            true,
+        )
         .unwrap();
     let mut x = k.begin(r2, DEFAULT_CHUNK).unwrap();
     k.maps.unmap(us(1), 0x10_1000, PageSizeKind::Small);

@@ -9,6 +9,7 @@ use armv5_sim::{sctlr, Privilege, Width};
 use common::{machine, Shared, Storage, DTCM, WINDOW};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::regs::Dacr;
+use mmu_armv5::size::Frame;
 use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::table::{AllocError, MapAttrs, PageTable, SizePolicy, TableAlloc, TableKind};
 use mmu_armv5::{Domain, FaultKind, FaultLevel, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
@@ -62,8 +63,7 @@ fn a_dirty_task_page_moves_into_dtcm_through_page_tables() {
     let me = AddressSpace::User(task);
     table
         .init_range(
-            PhysAddr::new(TASK_FRAME),
-            0x1000,
+            Frame::from_start(PhysAddr::new(TASK_FRAME)).unwrap(),
             FrameState::User(task),
             true,
         )

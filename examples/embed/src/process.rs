@@ -1,5 +1,6 @@
 //! Step 4: a process's address space and its pages.
 
+use mmu_armv5::size::FrameRange;
 use fass::{Platform, SpaceId};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::size::{Frame, PageRange};
@@ -35,6 +36,6 @@ pub fn spawn<S: Platform + ?Sized, const R: usize>(
     vm.create_space(id)?;
     let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
     vm.map_pages(sys, id, pages, first, ap, cache)?;
-    frames.init_range(pa, len, FrameState::User(id), true)?;
+    frames.init_range(FrameRange::from_bytes(pa, len)?, FrameState::User(id), true)?;
     Ok(())
 }

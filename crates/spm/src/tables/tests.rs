@@ -11,6 +11,7 @@ use crate::{
 use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy};
 use mmu_armv5::maint::Arm926;
 use mmu_armv5::regs::{Cp15Event, Cp15Op, MockCp15};
+use mmu_armv5::size::Frame;
 use mmu_armv5::table::{MapAttrs, PoolBlock, SizePolicy, TablePool};
 use mmu_armv5::Domain;
 use std::boxed::Box;
@@ -554,7 +555,11 @@ fn an_exchange_runs_through_the_tables() {
     let mut table = FrameTable::<2>::new(&[ram, dtcm], &mut frames, &mut sections).unwrap();
     let owner = crate::SpaceId(1);
     table
-        .init_range(pa(0x5000), 0x1000, FrameState::User(owner), true)
+        .init_range(
+            Frame::from_start(pa(0x5000)).unwrap(),
+            FrameState::User(owner),
+            true,
+        )
         .unwrap();
     let mut phys = Phys::new();
     let mut hw = Hw::new(cpu(), phys.windows());

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use super::Kernel;
+use mmu_armv5::size::FrameRange;
 use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::{
@@ -59,7 +60,11 @@ pub trait KernelExt {
 impl KernelExt for Kernel<'_> {
     fn user_page(&mut self, space: u16, v: u32, p: u32, size: PageSizeKind, writable: bool) {
         self.table
-            .init_range(pa(p), size.size(), FrameState::User(sp(space)), true)
+            .init_range(
+                FrameRange::from_bytes(pa(p), size.size()).unwrap(),
+                FrameState::User(sp(space)),
+                true,
+            )
             .unwrap();
         self.maps.map(us(space), v, p, size, writable);
     }

@@ -478,9 +478,7 @@ impl Tcm {
                 let i = (pa - b.base().as_u32()) / 4096;
                 self.used[kind_index(kind)] &= !(1 << i);
             }
-            let _ = self
-                .table
-                .init_range(PhysAddr::new(pa), 4096, FrameState::Resource, true);
+            self.init_frame(pa, FrameState::Resource);
         }
     }
 
@@ -523,7 +521,18 @@ impl Tcm {
             None if self.kind_of(pa).is_some() => FrameState::Resource,
             None => FrameState::Undefined,
         };
-        let _ = self.table.init_range(PhysAddr::new(pa), 4096, state, true);
+        self.init_frame(pa, state);
+    }
+
+    /// Puts the (movable) frame at `pa` into `state`. The frames this is
+    /// called with are the kernel's own page-aligned frames of described
+    /// regions, so it cannot fail; a debug build checks that.
+    fn init_frame(&mut self, pa: u32, state: FrameState) {
+        let r = Frame::from_start(PhysAddr::new(pa)).map(|f| self.table.init_range(f, state, true));
+        debug_assert!(
+            matches!(r, Ok(Ok(()))),
+            "frame {pa:#x} is not a described frame"
+        );
     }
 }
 

@@ -23,6 +23,7 @@
 
 use fass::{SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+use mmu_armv5::size::Frame;
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::{AddressSpace, FrameState, KernelUse, OpError, StateRequest, TcmKind};
 
@@ -181,10 +182,9 @@ impl Kernel {
                 let pa = frames().alloc().ok_or(SysError::NoMemory)?;
                 // A free RAM frame becomes a page resource (the kernel's
                 // transition from undefined).
-                let r = t
-                    .table
-                    .init_range(PhysAddr::new(pa), 4096, FrameState::Resource, true);
-                if r.is_err() {
+                let r = Frame::from_start(PhysAddr::new(pa))
+                    .map(|f| t.table.init_range(f, FrameState::Resource, true));
+                if !matches!(r, Ok(Ok(()))) {
                     free_frame(pa);
                     return Err(SysError::NoMemory);
                 }

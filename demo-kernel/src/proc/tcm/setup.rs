@@ -64,7 +64,7 @@ use mmu_armv5::descriptor::{
 };
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::Cp15Ext;
-use mmu_armv5::size::{Frame, PageSizeKind};
+use mmu_armv5::size::{Frame, FrameRange, PageSizeKind};
 use mmu_armv5::table::{MapAttrs, SizePolicy};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
 use spm::tcm::{self, BoardTcm, Mix, PhysRange, TcmBank, TcmKind, TcmLayout};
@@ -129,6 +129,8 @@ pub enum InitError {
     Region(spm::RegionError),
     /// The frame table.
     Frame(spm::FrameError),
+    /// A misaligned or wrapping frame range.
+    Range(mmu_armv5::AddrError),
     /// A kernel mapping.
     Table(mmu_armv5::table::TableError),
 }
@@ -236,8 +238,7 @@ pub fn init() -> Result<(), InitError> {
     let (pool_pa, pool_len) = crate::mmu::pool_range();
     table
         .init_range(
-            PhysAddr::new(pool_pa),
-            pool_len,
+            FrameRange::from_bytes(PhysAddr::new(pool_pa), pool_len).map_err(InitError::Range)?,
             FrameState::Kernel(KernelUse::PageTable),
             false,
         )
@@ -246,8 +247,7 @@ pub fn init() -> Result<(), InitError> {
         let pa = table_pa(t) & !0xFFF;
         table
             .init_range(
-                PhysAddr::new(pa),
-                4096,
+                Frame::from_start(PhysAddr::new(pa)).map_err(InitError::Range)?,
                 FrameState::Kernel(KernelUse::PageTable),
                 false,
             )
