@@ -337,6 +337,8 @@ impl Kernel {
 /// stores it to the stack and loads it back (three instructions on the
 /// abort fast path, measured under icount).
 #[inline(always)]
+// The block takes the pointer's value only; it reads and writes no memory.
+#[allow(clippy::pointers_in_nomem_asm_block)]
 fn opaque(fs: &mut FassS) -> &mut FassS {
     let mut p: *mut FassS = fs;
     // SAFETY: an empty assembly block that neither reads nor writes memory
