@@ -104,9 +104,8 @@ __user_trap_dabt:
     SAVE_ABORT
     msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
     bl      trap_dabt
-    mov     r1, #4                  @ (the general path's kind)
     cmp     r0, #0
-    beq     __abort_general
+    beq     __dabt_general
 @ The fast path's return, r0 = the current frame, in SVC mode: the time
 @ stamp three instructions before user mode (the end of the measured fast
 @ fault path, `clock::FaultClock`), the accounting outside the measured
@@ -122,9 +121,12 @@ __return_fast:
     msr     cpsr_c, #0xD7           @ abort mode, IRQ and FIQ masked
     ldmia   r4, {r0-r12}
     movs    pc, lr
-@ An abort the fast path declined, r1 = its kind (3 prefetch, 4 data): the
-@ pc to resume and the user CPSR complete the frame, and `trap_entry`
-@ takes the abort the general way.
+@ An abort the fast path declined, r1 = its kind (3 prefetch, 4 data; a
+@ data abort sets it at `__dabt_general`, off the fast path): the pc to
+@ resume and the user CPSR complete the frame, and `trap_entry` takes the
+@ abort the general way.
+__dabt_general:
+    mov     r1, #4                  @ (off the fast path)
 __abort_general:
     msr     cpsr_c, #0xD7
     ldr     r0, =__cur_frame

@@ -312,10 +312,10 @@ impl Kernel {
             // After lean switches (see `sync`).
             return None;
         }
-        // `black_box` only hides the pointer's origin: without it the
+        // `opaque` only hides the pointer's origin: without it the
         // optimiser folds in the static's address and rebuilds it for each
         // field access (two more instructions each, measured under icount).
-        let flushed = resolve_fast(core::hint::black_box(fs), fsr, far)?;
+        let flushed = resolve_fast(opaque(fs), fsr, far)?;
         // `resolve_fast` resolves FS 0x5/0x7 (translation) and 0x9/0xB
         // (domain) only: bit 3 tells them apart.
         let domain = fsr.bits() & 0b1000 != 0;
@@ -330,6 +330,26 @@ impl Kernel {
         }
         Some(domain)
     }
+}
+
+/// `fs` itself, its value hidden from the optimiser as
+/// [`core::hint::black_box`] hides it, but in its register: `black_box`
+/// stores it to the stack and loads it back (three instructions on the
+/// abort fast path, measured under icount).
+#[inline(always)]
+// The block takes the pointer's value only; it reads and writes no memory.
+#[allow(clippy::pointers_in_nomem_asm_block)]
+fn opaque(fs: &mut FassS) -> &mut FassS {
+    let mut p: *mut FassS = fs;
+    // SAFETY: an empty assembly block that neither reads nor writes memory
+    // nor the stack nor the flags; it only claims to change `p`, which it
+    // leaves as it is.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(reg) p, options(nomem, nostack, preserves_flags))
+    };
+    // SAFETY: `p` is `fs`, unchanged: the same unique borrow, reborrowed for
+    // its lifetime.
+    unsafe { &mut *p }
 }
 
 /// [`fass::Fass::resolve_fast`] on the kernel's FASS: what it flushed, if
