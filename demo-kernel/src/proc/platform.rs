@@ -111,7 +111,12 @@ impl Cp15 for CountingCp15 {
             _ => {}
         });
         // SAFETY: as for `write`.
-        unsafe { self.0.op(op, value) }
+        unsafe { self.0.op(op, value) };
+        if let Some(va) = qemu_tlb_alias(&self.0, op, value) {
+            // SAFETY: a TLB entry invalidation only drops a cached
+            // translation (as for `write`).
+            unsafe { self.0.op(op, va) };
+        }
     }
 
     /// Straight to the hardware's unrolled loop (line operations are not
@@ -133,6 +138,38 @@ impl Cp15 for CountingCp15 {
     fn test_clean_dcache(&mut self) -> bool {
         self.0.test_clean_dcache()
     }
+}
+
+/// The address QEMU keys the TLB entry of `value` by, when that is not
+/// `value` itself: for a single-entry TLB invalidation (`op`) of a
+/// modified virtual address in the current FCSE PID's 32 MiB slot, the
+/// unrelocated virtual address below 32 MiB.
+///
+/// ARM926EJ-S, SA-1110 and PXA255 tag TLB entries with the MVA, so
+/// invalidating the MVA is what the ARM ARM asks. QEMU's TLB instead holds
+/// translations of the VA before the FCSE relocation (it flushes the
+/// whole TLB whenever FCSEIDR changes, see `fcse_write` in QEMU's
+/// `target/arm/helper.c`) and invalidates by MVA at the MVA as given:
+/// the entry of the current process's page at `va` (MVA `va + pid * 32
+/// MiB`) survives. The second invalidation at the VA removes it; on real
+/// hardware it drops at most an entry of PID 0's slot, which is only a
+/// refill later.
+fn qemu_tlb_alias(cp15: &HwCp15, op: Cp15Op, value: u32) -> Option<u32> {
+    if !matches!(
+        op,
+        Cp15Op::InvalidateTlbEntry | Cp15Op::InvalidateDTlbEntry | Cp15Op::InvalidateITlbEntry
+    ) {
+        return None;
+    }
+    let pid = cp15.read(Cp15Reg::Fcseidr) >> 25;
+    (pid != 0 && value >> 25 == pid).then_some(value & 0x01FF_FFFF)
+}
+
+/// Invalidates the TLB entry of `mva` through the counting CP15, with
+/// the emulator's alias ([`qemu_tlb_alias`]): for the kernel's own
+/// maintenance outside a strategy.
+pub fn invalidate_tlb_entry(mva: mmu_armv5::ModifiedVirtAddr) {
+    mmu_armv5::maint::CacheMaintenance::invalidate_tlb_entry(&mut counting(), mva);
 }
 
 /// The board CPU's maintenance over the counting CP15 (for `spm`).

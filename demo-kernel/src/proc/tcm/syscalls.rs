@@ -323,10 +323,9 @@ impl Kernel {
                         &mut m,
                         mmu_armv5::ModifiedVirtAddr::new(entry as u32),
                     );
-                    mmu_armv5::maint::CacheMaintenance::invalidate_tlb_entry(
-                        &mut m,
-                        mmu_armv5::ModifiedVirtAddr::new(mva),
-                    );
+                    crate::proc::platform::invalidate_tlb_entry(mmu_armv5::ModifiedVirtAddr::new(
+                        mva,
+                    ));
                 }
             }
         }
