@@ -1,8 +1,8 @@
 //! Step 4: a process's address space and its pages.
 
-use mmu_armv5::size::FrameRange;
 use fass::{Platform, SpaceId};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+use mmu_armv5::size::FrameRange;
 use mmu_armv5::size::{Frame, PageRange};
 use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::{FrameState, FrameTable};

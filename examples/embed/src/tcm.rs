@@ -1,7 +1,7 @@
 //! Step 2: TCM set-up and the frame table.
 
-use mmu_armv5::size::{Frame, FrameRange};
 use mmu_armv5::regs::Cp15;
+use mmu_armv5::size::{Frame, FrameRange};
 use mmu_armv5::PhysAddr;
 use spm::tcm::{self, TcmLayout};
 use spm::{FrameDesc, FrameState, FrameTable, InitialUse, KernelUse, Location};
@@ -55,9 +55,17 @@ pub fn frame_table<'s>(
     }
     let mut table = FrameTable::new(&regions[..n], descs, sections)?;
     let page_tables = FrameState::Kernel(KernelUse::PageTable);
-    table.init_range(FrameRange::from_bytes(board.table_pool, board.table_pool_size)?, page_tables, false)?;
+    table.init_range(
+        FrameRange::from_bytes(board.table_pool, board.table_pool_size)?,
+        page_tables,
+        false,
+    )?;
     for &page in kernel_pages {
-        table.init_range(Frame::from_start(page)?, FrameState::Kernel(KernelUse::Plain), true)?;
+        table.init_range(
+            Frame::from_start(page)?,
+            FrameState::Kernel(KernelUse::Plain),
+            true,
+        )?;
     }
     Ok(table)
 }
