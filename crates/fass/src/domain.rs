@@ -404,9 +404,11 @@ impl DomainTable {
     /// The domain `owner` holds, if any.
     #[must_use]
     pub fn find(&self, owner: Owner) -> Option<Domain> {
-        self.owned
-            .iter()
-            .find(|d| self.state(*d) == DomainOwner::Owned(owner))
+        // A straight pass over the 16 states (an owner's state is only ever
+        // set together with its bit in `owned`), lowest domain first.
+        let want = DomainOwner::Owned(owner);
+        let i = self.owners.iter().position(|o| *o == want)?;
+        Some(Domain::from_low_bits(i as u32))
     }
 
     /// Sets the state of `d` (never reserved), keeping the owned set in step.
