@@ -207,6 +207,17 @@ pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const 
     /// only) and the coarse type (see [`Hot::tag`]).
     pub(crate) tag_base: u32,
     pub(crate) rule: RecycleRule,
+    /// The owned domains whose owner is a window-exclusive space
+    /// ([`Fass::exclusive`]), kept across recycles so that the victim choice
+    /// does not test every owned domain's space again: updated when a
+    /// domain changes hands, recomputed (O(owned domains)) at the first
+    /// recycle after an event that can change a space's exclusivity
+    /// (`excl_stale`: a space created or destroyed, which changes a PID's
+    /// user count, or a page mapped or unmapped, which can change the
+    /// windows a directory uses).
+    pub(crate) excl: DomainSet,
+    /// `excl` must be recomputed before it is used.
+    pub(crate) excl_stale: bool,
     pub(crate) windows: WindowLines,
     pub(crate) domains: DomainTable,
     pub(crate) layout: Layout,
@@ -283,6 +294,8 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             segments: Segments::new(),
             current: None,
             rule: RecycleRule::default(),
+            excl: DomainSet::EMPTY,
+            excl_stale: false,
             windows: WindowLines::new(),
             generation: 0,
         })
@@ -519,6 +532,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         if entry.is_some() {
             return Err(FassError::SpaceExists(id));
         }
+        self.excl_stale = true;
         let a = self.pids.allocate(id)?;
         if a.shared {
             self.stats.record(Event::PidShared);
@@ -664,14 +678,10 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         p
     }
 
-    /// The owned domains the recycling rule would take back without a flush
-    /// even if dirty: under [`RecycleRule::ExclusiveWindows`], those of
-    /// window-exclusive spaces.
-    fn flush_free_domains(&self) -> DomainSet {
+    /// The owned domains whose owner is window-exclusive, computed from
+    /// every owned domain's space (O(owned domains)): what `excl` holds.
+    fn computed_excl(&self) -> DomainSet {
         let mut set = DomainSet::EMPTY;
-        if self.rule != RecycleRule::ExclusiveWindows {
-            return set;
-        }
         for d in self.domains.owned().iter() {
             if let crate::domain::DomainOwner::Owned(Owner::Space(s)) = self.domains.owner(d) {
                 if self.space(s).is_ok_and(|st| self.exclusive(st)) {
@@ -680,6 +690,26 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             }
         }
         set
+    }
+
+    /// The owned domains the recycling rule would take back without a flush
+    /// even if dirty: under [`RecycleRule::ExclusiveWindows`], those of
+    /// window-exclusive spaces. O(1) unless an event since the last call
+    /// may have changed a space's exclusivity (then `excl` is recomputed).
+    fn flush_free_domains(&mut self) -> DomainSet {
+        if self.excl_stale {
+            self.excl = self.computed_excl();
+            self.excl_stale = false;
+        }
+        debug_assert_eq!(
+            self.excl,
+            self.computed_excl(),
+            "stale exclusive-domain set"
+        );
+        if self.rule != RecycleRule::ExclusiveWindows {
+            return DomainSet::EMPTY;
+        }
+        self.excl.intersection(self.domains.owned())
     }
 
     /// Takes a domain for `owner`, recycling one if none is free.
@@ -692,17 +722,33 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         let flush_free = self.flush_free_domains();
         let mut cpd_error = None;
         let cpd = &mut self.cpd;
-        let acquired = self.domains.acquire_preferring(
-            owner,
-            protect,
-            flush_free,
-            &mut self.policy,
-            |slot| {
-                if let Err(e) = cpd.clear(&mut *sys, slot) {
-                    cpd_error = Some(e);
-                }
-            },
-        )?;
+        let acquired =
+            self.domains
+                .acquire_preferring(owner, protect, flush_free, &mut self.policy, |slot| {
+                    if let Err(e) = cpd.clear(&mut *sys, slot) {
+                        cpd_error = Some(e);
+                    }
+                });
+        let acquired = match acquired {
+            Ok(a) => a,
+            Err(e) => {
+                // Nothing changed hands, but recomputing is cheap next to
+                // an error and needs no argument about it.
+                self.excl_stale = true;
+                return Err(e.into());
+            }
+        };
+        // The domain changed hands (from its old owner, if any): its bit in
+        // `excl` now follows the new owner.
+        let excl = match owner {
+            Owner::Space(s) => self.space(s).is_ok_and(|st| self.exclusive(st)),
+            Owner::Segment(_) => false,
+        };
+        self.excl = if excl {
+            self.excl.with(acquired.domain)
+        } else {
+            self.excl.without(acquired.domain)
+        };
         if let Some(e) = cpd_error {
             return Err(FassError::Table(e));
         }
@@ -727,6 +773,9 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
                 cpd_error = Some(e);
             }
         });
+        if let Some(e) = &ev {
+            self.excl = self.excl.without(e.domain);
+        }
         if let Some(e) = cpd_error {
             return Err(FassError::Table(e));
         }
@@ -829,6 +878,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         ap: AccessPermission,
         cache: CachePolicy,
     ) -> Result<(), FassError> {
+        self.excl_stale = true;
         let change = self.space_mut(id)?.dir.map(sys, mva, pa, ap, cache)?;
         change.flush.flush_on(sys);
         if let Some(slot) = change.l1_changed {
@@ -844,6 +894,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         mva: ModifiedVirtAddr,
     ) -> Result<(), FassError> {
         purge_page(sys, mva);
+        self.excl_stale = true;
         let change = self.space_mut(id)?.dir.unmap(sys, mva)?;
         // The CPD copy of an emptied slot goes first: the token frees the
         // emptied table, which the CPD entry may still name.
@@ -1002,6 +1053,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         id: SpaceId,
     ) -> Result<(), FassError> {
         let segs = self.space(id)?.segs;
+        self.excl_stale = true;
         for s in segs.iter() {
             self.unmap_segment(sys, id, s)?;
         }
