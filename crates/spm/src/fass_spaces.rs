@@ -131,6 +131,7 @@
 //! [`Fass::retarget_page`]: fass::Fass::retarget_page
 
 use crate::mappings::{AddressSpace, Mappings, ReverseMapping, Translation};
+use crate::walk_memo::WalkMemo;
 use core::cell::Cell;
 use core::fmt;
 use fass::{Fass, FassError, PageLines, PageMapping, Platform, SpaceId, VictimPolicy};
@@ -208,29 +209,13 @@ struct Saved {
     was: SubpageAp,
 }
 
-/// The mappings of one page, as a walk found them.
-#[derive(Clone, Copy, Debug)]
-struct Memo {
-    /// The generation they were found under (`None`: empty slot).
-    gen: Option<u32>,
-    page: PhysAddr,
-    size: PageSizeKind,
-    n: usize,
-    sites: [Site; MAX_SITES],
-}
+/// The sites of the last two pages walked.
+type Memo = WalkMemo<Site, MAX_SITES>;
 
-impl Memo {
-    const EMPTY: Memo = Memo {
-        gen: None,
-        page: PhysAddr::ZERO,
-        size: PageSizeKind::Small,
-        n: 0,
-        sites: [Site {
-            space: SpaceId(0),
-            mva: ModifiedVirtAddr::new(0),
-        }; MAX_SITES],
-    };
-}
+const NO_SITE: Site = Site {
+    space: SpaceId(0),
+    mva: ModifiedVirtAddr::new(0),
+};
 
 /// The mappings of one page, found by a walk or remembered.
 type Sites = heapless::Vec<(Site, PageMapping), MAX_SITES>;
@@ -303,7 +288,7 @@ pub struct FassMappings<
     generation: u32,
     error: Cell<Option<FassMappingsError>>,
     /// The last two pages walked, most recent first.
-    memo: Cell<[Memo; 2]>,
+    memo: Cell<Memo>,
 }
 
 impl<
@@ -338,7 +323,7 @@ where
             saved: heapless::Vec::new(),
             generation: 0,
             error: Cell::new(None),
-            memo: Cell::new([Memo::EMPTY; 2]),
+            memo: Cell::new(Memo::new(NO_SITE)),
         }
     }
 
@@ -375,7 +360,7 @@ where
 
     fn changed(&mut self) {
         self.generation = self.generation.wrapping_add(1);
-        self.memo.set([Memo::EMPTY; 2]);
+        self.memo.set(Memo::new(NO_SITE));
     }
 
     fn fail(&self, e: FassMappingsError) {
@@ -418,11 +403,8 @@ where
     /// `None` if not remembered or one no longer does.
     fn remembered(&self, page: PhysAddr, size: PageSizeKind) -> Option<Sites> {
         let memo = self.memo.get();
-        let m = memo
-            .iter()
-            .find(|m| m.gen == Some(self.generation) && m.page == page && m.size == size)?;
         let mut out = Sites::new();
-        for &site in &m.sites[..m.n.min(MAX_SITES)] {
+        for &site in memo.sites(self.generation, page, size)? {
             let found = self.at(site, page, size)?;
             out.push((site, found)).ok()?;
         }
@@ -432,22 +414,14 @@ where
     /// Remembers the mappings of `page` found by a complete walk, in front
     /// of the most recent other page remembered.
     fn remember(&self, page: PhysAddr, size: PageSizeKind, sites: &Sites) {
-        let mut new = Memo {
-            gen: Some(self.generation),
+        let mut memo = self.memo.get();
+        memo.remember(
+            self.generation,
             page,
             size,
-            n: sites.len(),
-            ..Memo::EMPTY
-        };
-        for (s, (site, _)) in new.sites.iter_mut().zip(sites) {
-            *s = *site;
-        }
-        let memo = self.memo.get();
-        let other = memo
-            .into_iter()
-            .find(|m| m.gen.is_some() && (m.page != page || m.size != size))
-            .unwrap_or(Memo::EMPTY);
-        self.memo.set([new, other]);
+            sites.iter().map(|(site, _)| *site),
+        );
+        self.memo.set(memo);
     }
 
     /// The mappings of `page`: remembered, or found by a walk (and then
@@ -646,13 +620,7 @@ where
         }
         // What was remembered of `a` now describes `b` and vice versa.
         let mut memo = self.memo.get();
-        for m in &mut memo {
-            if m.size == size && m.page == a {
-                m.page = b;
-            } else if m.size == size && m.page == b {
-                m.page = a;
-            }
-        }
+        memo.swapped(a, b, size);
         self.memo.set(memo);
     }
 

@@ -229,6 +229,7 @@ pub mod phys;
 pub mod region;
 pub mod tables;
 pub mod tcm;
+mod walk_memo;
 
 #[cfg(test)]
 mod testkit;

@@ -79,6 +79,7 @@
 //! [`TablePool`]: mmu_armv5::table::TablePool
 
 use crate::mappings::{AddressSpace, Mappings, ReverseMapping, Translation};
+use crate::walk_memo::WalkMemo;
 use core::cell::Cell;
 use core::fmt;
 use mmu_armv5::descriptor::{
@@ -176,33 +177,13 @@ struct Saved {
     was: SubpageAp,
 }
 
-/// The descriptors of one page, as a walk found them.
-#[derive(Clone, Copy, Debug)]
-struct Memo {
-    /// The generation they were found under (`None`: empty slot).
-    gen: Option<u32>,
-    page: PhysAddr,
-    size: PageSizeKind,
-    n: usize,
-    sites: [Site; MEMO_SITES],
-}
+/// The sites of the last two pages walked.
+type Memo = WalkMemo<Site, MEMO_SITES>;
 
-impl Memo {
-    const EMPTY: Memo = Memo {
-        gen: None,
-        page: PhysAddr::ZERO,
-        size: PageSizeKind::Small,
-        n: 0,
-        sites: [Site {
-            table: 0,
-            mva: ModifiedVirtAddr::new(0),
-        }; MEMO_SITES],
-    };
-
-    fn sites(&self) -> &[Site] {
-        &self.sites[..self.n.min(MEMO_SITES)]
-    }
-}
+const NO_SITE: Site = Site {
+    table: 0,
+    mva: ModifiedVirtAddr::new(0),
+};
 
 /// Descriptors found by one pass, with the mapping each holds.
 type Batch = heapless::Vec<(Site, TableEntry), MEMO_SITES>;
@@ -258,7 +239,7 @@ pub struct TableMappings<'t, A: TableAlloc + ?Sized, C, const N: usize = 4> {
     generation: u32,
     error: Cell<Option<TablesError>>,
     /// The last two pages walked, most recent first.
-    memo: Cell<[Memo; 2]>,
+    memo: Cell<Memo>,
 }
 
 impl<A: TableAlloc + ?Sized, C, const N: usize> fmt::Debug for TableMappings<'_, A, C, N> {
@@ -300,7 +281,7 @@ impl<'t, A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> TableMappi
             saved: heapless::Vec::new(),
             generation: 0,
             error: Cell::new(None),
-            memo: Cell::new([Memo::EMPTY; 2]),
+            memo: Cell::new(Memo::new(NO_SITE)),
         }
     }
 
@@ -409,7 +390,7 @@ impl<'t, A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> TableMappi
 
     fn changed(&mut self) {
         self.generation = self.generation.wrapping_add(1);
-        self.memo.set([Memo::EMPTY; 2]);
+        self.memo.set(Memo::new(NO_SITE));
     }
 
     fn fail(&self, e: TablesError) {
@@ -513,11 +494,8 @@ impl<'t, A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> TableMappi
     /// `None` if not remembered or one no longer does.
     fn remembered(&self, page: PhysAddr, size: PageSizeKind) -> Option<Batch> {
         let memo = self.memo.get();
-        let m = memo
-            .iter()
-            .find(|m| m.gen == Some(self.generation) && m.page == page && m.size == size)?;
         let mut out = Batch::new();
-        for &site in m.sites() {
+        for &site in memo.sites(self.generation, page, size)? {
             let found = self.at(site, page, size)?;
             out.push((site, found)).ok()?;
         }
@@ -527,23 +505,14 @@ impl<'t, A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> TableMappi
     /// Remembers the descriptors of `page` found by a complete walk, in
     /// front of the most recent other page remembered.
     fn remember(&self, page: PhysAddr, size: PageSizeKind, batch: &Batch) {
-        let mut sites = Memo::EMPTY.sites;
-        for (s, (site, _)) in sites.iter_mut().zip(batch) {
-            *s = *site;
-        }
-        let memo = self.memo.get();
-        let other = memo
-            .into_iter()
-            .find(|m| m.gen.is_some() && (m.page != page || m.size != size))
-            .unwrap_or(Memo::EMPTY);
-        let new = Memo {
-            gen: Some(self.generation),
+        let mut memo = self.memo.get();
+        memo.remember(
+            self.generation,
             page,
             size,
-            n: batch.len(),
-            sites,
-        };
-        self.memo.set([new, other]);
+            batch.iter().map(|(site, _)| *site),
+        );
+        self.memo.set(memo);
     }
 
     /// Calls `act` once for every descriptor of a `size` page at one of
@@ -718,13 +687,7 @@ impl<A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> Mappings
         });
         // What was remembered of `a` now describes `b` and vice versa.
         let mut memo = self.memo.get();
-        for m in &mut memo {
-            if m.size == size && m.page == a {
-                m.page = b;
-            } else if m.size == size && m.page == b {
-                m.page = a;
-            }
-        }
+        memo.swapped(a, b, size);
         self.memo.set(memo);
     }
 
