@@ -54,7 +54,7 @@
 use crate::classic::TableSwitch;
 use crate::error::FassError;
 use crate::id::{SegmentId, SpaceId};
-use crate::layout::{RegionKind, SLOT_SHIFT};
+use crate::layout::{Layout, RegionKind, SLOT_SHIFT};
 use crate::manager::{purge_page, Fass};
 use crate::platform::Platform;
 use crate::policy::VictimPolicy;
@@ -63,7 +63,7 @@ use mmu_armv5::addr::Align;
 use mmu_armv5::descriptor::{CachePolicy, L2Descriptor, SmallPageDesc, SubpageAp};
 use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::{write_l2_page, TableAlloc, TableFlush, TableRef};
-use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
+use mmu_armv5::{FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 
 /// One page a space maps, as the manager's tables hold it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -138,8 +138,15 @@ fn private_mapping(mva: ModifiedVirtAddr, d: &SmallPageDesc) -> PageMapping {
     }
 }
 
-/// Checks an edit's page address (and new frame).
-fn check_edit(va: VirtAddr, edit: Edit) -> Result<(), FassError> {
+/// Checks an edit of the page at `va` of a space at `pid` (page address,
+/// new frame, a private region) and returns the page's MVA.
+fn check_edit(
+    layout: &Layout,
+    pid: FcsePid,
+    va: VirtAddr,
+    edit: Edit,
+) -> Result<ModifiedVirtAddr, FassError> {
+    let mva = va.to_mva(pid);
     if !va.as_u32().is_multiple_of(PAGE_SIZE) {
         return Err(FassError::Space(SpaceError::Misaligned(va.as_u32())));
     }
@@ -148,7 +155,13 @@ fn check_edit(va: VirtAddr, edit: Edit) -> Result<(), FassError> {
             return Err(FassError::Space(SpaceError::Misaligned(pa.as_u32())));
         }
     }
-    Ok(())
+    if matches!(
+        layout.classify(mva),
+        RegionKind::Kernel | RegionKind::Shared
+    ) {
+        return Err(FassError::NotPrivate(va));
+    }
+    Ok(mva)
 }
 
 impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize>
@@ -352,14 +365,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         va: VirtAddr,
         edit: Edit,
     ) -> Result<PageMapping, FassError> {
-        let mva = va.to_mva(self.space(id)?.pid.pid());
-        check_edit(va, edit)?;
-        if matches!(
-            self.layout.classify(mva),
-            RegionKind::Kernel | RegionKind::Shared
-        ) {
-            return Err(FassError::NotPrivate(va));
-        }
+        let mva = check_edit(&self.layout, self.space(id)?.pid.pid(), va, edit)?;
         let (table, _, old) = self
             .locate(&*sys, id, mva)?
             .ok_or(FassError::Space(SpaceError::NotMapped(mva)))?;
@@ -552,14 +558,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         va: VirtAddr,
         edit: Edit,
     ) -> Result<PageMapping, FassError> {
-        let mva = va.to_mva(self.space(id)?.pid());
-        check_edit(va, edit)?;
-        if matches!(
-            self.layout.classify(mva),
-            RegionKind::Kernel | RegionKind::Shared
-        ) {
-            return Err(FassError::NotPrivate(va));
-        }
+        let mva = check_edit(&self.layout, self.space(id)?.pid(), va, edit)?;
         let st = self.space(id)?;
         let not_mapped = FassError::Space(SpaceError::NotMapped(mva));
         let m = st.table.lookup(&*sys, mva)?.ok_or(not_mapped)?;
