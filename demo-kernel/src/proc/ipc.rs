@@ -50,6 +50,16 @@ impl Links {
     };
 }
 
+/// What a sender whose message was taken does next.
+enum Then {
+    /// `SEND`: returns 0.
+    Ready,
+    /// `CALL`: waits for the receiver's reply.
+    Reply,
+    /// `SEND_RECV`: receives.
+    Recv,
+}
+
 /// Slot `i` as a list index.
 #[inline(always)]
 fn ix(i: u8) -> usize {
@@ -202,27 +212,86 @@ impl Kernel {
         None
     }
 
-    /// `RECV` of `cur`: takes the first sender queued on it, or blocks.
+    /// `SEND_RECV` from `cur`: as `SEND`, then `RECV`, atomically. If
+    /// `dest` waits in `RECV` it gets the message and is the process to run
+    /// next (the answer, a one-way hand-off), and `cur` receives at once: it
+    /// takes the first sender queued on it, or waits in `RECV`. Else `cur`
+    /// is queued on `dest` and receives when `dest` has taken the message
+    /// ([`Kernel::ipc_recv`]). An error (no such process, `cur` itself)
+    /// sends and receives nothing.
     #[inline(always)]
+    pub fn ipc_send_recv(
+        &mut self,
+        cur: usize,
+        dest: u32,
+        msg: [u32; 3],
+    ) -> SysResult<Option<usize>> {
+        let d = self.check_dest(cur, dest)?;
+        if self.procs[d].state == State::Recv {
+            // Direct hand-off: the receiver runs next, `cur` receives.
+            self.deliver(d, cur, msg);
+            self.set_state(d, State::Ready);
+            clock::mark(Transit::IpcOneway);
+            self.ipc_recv(cur);
+            return Ok(Some(d));
+        }
+        self.set_state(
+            cur,
+            State::SendRecv {
+                dest: d as u16,
+                msg,
+            },
+        );
+        self.enqueue_sender(d, cur);
+        Ok(None)
+    }
+
+    /// `RECV` of `cur`: takes the first sender queued on it, or blocks. A
+    /// sender in `SEND_RECV` then receives in turn (its send is done),
+    /// which may take a sender queued on it, and so on down the chain:
+    /// each step delivers one message, and a process is queued on one
+    /// receiver at most, so the chain ends. Out of line (`trap_entry`
+    /// inlines the short paths and has no room for two copies), on the
+    /// switch page.
+    #[inline(never)]
+    #[link_section = ".text.kswitch"]
     pub fn ipc_recv(&mut self, cur: usize) {
-        while let Some(j) = self.dequeue_sender(cur) {
-            match self.procs[j].state {
-                State::Send { msg, .. } => {
-                    self.deliver(cur, j, msg);
+        let mut r = cur;
+        loop {
+            let Some(j) = self.dequeue_sender(r) else {
+                self.set_state(r, State::Recv);
+                return;
+            };
+            let (msg, then) = match self.procs[j].state {
+                State::Send { msg, .. } => (msg, Then::Ready),
+                State::Call { msg, .. } => (msg, Then::Reply),
+                State::SendRecv { msg, .. } => (msg, Then::Recv),
+                // Never queued in another state (an exit unqueues it).
+                _ => {
+                    debug_assert!(false, "process {} queued while not sending", j);
+                    continue;
+                }
+            };
+            self.deliver(r, j, msg);
+            // `r` got a message: running (`cur`), or a sender in
+            // `SEND_RECV` whose send was taken one step up the chain.
+            if r != cur {
+                self.set_state(r, State::Ready);
+            }
+            match then {
+                Then::Ready => {
                     self.set_state(j, State::Ready);
                     self.procs[j].ctx.r[0] = 0;
                     return;
                 }
-                State::Call { msg, .. } => {
-                    self.deliver(cur, j, msg);
-                    self.await_reply(j, cur);
+                Then::Reply => {
+                    self.await_reply(j, r);
                     return;
                 }
-                // Never queued in another state (an exit unqueues it).
-                _ => debug_assert!(false, "process {} queued while not sending", j),
+                // Its send done, `j` receives.
+                Then::Recv => r = j,
             }
         }
-        self.set_state(cur, State::Recv);
     }
 
     /// `REPLY` from `cur` to `dest`.
@@ -247,7 +316,7 @@ impl Kernel {
     /// and the callers waiting for its reply): no scan of the table.
     pub(super) fn ipc_exit(&mut self, idx: usize) {
         match self.procs[idx].state {
-            State::Send { dest, .. } | State::Call { dest, .. } => {
+            State::Send { dest, .. } | State::Call { dest, .. } | State::SendRecv { dest, .. } => {
                 self.unqueue_sender(usize::from(dest), idx)
             }
             State::Reply { from } => self.unlink_reply(idx, usize::from(from)),

@@ -130,6 +130,13 @@ pub enum State {
         /// Message.
         msg: [u32; 3],
     },
+    /// Waiting in `SEND_RECV` until `dest` receives; then in `RECV`.
+    SendRecv {
+        /// Destination.
+        dest: u16,
+        /// Message.
+        msg: [u32; 3],
+    },
     /// Waiting for `from`'s reply.
     Reply {
         /// Who must reply.

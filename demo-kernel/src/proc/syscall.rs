@@ -94,6 +94,13 @@ impl Kernel {
                 self.ipc_recv(cur);
                 None
             }
+            nr::SEND_RECV => match self.ipc_send_recv(cur, a[0], msg) {
+                Ok(d) => {
+                    after = After::Reschedule(d);
+                    None
+                }
+                Err(e) => Some(Err(e)),
+            },
             nr::REPLY => Some(unit(self.ipc_reply(cur, a[0], msg))),
             nr::MAP => Some(unit(self.map_user(cur, a[0], a[1], a[2]))),
             nr::UNMAP => Some(unit(self.unmap_user(cur, a[0], a[1]))),

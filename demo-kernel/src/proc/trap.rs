@@ -2,8 +2,8 @@
 //! ([`trap_entry`], [`trap_dabt`], [`trap_pabt`]), the short paths, the
 //! abort fast paths and the general handler ([`Kernel::trap`]).
 //!
-//! Short paths: the system calls `YIELD`, `SEND`, `CALL`, `RECV`, `REPLY`
-//! and `REPLY_WAIT` with register-sized messages (r1-r3), and the timer
+//! Short paths: the system calls `YIELD`, `SEND`, `CALL`, `RECV`, `REPLY`,
+//! `REPLY_WAIT` and `SEND_RECV` with register-sized messages (r1-r3), and the timer
 //! interrupt, handled straight from the saved frame without the generic
 //! dispatcher ([`Kernel::trap`], [`Kernel::syscall`]). A hand-off (the
 //! receiver of a message, the caller of a reply, a round-robin successor)
@@ -59,6 +59,8 @@ impl Kernel {
                     None => Some(self.finish(Wish::Resume(None))),
                 }
             }
+            // Out of line: the switch page is full.
+            nr::SEND_RECV => Some(self.svc_send_recv(cur)),
             nr::RECV => {
                 self.count_syscall(cur);
                 self.ipc_recv(cur);
@@ -86,6 +88,25 @@ impl Kernel {
                 Some(self.switch_ready(dest as usize))
             }
             _ => None,
+        }
+    }
+
+    /// `SEND_RECV` of `cur` ([`Kernel::ipc_send_recv`]): the frame to
+    /// resume, the receiver's on a hand-off.
+    #[inline(never)]
+    fn svc_send_recv(&mut self, cur: usize) -> *mut TrapFrame {
+        self.count_syscall(cur);
+        let (dest, msg) = self.message(cur);
+        match self.ipc_send_recv(cur, dest, msg) {
+            // The receiver, made ready (never `cur`): hand-off.
+            Ok(Some(d)) => self.switch_ready(d),
+            // Queued on `dest`: `cur` waits.
+            Ok(None) => self.finish(Wish::Resume(None)),
+            Err(e) => {
+                self.procs[cur].errors += 1;
+                self.procs[cur].ctx.r[0] = e.code() as u32;
+                self.finish(Wish::Next(Some(cur)))
+            }
         }
     }
 

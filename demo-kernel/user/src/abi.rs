@@ -59,8 +59,17 @@ pub mod nr {
     /// round trip is two transits); returns like `RECV`, or the `REPLY`
     /// error (nothing received).
     pub const REPLY_WAIT: u32 = 20;
+    /// `SEND` r1-r3 to process r0, then `RECV`, in one call (L4's
+    /// send-and-receive; a token ring's pass, lmbench `lat_ctx`): if r0
+    /// waits in `RECV` it gets the message and runs next, the caller left
+    /// waiting in `RECV` (one transit, a one-way IPC); else the caller is
+    /// queued on r0 as a sender and, once r0 has received, waits in `RECV`.
+    /// Returns like `RECV` (sender in r0, words in r1-r3), or the `SEND`
+    /// error (`ESRCH`: no such process; `EDEADLK`: r0 is the caller) with
+    /// nothing sent or received.
+    pub const SEND_RECV: u32 = 21;
     /// One past the highest number.
-    pub const COUNT: u32 = 21;
+    pub const COUNT: u32 = 22;
 }
 
 /// Error codes (returned in r0 as negative numbers).
