@@ -249,6 +249,50 @@ __svc_send_\m:
     strb    r5, [r8, #{pr_link_prev}]
     b       21b
 
+@ SEND_RECV to dest = the caller's r0, taken here only if dest waits in
+@ RECV and no sender is queued on cur (`Kernel::ipc_send_recv`'s
+@ hand-off, then `Kernel::ipc_recv` without a sender): dest gets the
+@ message and runs, cur waits in RECV (its r0-r3 are written by the
+@ message it receives). A one-way transit.
+    .global __svc_send_recv_\m
+__svc_send_recv_\m:
+    ldr     r5, [r4, #{k_cur}]            @ cur
+    ldr     r6, [r0]
+    cmp     r6, #{max_procs}
+    bhs     __svc_general                 @ no such slot: ESRCH (Rust)
+    ldr     r10, ={proc_size}
+    mla     r10, r6, r10, r4
+    ldrb    r8, [r10, #{pr_state}]
+    cmp     r8, #{st_recv}
+    bne     __svc_general                 @ not in RECV (dead, or cur itself): Rust
+    ldrb    r8, [r0, #{p_link_send_head}]
+    cmp     r8, #{link_none}
+    bne     __svc_general                 @ a sender queued on cur (Rust)
+    RECORD_SWITCH \m
+    @ Deliver: dest's r0 = cur, r1-r3 = the message (cur's r1-r3).
+    ldmib   r0, {{r8, r9, r12}}
+    add     r11, r10, #{k_procs}
+    stmia   r11, {{r5, r8, r9, r12}}
+    ldr     r8, [r4, #{k_messages}]
+    add     r8, r8, #1
+    str     r8, [r4, #{k_messages}]
+    mov     r8, #{st_ready}
+    strb    r8, [r10, #{pr_state}]
+    mov     r8, #{st_recv}
+    strb    r8, [r0, #{p_state}]
+    @ dest into the ready set, cur out of it (a shift by 32 or more gives 0).
+    LOAD_PAIR r2, r3, r4, {k_ready}
+    mov     r8, #1
+    orr     r2, r2, r8, lsl r6
+    subs    r9, r6, #32
+    orrhs   r3, r3, r8, lsl r9
+    bic     r2, r2, r8, lsl r5
+    subs    r9, r5, #32
+    bichs   r3, r3, r8, lsl r9
+    STORE_PAIR r2, r3, r4, {k_ready}
+    mov     r5, #{tr_oneway}
+    b       __fast_switch_\m
+
 @ REPLY / REPLY_WAIT to the caller = cur's r0, which must wait for cur's
 @ reply (`Kernel::ipc_reply`); REPLY_WAIT only if no sender is queued on
 @ cur (then cur waits in RECV: `Kernel::ipc_recv` without a sender).

@@ -1,7 +1,8 @@
 //! The assembly fast path of the commonest system calls (`asm/fastpath.s`:
 //! its contract is stated there): YIELD to a ready process, SEND/CALL to a
 //! receiver waiting in RECV, REPLY/REPLY_WAIT to a caller waiting for the
-//! reply, each switching through the process's precomputed FASS record of
+//! reply, SEND_RECV to a receiver waiting in RECV (the caller then waits in
+//! RECV), each switching through the process's precomputed FASS record of
 //! the current generation straight from the SVC vector, without a call
 //! into Rust (naive and FCSE-only: the same handlers, switching through
 //! `fass`'s precomputed switch, [`fast_table_switch`]); and the timer's
@@ -39,30 +40,34 @@ extern "C" {
     fn __svc_yield_fass();
     fn __svc_send_fass();
     fn __svc_reply_fass();
+    fn __svc_send_recv_fass();
     fn __svc_yield_table();
     fn __svc_send_table();
     fn __svc_reply_table();
+    fn __svc_send_recv_table();
     fn __irq_preempt_fass();
     fn __irq_preempt_table();
 }
 
 /// Entries of a dispatch table: every system-call number the fast path
 /// takes is below it.
-const SVC_TABLE_LEN: usize = nr::REPLY_WAIT as usize + 1;
+const SVC_TABLE_LEN: usize = nr::SEND_RECV as usize + 1;
 const _: () = assert!(
-    nr::YIELD < nr::REPLY_WAIT
-        && nr::SEND < nr::REPLY_WAIT
-        && nr::CALL < nr::REPLY_WAIT
-        && nr::REPLY < nr::REPLY_WAIT
+    nr::YIELD < nr::SEND_RECV
+        && nr::SEND < nr::SEND_RECV
+        && nr::CALL < nr::SEND_RECV
+        && nr::REPLY < nr::SEND_RECV
+        && nr::REPLY_WAIT < nr::SEND_RECV
 );
 
-/// A dispatch table: YIELD, SEND, CALL, REPLY and REPLY_WAIT to the given
-/// handlers, every other number to the Rust path; the IRQ handler after
+/// A dispatch table: YIELD, SEND, CALL, REPLY, REPLY_WAIT and SEND_RECV to
+/// the given handlers, every other number to the Rust path; the IRQ handler after
 /// them (index [`SVC_TABLE_LEN`]).
 const fn svc_table_of(
     yield_: Entry,
     send: Entry,
     reply: Entry,
+    send_recv: Entry,
     irq: Entry,
 ) -> [Entry; SVC_TABLE_LEN + 1] {
     let mut t: [Entry; SVC_TABLE_LEN + 1] = [__svc_general; SVC_TABLE_LEN + 1];
@@ -72,6 +77,7 @@ const fn svc_table_of(
     t[nr::CALL as usize] = send;
     t[nr::REPLY as usize] = reply;
     t[nr::REPLY_WAIT as usize] = reply;
+    t[nr::SEND_RECV as usize] = send_recv;
     t
 }
 
@@ -80,6 +86,7 @@ static SVC_FASS_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
     __svc_yield_fass,
     __svc_send_fass,
     __svc_reply_fass,
+    __svc_send_recv_fass,
     __irq_preempt_fass,
 );
 
@@ -89,6 +96,7 @@ static SVC_TABLE_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
     __svc_yield_table,
     __svc_send_table,
     __svc_reply_table,
+    __svc_send_recv_table,
     __irq_preempt_table,
 );
 
