@@ -59,48 +59,43 @@ fn map_data(bytes: u32) -> u32 {
 }
 
 /// Token ring member (lmbench `lat_ctx`): every received token must equal
-/// the number of hops so far and come from the previous member.
+/// the number of hops so far and come from the previous member. A pass is
+/// one `SEND_RECV` (send the token on, then wait for the next one, in one
+/// call, as L4's `lat_ctx` would): member 0 starts each lap with it, the
+/// others receive once and then pass each token on with it, so the next
+/// member always waits in `RECV` when the token reaches it (a direct
+/// hand-off, a one-way IPC, even in a ring of 2).
 fn ring(i: u32, n: u32, passes: u32, touch_bytes: u32, next: u32, prev: u32) -> u32 {
     let mut bad = map_data(touch_bytes) * 1000;
     let words = touch_bytes / 4;
-    for k in 0..passes {
-        if i == 0 {
-            if k == 1 {
-                sys::mark(0);
-            }
-            if sys::send(next, [k * n + 1, 0, 0]) != 0 {
-                bad += 1;
-            }
-            let (from, w) = sys::recv();
-            if from != prev || w[0] != (k + 1) * n {
-                bad += 1;
-            }
-            bad += touch(i, k, words);
-        } else {
-            let (from, w) = sys::recv();
-            if from != prev || w[0] != k * n + i {
-                bad += 1;
-            }
-            bad += touch(i, k, words);
-            if sys::send(next, [w[0].wrapping_add(1), 0, 0]) != 0 {
-                bad += 1;
-            }
-        }
-    }
     // A last lap of the token tells everyone the measurement is over, so no
     // member exits (and gives back its domain) inside it.
     const DONE: u32 = u32::MAX;
     if i == 0 {
-        sys::mark(1);
-        if sys::send(next, [DONE, 0, 0]) != 0 {
-            bad += 1;
+        for k in 0..passes {
+            if k == 1 {
+                sys::mark(0);
+            }
+            let (from, w) = sys::send_recv(next, [k * n + 1, 0, 0]);
+            if from != prev || w[0] != (k + 1) * n {
+                bad += 1;
+            }
+            bad += touch(i, k, words);
         }
-        let (from, w) = sys::recv();
+        sys::mark(1);
+        let (from, w) = sys::send_recv(next, [DONE, 0, 0]);
         if from != prev || w[0] != DONE {
             bad += 1;
         }
     } else {
-        let (from, w) = sys::recv();
+        let (mut from, mut w) = sys::recv();
+        for k in 0..passes {
+            if from != prev || w[0] != k * n + i {
+                bad += 1;
+            }
+            bad += touch(i, k, words);
+            (from, w) = sys::send_recv(next, [w[0].wrapping_add(1), 0, 0]);
+        }
         if from != prev || w[0] != DONE {
             bad += 1;
         }

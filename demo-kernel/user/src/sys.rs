@@ -69,6 +69,13 @@ pub fn reply_wait(dest: u32, w: [u32; 3]) -> (u32, [u32; 3]) {
     (r[0], [r[1], r[2], r[3]])
 }
 
+/// Sends `w` to `dest`, then receives, in one call: (sender or error,
+/// words).
+pub fn send_recv(dest: u32, w: [u32; 3]) -> (u32, [u32; 3]) {
+    let r = syscall(nr::SEND_RECV, [dest, w[0], w[1], w[2]]);
+    (r[0], [r[1], r[2], r[3]])
+}
+
 /// Maps `len` bytes of private zeroed pages at `va` with protection `prot`.
 pub fn map(va: u32, len: u32, prot: u32) -> u32 {
     syscall(nr::MAP, [va, len, prot, 0])[0]

@@ -97,7 +97,7 @@ pub const SCENARIOS: [Scenario; 6] = [
         touches: &TOUCHES,
         extra: "passes=20",
         prints: &[Kind::Ring, Kind::IpcOneway, Kind::SwitchTail],
-        workload: "token ring of n processes (lmbench `lat_ctx`): each receives the token, touches its bytes, sends the token to the next one, which is blocked in receive",
+        workload: "token ring of n processes (lmbench `lat_ctx`): each receives the token, touches its bytes and passes it on with one `SEND_RECV` (send, then receive, as L4's `lat_ctx` would): the next one is always blocked in receive",
     },
     Scenario {
         name: "yield",
