@@ -276,13 +276,13 @@ fn collisions_faults_bad_calls_fuzzing_and_ipc() {
         );
         let checker = procs.iter().find(|p| p["role"] == "8").unwrap();
         let code: u64 = checker["code"].parse().unwrap();
-        // All 20 invalid calls (bits 0..19) and the valid MAP/UNMAP/STATS/PRINT
+        // All 22 invalid calls (bits 0..21) and the valid MAP/UNMAP/STATS/PRINT
         // pass in every mode.
         assert_eq!(code, 0, "{mode}: bad-call mask {code:#x}");
-        // 18 of the 20 refusals are counted as errors by the kernel (SEND's
+        // 20 of the 22 refusals are counted as errors by the kernel (SEND's
         // are set by the IPC path directly).
         assert!(
-            checker["errors"].parse::<u32>().unwrap() >= 18,
+            checker["errors"].parse::<u32>().unwrap() >= 20,
             "{checker:?}"
         );
 
@@ -305,6 +305,40 @@ fn collisions_faults_bad_calls_fuzzing_and_ipc() {
         check_baseline(&out, "ipc", mode, "4");
     }
     assert!(out.has_line("USER id=0 msg=badcalls: all invalid calls refused"));
+}
+
+/// `SEND_RECV` (the `sendrecv` scenario's three processes, see the role):
+/// the hand-off to a receiver waiting in RECV with the caller left in
+/// RECV, the send queued on a receiver that is not waiting and the
+/// caller's receive then taking a sender queued on it meanwhile, and the
+/// refusals (no such process, the caller itself), in every mode; the same
+/// kernel state before and after.
+#[test]
+fn send_recv_hands_off_queues_and_refuses() {
+    let out = run("scenario=sendrecv mode=naive,fcse,fass");
+    let results = records(&out, "RESULT");
+    for mode in ["naive", "fcse", "fass"] {
+        let r = find(&results, &[("name", "sendrecv"), ("mode", mode)])
+            .unwrap_or_else(|| panic!("no RESULT for sendrecv {mode}\n{}", show(&out)));
+        assert_eq!(num(r, "exited_ok"), 3, "{r:?}");
+        assert_eq!(
+            num(r, "failed") + num(r, "killed") + num(r, "stuck"),
+            0,
+            "{r:?}"
+        );
+        let procs = proc_lines(
+            &out,
+            "BASELINE",
+            &format!("RESULT name=sendrecv mode={mode} "),
+        );
+        assert_eq!(procs.len(), 3, "{procs:?}");
+        // Each process's failed checks (process 0: a bit mask).
+        assert!(procs.iter().all(|p| p["code"] == "0"), "{mode}: {procs:?}");
+        // The four refusals are the kernel's typed errors.
+        let checker = procs.iter().find(|p| p["id"] == "0").unwrap();
+        assert_eq!(checker["errors"], "4", "{checker:?}");
+        check_baseline(&out, "sendrecv", mode, "0");
+    }
 }
 
 fn out_ref(out: &QemuOutcome) -> &QemuOutcome {

@@ -237,6 +237,12 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
         "tcmops" => {
             k.spawn(role::TCMOPS, [0; 7])?;
         }
+        // Three processes checking `SEND_RECV` (see the role).
+        "sendrecv" => {
+            for i in 0..3 {
+                k.spawn(role::SENDRECV, [i, 0, 0, 0, 0, 0, 0])?;
+            }
+        }
         "hostile" => spawn_hostile(k, p)?,
         "fuzz" => {
             if let Err(e) = k.define_segment(0, abi::SEGMENT_VA, SEGMENT_PHYS) {
@@ -260,9 +266,9 @@ fn takes_n(name: &str) -> bool {
     matches!(name, "ring" | "ipc" | "yield" | "preempt")
 }
 
-const KNOWN: [&str; 13] = [
+const KNOWN: [&str; 14] = [
     "ring", "ipc", "collide", "share", "faults", "badcalls", "fuzz", "fault", "tcm", "tcmops",
-    "hostile", "yield", "preempt",
+    "hostile", "yield", "preempt", "sendrecv",
 ];
 
 /// Runs every scenario of `p` under every mode; `false` if one could not be set up.

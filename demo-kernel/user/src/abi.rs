@@ -135,6 +135,10 @@ pub mod role {
     /// (10,000 instructions at the default slice under `-icount 10`)
     /// without a system call (`MARK`s around all but two warm-up rounds).
     pub const SPINNER: u32 = 15;
+    /// `SEND_RECV` checker, r1 its index (0, 1, 2: three consecutive
+    /// processes): the hand-off, the queued send and its receive of a
+    /// queued sender, the refusals. Exits with the checks that failed.
+    pub const SENDRECV: u32 = 16;
 }
 
 /// Requests a hostile scenario's victim serves (word 0 of a `CALL`).

@@ -24,6 +24,7 @@ pub fn run(r: u32, a: [u32; 7]) -> u32 {
         role::ATTACKER => crate::hostile::attacker(a[0], a[1], a[2], a[3]),
         role::YIELDER => turns(a[0], a[1], a[2], false),
         role::SPINNER => turns(a[0], a[1], a[2], true),
+        role::SENDRECV => send_recv_check(a[0]),
         _ => 0xBAD0,
     }
 }
@@ -339,11 +340,90 @@ fn fuzzer(seed: u32, calls: u32) -> u32 {
     0
 }
 
+/// `SEND_RECV` checker, process `i` of three consecutive ones (A = 0, B,
+/// C); A returns a bit mask of the checks that failed, B and C the number
+/// of theirs.
+///
+/// 1. Refusals: a process that does not exist, and A itself.
+/// 2. Hand-off: B announces itself with `SEND_RECV`, so it waits in `RECV`
+///    once A has the announcement; A's `SEND_RECV` to it hands over, and
+///    B's answer (a `SEND`) finds A waiting in `RECV`.
+/// 3. Queued, then a queued sender: A releases C, which yields before it
+///    receives, so A's `SEND_RECV` to C is queued; B's `SEND` to A queues
+///    too (A is not in `RECV`). When C receives, A's send is done and its
+///    receive takes B's message; C's answer then comes last.
+fn send_recv_check(i: u32) -> u32 {
+    const READY: u32 = 0x5EAD;
+    const GO: u32 = 0x60;
+    let me = syscall(nr::GETID, [0; 4])[0];
+    let first = me - i;
+    let (a, b, c) = (first, first + 1, first + 2);
+    let mut bad = 0;
+    match i {
+        0 => {
+            // Out of range, the first slot past the end, a free slot
+            // (three processes), itself.
+            let refused = [
+                (999, err::ESRCH),
+                (64, err::ESRCH),
+                (63, err::ESRCH),
+                (a, err::EDEADLK),
+            ];
+            for (bit, (dest, want)) in refused.into_iter().enumerate() {
+                if sys::send_recv(dest, [1, 2, 3]).0 as i32 != want {
+                    bad |= 1 << bit;
+                }
+            }
+            if sys::recv() != (b, [READY, 0, 0]) {
+                bad |= 1 << 4;
+            }
+            if sys::send_recv(b, [1, 2, 3]) != (b, [4, 5, 6]) {
+                bad |= 1 << 5;
+            }
+            if sys::send(c, [GO, 0, 0]) != 0 {
+                bad |= 1 << 6;
+            }
+            if sys::send_recv(c, [8, 0, 0]) != (b, [7, 0, 0]) {
+                bad |= 1 << 7;
+            }
+            if sys::recv() != (c, [9, 0, 0]) {
+                bad |= 1 << 8;
+            }
+        }
+        1 => {
+            if sys::send_recv(a, [READY, 0, 0]) != (a, [1, 2, 3]) {
+                bad += 1;
+            }
+            if sys::send(a, [4, 5, 6]) != 0 {
+                bad += 1;
+            }
+            if sys::send(a, [7, 0, 0]) != 0 {
+                bad += 1;
+            }
+        }
+        _ => {
+            if sys::recv() != (a, [GO, 0, 0]) {
+                bad += 1;
+            }
+            for _ in 0..4 {
+                sys::yield_now();
+            }
+            if sys::recv() != (a, [8, 0, 0]) {
+                bad += 1;
+            }
+            if sys::send(a, [9, 0, 0]) != 0 {
+                bad += 1;
+            }
+        }
+    }
+    bad
+}
+
 /// Invalid calls with the error each must return; returns a bit mask of the
 /// cases that went wrong (0 = all as expected).
 fn badcalls() -> u32 {
     let me = syscall(nr::GETID, [0; 4])[0];
-    let cases: [(u32, [u32; 4], i32); 20] = [
+    let cases: [(u32, [u32; 4], i32); 22] = [
         (999, [0; 4], err::ENOSYS),
         (0xFFFF_FFFF, [1, 2, 3, 4], err::ENOSYS),
         (nr::PRINT, [0xC000_0000, 16, 0, 0], err::EFAULT),
@@ -362,6 +442,8 @@ fn badcalls() -> u32 {
         (nr::UNMAP, [0x0060_0000, PAGE, 0, 0], err::EINVAL),
         (nr::SEND, [999, 1, 2, 3], err::ESRCH),
         (nr::SEND, [me, 1, 2, 3], err::EDEADLK),
+        (nr::SEND_RECV, [999, 1, 2, 3], err::ESRCH),
+        (nr::SEND_RECV, [me, 1, 2, 3], err::EDEADLK),
         (nr::SEG_MAP, [77, 0, 0, 0], err::EINVAL),
         (nr::SEG_UNMAP, [0, 0, 0, 0], err::EINVAL),
     ];
