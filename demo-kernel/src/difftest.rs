@@ -38,12 +38,12 @@ static SEED_CHOSEN: crate::global::Global<u64> = crate::global::Global::new(SEED
 /// command line; before the tests run).
 pub fn set_seed(seed: u64) {
     // SAFETY: one core, called once from `kmain` before any test reads it.
-    unsafe { *SEED_CHOSEN.as_ptr() = seed };
+    unsafe { SEED_CHOSEN.set(seed) };
 }
 
 fn seed() -> u64 {
     // SAFETY: as in `set_seed`; only read after it.
-    unsafe { *SEED_CHOSEN.as_ptr() }
+    unsafe { SEED_CHOSEN.get() }
 }
 
 struct KernelTarget<'a> {

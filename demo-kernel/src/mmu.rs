@@ -151,7 +151,7 @@ pub fn init() -> Result<(), TableError> {
     let offset = kernel_virt_offset();
     // SAFETY: `init` runs once, before anything else refers to POOL_MEM, and
     // the pool keeps the only reference for the rest of the kernel's life.
-    let mem = unsafe { &mut *POOL_MEM.as_ptr() };
+    let mem = unsafe { POOL_MEM.get_mut() };
     let va = core::ptr::from_mut(mem) as u32;
     let mut pool = TablePool::new(mem, PhysAddr::new(va - offset), ModifiedVirtAddr::new(va))?;
     let mut table = PageTable::new(&mut pool)?;

@@ -401,25 +401,54 @@ pub(super) static KERNEL: Global<KernelSlot> = Global::new(KernelSlot {
     k: core::mem::MaybeUninit::uninit(),
     live: false,
 });
+/// The frame allocator's state, only reached through [`frames`].
 static FRAMES: Global<Frames> = Global::new(Frames::new());
 
+/// The frame allocator, reached through [`frames`]: each method takes the
+/// cell for its own call only, so no reference to it outlives a call.
+#[derive(Clone, Copy)]
+pub struct FrameAllocator(());
+
+impl FrameAllocator {
+    /// Takes one frame ([`Frames::alloc`]).
+    pub fn alloc(self) -> Option<u32> {
+        // SAFETY: no reference to the allocator outlives one of these
+        // calls, none of which re-enters another (single core, no
+        // re-entry: module docs).
+        unsafe { FRAMES.with(Frames::alloc) }
+    }
+
+    /// Gives RAM frame `pa` back ([`Frames::release`]).
+    pub fn release(self, pa: u32) -> bool {
+        // SAFETY: as in `alloc`.
+        unsafe { FRAMES.with(|f| f.release(pa)) }
+    }
+
+    /// Frames free ([`Frames::free`]).
+    pub fn free(self) -> usize {
+        // SAFETY: as in `alloc`.
+        unsafe { FRAMES.with(|f| f.free()) }
+    }
+}
+
 /// The frame allocator.
-pub fn frames() -> &'static mut Frames {
-    // SAFETY: single core, no re-entry (module docs); callers never hold two
-    // of these references at once.
-    unsafe { &mut *FRAMES.as_ptr() }
+pub fn frames() -> FrameAllocator {
+    FrameAllocator(())
 }
 
 /// Records `pa`'s owner in the TCM frame table (if set up).
 pub fn set_owner(pa: u32, owner: Option<usize>) {
-    if let Some(t) = tcm::tcm() {
+    // SAFETY: the reference lives for this call only, which reaches no
+    // other user of the TCM state.
+    if let Some(t) = unsafe { tcm::state() } {
         t.set_owner(pa, owner);
     }
 }
 
 /// Gives a process's frame back: a TCM frame to its bank, RAM to the allocator.
 pub fn free_frame(pa: u32) {
-    match tcm::tcm() {
+    // SAFETY: as in `set_owner`.
+    match unsafe { tcm::state() } {
         Some(t) if t.kind_of(pa).is_some() => t.free(pa),
         t => {
             if let Some(t) = t {
@@ -430,17 +459,40 @@ pub fn free_frame(pa: u32) {
     }
 }
 
-/// The kernel, if a scenario set one up.
-pub fn kernel() -> Option<&'static mut Kernel> {
-    // SAFETY: as in `frames`; `k` is initialised while `live`.
-    unsafe {
-        let slot = &mut *KERNEL.as_ptr();
-        if slot.live {
-            Some(slot.k.assume_init_mut())
+impl KernelSlot {
+    /// The kernel, if one is installed.
+    fn installed(&mut self) -> Option<&mut Kernel> {
+        if self.live {
+            // SAFETY: `k` is initialised while `live`.
+            Some(unsafe { self.k.assume_init_mut() })
         } else {
             None
         }
     }
+}
+
+/// The installed kernel, if a scenario set one up.
+///
+/// # Safety
+/// While the returned reference is alive no other reference to the kernel
+/// exists and nothing else reaches it: the caller holds it in thread
+/// context for a bounded stretch that runs no user mode (`Kernel::run` and
+/// the trap entry points take their own), and never calls this (or
+/// [`kernel`], [`running_kernel`], [`install`], [`uninstall`]) meanwhile.
+pub unsafe fn installed<'a>() -> Option<&'a mut Kernel> {
+    // SAFETY: the caller's contract: this is the only access to the slot.
+    unsafe { KERNEL.get_mut() }.installed()
+}
+
+/// The kernel, if a scenario set one up, for the files not yet converted
+/// to [`installed`] (`proc/sched.rs`).
+///
+/// Transitional: the caller must not hold two of these references at once
+/// (module docs). New code uses [`installed`] and states its `// SAFETY:`.
+pub fn kernel() -> Option<&'static mut Kernel> {
+    // SAFETY: single core, no re-entry (module docs); callers never hold
+    // two of these references at once.
+    unsafe { installed() }
 }
 
 /// The kernel, in a trap from user mode.
@@ -450,17 +502,19 @@ pub fn kernel() -> Option<&'static mut Kernel> {
 /// Only while user mode runs or from a trap taken from it: user mode is
 /// entered only by [`Kernel::run`] of the installed kernel, which stays
 /// installed until `run` returns. No other reference to the kernel may be
-/// alive.
+/// alive while the returned one is.
 #[inline(always)]
-pub(super) unsafe fn running_kernel() -> &'static mut Kernel {
-    // SAFETY: the caller's contract: the kernel is installed.
-    unsafe { (*KERNEL.as_ptr()).k.assume_init_mut() }
+pub(super) unsafe fn running_kernel<'a>() -> &'a mut Kernel {
+    // SAFETY: the caller's contract: the kernel is installed and this is
+    // the only reference to it.
+    unsafe { KERNEL.get_mut().k.assume_init_mut() }
 }
 
 /// Installs `k` (replacing any previous kernel).
 pub fn install(k: Kernel) {
-    // SAFETY: as in `frames`; no reference into the old value is alive.
-    let slot = unsafe { &mut *KERNEL.as_ptr() };
+    // SAFETY: thread context, no scenario running: no reference into the
+    // slot (old or new kernel) is alive.
+    let slot = unsafe { KERNEL.get_mut() };
     if slot.live {
         // SAFETY: initialised while `live`; dropped once, replaced below.
         unsafe { slot.k.assume_init_drop() };
@@ -472,7 +526,7 @@ pub fn install(k: Kernel) {
 /// Removes and returns the kernel.
 pub fn uninstall() -> Option<Kernel> {
     // SAFETY: as in `install`.
-    let slot = unsafe { &mut *KERNEL.as_ptr() };
+    let slot = unsafe { KERNEL.get_mut() };
     if !slot.live {
         return None;
     }

@@ -64,8 +64,9 @@ static COUNTS: Global<HwCounts> = Global::new(HwCounts {
 });
 
 fn bump(f: impl FnOnce(&mut HwCounts)) {
-    // SAFETY: single core, never re-entered (IRQs masked in the kernel).
-    f(unsafe { &mut *COUNTS.as_ptr() });
+    // SAFETY: single core, never re-entered (IRQs masked in the kernel);
+    // `f` only counts.
+    unsafe { COUNTS.with(f) };
 }
 
 /// Counts one whole D-cache clean+invalidate done without test-and-clean
@@ -77,8 +78,8 @@ pub fn note_dcache_flush() {
 
 /// The counters so far.
 pub fn counts() -> HwCounts {
-    // SAFETY: as in `bump`.
-    unsafe { *COUNTS.as_ptr() }
+    // SAFETY: as in `bump`; a copy.
+    unsafe { COUNTS.get() }
 }
 
 /// The real CP15, counting maintenance and context registers.

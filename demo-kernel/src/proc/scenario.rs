@@ -95,7 +95,9 @@ fn user_l1_entries() -> usize {
 }
 
 fn baseline() -> Baseline {
-    let t = super::tcm::tcm();
+    // SAFETY: thread context, no process runs; the reference ends with
+    // this function, which reaches no other user of the TCM state.
+    let t = unsafe { super::tcm::state() };
     Baseline {
         frames: kernel::frames().free(),
         pool: crate::mmu::with_tables(|_, p| p.free_units()),
@@ -318,7 +320,9 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
         }
     };
     kernel::install(k);
-    let Some(k) = kernel::kernel() else {
+    // SAFETY: thread context; this reference ends before `Kernel::run`
+    // below, which takes its own.
+    let Some(k) = (unsafe { kernel::installed() }) else {
         return false;
     };
     let domains_before = k.strategy.free_domains();
@@ -361,7 +365,10 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
         "hostile" => p.slice.min(1000),
         _ => p.slice,
     });
-    let Some(k) = kernel::kernel() else {
+    // SAFETY: thread context after `Kernel::run` returned: the only
+    // reference until `teardown`, which takes its own after this one's
+    // last use.
+    let Some(k) = (unsafe { kernel::installed() }) else {
         return false;
     };
     let end = k.mark_now();
@@ -382,7 +389,9 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
         );
     }
     if name == "tcmops" {
-        if let Some(t) = super::tcm::tcm() {
+        // SAFETY: thread context, no process runs; the reference ends with
+        // this block, which only reads it.
+        if let Some(t) = unsafe { super::tcm::state() } {
             defmt::info!(
                 "TCMOPS mode={=str} itcm={=u32:#010x} dtcm={=u32:#010x} tcm_frames_in_use={=u32}",
                 m,
@@ -429,7 +438,9 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
     let live = k.procs.iter().filter(|q| q.alive()).count();
     // Exchanges still in progress: a process's, and the kernel's own job.
     let exchanges = usize::from(k.pending.is_some())
-        + usize::from(super::tcm::tcm().is_some_and(|t| {
+        // SAFETY: thread context, no process runs; read within this
+        // expression only.
+        + usize::from(unsafe { super::tcm::state() }.is_some_and(|t| {
             !matches!(
                 t.job,
                 super::tcm::KernelJob::Idle | super::tcm::KernelJob::Done
@@ -465,7 +476,9 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
 
 /// The TCM scenario's report: the user exchanges and the kernel page's trip.
 fn report_tcm(k: &Kernel, m: &str) {
-    let Some(t) = super::tcm::tcm() else {
+    // SAFETY: thread context, no process runs; the reference ends with
+    // this function, which only reads it.
+    let Some(t) = (unsafe { super::tcm::state() }) else {
         return;
     };
     let j = t.job_stats;
@@ -528,7 +541,9 @@ fn report_tcm(k: &Kernel, m: &str) {
 
 /// Removes the scenario's segments and the kernel.
 fn teardown() {
-    if let Some(k) = kernel::kernel() {
+    // SAFETY: thread context, no process runs; the reference ends before
+    // `uninstall`.
+    if let Some(k) = unsafe { kernel::installed() } {
         for id in 0..k.segments.len() {
             if k.segments[id].take().is_some() {
                 let r = super::strategy::dispatch!(&mut k.strategy, s => fass::SwitchStrategy::destroy_segment(s, fass::SegmentId(id as u16)));
