@@ -19,7 +19,7 @@
 use crate::global::Global;
 use fass::{SegmentId, SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
-use mmu_armv5::regs::SwitchRegs;
+use mmu_armv5::regs::{HwCp15, SwitchRegs};
 use mmu_armv5::size::{Frame, PageRange, Size4KiB};
 use mmu_armv5::{PhysAddr, VirtAddr};
 
@@ -349,6 +349,10 @@ pub struct Kernel {
     /// TCM: user exchanges preempted between two steps, by the caller's
     /// instruction set ([ARM, Thumb]).
     pub tcm_preempted: [u32; 2],
+    /// The CP15 handle the kernel's strategy calls run on ([`Kernel::sys`]),
+    /// standing in for `kmain`'s owner while the kernel is installed
+    /// ([`Lease`]). Zero-sized: last, it moves no other field.
+    cp15: HwCp15,
 }
 
 /// The precomputed DACR and FCSEIDR of a FASS process, valid while
@@ -523,6 +527,35 @@ pub fn install(k: Kernel) {
     slot.live = true;
 }
 
+/// A scenario's hold on `kmain`'s CP15 owner while a kernel is installed.
+///
+/// [`Lease::install`] borrows the owner mutably for the lease's life and
+/// gives the kernel it installs a handle standing in for it; dropping the
+/// lease uninstalls (and drops) the kernel, so the kernel's handle is never
+/// used once the borrow ends, nor the owner while the kernel lives.
+pub struct Lease<'c>(core::marker::PhantomData<&'c mut HwCp15>);
+
+impl<'c> Lease<'c> {
+    /// Builds a kernel in `mode` over the CP15 owner `cp15` and installs it
+    /// (replacing any previous kernel) until the lease is dropped.
+    pub fn install(cp15: &'c mut HwCp15, mode: SwitchMode) -> Result<Lease<'c>, fass::FassError> {
+        let _ = cp15; // held by the lease's lifetime
+                      // SAFETY: the handle stands in for `cp15`, borrowed mutably by the
+                      // returned lease until it is dropped; it goes only into the kernel
+                      // installed here, which the lease's drop uninstalls (dropping the
+                      // handle), so the owner and the handle are never used at once.
+        let k = Kernel::new(mode, unsafe { HwCp15::new() })?;
+        install(k);
+        Ok(Lease(core::marker::PhantomData))
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        uninstall();
+    }
+}
+
 /// Removes and returns the kernel.
 pub fn uninstall() -> Option<Kernel> {
     // SAFETY: as in `install`.
@@ -573,7 +606,7 @@ impl Kernel {
     /// refreshes the generation afterwards.
     pub fn sys<R>(&mut self, f: impl FnOnce(&mut Strategy, &mut platform::Sys<'_>) -> R) -> R {
         self.sync();
-        let r = with_sys(|sys| f(&mut self.strategy, sys));
+        let r = with_sys(&mut self.cp15, |sys| f(&mut self.strategy, sys));
         self.refresh_gen();
         r
     }
@@ -619,8 +652,9 @@ impl Kernel {
         self.refresh_gen();
     }
 
-    /// A kernel in `mode` over the kernel's page table; no process yet.
-    pub fn new(mode: SwitchMode) -> Result<Kernel, fass::FassError> {
+    /// A kernel in `mode` over the kernel's page table, running its strategy
+    /// calls through `cp15` ([`Lease::install`] gives it one); no process yet.
+    fn new(mode: SwitchMode, cp15: HwCp15) -> Result<Kernel, fass::FassError> {
         let root = crate::mmu::with_tables(|t, _| t.root());
         clock::stop();
         Ok(Kernel {
@@ -640,6 +674,7 @@ impl Kernel {
             pending: None,
             xtimes: [None; 8],
             tcm_preempted: [0; 2],
+            cp15,
         })
     }
 

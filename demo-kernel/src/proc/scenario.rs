@@ -17,6 +17,7 @@ use super::strategy::{SwitchMode, MAX_PROCS};
 use super::timer::ticks_to_instructions;
 use crate::abi::{self, role};
 use mmu_armv5::descriptor::L1Descriptor;
+use mmu_armv5::regs::HwCp15;
 use mmu_armv5::{FaultKind, FaultLevel};
 
 /// Physical MiB backing shared segment 0 (the board's).
@@ -267,8 +268,9 @@ const KNOWN: [&str; 13] = [
     "hostile", "yield", "preempt",
 ];
 
-/// Runs every scenario of `p` under every mode; `false` if one could not be set up.
-pub fn run(p: &Params) -> bool {
+/// Runs every scenario of `p` under every mode, each kernel over the CP15
+/// owner `cp15` ([`kernel::Lease`]); `false` if one could not be set up.
+pub fn run(cp15: &mut HwCp15, p: &Params) -> bool {
     let mut ok = true;
     if crate::board::HAS_TCM {
         if let Err(e) = super::tcm::setup::init() {
@@ -299,27 +301,27 @@ pub fn run(p: &Params) -> bool {
             }
             if takes_n(name) {
                 for n in p.ns.split(',').filter_map(|s| s.parse::<u32>().ok()) {
-                    ok &= run_one(name, mode, n, p);
+                    ok &= run_one(cp15, name, mode, n, p);
                 }
             } else {
-                ok &= run_one(name, mode, 0, p);
+                ok &= run_one(cp15, name, mode, 0, p);
             }
         }
     }
     ok
 }
 
-fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
+fn run_one(cp15: &mut HwCp15, name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
     let m = mode.name();
     let before = baseline();
-    let k = match Kernel::new(mode) {
-        Ok(k) => k,
+    // Uninstalls the kernel when dropped, on every path out of here.
+    let _lease = match kernel::Lease::install(cp15, mode) {
+        Ok(l) => l,
         Err(e) => {
             defmt::error!("cannot set up mode {=str}: {}", m, e);
             return false;
         }
     };
-    kernel::install(k);
     // SAFETY: thread context; this reference ends before `Kernel::run`
     // below, which takes its own.
     let Some(k) = (unsafe { kernel::installed() }) else {
