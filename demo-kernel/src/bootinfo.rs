@@ -1,17 +1,15 @@
 //! Logs what CPU the kernel runs on: MIDR, cache type, TCM status, MMU setup.
 
-use mmu_armv5::regs::{CacheGeometry, Cp15Ext, CpuKind};
-
-use crate::cp15::hw;
+use mmu_armv5::regs::{CacheGeometry, Cp15Ext, CpuKind, HwCp15};
 
 /// Size in KiB, ways and line length of an optional cache.
 fn geometry(g: Option<CacheGeometry>) -> (u32, u32, u32) {
     g.map_or((0, 0, 0), |g| (g.size() / 1024, g.ways(), g.line()))
 }
 
-/// Logs the CPU identification, caches, TCMs and MMU registers.
-pub fn log() {
-    let c = hw();
+/// Logs the CPU identification, caches, TCMs and MMU registers, read
+/// through `c`.
+pub fn log(c: &HwCp15) {
     let midr = c.midr();
     defmt::info!(
         "CPU: {} (MIDR {=u32:#010x}: implementer {=u8:#04x}, variant {=u8}, {}, part {=u16:#05x}, revision {=u8})",

@@ -22,7 +22,7 @@ use mmu_armv5::table::{PageTable, TableFlush, TablePool};
 use mmu_armv5::{FcsePid, PhysAddr, VirtAddr};
 use mmu_difftest::{run, Config, Deviations, Observed, Report, Target, TestState};
 
-use crate::cp15::{self, hw};
+use crate::cp15;
 use crate::harness::TestError;
 use crate::mmu::{self, POOL_BLOCKS};
 use crate::probe::{probe_read, probe_write, Privilege, ProbeFault};
@@ -38,18 +38,19 @@ static SEED_CHOSEN: crate::global::Global<u64> = crate::global::Global::new(SEED
 /// command line; before the tests run).
 pub fn set_seed(seed: u64) {
     // SAFETY: one core, called once from `kmain` before any test reads it.
-    unsafe { *SEED_CHOSEN.as_ptr() = seed };
+    unsafe { SEED_CHOSEN.set(seed) };
 }
 
 fn seed() -> u64 {
     // SAFETY: as in `set_seed`; only read after it.
-    unsafe { *SEED_CHOSEN.as_ptr() }
+    unsafe { SEED_CHOSEN.get() }
 }
 
 struct KernelTarget<'a> {
     table: &'a mut PageTable,
     pool: &'a mut TablePool<'static, POOL_BLOCKS>,
-    maint: crate::board::Maint<HwCp15>,
+    /// The board's maintenance over the CP15 owner lent to the test.
+    maint: crate::board::Maint<&'a mut HwCp15>,
 }
 
 fn observed<T>(r: Result<T, ProbeFault>, value: impl FnOnce(T) -> u32) -> Observed {
@@ -78,7 +79,8 @@ impl Target for KernelTarget<'_> {
     }
 
     fn set_state(&mut self, s: &TestState) {
-        let sctlr = hw()
+        let c = self.maint.cp15_mut();
+        let sctlr = c
             .sctlr()
             .with_system_protection(s.system_protect)
             .with_rom_protection(s.rom_protect);
@@ -86,27 +88,28 @@ impl Target for KernelTarget<'_> {
         // kernel lives above 32 MiB, so no PID relocates it; its own mappings
         // are AP=01, which S and R do not affect. `restore_state` undoes all three.
         unsafe {
-            hw().set_dacr(s.dacr);
-            hw().set_fcse_pid(s.pid);
-            hw().set_sctlr(sctlr);
+            c.set_dacr(s.dacr);
+            c.set_fcse_pid(s.pid);
+            c.set_sctlr(sctlr);
         }
         crate::board::sctlr_written();
-        cp15::invalidate_tlb();
+        cp15::flush_tlb(c);
     }
 
     fn restore_state(&mut self) {
-        let sctlr = hw()
+        let c = self.maint.cp15_mut();
+        let sctlr = c
             .sctlr()
             .with_system_protection(false)
             .with_rom_protection(false);
         // SAFETY: the kernel's own configuration.
         unsafe {
-            hw().set_sctlr(sctlr);
-            hw().set_fcse_pid(FcsePid::ZERO);
-            hw().set_dacr(kernel_dacr());
+            c.set_sctlr(sctlr);
+            c.set_fcse_pid(FcsePid::ZERO);
+            c.set_dacr(kernel_dacr());
         }
         crate::board::sctlr_written();
-        cp15::invalidate_tlb();
+        cp15::flush_tlb(c);
     }
 
     fn load(&mut self, va: VirtAddr, privileged: bool) -> Observed {
@@ -145,14 +148,15 @@ impl Target for KernelTarget<'_> {
     }
 }
 
-/// Runs the differential test with `seed` on the live page table.
-pub fn run_seed(seed: u64) -> Result<Report, TestError> {
+/// Runs the differential test with `seed` on the live page table, through
+/// the CP15 owner `cp15`.
+pub fn run_seed(cp15: &mut HwCp15, seed: u64) -> Result<Report, TestError> {
     let cfg = Config::standard(seed, PhysAddr::new(mmu::scratch_phys()), mmu::KERNEL_DOMAIN);
     mmu::with_tables(|table, pool| {
         let mut t = KernelTarget {
             table,
             pool,
-            maint: mmu::maint(),
+            maint: crate::board::maint(cp15),
         };
         run(&mut t, &cfg)
     })
@@ -163,8 +167,8 @@ pub fn run_seed(seed: u64) -> Result<Report, TestError> {
 }
 
 kernel_test!(
-    fn translate_matches_qemu() {
-        let r = run_seed(seed())?;
+    fn translate_matches_qemu(c) {
+        let r = run_seed(c, seed())?;
         let c = r.counts;
         defmt::info!(
             "difftest: seed={=u64:#x} accesses={=u32} mismatches={=u32} deviations={=u32} digest={=u64:#x}",

@@ -48,12 +48,14 @@ pub struct TestCase {
     pub line: u32,
     /// Runs only when named by `only=NAME`.
     pub manual: bool,
-    /// The test.
-    pub func: fn() -> Result<(), TestError>,
+    /// The test, given the kernel's CP15 owner.
+    pub func: fn(&mut mmu_armv5::regs::HwCp15) -> Result<(), TestError>,
 }
 
 /// Defines an in-kernel test: `kernel_test!(fn name() { ... Ok(()) })`, or
-/// `kernel_test!(manual fn name() { ... })` for one that runs only on request.
+/// `kernel_test!(manual fn name() { ... })` for one that runs only on request;
+/// `fn name(cp15) { ... }` names the kernel's CP15 owner (`&mut HwCp15`),
+/// lent to the test by [`run`].
 macro_rules! kernel_test {
     (@register $name:ident, $manual:expr) => {
         const _: () = {
@@ -69,13 +71,19 @@ macro_rules! kernel_test {
         };
     };
     ($(#[$m:meta])* manual fn $name:ident() $body:block) => {
+        kernel_test!($(#[$m])* manual fn $name(_) $body);
+    };
+    ($(#[$m:meta])* manual fn $name:ident($c:tt) $body:block) => {
         $(#[$m])*
-        fn $name() -> Result<(), $crate::harness::TestError> $body
+        fn $name($c: &mut mmu_armv5::regs::HwCp15) -> Result<(), $crate::harness::TestError> $body
         kernel_test!(@register $name, true);
     };
     ($(#[$m:meta])* fn $name:ident() $body:block) => {
+        kernel_test!($(#[$m])* fn $name(_) $body);
+    };
+    ($(#[$m:meta])* fn $name:ident($c:tt) $body:block) => {
         $(#[$m])*
-        fn $name() -> Result<(), $crate::harness::TestError> $body
+        fn $name($c: &mut mmu_armv5::regs::HwCp15) -> Result<(), $crate::harness::TestError> $body
         kernel_test!(@register $name, false);
     };
 }
@@ -137,9 +145,10 @@ fn next_after(all: &[&'static TestCase], prev: Option<&TestCase>) -> Option<&'st
         .min_by(|a, b| key(a).cmp(&key(b)))
 }
 
-/// Runs the tests (all non-manual ones, or just `only`). Returns whether the
-/// run passed: at least one test ran and none failed.
-pub fn run(only: Option<&str>) -> bool {
+/// Runs the tests (all non-manual ones, or just `only`), lending each the
+/// kernel's CP15 owner `cp15`. Returns whether the run passed: at least one
+/// test ran and none failed.
+pub fn run(cp15: &mut mmu_armv5::regs::HwCp15, only: Option<&str>) -> bool {
     let all = registered();
     if let Some(name) = only {
         if !all.iter().any(|t| t.name == name) {
@@ -160,9 +169,9 @@ pub fn run(only: Option<&str>) -> bool {
             continue;
         }
         defmt::info!("test {=str} ...", t.name);
-        let saved = mmu::snapshot();
-        let result = (t.func)();
-        mmu::restore(&saved);
+        let saved = mmu::snapshot(cp15);
+        let result = (t.func)(cp15);
+        mmu::restore(cp15, &saved);
         match result {
             Ok(()) => {
                 passed += 1;

@@ -73,8 +73,14 @@ pub extern "C" fn kmain() -> ! {
         "demo-kernel: MMU on, running at {=u32:#010x}",
         kmain as *const () as u32
     );
-    bootinfo::log();
-    if let Err(e) = mmu::init() {
+    // SAFETY: `kmain` runs in SVC mode on the only core with interrupts
+    // masked, and this is the kernel's one owner of CP15: everything below
+    // borrows it (or, for a scenario's kernel, leases it), so no two
+    // handles change CP15 state at once. (The files not yet converted make
+    // short-lived handles through `cp15::hw` under the same argument.)
+    let mut cp15 = unsafe { mmu_armv5::regs::HwCp15::new() };
+    bootinfo::log(&cp15);
+    if let Err(e) = mmu::init(&mut cp15) {
         defmt::error!("cannot build the kernel page table: {}", e);
         exit::exit(exit::EXIT_SETUP);
     }
@@ -96,7 +102,7 @@ pub extern "C" fn kmain() -> ! {
                     }
                 }
             }
-            let ok = harness::run(cmd.only);
+            let ok = harness::run(&mut cp15, cmd.only);
             exit::exit(if ok {
                 exit::EXIT_OK
             } else {
@@ -104,7 +110,7 @@ pub extern "C" fn kmain() -> ! {
             });
         }
         cmdline::Mode::Scenario => {
-            let ok = proc::scenario::run(&cmd.params);
+            let ok = proc::scenario::run(&mut cp15, &cmd.params);
             defmt::info!("scenarios done");
             exit::exit(if ok {
                 exit::EXIT_OK
@@ -113,7 +119,7 @@ pub extern "C" fn kmain() -> ! {
             });
         }
         cmdline::Mode::Demo => {
-            demo::run();
+            demo::run(&mut cp15);
             exit::exit(exit::EXIT_OK);
         }
     }

@@ -27,7 +27,7 @@ use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::{MapAttrs, PageTable, PoolBlock, SizePolicy, TableError, TablePool};
 use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr};
 
-use crate::cp15::{self, hw};
+use crate::cp15;
 
 extern "C" {
     static __kernel_virt_offset: u8;
@@ -52,9 +52,11 @@ pub const POOL_BLOCKS: usize = 96;
 /// shared-segment region starts here, then the kernel's).
 pub const USER_TOP: u32 = 0x8000_0000;
 
-/// The kernel's CPU-specific maintenance over its CP15.
+/// The kernel's CPU-specific maintenance over a fresh CP15 handle, for the
+/// files not yet converted to a lent owner (`proc/tcm/`); new code builds
+/// `crate::board::maint(cp15)` over the `&mut HwCp15` it was given.
 pub fn maint() -> crate::board::Maint<HwCp15> {
-    crate::board::maint(hw())
+    crate::board::maint(cp15::hw())
 }
 
 /// Access permissions of a test section (AP field, with SCTLR.S = SCTLR.R = 0).
@@ -146,16 +148,17 @@ pub fn with_tables<R>(
     f(&mut t.table, &mut t.pool)
 }
 
-/// Builds the kernel's page table with `mmu_armv5` and switches the TTBR to it.
-pub fn init() -> Result<(), TableError> {
+/// Builds the kernel's page table with `mmu_armv5` and switches the TTBR
+/// to it, through `cp15`.
+pub fn init(cp15: &mut HwCp15) -> Result<(), TableError> {
     let offset = kernel_virt_offset();
     // SAFETY: `init` runs once, before anything else refers to POOL_MEM, and
     // the pool keeps the only reference for the rest of the kernel's life.
-    let mem = unsafe { &mut *POOL_MEM.as_ptr() };
+    let mem = unsafe { POOL_MEM.get_mut() };
     let va = core::ptr::from_mut(mem) as u32;
     let mut pool = TablePool::new(mem, PhysAddr::new(va - offset), ModifiedVirtAddr::new(va))?;
     let mut table = PageTable::new(&mut pool)?;
-    let mut m = maint();
+    let mut m = crate::board::maint(&mut *cp15);
 
     let kernel = |cache| MapAttrs::new(KERNEL_DOMAIN, AccessPermission::PrivRw, cache);
     // SAFETY: linker-script symbols; only their addresses are used.
@@ -216,8 +219,8 @@ pub fn init() -> Result<(), TableError> {
     // stacks in the RAM linear map, the devices, the vector page) exactly as
     // the boot table does, so execution continues unchanged; the TLB is
     // invalidated right after.
-    unsafe { hw().set_ttbr(ttbr) };
-    cp15::invalidate_tlb();
+    unsafe { cp15.set_ttbr(ttbr) };
+    cp15::flush_tlb(cp15);
     *TABLES.0.borrow_mut() = Some(KernelTables { table, pool });
     defmt::info!(
         "kernel page table at PA {=u32:#010x} built with mmu-armv5 ({=usize} KiB of table memory free)",
@@ -239,15 +242,26 @@ pub fn entry(va: u32) -> u32 {
     unsafe { l1().add((va >> 20) as usize).read_volatile() }
 }
 
-/// Replaces the first-level entry for the MiB at `va` and invalidates the TLB.
+/// Replaces the first-level entry for the MiB at `va` and invalidates the
+/// TLB through `cp15`.
 ///
 /// # Safety
 /// Must not unmap or change anything the kernel uses (its linear map at
 /// [`kernel_virt_offset`], the device MiBs, the vector page).
-pub unsafe fn set_entry(va: u32, desc: u32) {
+pub unsafe fn write_entry(cp15: &mut HwCp15, va: u32, desc: u32) {
     // SAFETY: in bounds as in `entry`; the caller vouches for the mapping.
     unsafe { l1().add((va >> 20) as usize).write_volatile(desc) };
-    cp15::invalidate_tlb();
+    cp15::flush_tlb(cp15);
+}
+
+/// [`write_entry`] on a fresh CP15 handle, for the files not yet converted
+/// (`proc/tcm/setup.rs`).
+///
+/// # Safety
+/// As for [`write_entry`].
+pub unsafe fn set_entry(va: u32, desc: u32) {
+    // SAFETY: the caller's contract.
+    unsafe { write_entry(&mut cp15::hw(), va, desc) };
 }
 
 /// DACR, FCSEIDR and SCTLR as saved by [`snapshot`], with the first-level table.
@@ -258,27 +272,27 @@ pub struct Snapshot {
 
 static BACKUP: Global<[u32; L1_ENTRIES]> = Global::new([0; L1_ENTRIES]);
 
-/// Saves the MMU state that tests may change.
-pub fn snapshot() -> Snapshot {
+/// Saves the MMU state that tests may change (registers read through `cp15`).
+pub fn snapshot(cp15: &HwCp15) -> Snapshot {
     // SAFETY: copies 4096 words from the live table into the private backup.
     unsafe { core::ptr::copy_nonoverlapping(l1(), BACKUP.as_ptr().cast::<u32>(), L1_ENTRIES) };
     Snapshot {
-        regs: hw().switch_regs(),
-        sctlr: hw().sctlr(),
+        regs: cp15.switch_regs(),
+        sctlr: cp15.sctlr(),
     }
 }
 
-/// Puts back the state saved by [`snapshot`] and invalidates the TLB.
-pub fn restore(s: &Snapshot) {
+/// Puts back the state saved by [`snapshot`] through `cp15` and
+/// invalidates the TLB.
+pub fn restore(cp15: &mut HwCp15, s: &Snapshot) {
     let table = l1();
     // SAFETY: the values were the kernel's own working configuration when saved.
     unsafe {
-        let mut c = hw();
-        c.set_fcse_pid(s.regs.pid());
-        c.set_dacr(s.regs.dacr());
-        c.set_sctlr(s.sctlr);
+        cp15.set_fcse_pid(s.regs.pid());
+        cp15.set_dacr(s.regs.dacr());
+        cp15.set_sctlr(s.sctlr);
         core::ptr::copy_nonoverlapping(BACKUP.as_ptr().cast::<u32>(), table, L1_ENTRIES);
     }
     crate::board::sctlr_written();
-    cp15::invalidate_tlb();
+    cp15::flush_tlb(cp15);
 }

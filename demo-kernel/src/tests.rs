@@ -4,10 +4,10 @@
 //! tests may change the first-level table, DACR and FCSEIDR freely. Physical
 //! scratch memory for new mappings comes from [`mmu::scratch_phys`].
 
-use mmu_armv5::regs::{Cp15, Cp15Ext, Cp15Reg, Dacr, DomainAccess};
+use mmu_armv5::regs::{Cp15, Cp15Ext, Cp15Reg, Dacr, DomainAccess, HwCp15};
 use mmu_armv5::{Domain, FaultKind, FaultLevel, FcsePid};
 
-use crate::cp15::{self, hw};
+use crate::cp15;
 use crate::harness::TestError;
 use crate::mmu::{self, Ap};
 use crate::probe::{probe_read, probe_write, Privilege};
@@ -29,14 +29,14 @@ fn dacr_with(d: u8, access: DomainAccess) -> u32 {
 }
 
 /// Writes the DACR.
-fn set_dacr(v: u32) {
+fn set_dacr(c: &mut HwCp15, v: u32) {
     // SAFETY: every value the tests use keeps domain 0 (the kernel) client;
     // the harness restores the original afterwards.
-    unsafe { hw().set_dacr(Dacr::from_bits(v)) }
+    unsafe { c.set_dacr(Dacr::from_bits(v)) }
 }
 
 /// Sets the FCSE PID (writes `pid << 25`).
-fn set_pid(pid: u8) -> Result<(), TestError> {
+fn set_pid(c: &mut HwCp15, pid: u8) -> Result<(), TestError> {
     let Ok(pid) = FcsePid::new(pid) else {
         return Err(TestError::Failed {
             what: "FCSE PID out of range",
@@ -45,20 +45,20 @@ fn set_pid(pid: u8) -> Result<(), TestError> {
     };
     // SAFETY: the kernel runs at 0xC0000000+, which the FCSE never relocates;
     // the harness restores the PID afterwards.
-    unsafe { hw().set_fcse_pid(pid) };
+    unsafe { c.set_fcse_pid(pid) };
     Ok(())
 }
 
 kernel_test!(
-    fn midr_is_the_boards() {
-        check_eq!("MIDR", hw().midr().bits(), crate::board::EXPECTED_MIDR);
-        check!("CPU kind", hw().midr().cpu_kind() == crate::board::CPU_KIND);
+    fn midr_is_the_boards(c) {
+        check_eq!("MIDR", c.midr().bits(), crate::board::EXPECTED_MIDR);
+        check!("CPU kind", c.midr().cpu_kind() == crate::board::CPU_KIND);
         Ok(())
     }
 );
 
 kernel_test!(
-    fn dacr_write_reads_back() {
+    fn dacr_write_reads_back(c) {
         for access in [
             DomainAccess::NoAccess,
             DomainAccess::Client,
@@ -66,8 +66,8 @@ kernel_test!(
             DomainAccess::Manager,
         ] {
             let v = dacr_with(15, access) | dacr_with(7, DomainAccess::Manager);
-            set_dacr(v);
-            check_eq!("DACR read back", hw().dacr().bits(), v);
+            set_dacr(c, v);
+            check_eq!("DACR read back", c.dacr().bits(), v);
         }
         Ok(())
     }
@@ -124,12 +124,12 @@ kernel_test!(
 );
 
 kernel_test!(
-    fn domains_gate_a_section() {
+    fn domains_gate_a_section(c) {
         let pa = mmu::scratch_phys();
         // SAFETY: TEST_VA is unused by the kernel; `pa` is scratch RAM.
-        unsafe { mmu::set_entry(TEST_VA, mmu::section(pa, 5, Ap::KernelOnly)) };
+        unsafe { mmu::write_entry(c, TEST_VA, mmu::section(pa, 5, Ap::KernelOnly)) };
 
-        set_dacr(dacr_with(5, DomainAccess::NoAccess));
+        set_dacr(c, dacr_with(5, DomainAccess::NoAccess));
         match probe_read(TEST_VA, Privilege::Kernel) {
             Ok(_) => check!("no-access domain faults", false),
             Err(f) => {
@@ -142,12 +142,12 @@ kernel_test!(
             }
         }
 
-        set_dacr(dacr_with(5, DomainAccess::Manager));
+        set_dacr(c, dacr_with(5, DomainAccess::Manager));
         // SAFETY: the store goes to scratch RAM.
         let w = unsafe { probe_write(TEST_VA, 0x0000_D005, Privilege::User) };
         check!("manager domain ignores AP (user store succeeds)", w.is_ok());
 
-        set_dacr(dacr_with(5, DomainAccess::Client));
+        set_dacr(c, dacr_with(5, DomainAccess::Client));
         match probe_read(TEST_VA, Privilege::User) {
             Ok(_) => check!("client domain checks AP", false),
             Err(f) => check_eq!(
@@ -170,7 +170,7 @@ kernel_test!(
 );
 
 kernel_test!(
-    fn fcse_relocates_low_addresses() {
+    fn fcse_relocates_low_addresses(c) {
         const PID: u32 = 3;
         const LOW_VA: u32 = 0x0150_0000;
         let mva = PID * 0x0200_0000 + LOW_VA;
@@ -178,10 +178,10 @@ kernel_test!(
         check_eq!("L1 entry of the MVA", mmu::entry(mva), 0);
         check_eq!("L1 entry of the low VA", mmu::entry(LOW_VA), 0);
         // SAFETY: the MVA's MiB is unused by the kernel; `pa` is scratch RAM.
-        unsafe { mmu::set_entry(mva, mmu::section(pa, 0, Ap::KernelOnly)) };
+        unsafe { mmu::write_entry(c, mva, mmu::section(pa, 0, Ap::KernelOnly)) };
 
-        set_pid(PID as u8)?;
-        check_eq!("FCSEIDR", hw().fcseidr().bits(), PID << 25);
+        set_pid(c, PID as u8)?;
+        check_eq!("FCSEIDR", c.fcseidr().bits(), PID << 25);
         // SAFETY: relocated to `mva`, i.e. scratch RAM.
         let w = unsafe { probe_write(LOW_VA + 8, 0xF0CE_0003, Privilege::Kernel) };
         check!("store through the relocated VA", w.is_ok());
@@ -196,7 +196,7 @@ kernel_test!(
             0xF0CE_0003
         );
 
-        set_pid(0)?;
+        set_pid(c, 0)?;
         check_eq!(
             "load of the MVA with PID 0",
             probe_read(mva + 8, Privilege::Kernel).unwrap_or(0),
@@ -217,7 +217,7 @@ kernel_test!(
 );
 
 kernel_test!(
-    fn tlb_entry_invalidation_under_fcse() {
+    fn tlb_entry_invalidation_under_fcse(c) {
         // A low VA used under PID 2 through a user small page (as the
         // processes' pages are; user loads, so QEMU's user TLB holds no
         // section that would widen its flush of one page), then its descriptor pointed at another frame and the TLB
@@ -265,8 +265,8 @@ kernel_test!(
         });
         check_eq!("L1 entry of the MVA", mmu::entry(mva), 0);
         // SAFETY: the MVA's MiB is unused by the kernel; the table is scratch RAM.
-        unsafe { mmu::set_entry(mva, link.to_bits()) };
-        set_pid(PID as u8)?;
+        unsafe { mmu::write_entry(c, mva, link.to_bits()) };
+        set_pid(c, PID as u8)?;
         check_eq!(
             "load through the old page",
             probe_read(LOW_VA, Privilege::User).unwrap_or(0),
@@ -274,15 +274,15 @@ kernel_test!(
         );
         // SAFETY: scratch RAM as above; the TLB entry is invalidated right below.
         unsafe { l2.write_volatile(small(new)) };
-        let mut m = mmu::maint();
+        let mut m = crate::board::maint(&mut *c);
         crate::board::clean_dcache_entry(&mut m, ModifiedVirtAddr::new(l2 as u32));
         mmu_armv5::maint::CacheMaintenance::drain_write_buffer(&mut m);
         let mva = ModifiedVirtAddr::new(mva);
         mmu_armv5::maint::CacheMaintenance::invalidate_tlb_entry(&mut m, mva);
         let by_mva = probe_read(LOW_VA, Privilege::User).unwrap_or(0);
-        crate::proc::platform::invalidate_tlb_entry(mva);
+        crate::proc::platform::invalidate_tlb_entry_on(c, mva);
         let by_kernel = probe_read(LOW_VA, Privilege::User).unwrap_or(0);
-        set_pid(0)?;
+        set_pid(c, 0)?;
         check!(
             "after the invalidation by MVA: the old or the new frame",
             by_mva == 0x01D0_01D0 || by_mva == 0x0E30_0E30
@@ -308,10 +308,10 @@ kernel_test!(
 );
 
 kernel_test!(
-    fn section_access_permissions() {
+    fn section_access_permissions(c) {
         let pa = mmu::scratch_phys() + 0x0020_0000;
         // SAFETY: TEST_VA is unused by the kernel; `pa` is scratch RAM.
-        unsafe { mmu::set_entry(TEST_VA, mmu::section(pa, 0, Ap::UserRead)) };
+        unsafe { mmu::write_entry(c, TEST_VA, mmu::section(pa, 0, Ap::UserRead)) };
         // SAFETY: stores go to scratch RAM.
         let w = unsafe { probe_write(TEST_VA + 4, 0x0A11_0002, Privilege::Kernel) };
         check!("AP=10: kernel store succeeds", w.is_ok());
@@ -333,7 +333,7 @@ kernel_test!(
             }
         }
         // SAFETY: as above.
-        unsafe { mmu::set_entry(TEST_VA, mmu::section(pa, 0, Ap::Full)) };
+        unsafe { mmu::write_entry(c, TEST_VA, mmu::section(pa, 0, Ap::Full)) };
         // SAFETY: as above.
         let w = unsafe { probe_write(TEST_VA + 4, 0x0A11_0003, Privilege::User) };
         check!("AP=11: user store succeeds", w.is_ok());
@@ -347,7 +347,7 @@ kernel_test!(
 );
 
 kernel_test!(
-    fn fcseidr_low_bits_as_the_board_does() {
+    fn fcseidr_low_bits_as_the_board_does(c) {
         // FCSEIDR written with low bits set (PID 1, plus 4 KiB): the
         // architecture ignores bits [24:0]; QEMU 7.2 adds them to every
         // relocated address (seen on versatilepb, collie and connex) (a deviation the kernel avoids by
@@ -363,13 +363,13 @@ kernel_test!(
             core::ptr::write_volatile(mmu::phys_to_virt(pa + LOW_BITS) as *mut u32, 0xF0CE_0B00);
         }
         // SAFETY: the MVA's MiB is unused by the kernel; `pa` is scratch RAM.
-        unsafe { mmu::set_entry(mva, mmu::section(pa, 0, Ap::KernelOnly)) };
+        unsafe { mmu::write_entry(c, mva, mmu::section(pa, 0, Ap::KernelOnly)) };
         // SAFETY: only addresses below 32 MiB are relocated, where the kernel
         // has nothing; the harness restores FCSEIDR afterwards.
-        unsafe { hw().write(Cp15Reg::Fcseidr, (1 << 25) | LOW_BITS) };
-        cp15::invalidate_tlb();
+        unsafe { c.write(Cp15Reg::Fcseidr, (1 << 25) | LOW_BITS) };
+        cp15::flush_tlb(c);
         let seen = probe_read(LOW_VA, Privilege::Kernel);
-        set_pid(0)?;
+        set_pid(c, 0)?;
         let added = match seen {
             Ok(0xF0CE_0A00) => false,
             Ok(0xF0CE_0B00) => true,

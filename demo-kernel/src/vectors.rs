@@ -4,9 +4,9 @@
 //! ([`crate::probe`]) is a kernel bug: it is reported with the registers that
 //! explain it and QEMU exits with [`EXIT_EXCEPTION`](crate::exit::EXIT_EXCEPTION).
 
-use mmu_armv5::regs::Cp15Ext;
+use mmu_armv5::regs::{Cp15Ext, HwCp15};
 
-use crate::{cp15::hw, exit};
+use crate::exit;
 
 /// Which vector was taken (r0 of the assembly stubs).
 #[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
@@ -52,18 +52,23 @@ impl ExceptionKind {
 #[no_mangle]
 pub extern "C" fn unexpected_exception(kind: u32, spsr: u32, pc: u32) -> ! {
     let kind = ExceptionKind::from_code(kind);
+    // SAFETY: an exception handler entered from assembly, to which no
+    // owner can be lent; it only reads the fault registers and never
+    // returns (the run ends below), so the interrupted owner never uses
+    // CP15 again.
+    let c = unsafe { HwCp15::new() };
     match kind {
         ExceptionKind::DataAbort => defmt::error!(
             "unexpected data abort at pc={=u32:#010x}: DFSR={=u32:#05x} FAR={=u32:#010x} SPSR={=u32:#x}",
             pc,
-            hw().dfsr().bits(),
-            hw().far().bits(),
+            c.dfsr().bits(),
+            c.far().bits(),
             spsr
         ),
         ExceptionKind::PrefetchAbort => defmt::error!(
             "unexpected prefetch abort at pc={=u32:#010x}: IFSR={=u32:#05x} SPSR={=u32:#x}",
             pc,
-            hw().ifsr().bits(),
+            c.ifsr().bits(),
             spsr
         ),
         _ => defmt::error!(

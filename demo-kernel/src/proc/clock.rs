@@ -27,7 +27,7 @@
 //! instructions from the SVC vector to the `movs` as [`Transit::Yield`]
 //! reports.
 
-use super::kernel::kernel;
+use super::kernel::installed;
 use crate::global::Global;
 
 /// Instructions from the vector up to and including the counter read
@@ -100,16 +100,12 @@ extern "C" {
     static __in_stamp: u32;
 }
 
-fn transits() -> &'static mut Transits {
-    // SAFETY: `Global`'s contract; no caller keeps the reference across a
-    // call that takes another.
-    unsafe { &mut *TRANSITS.as_ptr() }
-}
-
 /// Files the current transit under `t` (if measuring).
 #[inline(always)]
 pub fn mark(t: Transit) {
-    let tr = transits();
+    // SAFETY: the reference lives for this function, which calls nothing
+    // (single core, no re-entry: `Global`'s contract).
+    let tr = unsafe { TRANSITS.get_mut() };
     if tr.bucket != 0 {
         tr.bucket = t as u32;
     }
@@ -117,7 +113,8 @@ pub fn mark(t: Transit) {
 
 /// Starts measuring: the sums cleared, the current transit filed as other.
 pub fn start() {
-    let tr = transits();
+    // SAFETY: as in `mark`.
+    let tr = unsafe { TRANSITS.get_mut() };
     tr.acc = [(0, 0); PAIRS];
     tr.default = Transit::Other as u32;
     tr.bucket = Transit::Other as u32;
@@ -125,7 +122,8 @@ pub fn start() {
 
 /// Stops measuring (the current transit is not counted).
 pub fn stop() {
-    let tr = transits();
+    // SAFETY: as in `mark`.
+    let tr = unsafe { TRANSITS.get_mut() };
     tr.default = 0;
     tr.bucket = 0;
 }
@@ -139,7 +137,9 @@ pub fn stop() {
 /// every other path, which marks for itself.
 #[no_mangle]
 pub extern "C" fn return_accounting(t_out: u32, fast_mark: u32) {
-    let tr = transits();
+    // SAFETY: as in `mark`: the reference's last use is before the kernel
+    // is reached below, and nothing in between touches the transits.
+    let tr = unsafe { TRANSITS.get_mut() };
     if tr.bucket != 0 {
         if fast_mark != 0 {
             tr.bucket = fast_mark;
@@ -154,7 +154,9 @@ pub extern "C" fn return_accounting(t_out: u32, fast_mark: u32) {
         }
         tr.bucket = tr.default;
     }
-    if let Some(k) = kernel() {
+    // SAFETY: on the way back to user mode, after the trap handler's
+    // reference to the kernel ended: this is the only one.
+    if let Some(k) = unsafe { installed() } {
         k.clock.close(t_out);
         k.fault_clock.close_general(t_out);
     }
@@ -169,8 +171,8 @@ const _: () = assert!(FAULT_ENTRY_INSTRUCTIONS >= TRANSIT_ENTRY_INSTRUCTIONS);
 /// that the same constants apply; kept as the abort stamp
 /// ([`abort_stamp`]).
 pub fn enter_abort(t0: u32) {
-    // SAFETY: `Global`'s contract.
-    unsafe { *ABT_STAMP.as_ptr() = t0 };
+    // SAFETY: `Global`'s contract: a plain store, no reference alive.
+    unsafe { ABT_STAMP.set(t0) };
     let t_in = t0.wrapping_sub(ticks(FAULT_ENTRY_INSTRUCTIONS - TRANSIT_ENTRY_INSTRUCTIONS));
     // SAFETY: single core, IRQs masked; `SAVE_USER` writes it at the next
     // trap's entry, after this transit's return.
@@ -194,8 +196,8 @@ pub fn enter_transit(t0: u32) {
 
 /// The abort stamp of the data abort being handled on the general path.
 pub fn abort_stamp() -> u32 {
-    // SAFETY: `Global`'s contract.
-    unsafe { *ABT_STAMP.as_ptr() }
+    // SAFETY: `Global`'s contract: a plain load, no reference alive.
+    unsafe { ABT_STAMP.get() }
 }
 
 /// Measured transits of one kind: how many and their instructions.
@@ -221,7 +223,8 @@ impl Sum {
 /// The sums so far: `None` for the total, else one kind's.
 pub fn sum(t: Option<Transit>) -> Sum {
     let i = t.map_or(0, |t| t as usize);
-    let (ticks, n) = transits().acc[i];
+    // SAFETY: a copy out of the cell; no reference to it is alive.
+    let (ticks, n) = unsafe { TRANSITS.with(|tr| tr.acc[i]) };
     Sum {
         n,
         instructions: crate::board::ticks_to_instructions(u64::from(ticks))
@@ -322,7 +325,9 @@ impl FaultClock {
 /// path resolved, if it was one (a fill is not measured).
 #[no_mangle]
 pub extern "C" fn fast_return_accounting(t_out: u32) {
-    if let Some(k) = kernel() {
+    // SAFETY: on the fast path's way back to user mode, after its
+    // reference to the kernel ended: this is the only one.
+    if let Some(k) = unsafe { installed() } {
         let c = &mut k.fault_clock;
         if let Some(t0) = c.fast.take() {
             c.add(FaultClock::FLUSH_FREE, t0, t_out);

@@ -19,7 +19,7 @@
 use crate::global::Global;
 use fass::{SegmentId, SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
-use mmu_armv5::regs::SwitchRegs;
+use mmu_armv5::regs::{HwCp15, SwitchRegs};
 use mmu_armv5::size::{Frame, PageRange, Size4KiB};
 use mmu_armv5::{PhysAddr, VirtAddr};
 
@@ -356,6 +356,10 @@ pub struct Kernel {
     /// TCM: user exchanges preempted between two steps, by the caller's
     /// instruction set ([ARM, Thumb]).
     pub tcm_preempted: [u32; 2],
+    /// The CP15 handle the kernel's strategy calls run on ([`Kernel::sys`]),
+    /// standing in for `kmain`'s owner while the kernel is installed
+    /// ([`Lease`]). Zero-sized: last, it moves no other field.
+    cp15: HwCp15,
 }
 
 /// The precomputed DACR and FCSEIDR of a FASS process, valid while
@@ -408,25 +412,54 @@ pub(super) static KERNEL: Global<KernelSlot> = Global::new(KernelSlot {
     k: core::mem::MaybeUninit::uninit(),
     live: false,
 });
+/// The frame allocator's state, only reached through [`frames`].
 static FRAMES: Global<Frames> = Global::new(Frames::new());
 
+/// The frame allocator, reached through [`frames`]: each method takes the
+/// cell for its own call only, so no reference to it outlives a call.
+#[derive(Clone, Copy)]
+pub struct FrameAllocator(());
+
+impl FrameAllocator {
+    /// Takes one frame ([`Frames::alloc`]).
+    pub fn alloc(self) -> Option<u32> {
+        // SAFETY: no reference to the allocator outlives one of these
+        // calls, none of which re-enters another (single core, no
+        // re-entry: module docs).
+        unsafe { FRAMES.with(Frames::alloc) }
+    }
+
+    /// Gives RAM frame `pa` back ([`Frames::release`]).
+    pub fn release(self, pa: u32) -> bool {
+        // SAFETY: as in `alloc`.
+        unsafe { FRAMES.with(|f| f.release(pa)) }
+    }
+
+    /// Frames free ([`Frames::free`]).
+    pub fn free(self) -> usize {
+        // SAFETY: as in `alloc`.
+        unsafe { FRAMES.with(|f| f.free()) }
+    }
+}
+
 /// The frame allocator.
-pub fn frames() -> &'static mut Frames {
-    // SAFETY: single core, no re-entry (module docs); callers never hold two
-    // of these references at once.
-    unsafe { &mut *FRAMES.as_ptr() }
+pub fn frames() -> FrameAllocator {
+    FrameAllocator(())
 }
 
 /// Records `pa`'s owner in the TCM frame table (if set up).
 pub fn set_owner(pa: u32, owner: Option<usize>) {
-    if let Some(t) = tcm::tcm() {
+    // SAFETY: the reference lives for this call only, which reaches no
+    // other user of the TCM state.
+    if let Some(t) = unsafe { tcm::state() } {
         t.set_owner(pa, owner);
     }
 }
 
 /// Gives a process's frame back: a TCM frame to its bank, RAM to the allocator.
 pub fn free_frame(pa: u32) {
-    match tcm::tcm() {
+    // SAFETY: as in `set_owner`.
+    match unsafe { tcm::state() } {
         Some(t) if t.kind_of(pa).is_some() => t.free(pa),
         t => {
             if let Some(t) = t {
@@ -437,17 +470,40 @@ pub fn free_frame(pa: u32) {
     }
 }
 
-/// The kernel, if a scenario set one up.
-pub fn kernel() -> Option<&'static mut Kernel> {
-    // SAFETY: as in `frames`; `k` is initialised while `live`.
-    unsafe {
-        let slot = &mut *KERNEL.as_ptr();
-        if slot.live {
-            Some(slot.k.assume_init_mut())
+impl KernelSlot {
+    /// The kernel, if one is installed.
+    fn installed(&mut self) -> Option<&mut Kernel> {
+        if self.live {
+            // SAFETY: `k` is initialised while `live`.
+            Some(unsafe { self.k.assume_init_mut() })
         } else {
             None
         }
     }
+}
+
+/// The installed kernel, if a scenario set one up.
+///
+/// # Safety
+/// While the returned reference is alive no other reference to the kernel
+/// exists and nothing else reaches it: the caller holds it in thread
+/// context for a bounded stretch that runs no user mode (`Kernel::run` and
+/// the trap entry points take their own), and never calls this (or
+/// [`kernel`], [`running_kernel`], [`install`], [`uninstall`]) meanwhile.
+pub unsafe fn installed<'a>() -> Option<&'a mut Kernel> {
+    // SAFETY: the caller's contract: this is the only access to the slot.
+    unsafe { KERNEL.get_mut() }.installed()
+}
+
+/// The kernel, if a scenario set one up, for the files not yet converted
+/// to [`installed`] (`proc/sched.rs`).
+///
+/// Transitional: the caller must not hold two of these references at once
+/// (module docs). New code uses [`installed`] and states its `// SAFETY:`.
+pub fn kernel() -> Option<&'static mut Kernel> {
+    // SAFETY: single core, no re-entry (module docs); callers never hold
+    // two of these references at once.
+    unsafe { installed() }
 }
 
 /// The kernel, in a trap from user mode.
@@ -457,17 +513,19 @@ pub fn kernel() -> Option<&'static mut Kernel> {
 /// Only while user mode runs or from a trap taken from it: user mode is
 /// entered only by [`Kernel::run`] of the installed kernel, which stays
 /// installed until `run` returns. No other reference to the kernel may be
-/// alive.
+/// alive while the returned one is.
 #[inline(always)]
-pub(super) unsafe fn running_kernel() -> &'static mut Kernel {
-    // SAFETY: the caller's contract: the kernel is installed.
-    unsafe { (*KERNEL.as_ptr()).k.assume_init_mut() }
+pub(super) unsafe fn running_kernel<'a>() -> &'a mut Kernel {
+    // SAFETY: the caller's contract: the kernel is installed and this is
+    // the only reference to it.
+    unsafe { KERNEL.get_mut().k.assume_init_mut() }
 }
 
 /// Installs `k` (replacing any previous kernel).
 pub fn install(k: Kernel) {
-    // SAFETY: as in `frames`; no reference into the old value is alive.
-    let slot = unsafe { &mut *KERNEL.as_ptr() };
+    // SAFETY: thread context, no scenario running: no reference into the
+    // slot (old or new kernel) is alive.
+    let slot = unsafe { KERNEL.get_mut() };
     if slot.live {
         // SAFETY: initialised while `live`; dropped once, replaced below.
         unsafe { slot.k.assume_init_drop() };
@@ -476,10 +534,39 @@ pub fn install(k: Kernel) {
     slot.live = true;
 }
 
+/// A scenario's hold on `kmain`'s CP15 owner while a kernel is installed.
+///
+/// [`Lease::install`] borrows the owner mutably for the lease's life and
+/// gives the kernel it installs a handle standing in for it; dropping the
+/// lease uninstalls (and drops) the kernel, so the kernel's handle is never
+/// used once the borrow ends, nor the owner while the kernel lives.
+pub struct Lease<'c>(core::marker::PhantomData<&'c mut HwCp15>);
+
+impl<'c> Lease<'c> {
+    /// Builds a kernel in `mode` over the CP15 owner `cp15` and installs it
+    /// (replacing any previous kernel) until the lease is dropped.
+    pub fn install(cp15: &'c mut HwCp15, mode: SwitchMode) -> Result<Lease<'c>, fass::FassError> {
+        let _ = cp15; // held by the lease's lifetime
+                      // SAFETY: the handle stands in for `cp15`, borrowed mutably by the
+                      // returned lease until it is dropped; it goes only into the kernel
+                      // installed here, which the lease's drop uninstalls (dropping the
+                      // handle), so the owner and the handle are never used at once.
+        let k = Kernel::new(mode, unsafe { HwCp15::new() })?;
+        install(k);
+        Ok(Lease(core::marker::PhantomData))
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        uninstall();
+    }
+}
+
 /// Removes and returns the kernel.
 pub fn uninstall() -> Option<Kernel> {
     // SAFETY: as in `install`.
-    let slot = unsafe { &mut *KERNEL.as_ptr() };
+    let slot = unsafe { KERNEL.get_mut() };
     if !slot.live {
         return None;
     }
@@ -526,7 +613,7 @@ impl Kernel {
     /// refreshes the generation afterwards.
     pub fn sys<R>(&mut self, f: impl FnOnce(&mut Strategy, &mut platform::Sys<'_>) -> R) -> R {
         self.sync();
-        let r = with_sys(|sys| f(&mut self.strategy, sys));
+        let r = with_sys(&mut self.cp15, |sys| f(&mut self.strategy, sys));
         self.refresh_gen();
         r
     }
@@ -572,8 +659,9 @@ impl Kernel {
         self.refresh_gen();
     }
 
-    /// A kernel in `mode` over the kernel's page table; no process yet.
-    pub fn new(mode: SwitchMode) -> Result<Kernel, fass::FassError> {
+    /// A kernel in `mode` over the kernel's page table, running its strategy
+    /// calls through `cp15` ([`Lease::install`] gives it one); no process yet.
+    fn new(mode: SwitchMode, cp15: HwCp15) -> Result<Kernel, fass::FassError> {
         let root = crate::mmu::with_tables(|t, _| t.root());
         clock::stop();
         Ok(Kernel {
@@ -593,6 +681,7 @@ impl Kernel {
             pending: None,
             xtimes: [None; 8],
             tcm_preempted: [0; 2],
+            cp15,
         })
     }
 

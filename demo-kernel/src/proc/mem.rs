@@ -12,21 +12,20 @@ use super::syscall::{SysError, SysResult};
 use super::tcm::{self, RES_SLOTS};
 use crate::abi;
 
-fn ap_of(prot: u32) -> Option<AccessPermission> {
+/// The access permissions of `MAP`'s `prot` argument.
+fn ap_of(prot: u32) -> SysResult<AccessPermission> {
     match prot {
-        abi::prot::NONE => Some(AccessPermission::PrivRw),
-        abi::prot::READ => Some(AccessPermission::PrivRwUserRo),
-        abi::prot::RW => Some(AccessPermission::ReadWrite),
-        _ => None,
+        abi::prot::NONE => Ok(AccessPermission::PrivRw),
+        abi::prot::READ => Ok(AccessPermission::PrivRwUserRo),
+        abi::prot::RW => Ok(AccessPermission::ReadWrite),
+        _ => Err(SysError::Invalid),
     }
 }
 
 impl Kernel {
     /// Maps `len` bytes of fresh zeroed pages at `va` for process `idx` (`MAP`).
     pub fn map_user(&mut self, idx: usize, va: u32, len: u32, prot: u32) -> SysResult {
-        let Some(ap) = ap_of(prot) else {
-            return Err(SysError::Invalid);
-        };
+        let ap = ap_of(prot)?;
         if !va.is_multiple_of(4096)
             || len == 0
             || !len.is_multiple_of(4096)

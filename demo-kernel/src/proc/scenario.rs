@@ -17,6 +17,7 @@ use super::strategy::{SwitchMode, MAX_PROCS};
 use super::timer::ticks_to_instructions;
 use crate::abi::{self, role};
 use mmu_armv5::descriptor::L1Descriptor;
+use mmu_armv5::regs::HwCp15;
 use mmu_armv5::{FaultKind, FaultLevel};
 
 /// Physical MiB backing shared segment 0 (the board's).
@@ -95,7 +96,9 @@ fn user_l1_entries() -> usize {
 }
 
 fn baseline() -> Baseline {
-    let t = super::tcm::tcm();
+    // SAFETY: thread context, no process runs; the reference ends with
+    // this function, which reaches no other user of the TCM state.
+    let t = unsafe { super::tcm::state() };
     Baseline {
         frames: kernel::frames().free(),
         pool: crate::mmu::with_tables(|_, p| p.free_units()),
@@ -271,8 +274,9 @@ const KNOWN: [&str; 14] = [
     "hostile", "yield", "preempt", "sendrecv",
 ];
 
-/// Runs every scenario of `p` under every mode; `false` if one could not be set up.
-pub fn run(p: &Params) -> bool {
+/// Runs every scenario of `p` under every mode, each kernel over the CP15
+/// owner `cp15` ([`kernel::Lease`]); `false` if one could not be set up.
+pub fn run(cp15: &mut HwCp15, p: &Params) -> bool {
     let mut ok = true;
     if crate::board::HAS_TCM {
         if let Err(e) = super::tcm::setup::init() {
@@ -303,28 +307,30 @@ pub fn run(p: &Params) -> bool {
             }
             if takes_n(name) {
                 for n in p.ns.split(',').filter_map(|s| s.parse::<u32>().ok()) {
-                    ok &= run_one(name, mode, n, p);
+                    ok &= run_one(cp15, name, mode, n, p);
                 }
             } else {
-                ok &= run_one(name, mode, 0, p);
+                ok &= run_one(cp15, name, mode, 0, p);
             }
         }
     }
     ok
 }
 
-fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
+fn run_one(cp15: &mut HwCp15, name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
     let m = mode.name();
     let before = baseline();
-    let k = match Kernel::new(mode) {
-        Ok(k) => k,
+    // Uninstalls the kernel when dropped, on every path out of here.
+    let _lease = match kernel::Lease::install(cp15, mode) {
+        Ok(l) => l,
         Err(e) => {
             defmt::error!("cannot set up mode {=str}: {}", m, e);
             return false;
         }
     };
-    kernel::install(k);
-    let Some(k) = kernel::kernel() else {
+    // SAFETY: thread context; this reference ends before `Kernel::run`
+    // below, which takes its own.
+    let Some(k) = (unsafe { kernel::installed() }) else {
         return false;
     };
     let domains_before = k.strategy.free_domains();
@@ -367,7 +373,10 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
         "hostile" => p.slice.min(1000),
         _ => p.slice,
     });
-    let Some(k) = kernel::kernel() else {
+    // SAFETY: thread context after `Kernel::run` returned: the only
+    // reference until `teardown`, which takes its own after this one's
+    // last use.
+    let Some(k) = (unsafe { kernel::installed() }) else {
         return false;
     };
     let end = k.mark_now();
@@ -388,7 +397,9 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
         );
     }
     if name == "tcmops" {
-        if let Some(t) = super::tcm::tcm() {
+        // SAFETY: thread context, no process runs; the reference ends with
+        // this block, which only reads it.
+        if let Some(t) = unsafe { super::tcm::state() } {
             defmt::info!(
                 "TCMOPS mode={=str} itcm={=u32:#010x} dtcm={=u32:#010x} tcm_frames_in_use={=u32}",
                 m,
@@ -435,7 +446,9 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
     let live = k.procs.iter().filter(|q| q.alive()).count();
     // Exchanges still in progress: a process's, and the kernel's own job.
     let exchanges = usize::from(k.pending.is_some())
-        + usize::from(super::tcm::tcm().is_some_and(|t| {
+        // SAFETY: thread context, no process runs; read within this
+        // expression only.
+        + usize::from(unsafe { super::tcm::state() }.is_some_and(|t| {
             !matches!(
                 t.job,
                 super::tcm::KernelJob::Idle | super::tcm::KernelJob::Done
@@ -471,7 +484,9 @@ fn run_one(name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
 
 /// The TCM scenario's report: the user exchanges and the kernel page's trip.
 fn report_tcm(k: &Kernel, m: &str) {
-    let Some(t) = super::tcm::tcm() else {
+    // SAFETY: thread context, no process runs; the reference ends with
+    // this function, which only reads it.
+    let Some(t) = (unsafe { super::tcm::state() }) else {
         return;
     };
     let j = t.job_stats;
@@ -534,7 +549,9 @@ fn report_tcm(k: &Kernel, m: &str) {
 
 /// Removes the scenario's segments and the kernel.
 fn teardown() {
-    if let Some(k) = kernel::kernel() {
+    // SAFETY: thread context, no process runs; the reference ends before
+    // `uninstall`.
+    if let Some(k) = unsafe { kernel::installed() } {
         for id in 0..k.segments.len() {
             if k.segments[id].take().is_some() {
                 let r = super::strategy::dispatch!(&mut k.strategy, s => fass::SwitchStrategy::destroy_segment(s, fass::SegmentId(id as u16)));

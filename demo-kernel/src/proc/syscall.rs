@@ -120,15 +120,22 @@ impl Kernel {
             }
             _ => Some(Err(SysError::NoSys)),
         };
-        // The system-call boundary: typed errors become ABI codes here.
         if let Some(r) = ret {
-            let r = r.unwrap_or_else(|e| {
-                self.procs[cur].errors += 1;
-                e.code()
-            });
-            self.procs[cur].ctx.r[0] = r as u32;
+            self.set_result(cur, r);
         }
         after
+    }
+
+    /// The system-call boundary: puts `r` into process `cur`'s r0, a typed
+    /// error as its ABI code ([`SysError::code`]), counted in the process's
+    /// `errors`.
+    #[inline]
+    pub(super) fn set_result(&mut self, cur: usize, r: SysResult<i32>) {
+        let r = r.unwrap_or_else(|e| {
+            self.procs[cur].errors += 1;
+            e.code()
+        });
+        self.procs[cur].ctx.r[0] = r as u32;
     }
 
     fn sys_stats(&mut self, cur: usize, buf: u32, len: u32) -> SysResult {

@@ -142,6 +142,10 @@ struct RIndex {
     hot_next: usize,
 }
 
+/// The reverse index. Touched with IRQs masked (or from `kernel_irq`,
+/// which never touches it) on one core; every user takes the reference for
+/// one short expression or block that calls no other user of it, and never
+/// holds two.
 static RINDEX: Global<RIndex> = Global::new(RIndex {
     user: [0; RFRAMES],
     rec: [0; RFRAMES],
@@ -152,13 +156,6 @@ static RINDEX: Global<RIndex> = Global::new(RIndex {
     hot: [None; 2],
     hot_next: 0,
 });
-
-fn rindex() -> &'static mut RIndex {
-    // SAFETY: single core, IRQs masked or `kernel_irq` (which never touches
-    // it) only; every user takes the reference for one short expression or
-    // function and never holds two.
-    unsafe { &mut *RINDEX.as_ptr() }
-}
 
 impl RIndex {
     /// The slot among the [`KFRAMES`] of `pa`, if it has one.
@@ -187,7 +184,8 @@ impl RIndex {
 /// Records that process `proc` maps frame `pa` (user pages are private:
 /// one mapper per frame), or that nobody does.
 pub fn note_mapper(pa: u32, proc: Option<usize>) {
-    let r = rindex();
+    // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+    let r = unsafe { RINDEX.get_mut() };
     r.generation = r.generation.wrapping_add(1);
     r.hot = [None; 2];
     if let Some(i) = r.slot(pa) {
@@ -246,7 +244,8 @@ struct Found {
 /// The user descriptor and kernel mapping record of `pa` if it is among
 /// the frames looked up last (and still current).
 fn hot_descriptors(pa: u32) -> Option<(Option<*mut u32>, Option<usize>)> {
-    let r = rindex();
+    // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+    let r = unsafe { RINDEX.get_mut() };
     let g = r.generation;
     let h = r
         .hot
@@ -258,7 +257,8 @@ fn hot_descriptors(pa: u32) -> Option<(Option<*mut u32>, Option<usize>)> {
 
 /// Keeps `f` among the two frames looked up last.
 fn remember(f: Found) {
-    let r = rindex();
+    // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+    let r = unsafe { RINDEX.get_mut() };
     if let Some(h) = r.hot.iter_mut().flatten().find(|h| h.pa == f.pa) {
         *h = f;
         return;
@@ -270,7 +270,8 @@ fn remember(f: Found) {
 /// Who maps `pa`, from the reverse index (a page record is searched once,
 /// then remembered).
 fn who(procs: &[Proc; MAX_PROCS], pa: u32) -> Option<Who> {
-    let r = rindex();
+    // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+    let r = unsafe { RINDEX.get_mut() };
     let slot = r.slot(pa)?;
     let kmap = r.kmap[slot].checked_sub(1).map(usize::from);
     let user = r.user[slot]
@@ -400,16 +401,31 @@ pub struct Tcm {
 }
 
 /// The TCM state, once [`setup::init`] ran.
+///
+/// # Safety
+/// While the returned reference is alive no other reference to the state
+/// exists (single core, no re-entry: module docs): the caller holds it for
+/// a bounded stretch that calls no other user of it.
+pub unsafe fn state<'a>() -> Option<&'a mut Tcm> {
+    // SAFETY: the caller's contract.
+    unsafe { TCM.get_mut() }.as_mut()
+}
+
+/// The TCM state, once [`setup::init`] ran, for the files not yet
+/// converted to [`state`] (this module's `ops`, `syscalls` and `setup`).
+///
+/// Transitional: callers never hold two of these references at once.
 pub fn tcm() -> Option<&'static mut Tcm> {
     // SAFETY: single core, no re-entry (module docs); callers never hold two
     // of these references at once.
-    unsafe { (*TCM.as_ptr()).as_mut() }
+    unsafe { state() }
 }
 
 /// Makes the state [`setup::init`] built this boot's TCM state
 /// and indexes its kernel mapping records (`home`: the switch page's frame).
 pub(super) fn install(t: Tcm, home: u32) {
-    let r = rindex();
+    // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+    let r = unsafe { RINDEX.get_mut() };
     r.banks =
         [t.layout.itcm, t.layout.dtcm].map(|b| b.map_or((0, 0), |b| (b.base().as_u32(), b.size())));
     r.home = home;
@@ -418,8 +434,8 @@ pub(super) fn install(t: Tcm, home: u32) {
             r.kmap[i] = j as u8 + 1;
         }
     }
-    // SAFETY: as in `tcm`; called once, before anything else reads `TCM`.
-    unsafe { *TCM.as_ptr() = Some(t) };
+    // SAFETY: called once, before anything else reads `TCM`.
+    unsafe { TCM.set(Some(t)) };
 }
 
 /// The access permission of the first 1 KiB of the small page `desc`
@@ -548,7 +564,8 @@ impl Hw {
 }
 
 fn window(pa: u32) -> *mut u32 {
-    for (k, &(base, size)) in rindex().banks.iter().enumerate() {
+    // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+    for (k, &(base, size)) in unsafe { RINDEX.get_mut() }.banks.iter().enumerate() {
         let off = pa.wrapping_sub(base);
         if off < size {
             return (KTCM_RW_VA + k as u32 * MAX_BANK_SIZE + off) as *mut u32;
@@ -930,7 +947,8 @@ impl Maps<'_> {
     /// frames looked up last, else through the reverse index (O(1)).
     fn found(&self, pa: u32) -> Option<Found> {
         let (generation, hit) = {
-            let r = rindex();
+            // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+            let r = unsafe { RINDEX.get_mut() };
             let g = r.generation;
             let hit = r
                 .hot
@@ -1000,7 +1018,8 @@ impl Mappings for Maps<'_> {
         // records never change except through `swap`. A space's FCSE PID
         // (its MVAs) changes only through its own calls, and a process is
         // blocked in its exchange call until it ends (`State::InTcm`).
-        Some(rindex().generation)
+        // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+        Some(unsafe { RINDEX.get_mut() }.generation)
     }
 
     fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
@@ -1027,7 +1046,8 @@ impl Mappings for Maps<'_> {
                 // what was found.
                 remember(Found {
                     pa,
-                    generation: rindex().generation,
+                    // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+                    generation: unsafe { RINDEX.get_mut() }.generation,
                     who: w,
                     entry: Some((e, mva)),
                 });
@@ -1068,7 +1088,8 @@ impl Mappings for Maps<'_> {
         }
         let pa = page.as_u32();
         let found = {
-            let r = rindex();
+            // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+            let r = unsafe { RINDEX.get_mut() };
             let g = r.generation;
             match r
                 .hot
@@ -1219,7 +1240,8 @@ impl Mappings for Maps<'_> {
         // Both frames were looked up when the exchange collected their
         // mappings: take the descriptors straight from those records.
         let fast = {
-            let r = rindex();
+            // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+            let r = unsafe { RINDEX.get_mut() };
             let g = r.generation;
             let hit = |pa: u32| {
                 r.hot
@@ -1271,7 +1293,8 @@ impl Mappings for Maps<'_> {
         }
         let (a, b) = (a.as_u32(), b.as_u32());
         let (ia, ib) = {
-            let r = rindex();
+            // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+            let r = unsafe { RINDEX.get_mut() };
             let g = r.generation;
             let (mut ia, mut ib) = (None, None);
             for (i, h) in r.hot.iter().enumerate() {
@@ -1287,14 +1310,16 @@ impl Mappings for Maps<'_> {
         };
         let (wa, wb) = match (ia, ib) {
             (Some(ia), Some(ib)) if ia != ib => {
-                let r = rindex();
+                // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+                let r = unsafe { RINDEX.get_mut() };
                 (r.hot[ia].map(|h| h.who), r.hot[ib].map(|h| h.who))
             }
             _ => (self.found(a).map(|f| f.who), self.found(b).map(|f| f.who)),
         };
         self.retarget_records(wa, b);
         self.retarget_records(wb, a);
-        let r = rindex();
+        // SAFETY: `RINDEX`'s contract: the only reference, for this block.
+        let r = unsafe { RINDEX.get_mut() };
         if let (Some(i), Some(j)) = (wa.map(|w| w.slot), wb.map(|w| w.slot)) {
             r.user.swap(i, j);
             r.rec.swap(i, j);
