@@ -12,8 +12,8 @@
 //! | strategy | a lean switch writes | maintenance |
 //! |---|---|---|
 //! | [`Fass`](crate::Fass) | DACR, FCSEIDR | none |
-//! | [`TableSwitch`](crate::TableSwitch), FCSE | TTBR, FCSEIDR | TLB invalidation |
-//! | [`TableSwitch`](crate::TableSwitch), naive | TTBR | D-cache clean+invalidate, I-cache and TLB invalidation |
+//! | [`TableSwitch`], FCSE | TTBR, FCSEIDR | TLB invalidation |
+//! | [`TableSwitch`], naive | TTBR | D-cache clean+invalidate, I-cache and TLB invalidation |
 //!
 //! A record is stale once the generation moved on, and a space has none
 //! before its first full switch or while a switch to it needs more than
