@@ -12,8 +12,8 @@
 //! | strategy | a lean switch writes | maintenance |
 //! |---|---|---|
 //! | [`Fass`](crate::Fass) | DACR, FCSEIDR | none |
-//! | [`TableSwitch`](crate::TableSwitch), FCSE | TTBR, FCSEIDR | TLB invalidation |
-//! | [`TableSwitch`](crate::TableSwitch), naive | TTBR | D-cache clean+invalidate, I-cache and TLB invalidation |
+//! | [`TableSwitch`], FCSE | TTBR, FCSEIDR | TLB invalidation |
+//! | [`TableSwitch`], naive | TTBR | D-cache clean+invalidate, I-cache and TLB invalidation |
 //!
 //! A record is stale once the generation moved on, and a space has none
 //! before its first full switch or while a switch to it needs more than
@@ -96,6 +96,7 @@
 //! assert_eq!(fass.lean_switch(b).unwrap().generation(), fass.generation());
 //! ```
 
+use crate::classic::TableSwitch;
 use crate::id::SpaceId;
 use core::fmt;
 use mmu_armv5::regs::{Dacr, Ttbr};
@@ -213,6 +214,150 @@ impl LeanSwitch {
             LeanKind::Fcse => Maintenance::InvalidateTlb,
             LeanKind::Naive => Maintenance::FlushCachesAndTlb,
         }
+    }
+}
+
+/// Lean switches a kernel made itself with a per-table strategy's records,
+/// to hand back to the strategy ([`TableSwitch::settle_lean`]): how many,
+/// and the record of the last one, which went to [`AppliedLean::space`].
+///
+/// A kernel whose switch path cannot call into the strategy (an assembly
+/// fast path) keeps, per process, the [`LeanSwitch::ttbr`] and
+/// [`LeanSwitch::fcse_pid`] of its record with the record's
+/// [`generation`](LeanSwitch::generation), and while that is the strategy's
+/// generation switches by writing them with the record's
+/// [`maintenance`](LeanSwitch::maintenance) itself. The strategy's
+/// bookkeeping of those switches (its counters, the PID allocator's epoch
+/// and running space, the running space) is then owed: the kernel makes
+/// this token from the last switch's record ([`LeanSwitch::applied`]) and
+/// settles it before its next call into the strategy, which then counts and
+/// records exactly what as many [`switch_lean`](crate::SwitchStrategy::switch_lean)
+/// calls would have.
+///
+/// ```
+/// # use fass::{ClassicKind, KernelTable, Layout, Split, SpaceId, SwitchStrategy, TableSwitch};
+/// # use mmu_armv5::descriptor::L1Encoding;
+/// # use mmu_armv5::maint::{Arm926, CacheMaintenance};
+/// # use mmu_armv5::regs::{Cp15Ext, MockCp15};
+/// # use mmu_armv5::table::{PoolBlock, TableKind, TablePool, TableRef};
+/// # use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr};
+/// # let mut mem = Box::new([PoolBlock::ZERO; 8]);
+/// # let pool = TablePool::new(&mut *mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000)).unwrap();
+/// # let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool);
+/// # let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
+/// # // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
+/// # unsafe { root.write(&sys, 0xC00, 0x0000_0412) }.unwrap();
+/// # // SAFETY: `MockCp15` only records register writes (see `KernelTable::new`).
+/// # let kernel = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, &Layout::DEMO, Domain::default()) }.unwrap();
+/// let mut naive: TableSwitch<4, 1> = TableSwitch::new(ClassicKind::Naive, Domain::new(1)?, kernel);
+/// let (a, b) = (SpaceId(0), SpaceId(1));
+/// for s in [a, b] {
+///     naive.create_space(&mut sys, s)?;
+///     naive.switch_to(&mut sys, s)?;
+/// }
+/// let before = *naive.stats();
+/// // The kernel switches b -> a -> b -> a itself with the records it kept.
+/// for s in [a, b, a] {
+///     let rec = naive.lean_switch(s).unwrap();
+///     sys.clean_invalidate_dcache();
+///     sys.invalidate_icache();
+///     // SAFETY: the space's own table (the mock only records the write).
+///     unsafe { sys.set_ttbr(rec.ttbr().unwrap()) };
+///     sys.invalidate_tlb();
+/// }
+/// // Before its next call into the strategy it settles them.
+/// let owed = naive.lean_switch(a).unwrap().applied(a, 3);
+/// // SAFETY: the CPU runs `a`, switched to with its record's writes and
+/// // maintenance, three lean switches in all since the last settle.
+/// unsafe { naive.settle_lean(owed) }?;
+/// assert_eq!(naive.current(), Some(a));
+/// let d = naive.stats().since(&before);
+/// assert_eq!((d.switches, d.full_flushes), (3, 3));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[must_use = "the strategy is owed these switches' bookkeeping: hand them back with TableSwitch::settle_lean"]
+pub struct AppliedLean {
+    rec: LeanSwitch,
+    space: SpaceId,
+    times: u32,
+}
+
+impl LeanSwitch {
+    /// `times` lean switches a kernel made itself with records of this
+    /// record's generation since it last settled, the last of them with
+    /// this record, to `space` (whose record it is): the token to settle.
+    pub const fn applied(self, space: SpaceId, times: u32) -> AppliedLean {
+        AppliedLean {
+            rec: self,
+            space,
+            times,
+        }
+    }
+}
+
+impl AppliedLean {
+    /// The space the last of the switches went to (the running one).
+    pub const fn space(&self) -> SpaceId {
+        self.space
+    }
+
+    /// How many switches.
+    pub const fn times(&self) -> u32 {
+        self.times
+    }
+
+    /// The record of the last switch.
+    pub const fn record(&self) -> LeanSwitch {
+        self.rec
+    }
+}
+
+impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
+    /// Takes back the bookkeeping of lean switches a kernel made itself
+    /// ([`AppliedLean`]): counts them as `times`
+    /// [`switch_lean`](crate::SwitchStrategy::switch_lean) calls would
+    /// (switches; naive: full flushes; FCSE: TLB-only invalidations and the
+    /// PID allocator's epoch, [`PidAllocator::switched_lean`]) and makes
+    /// the space of the last one the running one. No switch (`times` 0):
+    /// nothing. Nothing touches the hardware.
+    ///
+    /// Errors ([`StaleSwitch`], nothing changed): the token's record is not
+    /// the space's record of the current generation (the generation moved
+    /// on since, the space is gone, or the record is another strategy's).
+    ///
+    /// # Safety
+    /// The CPU runs `a.space()` now, and since the last settle (or full
+    /// switch) exactly `a.times()` switches were made, each by writing a
+    /// record of this strategy valid at that time with the record's
+    /// maintenance ([`LeanSwitch::maintenance`]), with no call into the
+    /// strategy in between. The PID allocator's flush bookkeeping follows
+    /// this claim: a false one can let a later switch skip a flush another
+    /// space's lines needed.
+    ///
+    /// [`PidAllocator::switched_lean`]: crate::PidAllocator::switched_lean
+    pub unsafe fn settle_lean(&mut self, a: AppliedLean) -> Result<(), StaleSwitch> {
+        if a.times == 0 {
+            return Ok(());
+        }
+        let rec = valid(&self.lean, a.space.0, self.pids.generation()).ok_or(StaleSwitch)?;
+        if rec != a.rec {
+            return Err(StaleSwitch);
+        }
+        let n = u64::from(a.times);
+        match rec.kind {
+            LeanKind::Naive => {
+                self.stats.full_flushes = self.stats.full_flushes.wrapping_add(n);
+            }
+            LeanKind::Fcse => {
+                self.stats.tlb_only = self.stats.tlb_only.wrapping_add(n);
+                self.pids.switched_lean_times(a.space, rec.pid, n);
+            }
+            LeanKind::Fass => return Err(StaleSwitch),
+        }
+        self.stats.switches = self.stats.switches.wrapping_add(n);
+        self.current = Some(a.space);
+        Ok(())
     }
 }
 

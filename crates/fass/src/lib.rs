@@ -219,7 +219,7 @@ pub use error::FassError;
 pub use id::{SegmentId, SpaceId};
 pub use kernel_table::{KernelTable, KernelTableError};
 pub use layout::{Layout, LayoutError, Region, RegionKind};
-pub use lean::{LeanKind, LeanSwitch, Maintenance, StaleSwitch};
+pub use lean::{AppliedLean, LeanKind, LeanSwitch, Maintenance, StaleSwitch};
 pub use lookup::{PageLines, PageMapping};
 pub use manager::{Fass, RecycleRule};
 pub use pid::{

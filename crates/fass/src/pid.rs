@@ -493,7 +493,14 @@ impl PidAllocator {
     /// deciding anything.
     #[inline]
     pub fn switched_lean(&mut self, space: SpaceId, pid: FcsePid) {
-        self.epoch = self.epoch.wrapping_add(1);
+        self.switched_lean_times(space, pid, 1);
+    }
+
+    /// [`PidAllocator::switched_lean`] for `times` such switches, the last
+    /// of them to `space` at `pid` (the epoch advances by `times`).
+    #[inline]
+    pub(crate) fn switched_lean_times(&mut self, space: SpaceId, pid: FcsePid, times: u64) {
+        self.epoch = self.epoch.wrapping_add(times);
         self.current = Some(Current {
             space,
             pid,

@@ -34,19 +34,25 @@
 @   of word i >> 5, holding exactly the runnable processes (`set_state`);
 @   the state's tag is the first byte of `State` (`repr(u8)`), `Reply`'s
 @   `from` the halfword after it;
-@ * `Proc::fast` is the FASS switch record: `gen` equal to `Kernel::gen`
-@   means its DACR and FCSEIDR values are those `fass` last wrote for the
-@   process and are still right (no recycle, release, flush, segment or
-@   space change since: every such change moves `Kernel::gen`); the
-@   per-table strategies never make one (gen 0 never matches), so under
-@   naive and FCSE-only every call falls back;
+@ * `Proc::fast` is the process's switch record: `gen` equal to
+@   `Kernel::gen` means its values are still right (every change that
+@   could make them wrong moves `Kernel::gen`; gen 0 never matches). FASS:
+@   the DACR and FCSEIDR `fass` last wrote for the process (no recycle,
+@   release, flush, segment or space change since). Naive and FCSE-only:
+@   the TTBR and FCSEIDR of the strategy's own precomputed switch
+@   (`fass::LeanSwitch`, valid while the strategy's generation stays),
+@   whose maintenance the switch does here: FCSE-only a TLB invalidation,
+@   naive the cache clean+invalidate (`fast_flush_caches`, the one call
+@   into Rust, the board CPU's whole-cache method) and a TLB invalidation;
 @ * IPC links (`ipc::Links`) are slot numbers as bytes, 255 = none.
 @ It does what the Rust short path (`Kernel::svc_fast` and
 @ `Kernel::switch_ready`'s lean branch) does, field for field: the same
 @ counters, states, ready bits, links, delivered registers, switch
-@ registers and switch-tail stamp. `fass`'s idea of the running space is
+@ registers and switch-tail stamp. `fass`'s idea of the running space
+@ (and, per-table, its counters of the switches: `fass::AppliedLean`) is
 @ brought up to date later (`Kernel::sync`), as after the Rust lean
-@ switch.
+@ switch; the register writes and TLB invalidations are counted by
+@ `Counters::lean_switches` (`Kernel::mark_now`).
 
 @ Ordinary kernel text, not the switch page (`.text.kswitch`, which the
 @ TCM scenario moves into ITCM): that page is full with `trap_entry`.
@@ -117,35 +123,50 @@ __svc_fast:
 .endm
 
 @ The last check before a handler commits, r6 = next, r10 + pr_* = its
-@ record, r0 = cur's frame. FASS (`\m` = fass): next's record is of this
-@ generation (`Proc::fast`; written in `__fast_switch_fass`). The
-@ per-table strategies (`table`): `fass`'s own precomputed switch
-@ (`SwitchStrategy::switch_lean`, through `fast_table_switch`), which
-@ either switches (TTBR, FCSEIDR under FCSE, and the maintenance its
-@ mechanism needs, with `fass`'s bookkeeping) or, stale, writes nothing:
-@ then the Rust path. The switch tail is stamped before it. The call
-@ keeps r4-r11 (AAPCS); the SVC stack is 8-byte aligned (nothing pushed).
+@ record, r0 = cur's frame: next's record is of this generation
+@ (`Proc::fast`; applied in SWITCH_REGS), in every mode.
 .macro RECORD_SWITCH m, fail=__svc_general
-    .ifc \m, fass
     ldr     r8, [r10, #{pr_gen}]
     ldr     r9, [r4, #{k_gen}]
     cmp     r8, r9
     bne     \fail                         @ no record of this generation
-    .else
-    mov     r9, r0
-    READ_COUNTER r8                       @ the switch tail's start
-    mov     r0, r6
-    bl      fast_table_switch
-    cmp     r0, #0
-    beq     \fail                         @ stale: nothing written
-    mov     r0, r9
-    mov     r1, #1
-    str     r1, [r4, #{k_t0_tag}]
-    str     r8, [r4, #{k_t0}]
-    .endif
 .endm
 
-@ The handlers of one mode (`fass` or `table`): YIELD, SEND/CALL,
+@ The switch itself, from next's record (r10 + pr_*), and the switch
+@ tail's stamp (`clock::SwitchClock`, taken before it). FASS: DACR and
+@ FCSEIDR. FCSE-only: TTBR, the whole TLB invalidated, FCSEIDR. Naive:
+@ the caches cleaned and invalidated (`fast_flush_caches`: a call, which
+@ keeps r4-r11 (AAPCS) and needs the SVC stack 8-byte aligned, as it is:
+@ nothing pushed; r0-r3, r12 and lr are free here), TTBR, the whole TLB
+@ invalidated. The same CP15 operations, in the same order, as
+@ `fass`'s switch of the strategy (`TableSwitch::switch_lean`).
+@ Clobbers r0-r3, r8, r9 (and, naive, r12 and lr).
+.macro SWITCH_REGS m
+    .ifc \m, fass
+    ldr     r2, [r10, #{pr_dacr}]
+    ldr     r3, [r10, #{pr_fcseidr}]
+    READ_COUNTER r9                       @ the switch tail's start
+    mcr     p15, 0, r2, c3, c0, 0         @ DACR
+    mcr     p15, 0, r3, c13, c0, 0        @ FCSEIDR
+    .else
+    READ_COUNTER r9                       @ the switch tail's start
+    .ifc \m, naive
+    bl      fast_flush_caches             @ D-cache clean+invalidate, I-cache
+    .endif
+    ldr     r2, [r10, #{pr_ttbr}]
+    mov     r1, #0
+    mcr     p15, 0, r2, c2, c0, 0         @ TTBR
+    mcr     p15, 0, r1, c8, c7, 0         @ invalidate the TLB
+    .ifc \m, fcse
+    ldr     r3, [r10, #{pr_fcseidr}]
+    mcr     p15, 0, r3, c13, c0, 0        @ FCSEIDR
+    .endif
+    .endif
+    mov     r8, #1
+    STORE_PAIR r8, r9, r4, {k_t0_tag}     @ Some(t0)
+.endm
+
+@ The handlers of one mode (`fass`, `fcse` or `naive`): YIELD, SEND/CALL,
 @ REPLY/REPLY_WAIT, and their switch.
 .macro HANDLERS m
 @ YIELD: the first ready slot after cur, round robin (`ReadySet::next_after`).
@@ -355,36 +376,21 @@ __svc_reply_\m:
 36: STORE_PAIR r2, r3, r4, {k_ready}
     mov     r5, #{tr_reply}
 
-@ The switch (FASS: `Kernel::switch_ready`'s lean branch; the others:
-@ made already) and the counters common to every fast call. r0 = cur's
-@ frame, r4 = the kernel, r5 = the transit kind, r6 = next, r10 + pr_* =
-@ next's record.
+@ The switch (`Kernel::switch_ready`'s lean branch) and the counters
+@ common to every fast call. r0 = cur's frame, r4 = the kernel, r5 = the
+@ transit kind, r6 = next, r10 + pr_* = next's record.
 __fast_switch_\m:
     ldr     r8, [r0, #{p_syscalls}]
     add     r8, r8, #1
     str     r8, [r0, #{p_syscalls}]
     add     r8, r4, #{k_counters}
-    .ifc \m, fass
     ldmia   r8, {{r1, r2, r3}}            @ switches, lean_switches, syscalls
     add     r1, r1, #1
     add     r2, r2, #1
     add     r3, r3, #1
     stmia   r8, {{r1, r2, r3}}
-95: ldr     r2, [r10, #{pr_dacr}]
-    ldr     r3, [r10, #{pr_fcseidr}]
-    READ_COUNTER r9                       @ the switch tail's start
-    mcr     p15, 0, r2, c3, c0, 0         @ DACR
-    mcr     p15, 0, r3, c13, c0, 0        @ FCSEIDR
-    mov     r8, #1
-    STORE_PAIR r8, r9, r4, {k_t0_tag}     @ Some(t0)
-    .else
-    @ (the switch was made, and the switch tail stamped, by RECORD_SWITCH)
-    ldmia   r8, {{r1, r2, r3}}            @ switches, lean_switches, syscalls
-    add     r1, r1, #1
-    add     r3, r3, #1
-    stmia   r8, {{r1, r2, r3}}
-    .endif
-96: str     r6, [r4, #{k_cur}]
+95: SWITCH_REGS \m
+    str     r6, [r4, #{k_cur}]
     add     r0, r10, #{k_procs}
     b       __return_marked
 
@@ -393,14 +399,9 @@ __fast_switch_irq_\m:
     add     r8, r4, #{k_counters}
     ldmia   r8, {{r1, r2}}                @ switches, lean_switches
     add     r1, r1, #1
-    .ifc \m, fass
     add     r2, r2, #1
     stmia   r8, {{r1, r2}}
     b       95b
-    .else
-    stmia   r8, {{r1, r2}}
-    b       96b
-    .endif
 
 @ Timer IRQ from user mode (`Kernel::irq_fast`), entered from
 @ `__irq_fast` with r0 = cur's frame (pc and CPSR saved), r4 = the kernel,
@@ -474,7 +475,8 @@ __irq_preempt_\m:
 .endm
 
     HANDLERS fass
-    HANDLERS table
+    HANDLERS fcse
+    HANDLERS naive
 
 @ IRQ from user mode, from `__user_trap_irq` (`asm/trap.s`) after
 @ `SAVE_USER` (pc and CPSR saved) in SVC mode, r0 = cur's frame: this

@@ -2,11 +2,13 @@
 //! its contract is stated there): YIELD to a ready process, SEND/CALL to a
 //! receiver waiting in RECV, REPLY/REPLY_WAIT to a caller waiting for the
 //! reply, SEND_RECV to a receiver waiting in RECV (the caller then waits in
-//! RECV), each switching through the process's precomputed FASS record of
-//! the current generation straight from the SVC vector, without a call
-//! into Rust (naive and FCSE-only: the same handlers, switching through
-//! `fass`'s precomputed switch, [`fast_table_switch`]); and the timer's
-//! preemption from the IRQ stub, the tick in Rust ([`fast_irq_tick`]).
+//! RECV), each switching through the process's precomputed record of the
+//! current generation (`kernel::Fast`) straight from the SVC vector: FASS
+//! writes its DACR and FCSEIDR, FCSE-only its TTBR, a TLB invalidation and
+//! its FCSEIDR, naive the cache flush (one call, [`fast_flush_caches`]), its
+//! TTBR and a TLB invalidation, each without any other call into Rust; and
+//! the timer's preemption from the IRQ stub, the tick in Rust
+//! ([`fast_irq_tick`]).
 //! Anything else falls back to the Rust path unchanged.
 //!
 //! The assembly reaches the kernel's fields by the offsets computed here
@@ -25,10 +27,10 @@ use super::ipc::{LINK_NEXT, LINK_PREV, LINK_REPLY_HEAD, LINK_SEND_HEAD, NONE};
 use super::kernel::{Counters, Fast, Kernel, KernelSlot, Proc, State, TrapFrame, KERNEL};
 use super::platform;
 use super::sched::ReadySet;
+use super::strategy::SwitchMode;
 use super::strategy::MAX_PROCS;
-use super::strategy::{Strategy, SwitchMode};
 use crate::abi::nr;
-use fass::{SpaceId, SwitchStrategy};
+use mmu_armv5::maint::CacheMaintenance;
 
 /// A system-call entry of the assembly fast path (never called from Rust:
 /// entered by `ldr pc` with the registers of the contract in
@@ -41,12 +43,17 @@ extern "C" {
     fn __svc_send_fass();
     fn __svc_reply_fass();
     fn __svc_send_recv_fass();
-    fn __svc_yield_table();
-    fn __svc_send_table();
-    fn __svc_reply_table();
-    fn __svc_send_recv_table();
+    fn __svc_yield_naive();
+    fn __svc_send_naive();
+    fn __svc_reply_naive();
+    fn __svc_send_recv_naive();
+    fn __svc_yield_fcse();
+    fn __svc_send_fcse();
+    fn __svc_reply_fcse();
+    fn __svc_send_recv_fcse();
     fn __irq_preempt_fass();
-    fn __irq_preempt_table();
+    fn __irq_preempt_naive();
+    fn __irq_preempt_fcse();
 }
 
 /// Entries of a dispatch table: every system-call number the fast path
@@ -90,44 +97,50 @@ static SVC_FASS_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
     __irq_preempt_fass,
 );
 
-/// Naive and FCSE-only: the same handlers, switching through `fass`'s
-/// precomputed switch ([`fast_table_switch`]).
-static SVC_TABLE_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
-    __svc_yield_table,
-    __svc_send_table,
-    __svc_reply_table,
-    __svc_send_recv_table,
-    __irq_preempt_table,
+/// FCSE-only: the same handlers, switching with the TTBR and FCSEIDR of
+/// the process's record and a TLB invalidation.
+static SVC_FCSE_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
+    __svc_yield_fcse,
+    __svc_send_fcse,
+    __svc_reply_fcse,
+    __svc_send_recv_fcse,
+    __irq_preempt_fcse,
+);
+
+/// Naive: the same handlers, switching with the cache flush
+/// ([`fast_flush_caches`]), the TTBR of the process's record and a TLB
+/// invalidation.
+static SVC_NAIVE_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
+    __svc_yield_naive,
+    __svc_send_naive,
+    __svc_reply_naive,
+    __svc_send_recv_naive,
+    __irq_preempt_naive,
 );
 
 /// The dispatch table of a kernel in `mode` ([`Kernel::svc_table`]).
 pub(super) fn svc_table(mode: SwitchMode) -> *const u32 {
     let t = match mode {
         SwitchMode::Fass => &SVC_FASS_TABLE,
-        SwitchMode::Naive | SwitchMode::Fcse => &SVC_TABLE_TABLE,
+        SwitchMode::Fcse => &SVC_FCSE_TABLE,
+        SwitchMode::Naive => &SVC_NAIVE_TABLE,
     };
     t.as_ptr().cast()
 }
 
-/// Called by the naive and FCSE-only handlers of the assembly fast path
-/// (`RECORD_SWITCH` in `asm/fastpath.s`) as their last check: switches to
-/// process `next` through `fass`'s precomputed switch of the current
-/// generation ([`SwitchStrategy::switch_lean`]: TTBR, FCSEIDR under FCSE,
-/// and the cache and TLB maintenance the mechanism needs, through the
-/// counting platform, with `fass`'s bookkeeping), as
-/// `Kernel::switch_table_lean` does on the Rust path. 1: switched; 0:
-/// nothing was written (no record of this generation, or not a per-table
-/// strategy), take the Rust path.
+/// The cache maintenance of a naive switch, before its TTBR write: the
+/// whole D-cache cleaned and invalidated and the I-cache invalidated, by
+/// the board CPU's own method (ARM926 test-and-clean, SA-1110 flush-region
+/// read, XScale line allocation) through the counting platform, which
+/// counts both (what `fass`'s `TableSwitch` does on a naive switch).
+/// Called by the naive switch of the assembly fast path (`SWITCH_REGS` in
+/// `asm/fastpath.s`) and by the Rust lean path (`switch::apply_table`);
+/// touches nothing of the kernel's.
 #[no_mangle]
-pub extern "C" fn fast_table_switch(next: u32) -> u32 {
-    // SAFETY: called from a trap from user mode (`trap::trap_entry`'s
-    // contract), with no reference to the kernel alive.
-    let k = unsafe { super::kernel::running_kernel() };
-    let Strategy::Table(ts) = &mut k.strategy else {
-        return 0;
-    };
-    let id = SpaceId((next as usize & (MAX_PROCS - 1)) as u16);
-    u32::from(ts.switch_lean(&mut platform::counting(), id).is_ok())
+pub extern "C" fn fast_flush_caches() {
+    let mut m = platform::counting();
+    m.clean_invalidate_dcache();
+    m.invalidate_icache();
 }
 
 /// Called by the IRQ handlers of the assembly fast path
@@ -137,7 +150,8 @@ pub extern "C" fn fast_table_switch(next: u32) -> u32 {
 /// takes the interrupt).
 #[no_mangle]
 pub extern "C" fn fast_irq_tick() -> u32 {
-    // SAFETY: as in `fast_table_switch`.
+    // SAFETY: called from a trap from user mode (`trap::trap_entry`'s
+    // contract), with no reference to the kernel alive.
     let k = unsafe { super::kernel::running_kernel() };
     u32::from(k.irq_tick())
 }
@@ -148,7 +162,7 @@ pub extern "C" fn fast_irq_tick() -> u32 {
 /// resume.
 #[no_mangle]
 pub extern "C" fn fast_irq_decide() -> *mut TrapFrame {
-    // SAFETY: as in `fast_table_switch`.
+    // SAFETY: as in `fast_irq_tick`.
     let k = unsafe { super::kernel::running_kernel() };
     k.irq_after_tick()
 }
@@ -228,6 +242,7 @@ const K_PROCS: usize = offset_of!(Kernel, procs);
 const P_STATE: usize = offset_of!(Proc, state);
 const P_GEN: usize = offset_of!(Proc, fast) + offset_of!(Fast, gen);
 const P_REGS: usize = offset_of!(Proc, fast) + offset_of!(Fast, regs);
+const P_TTBR: usize = offset_of!(Proc, fast) + offset_of!(Fast, ttbr);
 const P_LINKS: usize = offset_of!(Proc, ipc);
 
 core::arch::global_asm!(
@@ -255,7 +270,6 @@ core::arch::global_asm!(
     k_svc_table = const offset_of!(Kernel, svc_table),
     svc_table_len = const SVC_TABLE_LEN,
     k_t0_tag = const K_T0,
-    k_t0 = const K_T0 + 4,
     k_counters = const K_COUNTERS,
     k_messages = const K_COUNTERS + offset_of!(Counters, messages),
     k_round_trips = const K_COUNTERS + offset_of!(Counters, round_trips),
@@ -271,6 +285,7 @@ core::arch::global_asm!(
     pr_gen = const K_PROCS + P_GEN,
     pr_dacr = const K_PROCS + P_REGS,
     pr_fcseidr = const K_PROCS + P_REGS + 4,
+    pr_ttbr = const K_PROCS + P_TTBR,
     pr_link_reply_head = const K_PROCS + P_LINKS + LINK_REPLY_HEAD,
     pr_link_next = const K_PROCS + P_LINKS + LINK_NEXT,
     pr_link_prev = const K_PROCS + P_LINKS + LINK_PREV,

@@ -192,7 +192,7 @@ pub struct Page {
 pub struct Proc {
     /// Saved user registers: the trap stubs save and restore them here.
     pub ctx: TrapFrame,
-    /// FASS: the precomputed switch registers.
+    /// Its precomputed switch (every strategy).
     pub fast: Fast,
     /// Scheduling state.
     pub state: State,
@@ -257,9 +257,12 @@ impl Proc {
 pub struct Counters {
     /// Context switches (between two different processes).
     pub switches: u32,
-    /// Of which lean FASS switches (precomputed DACR and FCSEIDR written by
-    /// the kernel itself, not through the counting platform: see
-    /// [`Kernel::mark_now`]).
+    /// Of which lean switches: a process's precomputed switch ([`Fast`])
+    /// applied by the kernel itself, its register writes and TLB
+    /// invalidation not through the counting platform (added in
+    /// [`Kernel::mark_now`]); FASS: DACR and FCSEIDR; FCSE-only: TTBR, TLB
+    /// invalidation, FCSEIDR; naive: the cache flush (through the counting
+    /// platform), TTBR, TLB invalidation.
     pub lean_switches: u32,
     /// System calls.
     pub syscalls: u32,
@@ -319,15 +322,14 @@ pub struct Kernel {
     /// and stores it as one doubleword).
     pub(super) ready: ReadySet,
     /// The generation precomputed switch registers must carry
-    /// ([`Fast::gen`]): odd, from `fass`'s
-    /// [`generation`](fass::Fass::generation) and [`Kernel::epoch`],
-    /// refreshed after every strategy call (0, never a generation, marks a
-    /// process without precomputed registers).
+    /// ([`Fast::gen`]): odd, from the strategy's
+    /// [`generation`](fass::SwitchStrategy::generation) and
+    /// [`Kernel::epoch`], refreshed after every strategy call (0, never a
+    /// generation, marks a process without precomputed registers).
     pub(super) gen: u32,
     /// The system-call dispatch table of the assembly fast path
-    /// (`asm/fastpath.s`): `__svc_fast_table` under FASS, whose records it
-    /// switches with; under the per-table strategies `__svc_slow_table`,
-    /// every entry the Rust path.
+    /// (`asm/fastpath.s`): this mode's handlers, which switch with the
+    /// processes' records ([`Fast`]).
     pub(super) svc_table: *const u32,
     /// Switch-path timing.
     pub clock: SwitchClock,
@@ -349,6 +351,9 @@ pub struct Kernel {
     /// Bumped by every kernel change that can alter a FASS process's DACR
     /// (segments, spawn, exit); part of [`Kernel::gen`].
     epoch: u32,
+    /// [`Counters::lean_switches`] the per-table strategy has been told of
+    /// ([`Kernel::sync`]).
+    settled: u32,
     /// TCM: an exchange preempted between steps.
     pub pending: Option<Pending>,
     /// TCM: timing of each completed user exchange (in order).
@@ -362,17 +367,26 @@ pub struct Kernel {
     cp15: HwCp15,
 }
 
-/// The precomputed DACR and FCSEIDR of a FASS process, valid while
-/// `gen` equals the kernel's current generation ([`Kernel::gen`]): no
-/// domain was taken back or released, no full flush, no segment or space
-/// change since `fass` wrote them on the process's last full switch.
+/// A process's precomputed switch, valid while `gen` equals the kernel's
+/// current generation ([`Kernel::gen`]).
+///
+/// FASS: the DACR and FCSEIDR `fass` wrote on the process's last full
+/// switch (no domain taken back or released, no full flush, no segment or
+/// space change since). Naive and FCSE-only: the TTBR and FCSEIDR of the
+/// strategy's own precomputed switch ([`fass::LeanSwitch`], made on the
+/// last full switch, valid while the strategy's generation stays), applied
+/// with its maintenance ([`fass::LeanSwitch::maintenance`]) by the kernel
+/// and settled with the strategy later ([`fass::AppliedLean`]).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct Fast {
     /// Generation they were computed in (0: none, never valid).
     pub gen: u32,
-    /// The DACR and FCSEIDR values (the latter kept as `pid << 25`).
+    /// The DACR (FASS; `Dacr::NONE` otherwise) and FCSEIDR (`pid << 25`;
+    /// naive: 0, never written) values.
     pub regs: SwitchRegs,
+    /// The TTBR value (per-table strategies; 0 under FASS).
+    pub ttbr: u32,
 }
 
 impl Fast {
@@ -380,7 +394,25 @@ impl Fast {
     pub const NONE: Fast = Fast {
         gen: 0,
         regs: SwitchRegs::NONE,
+        ttbr: 0,
     };
+
+    /// A FASS record of generation `gen`: `regs`.
+    pub const fn fass(gen: u32, regs: SwitchRegs) -> Fast {
+        Fast { gen, regs, ttbr: 0 }
+    }
+
+    /// A per-table record of generation `gen` from the strategy's own
+    /// `rec` (`None` for a FASS record).
+    pub fn table(gen: u32, rec: &fass::LeanSwitch) -> Option<Fast> {
+        let ttbr = rec.ttbr()?;
+        let pid = rec.fcse_pid().unwrap_or(mmu_armv5::FcsePid::ZERO);
+        Some(Fast {
+            gen,
+            regs: SwitchRegs::new(mmu_armv5::regs::Dacr::NONE, pid),
+            ttbr: ttbr.bits(),
+        })
+    }
 }
 
 /// A TCM exchange of process `proc` interrupted between two steps.
@@ -619,23 +651,50 @@ impl Kernel {
     }
 
     /// After lean switches `fass` still thinks the process it last switched
-    /// to runs: tell it which one does ([`fass::Fass::note_switched`]; the
-    /// lean switch wrote exactly the registers its last full switch did,
-    /// in the same generation).
+    /// to runs: tell it which one does (FASS: [`fass::Fass::note_switched`];
+    /// the lean switch wrote exactly the registers its last full switch
+    /// did, in the same generation) and, under the per-table strategies,
+    /// hand back the lean switches made since the last time
+    /// ([`fass::TableSwitch::settle_lean`]: counted as the strategy's own).
     #[inline]
-    fn sync(&mut self) {
-        if let (Strategy::Fass(fs), Some(c)) = (&mut self.strategy, self.current) {
-            let id = SpaceId(c as u16);
-            if fs.current() != Some(id) {
-                // SAFETY: process `c` runs with the DACR and FCSEIDR `fass`
-                // last wrote for it: a full switch, or the lean path of
-                // `finish`, which writes them only while their generation
-                // is the current one.
-                if let Err(e) = unsafe { fs.note_switched(id) } {
-                    defmt::error!("re-synchronising fass on process {=usize} failed: {}", c, e);
+    pub(super) fn sync(&mut self) {
+        let owed = self.counters.lean_switches.wrapping_sub(self.settled);
+        match (&mut self.strategy, self.current) {
+            (Strategy::Fass(fs), Some(c)) => {
+                let id = SpaceId(c as u16);
+                if fs.current() != Some(id) {
+                    // SAFETY: process `c` runs with the DACR and FCSEIDR `fass`
+                    // last wrote for it: a full switch, or the lean path of
+                    // `finish`, which writes them only while their generation
+                    // is the current one.
+                    if let Err(e) = unsafe { fs.note_switched(id) } {
+                        defmt::error!("re-synchronising fass on process {=usize} failed: {}", c, e);
+                    }
                 }
             }
+            (Strategy::Table(ts), Some(c)) if owed != 0 => {
+                let id = SpaceId(c as u16);
+                let r = ts.lean_switch(id).ok_or(fass::StaleSwitch).and_then(|rec| {
+                    // SAFETY: process `c` runs, switched to last by a lean
+                    // switch (no full switch since the last settle: each
+                    // syncs first); the `owed` lean switches since then each
+                    // wrote a record of the strategy's, of the generation
+                    // current then and now (a change of it goes through a
+                    // strategy call, which syncs first), with its
+                    // maintenance (`switch_ready`, `asm/fastpath.s`).
+                    unsafe { ts.settle_lean(rec.applied(id, owed)) }
+                });
+                if let Err(e) = r {
+                    defmt::error!(
+                        "settling lean switches to process {=usize} failed: {}",
+                        c,
+                        e
+                    );
+                }
+            }
+            _ => {}
         }
+        self.settled = self.counters.lean_switches;
     }
 
     /// Recomputes [`Kernel::gen`]: every recycle, release, full flush
@@ -644,13 +703,10 @@ impl Kernel {
     /// switch registers stale.
     #[inline]
     fn refresh_gen(&mut self) {
-        if let Strategy::Fass(f) = &self.strategy {
-            // The low 32 bits, as before `fass` widened its generation (the
-            // kernel's own lean path keeps its 32-bit stamp until it moves
-            // to `SwitchStrategy::switch_lean`).
-            let low = f.generation() as u32;
-            self.gen = low.wrapping_add(self.epoch).wrapping_shl(1) | 1;
-        }
+        // The low 32 bits of the strategy's 64-bit generation (the
+        // kernel's records keep a 32-bit stamp the assembly compares).
+        let low = dispatch!(&self.strategy, s => SwitchStrategy::generation(s)) as u32;
+        self.gen = low.wrapping_add(self.epoch).wrapping_shl(1) | 1;
     }
 
     /// A kernel change that can alter a process's DACR (spawn, exit, segments).
@@ -673,6 +729,7 @@ impl Kernel {
             segments: [None; SEGMENTS],
             kctx: [0; 10],
             epoch: 0,
+            settled: 0,
             gen: 1,
             svc_table: super::fastpath::svc_table(mode),
             ready: ReadySet::EMPTY,
@@ -823,12 +880,26 @@ impl Kernel {
         }
     }
 
-    /// Reads every counter now. The CP15 counts include the DACR and
-    /// FCSEIDR writes of lean switches.
-    pub fn mark_now(&self) -> Mark {
+    /// Reads every counter now, after settling the lean switches with the
+    /// strategy ([`Kernel::sync`]). The CP15 counts include the register
+    /// writes and TLB invalidations of lean switches.
+    pub fn mark_now(&mut self) -> Mark {
+        self.sync();
         let mut hw = platform::counts();
-        hw.dacr_writes += self.counters.lean_switches;
-        hw.pid_writes += self.counters.lean_switches;
+        let lean = self.counters.lean_switches;
+        match &self.strategy {
+            Strategy::Fass(_) => {
+                hw.dacr_writes += lean;
+                hw.pid_writes += lean;
+            }
+            Strategy::Table(ts) => {
+                hw.ttbr_writes += lean;
+                hw.tlb_flushes += lean;
+                if matches!(ts.kind(), fass::ClassicKind::Fcse(_)) {
+                    hw.pid_writes += lean;
+                }
+            }
+        }
         Mark {
             ticks: timer::now(),
             hw,

@@ -1,14 +1,15 @@
 //! The switch, the last step before the return to user mode: the
-//! decision's process made current through its precomputed switch (FASS:
-//! the kernel's own DACR/FCSEIDR record of the current generation; naive
-//! and FCSE-only: `fass`'s [`SwitchStrategy::switch_lean`]), else through
+//! decision's process made current through its precomputed switch of the
+//! current generation, the kernel's own record ([`Fast`]: FASS, DACR and
+//! FCSEIDR; naive and FCSE-only, the TTBR and FCSEIDR of `fass`'s
+//! [`LeanSwitch`](fass::LeanSwitch), with its maintenance), else through
 //! the strategy's full `switch_to`, which records a fresh one.
 
-use fass::{SpaceId, SwitchStrategy};
-use mmu_armv5::regs::Cp15Ext;
+use fass::{ClassicKind, SpaceId, SwitchStrategy};
+use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::regs::{Cp15Ext, Ttbr};
 
 use super::kernel::{Exit, Fast, Kernel, State, TrapFrame};
-use super::platform;
 use super::sched::Wish;
 use super::strategy::{dispatch, Strategy, MAX_PROCS};
 use super::timer;
@@ -39,12 +40,12 @@ impl Kernel {
     /// Switches to `next`, decided on (ready, or the current process
     /// again), and returns its frame. The switch tail's clock
     /// ([`SwitchClock`](super::clock::SwitchClock)) starts here (its stamp
-    /// is dropped if `next` is the current process). Under FASS a process
-    /// whose precomputed registers are of the current generation ([`Fast`])
-    /// is switched to by writing them: the lean path, a handful of
-    /// instructions besides the two register writes; naive and FCSE-only
-    /// take `fass`'s precomputed switch ([`SwitchStrategy::switch_lean`])
-    /// here too; anything else takes the full switch.
+    /// is dropped if `next` is the current process). A process whose
+    /// precomputed switch is of the current generation ([`Fast`]) is
+    /// switched to by applying it ([`Kernel::apply_lean`]): the lean path,
+    /// a handful of instructions besides the register writes and the
+    /// mechanism's maintenance, the same for every strategy; anything else
+    /// takes the full switch.
     #[inline(always)]
     pub(super) fn switch_ready(&mut self, next: usize) -> *mut TrapFrame {
         let next = next & (MAX_PROCS - 1);
@@ -56,21 +57,22 @@ impl Kernel {
         let p = &mut self.procs[next];
         let f = p.fast;
         if f.gen == gen {
-            // SAFETY: the values `fass` wrote on `next`'s last full switch,
-            // with no recycle, release, flush or space/segment change since
-            // (the generation): they keep the kernel's domain client and
-            // open only `next`'s domains, and its PID's window may be served
-            // from the caches (`set_switch_regs`'s contract).
-            unsafe { hw().set_switch_regs(f.regs) };
+            match &self.strategy {
+                // SAFETY: the values `fass` wrote on `next`'s last full
+                // switch, with no recycle, release, flush or space/segment
+                // change since (the generation): they keep the kernel's
+                // domain client and open only `next`'s domains, and its
+                // PID's window may be served from the caches
+                // (`set_switch_regs`'s contract).
+                Strategy::Fass(_) => unsafe { hw().set_switch_regs(f.regs) },
+                // SAFETY: the record of `next`'s table, made from the
+                // strategy's own of this generation (`Fast::table`).
+                Strategy::Table(ts) => unsafe { apply_table(ts.kind(), &f) },
+            }
             self.current = Some(next);
             self.counters.switches += 1;
             self.counters.lean_switches += 1;
             self.clock.t0 = Some(t0);
-            return &mut p.ctx;
-        }
-        // Naive and FCSE-only: their precomputed switch, inline as well (the
-        // same quality of path as FASS's; the mechanisms differ).
-        if self.switch_table_lean(next, t0) {
             return &mut self.procs[next].ctx;
         }
         self.switch_slow(next, t0)
@@ -89,27 +91,6 @@ impl Kernel {
         }
     }
 
-    /// Naive and FCSE-only: the strategy's precomputed switch to `next`
-    /// ([`SwitchStrategy::switch_lean`]: TTBR, FCSEIDR under FCSE, and the
-    /// maintenance the mechanism needs, through the counting platform), if
-    /// it holds one of the current generation; `false`: nothing was done.
-    #[inline(always)]
-    fn switch_table_lean(&mut self, next: usize, t0: u32) -> bool {
-        let Strategy::Table(ts) = &mut self.strategy else {
-            return false;
-        };
-        if ts
-            .switch_lean(&mut platform::counting(), SpaceId(next as u16))
-            .is_err()
-        {
-            return false;
-        }
-        self.current = Some(next);
-        self.counters.switches += 1;
-        self.clock.t0 = Some(t0);
-        true
-    }
-
     #[inline(never)]
     pub(super) fn switch_full(&mut self, next: usize, t0: u32) -> bool {
         let r = self.sys(
@@ -121,12 +102,13 @@ impl Kernel {
                     self.counters.switches += 1;
                 }
                 self.current = Some(next);
-                if let Strategy::Fass(_) = &self.strategy {
-                    self.procs[next].fast = Fast {
-                        gen: self.gen,
-                        regs: hw().switch_regs(),
-                    };
-                }
+                self.procs[next].fast = match &self.strategy {
+                    Strategy::Fass(_) => Fast::fass(self.gen, hw().switch_regs()),
+                    Strategy::Table(ts) => ts
+                        .lean_switch(SpaceId(next as u16))
+                        .and_then(|rec| Fast::table(self.gen, &rec))
+                        .unwrap_or(Fast::NONE),
+                };
                 self.clock.t0 = Some(t0);
                 true
             }
@@ -135,5 +117,35 @@ impl Kernel {
                 false
             }
         }
+    }
+}
+
+/// A per-table strategy's lean switch from the kernel's record `f` (what
+/// the assembly fast path does, `asm/fastpath.s`): naive, the caches
+/// cleaned and invalidated through the counting platform
+/// ([`fast_flush_caches`](super::fastpath::fast_flush_caches)); the TTBR,
+/// the TLB invalidated; FCSE-only, the FCSEIDR. The register writes and the
+/// TLB invalidation are counted as lean switches (`Kernel::mark_now`).
+///
+/// # Safety
+/// `f` is the record of the process switched to, made from the strategy's
+/// own precomputed switch ([`Fast::table`]) in the current generation.
+///
+/// Out of line: the switch page (`.text.kswitch`) has no room for it.
+#[inline(never)]
+unsafe fn apply_table(kind: ClassicKind, f: &Fast) {
+    let mut c = hw();
+    if kind == ClassicKind::Naive {
+        super::fastpath::fast_flush_caches();
+    }
+    // SAFETY: the table of the process switched to, which holds the
+    // kernel's entries; naive: the caches were just cleaned and
+    // invalidated; FCSE: the record exists only while the switch needs no
+    // flush (`fass::lean`), the kernel runs above 32 MiB.
+    unsafe { c.set_ttbr(Ttbr::from_bits(f.ttbr)) };
+    crate::board::maint(hw()).invalidate_tlb();
+    if let ClassicKind::Fcse(_) = kind {
+        // SAFETY: as above.
+        unsafe { c.set_fcse_pid(f.regs.pid()) };
     }
 }

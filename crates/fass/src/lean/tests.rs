@@ -701,6 +701,178 @@ fn make_best_effort(mem: &mut Mem) -> (TableSwitch<8, 2>, Sys<'_>) {
     classic_in(mem, Kind::Fcse(PidMode::BestEffort), pids(2))
 }
 
+/// A kernel's own application of `rec` (what an assembly switch path does
+/// with the values it kept): the record's maintenance and register writes.
+fn apply_outside(sys: &mut Sys<'_>, rec: &LeanSwitch) {
+    use mmu_armv5::maint::CacheMaintenance;
+    use mmu_armv5::regs::Cp15Ext;
+    let ttbr = rec.ttbr().unwrap();
+    if rec.maintenance() == Maintenance::FlushCachesAndTlb {
+        sys.clean_invalidate_dcache();
+        sys.invalidate_icache();
+    }
+    // SAFETY: the mock only records the writes.
+    unsafe { sys.set_ttbr(ttbr) };
+    sys.invalidate_tlb();
+    if let Some(pid) = rec.fcse_pid() {
+        // SAFETY: as above.
+        unsafe { sys.set_fcse_pid(pid) };
+    }
+}
+
+/// Drives `full` with full switches only and `kern` as a kernel with its
+/// own switch path does: a switch to another space with a valid record is
+/// applied outside the strategy ([`apply_outside`]) and owed, and the owed
+/// switches are settled ([`TableSwitch::settle_lean`]) before any other
+/// call into the strategy. Every op must give the same CP15 traffic; after
+/// each settle both strategies must agree on everything (counters,
+/// running space, generation, the PID allocator's epoch). Returns the
+/// switches made outside.
+fn settled_matches_full(
+    ops: &[Op],
+    make: for<'m> fn(&'m mut Mem) -> (TableSwitch<8, 2>, Sys<'m>),
+) -> Result<u32, TestCaseError> {
+    let (mut m1, mut m2) = (table_mem(), table_mem());
+    let (mut full, mut s1) = make(&mut m1);
+    let (mut kern, mut s2) = make(&mut m2);
+    for g in 0..2 {
+        let _ = full.create_segment(SegmentId(g), seg_spec(g));
+        let _ = kern.create_segment(SegmentId(g), seg_spec(g));
+    }
+    // The kernel's idea of the running space, and what it owes.
+    let mut running = None;
+    let mut owed = 0u32;
+    let mut outside = 0;
+    for (n, op) in ops.iter().enumerate() {
+        s1.hw.cp15_mut().clear();
+        s2.hw.cp15_mut().clear();
+        let was = (*full.stats(), full.current(), full.pids().epoch());
+        let (a, _) = run_op(&mut full, &mut s1, op, false);
+        let rec = match *op {
+            Op::Switch(s) if running != Some(SpaceId(s)) => kern.lean_switch(SpaceId(s)),
+            _ => None,
+        };
+        if let (Op::Switch(s), Some(rec)) = (op, rec) {
+            apply_outside(&mut s2, &rec);
+            running = Some(SpaceId(*s));
+            owed += 1;
+            outside += 1;
+            prop_assert_eq!(&a, "Ok(())", "op {} {:?}", n, op);
+        } else {
+            if let (Some(r), true) = (running, owed > 0) {
+                let token = kern.lean_switch(r).unwrap().applied(r, owed);
+                // SAFETY: `r` runs, switched to by `owed` applications of
+                // valid records since the last settle.
+                prop_assert_eq!(unsafe { kern.settle_lean(token) }, Ok(()));
+                owed = 0;
+            }
+            let is = (*kern.stats(), kern.current(), kern.pids().epoch());
+            prop_assert_eq!(was, is, "op {} {:?}: settled", n, op);
+            let (b, _) = run_op(&mut kern, &mut s2, op, false);
+            prop_assert_eq!(&a, &b, "op {} {:?}: answers", n, op);
+            running = kern.current();
+            prop_assert_eq!(full.stats(), kern.stats(), "op {} {:?}: counters", n, op);
+            prop_assert_eq!(full.current(), kern.current());
+            prop_assert_eq!(full.pids().epoch(), kern.pids().epoch());
+        }
+        prop_assert_eq!(
+            s1.hw.cp15().events(),
+            s2.hw.cp15().events(),
+            "op {} {:?} (record {:?})",
+            n,
+            op,
+            rec
+        );
+        prop_assert_eq!(full.generation(), kern.generation());
+    }
+    Ok(outside)
+}
+
+#[test]
+fn settling_owed_switches_counts_them_and_refuses_a_stale_token() {
+    let mut mem = table_mem();
+    let (mut t, mut sys) = classic(&mut mem, Kind::Fcse(PidMode::Guaranteed));
+    for s in 0..3 {
+        t.create_space(&mut sys, SpaceId(s)).unwrap();
+        t.switch_to(&mut sys, SpaceId(s)).unwrap();
+    }
+    let (before, epoch) = (*t.stats(), t.pids().epoch());
+    let rec = t.lean_switch(SpaceId(1)).unwrap();
+    // No switch owed: nothing happens.
+    // SAFETY: no switch claimed.
+    unsafe { t.settle_lean(rec.applied(SpaceId(1), 0)) }.unwrap();
+    assert_eq!((t.current(), *t.stats()), (Some(SpaceId(2)), before));
+    // A record under another space's name is refused, nothing changes.
+    let wrong = rec.applied(SpaceId(0), 2);
+    // SAFETY: refused before anything is recorded.
+    assert_eq!(unsafe { t.settle_lean(wrong) }, Err(StaleSwitch));
+    assert_eq!((t.current(), *t.stats()), (Some(SpaceId(2)), before));
+    // Five switches, the last to space 1.
+    let token = rec.applied(SpaceId(1), 5);
+    assert_eq!(
+        (token.space(), token.times(), token.record()),
+        (SpaceId(1), 5, rec)
+    );
+    // SAFETY: the claim is what the test pretends the kernel did.
+    unsafe { t.settle_lean(token) }.unwrap();
+    let d = t.stats().since(&before);
+    assert_eq!((d.switches, d.tlb_only, d.full_flushes), (5, 5, 0));
+    assert_eq!(
+        (t.current(), t.pids().epoch()),
+        (Some(SpaceId(1)), epoch + 5)
+    );
+    // Destroying space 0 takes its record: a token of it is stale.
+    let rec0 = t.lean_switch(SpaceId(0)).unwrap();
+    t.destroy_space(&mut sys, SpaceId(0)).unwrap();
+    // SAFETY: refused before anything is recorded.
+    let r = unsafe { t.settle_lean(rec0.applied(SpaceId(0), 1)) };
+    assert_eq!(r, Err(StaleSwitch));
+    // A FASS record is not a table strategy's.
+    let f = LeanSwitch::fass(
+        t.generation(),
+        Dacr::from_bits(1),
+        FcsePid::ZERO,
+        Domain::new(1).unwrap(),
+    );
+    // SAFETY: refused before anything is recorded.
+    let r = unsafe { t.settle_lean(f.applied(SpaceId(1), 1)) };
+    assert_eq!(r, Err(StaleSwitch));
+    assert_eq!(t.stats().since(&before).switches, 5);
+}
+
+#[test]
+fn settled_switches_match_full_ones_in_a_ring() {
+    let mut ops = Vec::new();
+    for s in 0..3 {
+        ops.push(Op::Create(s));
+        ops.push(Op::MapLow(s, s as u8));
+    }
+    for round in 0..6u16 {
+        for s in 0..3 {
+            ops.push(Op::Switch(s));
+            ops.push(Op::Switch(s));
+        }
+        if round % 2 == 1 {
+            ops.push(Op::Fault(round as u8));
+        }
+    }
+    // The first switch to each space is full; the other 15 go outside.
+    // (FCSE with a PID per space; in `pids(2)` three spaces share two PIDs,
+    // and a switch to a shared PID has no record.)
+    fn guaranteed(mem: &mut Mem) -> (TableSwitch<8, 2>, Sys<'_>) {
+        classic(mem, Kind::Fcse(PidMode::Guaranteed))
+    }
+    fn best_effort(mem: &mut Mem) -> (TableSwitch<8, 2>, Sys<'_>) {
+        classic(mem, Kind::Fcse(PidMode::BestEffort))
+    }
+    for make in [make_naive, guaranteed, best_effort] {
+        assert_eq!(settled_matches_full(&ops, make).unwrap(), 15);
+    }
+    // Sharing: fewer records, the same agreement.
+    let shared = settled_matches_full(&ops, make_best_effort).unwrap();
+    assert_eq!(shared, lean_matches_full(&ops, make_best_effort).unwrap());
+}
+
 proptest! {
     // Under Miri one case: every case builds eight strategies.
     #![proptest_config(proptest::test_runner::Config {
@@ -719,6 +891,18 @@ proptest! {
         lean_matches_full(&ops, make_naive)?;
         lean_matches_full(&ops, make_guaranteed)?;
         lean_matches_full(&ops, make_best_effort)?;
+    }
+
+    /// Switches a kernel applies itself from the records and settles
+    /// before its next call into the strategy leave the strategy exactly
+    /// where full switches would.
+    #[test]
+    fn settled_switches_do_what_full_switches_would(
+        ops in proptest::collection::vec(op(), 1..MAX_OPS)
+    ) {
+        settled_matches_full(&ops, make_naive)?;
+        settled_matches_full(&ops, make_guaranteed)?;
+        settled_matches_full(&ops, make_best_effort)?;
     }
 }
 
