@@ -1418,14 +1418,18 @@ impl Exchange {
     {
         let mut ops = 0;
         let lines = self.chunk / H::DCACHE_LINE;
-        for (side, page) in pages.into_iter().enumerate() {
-            ops += self.each(maps, side, page, |m| {
-                if m.cached {
-                    hw.flush_lines(at(m.mva, off), self.chunk);
-                    ops += 2 * lines;
-                }
-            });
-        }
+        let chunk = self.chunk;
+        let mut flush = |m: &ReverseMapping| {
+            if m.cached {
+                hw.flush_lines(at(m.mva, off), chunk);
+                ops += 2 * lines;
+            }
+        };
+        // The two sides one after the other rather than in a loop over
+        // them, as in `step_inner`: no addresses hoisted into stack slots.
+        let calls =
+            self.each(maps, 0, pages[0], &mut flush) + self.each(maps, 1, pages[1], &mut flush);
+        ops += calls;
         hw.drain_write_buffer();
         self.stats.total_ops += ops + 1;
     }
@@ -1739,7 +1743,9 @@ impl Exchange {
     }
 
     /// Invalidates the TLB entries of every mapping of `page` (see
-    /// [`Exchange::each`]); returns the number of operations.
+    /// [`Exchange::each`]); returns the number of operations. Inlined: it
+    /// runs inside the masked windows.
+    #[inline(always)]
     fn invalidate_tlb<M, H>(&self, maps: &M, hw: &mut H, side: usize, page: PhysAddr) -> u32
     where
         M: Mappings + ?Sized,
