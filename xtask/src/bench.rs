@@ -449,10 +449,10 @@ pub fn run(full: bool, timeout: Duration, extra: &[Board]) -> Result<()> {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut summary_md = summary::table(&figs, BOARD);
+    let mut summary_md = summary::table(&figs, Board::Versatilepb);
     for b in extra {
         summary_md.push('\n');
-        summary_md.push_str(&summary::table(&figs, b.name()));
+        summary_md.push_str(&summary::table(&figs, *b));
     }
     let mut body = provenance(full, &rustc, threads, &root, &target);
     body.push('\n');

@@ -65,6 +65,17 @@ impl Board {
         }
     }
 
+    /// Whether the kernel has TCM to exchange pages into on this board
+    /// (the kernel's `board::HAS_TCM`): versatilepb's ARM926EJ-S (QEMU's
+    /// has none, so an emulated bank in RAM stands in for it); the SA-1110
+    /// and the PXA255 have no TCM, and their kernels run no TCM scenario.
+    pub fn has_tcm(self) -> bool {
+        match self {
+            Board::Versatilepb => true,
+            Board::Collie | Board::Connex => false,
+        }
+    }
+
     /// The kernel's cargo feature selecting the board.
     pub fn feature(self) -> String {
         format!("board-{}", self.name())

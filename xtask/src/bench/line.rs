@@ -80,6 +80,12 @@ impl Kind {
             Kind::IpcLegacy => "ipc",
         }
     }
+
+    /// Whether the kind measures an exchange into TCM: a board without
+    /// TCM ([`crate::board::Board::has_tcm`]) cannot print it.
+    pub fn needs_tcm(self) -> bool {
+        matches!(self, Kind::Tcm | Kind::TcmWindow)
+    }
 }
 
 /// A switching mode of the kernel.

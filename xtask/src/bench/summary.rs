@@ -1,7 +1,8 @@
 //! The opening table of `docs/benchmarks.md`: every kind per mode side by
 //! side, the naive/FASS and FCSE/FASS ratios of the same run, each figure
-//! next to its goal with "met" / "NOT met" computed, and "not measured"
-//! wherever the kernel printed no figure.
+//! next to its goal with "met" / "NOT met" computed, "not measured"
+//! wherever the kernel printed no figure, and "n/a (no TCM)" for the TCM
+//! kinds on a board without TCM (those goals do not count there).
 //!
 //! The goals ([`GOALS`]) hold FASS figures; instructions, same generation
 //! (no domain recycling: n <= 14).
@@ -11,6 +12,7 @@ use std::fmt::Write as _;
 use super::contract::{self, Scenario};
 use super::figures::Figures;
 use super::line::{Kind, Mode};
+use crate::board::Board;
 
 /// What a goal asks of the FASS figures.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -264,6 +266,13 @@ fn pct(x: f64) -> String {
 }
 
 const NOT_MEASURED: &str = "not measured";
+/// The cells of a TCM kind on a board without TCM.
+const NO_TCM: &str = "n/a (no TCM)";
+
+/// Whether `goal` applies on `board` (the TCM goals only where there is TCM).
+fn applies(goal: &Goal, board: Board) -> bool {
+    board.has_tcm() || !goal.kind.needs_tcm()
+}
 
 fn touch_name(t: u32) -> String {
     if t == 0 {
@@ -340,8 +349,11 @@ fn layout(
     Some((Mode::ALL.to_vec(), ns, ts))
 }
 
-/// The opening table for `board`, and under it how many goals are met.
-pub fn table(figs: &Figures, board: &'static str) -> String {
+/// The opening table for `board`, and under it how many goals are met
+/// (of those that apply on the board).
+pub fn table(figs: &Figures, board: Board) -> String {
+    let hw = board;
+    let board = hw.name();
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -359,8 +371,11 @@ pub fn table(figs: &Figures, board: &'static str) -> String {
             continue;
         };
         let get = |m, n, t| figs.get(board, kind, m, n, t);
+        let no_tcm = kind.needs_tcm() && !hw.has_tcm();
         let cell = |m: Mode, n: u32| {
-            if modes.contains(&m) {
+            if no_tcm && modes.contains(&m) {
+                NO_TCM.to_string()
+            } else if modes.contains(&m) {
                 per_touch(&touches, |t| get(m, n, t).map(count))
             } else {
                 "n/a".to_string()
@@ -383,6 +398,7 @@ pub fn table(figs: &Figures, board: &'static str) -> String {
                 })
                 .collect();
             let (gtext, gverdict) = match goals.first() {
+                Some(g) if !applies(g, hw) => (g.text(), NO_TCM.to_string()),
                 Some(g) => (g.text(), verdict_cell(g, &judge(g, figs, board, &[n]))),
                 None => ("–".to_string(), "–".to_string()),
             };
@@ -431,8 +447,9 @@ pub fn table(figs: &Figures, board: &'static str) -> String {
             }
         }
     }
-    let (mut met, mut not_met, mut none) = (0, 0, 0);
-    for g in &GOALS {
+    let (mut met, mut not_met, mut none, mut of) = (0, 0, 0, 0);
+    for g in GOALS.iter().filter(|g| applies(g, hw)) {
+        of += 1;
         match judge(g, figs, board, g.ns).verdict {
             Verdict::Met => met += 1,
             Verdict::NotMet => not_met += 1,
@@ -441,8 +458,12 @@ pub fn table(figs: &Figures, board: &'static str) -> String {
     }
     let _ = writeln!(
         out,
-        "\nGoals: {met} met, {not_met} NOT met, {none} not measured (of {}).\n",
-        GOALS.len()
+        "\nGoals: {met} met, {not_met} NOT met, {none} not measured (of {of}{}).\n",
+        if of < GOALS.len() {
+            format!("; {} n/a: no TCM", GOALS.len() - of)
+        } else {
+            String::new()
+        }
     );
     out
 }
@@ -585,7 +606,7 @@ mod tests {
             (Kind::Yield, Mode::Naive, 2, 4096, 660.0),
             (Kind::Yield, Mode::Fass, 2, 4096, 440.0),
         ]);
-        let t = table(&f, BOARD);
+        let t = table(&f, Board::Versatilepb);
         assert!(
             t.contains("| `yield` n=2 | 653 / 660 | 891 / not measured | 480 / 440 | 1.36 / 1.50 | 1.86 / not measured | <= 80 | **NOT met** (by 400) |"),
             "{t}"
@@ -593,8 +614,53 @@ mod tests {
     }
 
     #[test]
+    fn tcm_goals_are_not_applicable_on_boards_without_tcm() {
+        // The same (met) figures on every board: only the board decides.
+        let v: Vec<_> = GOALS
+            .iter()
+            .filter(|g| g.kind.needs_tcm())
+            .flat_map(meeting)
+            .collect();
+        assert!(!v.is_empty());
+        for b in Board::ALL {
+            let mut f = Figures::new();
+            let lines: Vec<BenchLine> = v
+                .iter()
+                .map(|&(kind, mode, n, touch, value)| BenchLine {
+                    kind,
+                    mode,
+                    n,
+                    touch,
+                    value,
+                })
+                .collect();
+            f.add(b.name(), &lines);
+            let t = table(&f, b);
+            if b.has_tcm() {
+                assert!(
+                    t.contains("| `tcm` n=1 | n/a | n/a | 2,500 | – | – | <= 2,500 | met |"),
+                    "{t}"
+                );
+                assert!(t.contains("Goals: 2 met, 0 NOT met, 12 not measured (of 14)."));
+            } else {
+                assert!(
+                    t.contains("| `tcm` n=1 | n/a | n/a | n/a (no TCM) | – | – | <= 2,500 | n/a (no TCM) |"),
+                    "{t}"
+                );
+                assert!(t.contains("| `tcm_window` n=1 | n/a | n/a | n/a (no TCM) | – | – | <= 300 | n/a (no TCM) |"));
+                assert!(
+                    t.contains("Goals: 0 met, 0 NOT met, 12 not measured (of 12; 2 n/a: no TCM)."),
+                    "{t}"
+                );
+            }
+        }
+        assert!(Board::Versatilepb.has_tcm());
+        assert!(!Board::Collie.has_tcm() && !Board::Connex.has_tcm());
+    }
+
+    #[test]
     fn missing_figures_say_not_measured_never_a_value() {
-        let t = table(&Figures::new(), BOARD);
+        let t = table(&Figures::new(), Board::Versatilepb);
         assert!(
             t.contains("| `ipc_oneway` n=14 | not measured | not measured | not measured | not measured | not measured | <= 100 | not measured |"),
             "{t}"
@@ -612,7 +678,7 @@ mod tests {
         // The legacy kind appears only when printed.
         assert!(!t.contains("`ipc`"), "{t}");
         let f = figs(&[(Kind::IpcLegacy, Mode::Fass, 2, 0, 1705.0)]);
-        assert!(table(&f, BOARD).contains("| `ipc` (legacy) clients=2 | not measured | not measured | 1,705 | not measured | not measured | – | – |"));
+        assert!(table(&f, Board::Versatilepb).contains("| `ipc` (legacy) clients=2 | not measured | not measured | 1,705 | not measured | not measured | – | – |"));
         // No figure without a line: every value cell of the empty table is "not measured", "n/a" or "–".
         for row in t.lines().filter(|l| l.starts_with("| `")) {
             for c in row.split('|').skip(2).take(5) {
@@ -637,7 +703,7 @@ mod tests {
             (Kind::Fault, Mode::Fass, 2, 0, 223.0),
             (Kind::Tcm, Mode::Fass, 1, 4096, 2451.0),
         ]);
-        let t = table(&f, BOARD);
+        let t = table(&f, Board::Versatilepb);
         assert!(
             t.contains("| `fault` n=2 | n/a | n/a | 223 | – | – | <= 150 | **NOT met** (by 73) |"),
             "{t}"

@@ -594,6 +594,12 @@ macro_rules! ldm_stm {
     (8) => {
         concat!(ldm_stm!(4), ldm_stm!(4))
     };
+    (16) => {
+        concat!(ldm_stm!(8), ldm_stm!(8))
+    };
+    (32) => {
+        concat!(ldm_stm!(16), ldm_stm!(16))
+    };
 }
 
 /// Copies `len` bytes from `s` to `d` (word-aligned pointers into the
@@ -625,7 +631,12 @@ macro_rules! copy_loop {
 impl PhysMemory for Hw {
     fn copy(&mut self, dst: PhysAddr, src: PhysAddr, len: u32) {
         let (d, s) = (window(dst.as_u32()), window(src.as_u32()));
+        // A 4 KiB chunk (the kernel's `CHUNK`) is four iterations of 32
+        // pairs: 256 `LDM`/`STM` and 8 loop instructions (with 8 pairs per
+        // iteration the loop was 32 of 288). 256 bytes of code.
         if len == 0 {
+        } else if len.is_multiple_of(1024) {
+            copy_loop!(s, d, len, 32);
         } else if len.is_multiple_of(256) {
             copy_loop!(s, d, len, 8);
         } else if len.is_multiple_of(128) {
