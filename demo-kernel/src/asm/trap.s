@@ -45,13 +45,13 @@
 
 @ An abort from user mode, in abort mode with the user's r0 just below the
 @ abort stack: saves r0-r12, sp_usr and lr_usr into *__cur_frame (r0 = the
-@ frame on exit) and reads the board's counter into r1.
+@ frame on exit) and reads the board's counter into r5 (saved: free).
 .macro SAVE_ABORT
     ldr     r0, =__cur_frame
     ldr     r0, [r0]
     stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
     ldr     r2, =__board_counter    @ (no banked register right after STM^)
-    ldr     r1, [r2]
+    ldr     r5, [r2]
     ldr     r2, [sp, #-4]
     str     r2, [r0]
 .endm
@@ -111,7 +111,6 @@ __user_trap_dabt:
     SAVE_ABORT
     msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
     mov     r4, r0
-    mov     r5, r1
     bl      trap_dabt
     cmp     r0, #0
     beq     __dabt_general
@@ -164,8 +163,7 @@ __user_trap_pabt:
     SAVE_ABORT
     sub     lr, lr, #4              @ the instruction to fetch again
     mov     r4, r0
-    mov     r5, r1
-    mov     r0, r1
+    mov     r0, r5
     mov     r1, lr
     msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
     bl      trap_pabt

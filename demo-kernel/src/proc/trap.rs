@@ -266,12 +266,14 @@ impl Kernel {
     }
 
     /// The data-abort fast path under FASS ([`Kernel::abort_fast`] with
-    /// the DFSR and FAR): `Some(domain fault)` if resolved (a domain fault
-    /// is a collision, timed by the fault clock: [`fast_abort_return`]).
+    /// the DFSR and FAR): `Some(DFSR bits)` if resolved (a domain fault is
+    /// a collision, timed by the fault clock: [`fast_abort_return`]).
     #[inline(always)]
-    fn dabt_fast(&mut self) -> Option<bool> {
+    fn dabt_fast(&mut self) -> Option<u32> {
         let c = hw();
-        self.abort_fast(c.dfsr(), c.far())
+        let fsr = c.dfsr();
+        self.abort_fast(fsr, c.far())?;
+        Some(fsr.bits())
     }
 
     /// The prefetch-abort fast path under FASS for the instruction at `pc`
@@ -355,8 +357,9 @@ fn resolve_fast(fs: &mut FassS, fsr: Fsr, far: Far) -> Option<fass::Flushed> {
 /// Called by `__user_trap_dabt` (`asm/trap.s`) for a data abort from user
 /// mode, with r0-r12, sp_usr and lr_usr saved in the current process's
 /// frame: a fault `fass` resolves without a flush ([`Kernel::dabt_fast`])
-/// answers non-zero (2 a domain fault, timed by the fault clock; 1 a
-/// translation fault), and the same process resumes at once
+/// answers non-zero (with [`DABT_DOMAIN`] set for a domain fault, timed
+/// by the fault clock; 1 a translation fault), and the same process
+/// resumes at once
 /// (`__return_fast`, then [`fast_abort_return`]); otherwise the answer is
 /// 0, nothing was done, and `__user_trap_dabt` stamps the general path
 /// ([`trap_dabt_declined`]), completes the frame and calls [`trap_entry`].
@@ -367,11 +370,16 @@ pub extern "C" fn trap_dabt() -> u32 {
     // SAFETY: a trap from user mode (see `trap_entry`).
     let k = unsafe { running_kernel() };
     match k.dabt_fast() {
-        Some(true) => 2,
-        Some(false) => 1,
+        // The status bit that tells a domain fault (0x9/0xB) from a
+        // translation fault (0x5/0x7), and 1: two instructions.
+        Some(fsr) => (fsr & DABT_DOMAIN) | 1,
         None => 0,
     }
 }
+
+/// The bit of [`trap_dabt`]'s answer (and of the FSR) set for a domain
+/// fault.
+const DABT_DOMAIN: u32 = 0b1000;
 
 /// Called by `__user_trap_dabt` (`asm/trap.s`) when [`trap_dabt`]
 /// declined the data abort stamped `t0`, before the general path: the
@@ -384,11 +392,11 @@ pub extern "C" fn trap_dabt_declined(t0: u32) {
 /// Called by `__return_fast` (`asm/trap.s`) after its counter read
 /// `t_out`, outside the measured window, for an abort stamped `t0` that
 /// [`trap_dabt`] or [`trap_pabt`] resolved with `answer`: a data abort's
-/// domain fault (a collision, `answer` 2) is timed by the fault clock
+/// domain fault (a collision, [`DABT_DOMAIN`] set) is timed by the fault clock
 /// ([`FaultClock`], `clock::fast_return_accounting`); a fill is not.
 #[no_mangle]
 pub extern "C" fn fast_abort_return(answer: u32, t_out: u32, t0: u32) {
-    if answer == 2 {
+    if answer & DABT_DOMAIN != 0 {
         if let Some(k) = super::kernel::kernel() {
             k.fault_clock.fast = Some(t0);
         }
