@@ -574,7 +574,7 @@ fn drive<T: SwitchStrategy>(
             prev = s;
         }
     }
-    let (c0, s0) = (m.counters().clone(), *t.stats());
+    let (c0, s0) = (m.counters().clone(), t.stats());
     let mut turns = 0u64;
     for _ in 0..w.rounds {
         for &s in &order {

@@ -144,7 +144,7 @@ fn run<T: SwitchStrategy>(m: &mut Machine, t: &mut T, n: u16, mixed: bool) -> (u
         cur = next(cur);
         turn(m, t, cur);
     }
-    let (s0, c0) = (*t.stats(), m.counters().clone());
+    let (s0, c0) = (t.stats(), m.counters().clone());
     for _ in 0..TURNS_PER_SPACE * u32::from(n) {
         cur = next(cur);
         turn(m, t, cur);

@@ -229,7 +229,7 @@ pub use platform::{Platform, Split};
 pub use policy::{DefaultPolicy, VictimPolicy};
 pub use resolve::{Flushed, Resolution};
 pub use segment::{SegmentAccess, SegmentError, SegmentSpec};
-pub use stats::{Event, Stats};
+pub use stats::{Event, FastFaults, Stats};
 pub use switch::SwitchStrategy;
 pub use window::{Leftover, WindowLines};
 

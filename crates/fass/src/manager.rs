@@ -60,7 +60,7 @@ use crate::platform::Platform;
 use crate::policy::VictimPolicy;
 use crate::segment::{SegmentAccess, SegmentSet, SegmentSpec, Segments};
 use crate::space::{SpaceDir, SpaceError, PAGE_SIZE};
-use crate::stats::{Event, Stats};
+use crate::stats::{Event, FastFaults, Stats, Tally};
 use crate::window::WindowLines;
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::maint::CacheMaintenance;
@@ -199,7 +199,7 @@ pub enum RecycleRule {
 pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize> {
     pub(crate) hot: Hot,
     pub(crate) cpd: Cpd,
-    pub(crate) stats: Stats,
+    pub(crate) stats: Tally,
     pub(crate) current: Option<SpaceId>,
     pub(crate) generation: u64,
     pub(crate) kernel: Domain,
@@ -289,7 +289,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             domains: DomainTable::new(kernel, reserved)?,
             policy,
             cpd,
-            stats: Stats::ZERO,
+            stats: Tally::ZERO,
             spaces: core::array::from_fn(|_| None),
             segments: Segments::new(),
             current: None,
@@ -428,10 +428,18 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         Ok(())
     }
 
-    /// The counters so far.
+    /// The counters so far, the fast fault path's resolutions
+    /// ([`Fass::fast_faults`]) folded in.
     #[must_use]
-    pub fn stats(&self) -> &Stats {
-        &self.stats
+    pub fn stats(&self) -> Stats {
+        self.stats.stats()
+    }
+
+    /// What [`Fass::resolve_fast`] resolved so far, by fault status and
+    /// outcome (already part of [`Fass::stats`]).
+    #[must_use]
+    pub fn fast_faults(&self) -> FastFaults {
+        self.stats.fast
     }
 
     /// The domain table (read-only).

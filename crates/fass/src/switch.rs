@@ -182,7 +182,7 @@ pub trait SwitchStrategy {
     /// The running space.
     fn current(&self) -> Option<SpaceId>;
     /// The counters so far.
-    fn stats(&self) -> &Stats;
+    fn stats(&self) -> Stats;
 }
 
 impl<P, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize> SwitchStrategy
@@ -362,8 +362,8 @@ where
         self.current
     }
 
-    fn stats(&self) -> &Stats {
-        &self.stats
+    fn stats(&self) -> Stats {
+        Fass::stats(self)
     }
 }
 
@@ -567,8 +567,8 @@ impl<const SPACES: usize, const SEGMENTS: usize> SwitchStrategy for TableSwitch<
         self.current
     }
 
-    fn stats(&self) -> &Stats {
-        &self.stats
+    fn stats(&self) -> Stats {
+        self.stats
     }
 }
 #[cfg(test)]
@@ -675,7 +675,7 @@ pub(crate) mod tests {
                 }
             ));
         }
-        let before = *f.stats();
+        let before = f.stats();
         for _round in 0..3 {
             for s in 0..n {
                 sys.hw.cp15_mut().clear();
@@ -756,7 +756,7 @@ pub(crate) mod tests {
                 flushed: Flushed::Full
             }
         );
-        let s = *f.stats();
+        let s = f.stats();
         assert_eq!((s.collisions, s.full_flushes, s.cpd_fills), (2, 2, 3));
     }
 
@@ -801,7 +801,7 @@ pub(crate) mod tests {
         // After that flush only space 1's domain is dirty; 2 is clean and owns 0x23.
         assert!(!f.domains().is_dirty(d2.unwrap()));
         map(&mut f, &mut sys, 1, 0x0030_0000, 0x0050_0000);
-        let s0 = *f.stats();
+        let s0 = f.stats();
         sys.hw.cp15_mut().clear();
         let r = f
             .resolve(&mut sys, Fsr::from_bits(0x009), Far::from_bits(0x0030_0000))
@@ -848,7 +848,7 @@ pub(crate) mod tests {
         // Space 1 was current: space 0's (dirty) domain was taken.
         assert_eq!(f.domain_of(SpaceId(0)).unwrap(), None);
         assert!(f.domain_of(SpaceId(1)).unwrap().is_some());
-        let s = *f.stats();
+        let s = f.stats();
         assert_eq!(
             (s.domain_allocs, s.recycles_dirty, s.full_flushes),
             (2, 1, 1)
@@ -969,7 +969,7 @@ pub(crate) mod tests {
         assert_eq!(ev, want);
         assert!(!f.cpd.entry(&sys, SLOT_63).unwrap().is_valid());
         assert_eq!(f.domains().slot_owner(SLOT_63), None);
-        let s = *f.stats();
+        let s = f.stats();
         assert_eq!(
             (
                 s.recycles_exclusive,
@@ -1036,7 +1036,7 @@ pub(crate) mod tests {
             f.switch_to(&mut sys, SpaceId(s)).unwrap();
         }
         assert_eq!(f.stats().full_flushes, 1);
-        let before = *f.stats();
+        let before = f.stats();
         sys.hw.cp15_mut().clear();
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
         assert_eq!(only_ops(&sys), switch_events(&f, 0));
@@ -1088,7 +1088,7 @@ pub(crate) mod tests {
         f.switch_to(&mut sys, SpaceId(3)).unwrap();
         assert_eq!(f.domain_of(SpaceId(3)).unwrap(), Some(d1));
         assert!(f.domain_of(SpaceId(0)).unwrap().is_some());
-        let s = *f.stats();
+        let s = f.stats();
         assert_eq!((s.recycles_exclusive, s.full_flushes), (1, 0));
     }
 
@@ -1104,7 +1104,7 @@ pub(crate) mod tests {
         let mut want = full_flush_events().to_vec();
         want.extend(switch_events(&f, 2));
         assert_eq!(ev, want);
-        let s = *f.stats();
+        let s = f.stats();
         assert_eq!(
             (s.recycles_exclusive, s.recycles_dirty, s.full_flushes),
             (0, 1, 1)
@@ -1148,7 +1148,7 @@ pub(crate) mod tests {
         // Space 2 (running) maps a fixed page at space 0's MVA.
         map(&mut f, &mut sys, 2, 63 << 25 | 0x8000, 0x0030_0000);
         sys.hw.cp15_mut().clear();
-        let before = *f.stats();
+        let before = f.stats();
         assert_eq!(
             f.resolve(
                 &mut sys,
@@ -1172,7 +1172,7 @@ pub(crate) mod tests {
         // Space 0 coming back collides with space 2's (dirty) slot: the
         // ordinary rule, not the window guard.
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
-        let before = *f.stats();
+        let before = f.stats();
         let r = f
             .resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))
             .unwrap();
@@ -1196,7 +1196,7 @@ pub(crate) mod tests {
         f.full_flush(&mut sys);
         assert!(!f.window_lines().any());
         sys.hw.cp15_mut().clear();
-        let before = *f.stats();
+        let before = f.stats();
         assert_eq!(
             f.resolve(
                 &mut sys,

@@ -178,7 +178,7 @@ fn ring(n: u16, rounds: u32, rule: RecycleRule) -> (armv5_sim::Counters, fass::S
         turn(&mut m, &mut f, s, 0);
     }
     turn(&mut m, &mut f, 0, 0);
-    let (c0, s0) = (m.counters().clone(), *f.stats());
+    let (c0, s0) = (m.counters().clone(), f.stats());
     let mut switches = 0;
     for round in 1..=rounds {
         for s in 1..n {
@@ -332,7 +332,7 @@ fn a_fixed_page_in_a_recycled_exclusive_window_never_sees_the_lines_left_there()
     assert_eq!(f.stats().full_flushes, 0);
     assert!(f.window_lines().may_hold(FcsePid::new(63).unwrap()));
     f.switch_to(&mut m, SpaceId(16)).unwrap();
-    let before = *f.stats();
+    let before = f.stats();
     assert_eq!(
         access(&mut m, &mut f, mva, None),
         0,
@@ -369,7 +369,7 @@ fn destroying_a_space_whose_recycled_lines_may_be_cached_flushes_before_its_fram
         f.window_lines().leftover(pid),
         fass::Leftover::One(SpaceId(0))
     );
-    let before = *f.stats();
+    let before = f.stats();
     f.destroy_space(&mut m, SpaceId(0)).unwrap();
     let destroy = f.stats().since(&before);
     f.map_page(
@@ -480,7 +480,7 @@ fn the_fast_fault_path_does_what_the_general_one_does_or_declines() {
         (
             log,
             seen,
-            *f.stats(),
+            f.stats(),
             f.generation(),
             slots,
             m.counters().clone(),

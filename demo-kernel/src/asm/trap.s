@@ -45,13 +45,13 @@
 
 @ An abort from user mode, in abort mode with the user's r0 just below the
 @ abort stack: saves r0-r12, sp_usr and lr_usr into *__cur_frame (r0 = the
-@ frame on exit) and reads the board's counter into r1.
+@ frame on exit) and reads the board's counter into r5 (saved: free).
 .macro SAVE_ABORT
     ldr     r0, =__cur_frame
     ldr     r0, [r0]
     stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
     ldr     r2, =__board_counter    @ (no banked register right after STM^)
-    ldr     r1, [r2]
+    ldr     r5, [r2]
     ldr     r2, [sp, #-4]
     str     r2, [r0]
 .endm
@@ -87,37 +87,45 @@ __irq_general:
     bl      trap_entry
     b       __return_to_user
 
+@ The abort stubs are off the switch page (`.text.kswitch`, one page that
+@ the TCM scenario moves into ITCM, full): an abort is not a switch.
+    .section .text.trap_abort, "ax"
+    .arm
+
 @ Data abort from user mode, entered from `__exc_dabt` (`asm/vectors.s`) in
 @ abort mode with the user's r0 just below the abort stack, lr = the
 @ aborting instruction, SPSR = user CPSR. Saves r0-r12, sp_usr and lr_usr
 @ into *__cur_frame, reads the board's counter (the start of the measured
 @ fault path, `clock::FaultClock`: the 11th instruction from the vector)
-@ and calls `trap_dabt(frame, stamp)` in SVC mode, IRQ/FIQ masked. A
-@ non-zero answer is the same frame: the fault was resolved on the fast path
-@ (`trap::Kernel::dabt_fast`), which touched neither the user's banked
-@ registers nor abort mode's lr and SPSR, so the access is retried straight
-@ from abort mode (`__return_fast`). Zero: it declined; the pc to resume
-@ and the user CPSR complete the frame and `trap_entry(4)` takes the
-@ abort the general way.
+@ and calls `trap_dabt()` in SVC mode, IRQ/FIQ masked, with the frame in
+@ r4 and the stamp in r5 (the user's r4-r12 are in the frame: they are
+@ free; `trap_dabt` preserves them as any callee). A non-zero answer: the
+@ fault was resolved on the fast path (`trap::Kernel::dabt_fast`), which
+@ touched neither the user's banked registers nor abort mode's lr and
+@ SPSR, so the access is retried straight from abort mode
+@ (`__return_fast`). Zero: it declined; `trap_dabt_declined(stamp)`
+@ stamps the general path's entry, the pc to resume and the user CPSR
+@ complete the frame and `trap_entry(4)` takes the abort the general way.
     .global __user_trap_dabt
 __user_trap_dabt:
     SAVE_ABORT
     msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
+    mov     r4, r0
     bl      trap_dabt
     cmp     r0, #0
     beq     __dabt_general
-@ The fast path's return, r0 = the current frame, in SVC mode: the time
-@ stamp three instructions before user mode (the end of the measured fast
-@ fault path, `clock::FaultClock`), the accounting outside the measured
-@ window (`fast_return_accounting(t_out)`, r4 keeps the frame), then back to
-@ abort mode, whose lr and SPSR still hold the return; r0-r12 from the frame
-@ (sp_usr and lr_usr were never changed).
+@ The fast path's return in SVC mode, r0 = the answer (non-zero), r4 = the
+@ current frame, r5 = the abort's stamp: the time stamp three
+@ instructions before user mode (the end of the measured fast fault path,
+@ `clock::FaultClock`), the accounting outside the measured window
+@ (`fast_abort_return(answer, t_out, stamp)`), then back to abort mode,
+@ whose lr and SPSR still hold the return; r0-r12 from the frame (sp_usr
+@ and lr_usr were never changed).
 __return_fast:
     ldr     r2, =__board_counter
-    ldr     r2, [r2]
-    mov     r4, r0
-    mov     r0, r2
-    bl      fast_return_accounting
+    ldr     r1, [r2]
+    mov     r2, r5
+    bl      fast_abort_return
     msr     cpsr_c, #0xD7           @ abort mode, IRQ and FIQ masked
     ldmia   r4, {r0-r12}
     movs    pc, lr
@@ -126,6 +134,8 @@ __return_fast:
 @ resume and the user CPSR complete the frame, and `trap_entry` takes the
 @ abort the general way.
 __dabt_general:
+    mov     r0, r5
+    bl      trap_dabt_declined
     mov     r1, #4                  @ (off the fast path)
 __abort_general:
     msr     cpsr_c, #0xD7
@@ -144,21 +154,26 @@ __abort_general:
 @ aborting instruction + 4, SPSR = user CPSR. As the data abort: r0-r12,
 @ sp_usr and lr_usr saved into *__cur_frame, the counter read (the 10th
 @ instruction from the vector, as every transit's), lr set to the
-@ instruction to retry, then `trap_pabt(frame, stamp, pc)` in SVC mode,
-@ IRQ/FIQ masked: the same frame back means resolved on the fast path
-@ (`trap::Kernel::pabt_fast`), and the fetch is retried through
-@ `__return_fast`; zero, the general path.
+@ instruction to retry, then `trap_pabt(stamp, pc)` in SVC mode, IRQ/FIQ
+@ masked, the frame in r4 and the stamp in r5: non-zero means resolved on
+@ the fast path (`trap::Kernel::pabt_fast`), and the fetch is retried
+@ through `__return_fast`; zero, the general path.
     .global __user_trap_pabt
 __user_trap_pabt:
     SAVE_ABORT
     sub     lr, lr, #4              @ the instruction to fetch again
-    mov     r2, lr
+    mov     r4, r0
+    mov     r0, r5
+    mov     r1, lr
     msr     cpsr_c, #0xD3           @ SVC mode, IRQ and FIQ masked
     bl      trap_pabt
     mov     r1, #3                  @ (the general path's kind)
     cmp     r0, #0
     beq     __abort_general
     b       __return_fast
+
+    .section .text.kswitch.trap, "ax"
+    .arm
 
 @ SVC from user mode: already in SVC mode, lr = next instruction. The
 @ assembly fast path (`__svc_fast`, `asm/fastpath.s`) takes the commonest

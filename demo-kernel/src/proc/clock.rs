@@ -320,9 +320,10 @@ impl FaultClock {
     }
 }
 
-/// Called by `__return_fast` (`asm/trap.s`) after its counter read
-/// `t_out`, outside the measured window: closes the collision the fast
-/// path resolved, if it was one (a fill is not measured).
+/// Called (through `trap::fast_abort_return`) by `__return_fast`
+/// (`asm/trap.s`) after its counter read `t_out`, outside the measured
+/// window: closes the collision the fast path resolved, if it was one (a
+/// fill is not measured).
 #[no_mangle]
 pub extern "C" fn fast_return_accounting(t_out: u32) {
     // SAFETY: on the fast path's way back to user mode, after its

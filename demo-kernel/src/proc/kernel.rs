@@ -270,12 +270,14 @@ pub struct Counters {
     pub irqs: u32,
     /// Preemptions that switched.
     pub preemptions: u32,
-    /// Aborts the strategy resolved on a domain fault.
+    /// Aborts the strategy resolved on a domain fault (the general path's
+    /// here; [`Kernel::counters`] adds the fast path's).
     pub domain_faults: u32,
     /// Of which collisions resolved with a TLB invalidation only (the
     /// slot's previous owner was clean: no cache flush).
     pub flush_free_collisions: u32,
-    /// Aborts the strategy resolved on a translation fault (lazy CPD fill).
+    /// Aborts the strategy resolved on a translation fault (lazy CPD fill;
+    /// the general path's here, [`Kernel::counters`] adds the fast path's).
     pub fills: u32,
     /// Aborts taken inside checked user copies and resolved.
     pub copy_faults: u32,
@@ -880,11 +882,26 @@ impl Kernel {
         }
     }
 
-    /// Reads every counter now, after settling the lean switches with the
-    /// strategy ([`Kernel::sync`]). The CP15 counts include the register
-    /// writes and TLB invalidations of lean switches.
-    pub fn mark_now(&mut self) -> Mark {
-        self.sync();
+    /// The kernel's counters, the aborts `fass` resolved on the fast path
+    /// (counted once, by `fass`: [`fass::Fass::fast_faults`]) folded in.
+    pub fn counters(&self) -> Counters {
+        let f = self.strategy.fast_faults();
+        let mut c = self.counters;
+        c.domain_faults = c.domain_faults.wrapping_add(f.domain_faults() as u32);
+        c.fills = c.fills.wrapping_add(f.translation_faults() as u32);
+        c.flush_free_collisions = c
+            .flush_free_collisions
+            .wrapping_add(f.count(true, true) as u32);
+        c
+    }
+
+    /// The CP15 maintenance counts, with the register writes and TLB
+    /// invalidations of lean switches (FASS: DACR and FCSEIDR; per-table
+    /// strategies: TTBR and TLB, and FCSEIDR under FCSE) and the TLB
+    /// invalidations of the aborts `fass` resolved on the fast path (one per
+    /// collision, [`fass::FastFaults::collisions`]), which bypass the
+    /// counting CP15.
+    pub fn hw_counts(&self) -> HwCounts {
         let mut hw = platform::counts();
         let lean = self.counters.lean_switches;
         match &self.strategy {
@@ -900,11 +917,21 @@ impl Kernel {
                 }
             }
         }
+        let fast = self.strategy.fast_faults().collisions() as u32;
+        hw.tlb_flushes = hw.tlb_flushes.wrapping_add(fast);
+        hw
+    }
+
+    /// Reads every counter now ([`Kernel::hw_counts`], [`Kernel::counters`]),
+    /// after settling the lean switches with the strategy ([`Kernel::sync`]).
+    pub fn mark_now(&mut self) -> Mark {
+        self.sync();
+        let hw = self.hw_counts();
         Mark {
             ticks: timer::now(),
             hw,
             stats: self.strategy.stats(),
-            counters: self.counters,
+            counters: self.counters(),
             seg_domains: self.strategy.segment_domains(),
         }
     }

@@ -123,7 +123,15 @@ impl Strategy {
 
     /// The strategy's counters.
     pub fn stats(&self) -> fass::Stats {
-        *dispatch!(self, s => SwitchStrategy::stats(s))
+        dispatch!(self, s => SwitchStrategy::stats(s))
+    }
+
+    /// The aborts FASS's fast path resolved (none for the others).
+    pub fn fast_faults(&self) -> fass::FastFaults {
+        match self {
+            Strategy::Fass(f) => f.fast_faults(),
+            _ => fass::FastFaults::ZERO,
+        }
     }
 
     /// Domains free for spaces and segments (FASS only).

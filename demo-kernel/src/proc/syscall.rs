@@ -142,14 +142,15 @@ impl Kernel {
         if !buf.is_multiple_of(4) || len < (STATS_WORDS as u32) * 4 {
             return Err(SysError::Invalid);
         }
-        let hw = super::platform::counts();
+        self.sync();
+        let hw = self.hw_counts();
         let live = self.procs.iter().filter(|p| p.alive()).count() as u32;
         let words: [u32; STATS_WORDS] = [
             self.counters.switches,
             self.counters.syscalls,
             hw.dcache_flushes,
             hw.tlb_flushes,
-            self.counters.domain_faults,
+            self.counters().domain_faults,
             self.strategy.stats().collisions as u32,
             cur as u32,
             live,

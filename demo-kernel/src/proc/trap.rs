@@ -16,7 +16,6 @@ use fass::{Resolution, SpaceId, SwitchStrategy};
 use mmu_armv5::regs::{Cp15Ext, Far, Fsr};
 
 use super::kernel::{running_kernel, After, Exit, Kernel, State, TrapFrame, TrapKind};
-use super::platform;
 use super::sched::Wish;
 use super::strategy::MAX_PROCS;
 use super::strategy::{dispatch, FassS, Strategy};
@@ -287,20 +286,15 @@ impl Kernel {
         }
     }
 
-    /// The data-abort fast path under FASS, for the abort stamped `t0`
-    /// ([`Kernel::abort_fast`] with the DFSR and FAR); a collision is timed
-    /// ([`FaultClock`]).
+    /// The data-abort fast path under FASS ([`Kernel::abort_fast`] with
+    /// the DFSR and FAR): `Some(DFSR bits)` if resolved (a domain fault is
+    /// a collision, timed by the fault clock: [`fast_abort_return`]).
     #[inline(always)]
-    fn dabt_fast(&mut self, t0: u32) -> bool {
+    fn dabt_fast(&mut self) -> Option<u32> {
         let c = hw();
-        match self.abort_fast(c.dfsr(), c.far()) {
-            Some(true) => {
-                self.fault_clock.fast = Some(t0);
-                true
-            }
-            Some(false) => true,
-            None => false,
-        }
+        let fsr = c.dfsr();
+        self.abort_fast(fsr, c.far())?;
+        Some(fsr.bits())
     }
 
     /// The prefetch-abort fast path under FASS for the instruction at `pc`
@@ -314,12 +308,13 @@ impl Kernel {
 
     /// The abort fast path under FASS: a fault `fass` resolves without
     /// flushing anything ([`fass::Fass::resolve_fast`]: a fill, or a
-    /// collision with a clean domain) is counted as [`Kernel::trap`] counts
-    /// it and the current process resumes: no strategy dispatch, no
+    /// collision with a clean domain): no strategy dispatch, no
     /// table-pool borrow, no scheduling decision (the same process again,
     /// as `trap` + `finish` would decide). The generation stays valid
-    /// (`resolve_fast` never changes it). `Some(domain fault)`: resolved;
-    /// `None`: nothing was done, take the general path.
+    /// (`resolve_fast` never changes it). It is counted once, by `fass`
+    /// ([`fass::Fass::fast_faults`]), and folded into the kernel's counters
+    /// when they are read ([`Kernel::counters`]). `Some(domain fault)`:
+    /// resolved; `None`: nothing was done, take the general path.
     #[inline(always)]
     fn abort_fast(&mut self, fsr: Fsr, far: Far) -> Option<bool> {
         let cur = self.current?;
@@ -336,19 +331,11 @@ impl Kernel {
         // `opaque` only hides the pointer's origin: without it the
         // optimiser folds in the static's address and rebuilds it for each
         // field access (two more instructions each, measured under icount).
-        let flushed = resolve_fast(opaque(fs), fsr, far)?;
+        resolve_fast(opaque(fs), fsr, far)?;
         // `resolve_fast` resolves FS 0x5/0x7 (translation) and 0x9/0xB
         // (domain) only: bit 3 tells them apart.
         let domain = fsr.bits() & 0b1000 != 0;
         debug_assert_eq!(domain, fsr.is_domain_fault());
-        if domain {
-            self.counters.domain_faults += 1;
-            if flushed == fass::Flushed::TlbOnly {
-                self.counters.flush_free_collisions += 1;
-            }
-        } else {
-            self.counters.fills += 1;
-        }
         Some(domain)
     }
 }
@@ -374,12 +361,15 @@ fn opaque(fs: &mut FassS) -> &mut FassS {
 }
 
 /// [`fass::Fass::resolve_fast`] on the kernel's FASS: what it flushed, if
-/// it resolved the fault. Out of line, so that the manager is reached
-/// through one base register (its hot fields at small offsets), not at
-/// large offsets into the whole kernel record.
-#[inline(never)]
+/// it resolved the fault. Inlined into `trap_dabt`'s frame (one call
+/// frame on the fast path); the manager is reached through one base
+/// register (`opaque`), its hot fields at small offsets. On the CP15
+/// itself, not the counting one: its one TLB invalidation (a collision)
+/// is counted by `fass` ([`fass::FastFaults::collisions`]) and folded into
+/// the maintenance counts when they are read ([`Kernel::hw_counts`]).
+#[inline(always)]
 fn resolve_fast(fs: &mut FassS, fsr: Fsr, far: Far) -> Option<fass::Flushed> {
-    match fs.resolve_fast(&mut platform::counting(), fsr, far)? {
+    match fs.resolve_fast(&mut crate::board::maint(hw()), fsr, far)? {
         Resolution::Resolved { flushed, .. } => Some(flushed),
         Resolution::NotFass(_) => None,
     }
@@ -387,38 +377,70 @@ fn resolve_fast(fs: &mut FassS, fsr: Fsr, far: Far) -> Option<fass::Flushed> {
 
 /// Called by `__user_trap_dabt` (`asm/trap.s`) for a data abort from user
 /// mode, with r0-r12, sp_usr and lr_usr saved in the current process's
-/// `frame` and the counter read at the abort (`t0`): a fault `fass`
-/// resolves without a flush ([`Kernel::dabt_fast`]) answers `frame`, and
-/// the same process resumes at once (`__return_fast`); otherwise the
-/// answer is null and `__user_trap_dabt` completes the frame and calls
-/// [`trap_entry`].
+/// frame: a fault `fass` resolves without a flush ([`Kernel::dabt_fast`])
+/// answers non-zero (with [`DABT_DOMAIN`] set for a domain fault, timed
+/// by the fault clock; 1 a translation fault), and the same process
+/// resumes at once
+/// (`__return_fast`, then [`fast_abort_return`]); otherwise the answer is
+/// 0, nothing was done, and `__user_trap_dabt` stamps the general path
+/// ([`trap_dabt_declined`]), completes the frame and calls [`trap_entry`].
+/// The frame and the abort's stamp stay with the stub (in r4 and r5, free
+/// there: the user's registers are saved), out of this call's registers.
 #[no_mangle]
-pub extern "C" fn trap_dabt(frame: *mut TrapFrame, t0: u32) -> *mut TrapFrame {
+pub extern "C" fn trap_dabt() -> u32 {
     // SAFETY: a trap from user mode (see `trap_entry`).
     let k = unsafe { running_kernel() };
-    if k.dabt_fast(t0) {
-        return frame;
+    match k.dabt_fast() {
+        // The status bit that tells a domain fault (0x9/0xB) from a
+        // translation fault (0x5/0x7), and 1: two instructions.
+        Some(fsr) => (fsr & DABT_DOMAIN) | 1,
+        None => 0,
     }
+}
+
+/// The bit of [`trap_dabt`]'s answer (and of the FSR) set for a domain
+/// fault.
+const DABT_DOMAIN: u32 = 0b1000;
+
+/// Called by `__user_trap_dabt` (`asm/trap.s`) when [`trap_dabt`]
+/// declined the data abort stamped `t0`, before the general path: the
+/// transit's entry stamp (`clock::enter_abort`).
+#[no_mangle]
+pub extern "C" fn trap_dabt_declined(t0: u32) {
     clock::enter_abort(t0);
-    core::ptr::null_mut()
+}
+
+/// Called by `__return_fast` (`asm/trap.s`) after its counter read
+/// `t_out`, outside the measured window, for an abort stamped `t0` that
+/// [`trap_dabt`] or [`trap_pabt`] resolved with `answer`: a data abort's
+/// domain fault (a collision, [`DABT_DOMAIN`] set) is timed by the fault clock
+/// ([`FaultClock`], `clock::fast_return_accounting`); a fill is not.
+#[no_mangle]
+pub extern "C" fn fast_abort_return(answer: u32, t_out: u32, t0: u32) {
+    if answer & DABT_DOMAIN != 0 {
+        if let Some(k) = super::kernel::kernel() {
+            k.fault_clock.fast = Some(t0);
+        }
+    }
+    clock::fast_return_accounting(t_out);
 }
 
 /// Called by `__user_trap_pabt` (`asm/trap.s`) for a prefetch abort from
 /// user mode at `pc`, with r0-r12, sp_usr and lr_usr saved in the current
-/// process's `frame` and the counter read at the transit's entry (`t0`):
-/// a fault `fass` resolves without a flush ([`Kernel::pabt_fast`]) answers
-/// `frame`, and the fetch is retried at once (`__return_fast`); otherwise
-/// the answer is null and `__user_trap_pabt` completes the frame and calls
+/// process's frame and the counter read at the transit's entry (`t0`): a
+/// fault `fass` resolves without a flush ([`Kernel::pabt_fast`]) answers
+/// 1, and the fetch is retried at once (`__return_fast`); otherwise the
+/// answer is 0 and `__user_trap_pabt` completes the frame and calls
 /// [`trap_entry`].
 #[no_mangle]
-pub extern "C" fn trap_pabt(frame: *mut TrapFrame, t0: u32, pc: u32) -> *mut TrapFrame {
+pub extern "C" fn trap_pabt(t0: u32, pc: u32) -> u32 {
     // SAFETY: a trap from user mode (see `trap_entry`).
     let k = unsafe { running_kernel() };
     if k.pabt_fast(pc) {
-        return frame;
+        return 1;
     }
     clock::enter_transit(t0);
-    core::ptr::null_mut()
+    0
 }
 
 /// Called by the trap stubs (`asm/trap.s`) for every exception from user

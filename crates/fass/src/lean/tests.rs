@@ -90,7 +90,7 @@ fn fass_ring(mem: &mut Mem, n: u16) -> (F, Sys<'_>) {
 fn a_lean_fass_switch_writes_the_dacr_and_the_fcseidr_only() {
     let mut mem = table_mem();
     let (mut f, mut sys) = fass_ring(&mut mem, 3);
-    let (gen, before) = (f.generation(), *f.stats());
+    let (gen, before) = (f.generation(), f.stats());
     for _round in 0..2 {
         for s in 0..3 {
             let id = SpaceId(s);
@@ -137,7 +137,7 @@ fn a_lean_fcse_switch_is_ttbr_tlb_and_fcseidr() {
             assert_eq!(t.switch_lean(&mut sys, SpaceId(s)), Err(StaleSwitch));
             t.switch_to(&mut sys, SpaceId(s)).unwrap();
         }
-        let (gen, before) = (t.generation(), *t.stats());
+        let (gen, before) = (t.generation(), t.stats());
         for s in [0u16, 1, 2, 0, 2, 1] {
             let id = SpaceId(s);
             sys.hw.cp15_mut().clear();
@@ -172,7 +172,7 @@ fn a_lean_naive_switch_still_flushes_everything() {
         t.create_space(&mut sys, SpaceId(s)).unwrap();
         t.switch_to(&mut sys, SpaceId(s)).unwrap();
     }
-    let before = *t.stats();
+    let before = t.stats();
     for s in [0u16, 1, 0] {
         sys.hw.cp15_mut().clear();
         t.switch_lean(&mut sys, SpaceId(s)).unwrap();
@@ -373,7 +373,7 @@ fn the_running_spaces_record_survives_what_leaves_it_right() {
         t.switch_to(&mut sys, SpaceId(s)).unwrap();
     }
     t.destroy_space(&mut sys, SpaceId(0)).unwrap();
-    let before = *t.stats();
+    let before = t.stats();
     t.create_space(&mut sys, SpaceId(3)).unwrap();
     assert_eq!(t.stats().since(&before).full_flushes, 1);
     assert_eq!(t.lean_switch(SpaceId(1)), None);
@@ -461,7 +461,7 @@ fn the_fcse_generation_changes_exactly_on_the_events_that_stale_a_record() {
     assert_eq!(t.switch_lean(&mut sys, SpaceId(0)), Err(StaleSwitch));
     assert!(events(&sys).is_empty());
     // Back to 0 the full way: a flush (PID 2 reused).
-    let before = *t.stats();
+    let before = t.stats();
     sw(&mut t, &mut sys, 0);
     assert_eq!(t.stats().since(&before).full_flushes, 1);
     tgen_change(
