@@ -17,6 +17,9 @@
 @ `Proc::ctx` is its first field), r7 = the user's r7, the system-call
 @ number (never changed by SAVE_USER); everything else is free (the
 @ frame holds the user's values), sp is the SVC stack and stays as it is.
+@ `__svc_fast` loads the kernel's head for the handlers (LOAD_HEAD: r4 =
+@ the kernel, r1 = cur, r2/r3 = the ready set, r9 = `Kernel::gen`); a
+@ handler may use them until it calls into Rust.
 @ Nothing is pushed: no call is made.
 @ Either it does the whole call and switches (`__fast_switch`, then
 @ `__return_marked` with r0 = the next frame, r5 = the `clock::Transit`
@@ -66,14 +69,6 @@ __fast_debruijn:
 
     .section .text.fastpath, "ax"
     .arm
-    .global __svc_fast
-__svc_fast:
-    ldr     r4, ={kernel}                 @ the kernel
-    ldr     r8, [r4, #{k_svc_table}]      @ this mode's dispatch table
-    cmp     r7, #{svc_table_len}
-    ldrlo   pc, [r8, r7, lsl #2]
-    b       __svc_general
-
 @ The board's free-running counter (at the virtual address
 @ `__board_counter` from the generated `board.ld`) into \rd: the one
 @ place this file reads it (the switch tail's start, `clock::SwitchClock`).
@@ -82,26 +77,73 @@ __svc_fast:
     ldr     \rd, [\rd]
 .endm
 
+@ The kernel's head: `Kernel` is `repr(C)` with the lean path's fields
+@ first, so that `current`'s value, the ready set's two words, `gen` and
+@ `svc_table` are the five words from offset 4 on (the layout of today;
+@ the two macros below check it and fall back to single loads and stores
+@ if it changes). LOAD_HEAD reads them with one LDMIB: r1 = cur,
+@ r2 and r3 = the ready set's low and high words, r9 = gen, and with
+@ \table = 1 r12 = this mode's dispatch table. Every handler is entered
+@ with them (from `__svc_fast`); the IRQ handler reloads them after its
+@ call into Rust.
+.macro LOAD_HEAD table
+    .if ({k_cur} == 4) && ({k_ready} == 8) && ({k_gen} == 16) && ({k_svc_table} == 20)
+    .if \table
+    ldmib   r4, {{r1, r2, r3, r9, r12}}
+    .else
+    ldmib   r4, {{r1, r2, r3, r9}}
+    .endif
+    .else
+    ldr     r1, [r4, #{k_cur}]
+    LOAD_PAIR r2, r3, r4, {k_ready}
+    ldr     r9, [r4, #{k_gen}]
+    .if \table
+    ldr     r12, [r4, #{k_svc_table}]
+    .endif
+    .endif
+.endm
+@ The ready set \ra, \rb back, \rc = cur (`current`'s value, unchanged):
+@ with the head layout one STMIB that rewrites cur with itself.
+.macro STORE_READY rc, ra, rb
+    .if ({k_cur} == 4) && ({k_ready} == 8) && ({k_gen} == 16) && ({k_svc_table} == 20)
+    stmib   r4, {{\rc, \ra, \rb}}
+    .else
+    STORE_PAIR \ra, \rb, r4, {k_ready}
+    .endif
+.endm
+
 @ The CPU's instruction set: `{v5te}` is 1 on ARMv5TE (ARM926EJ-S,
 @ XScale), 0 on ARMv4 (StrongARM SA-1110), which has no CLZ, LDRD or
 @ STRD. These three macros are the only places that differ.
 @ Two consecutive words at [\base, #\off] into \ra, \rb (IRQs are
-@ masked, so two loads are as good as one LDRD).
-.macro LOAD_PAIR ra, rb, base, off
+@ masked, so two loads are as good as one LDRD). With \rp (ARMv4 only):
+@ rp = base + off and one LDMIA, for a STORE_PAIR with the same \rp
+@ after it (an ADD, an LDM and an STM instead of four transfers).
+.macro LOAD_PAIR ra, rb, base, off, rp
     .if {v5te}
     ldrd    \ra, \rb, [\base, #\off]
     .else
+    .ifb \rp
     ldr     \ra, [\base, #\off]
     ldr     \rb, [\base, #(\off + 4)]
+    .else
+    add     \rp, \base, #\off
+    ldmia   \rp, {{\ra, \rb}}
+    .endif
     .endif
 .endm
-@ \ra, \rb into two consecutive words at [\base, #\off].
-.macro STORE_PAIR ra, rb, base, off
+@ \ra, \rb into two consecutive words at [\base, #\off] (with \rp: the
+@ address LOAD_PAIR left there, ARMv4 only).
+.macro STORE_PAIR ra, rb, base, off, rp
     .if {v5te}
     strd    \ra, \rb, [\base, #\off]
     .else
+    .ifb \rp
     str     \ra, [\base, #\off]
     str     \rb, [\base, #(\off + 4)]
+    .else
+    stmia   \rp, {{\ra, \rb}}
+    .endif
     .endif
 .endm
 @ \rd = \add + the index of the one bit set in \rs (a power of two).
@@ -122,13 +164,27 @@ __svc_fast:
     .endif
 .endm
 
+@ The entry (after the macros it uses).
+    .global __svc_fast
+__svc_fast:
+    ldr     r4, ={kernel}                 @ the kernel
+    LOAD_HEAD 1                           @ r1-r3, r9 and the dispatch table r12
+    cmp     r7, #{svc_table_len}
+    ldrlo   pc, [r12, r7, lsl #2]
+    b       __svc_general
+
 @ The last check before a handler commits, r6 = next, r10 + pr_* = its
 @ record, r0 = cur's frame: next's record is of this generation
-@ (`Proc::fast`; applied in SWITCH_REGS), in every mode.
-.macro RECORD_SWITCH m, fail=__svc_general
+@ (`Proc::fast`; applied in SWITCH_REGS), in every mode. \gen: a register
+@ holding `Kernel::gen` (from LOAD_HEAD), or blank to load it here.
+.macro RECORD_SWITCH m, fail=__svc_general, gen
     ldr     r8, [r10, #{pr_gen}]
+    .ifb \gen
     ldr     r9, [r4, #{k_gen}]
     cmp     r8, r9
+    .else
+    cmp     r8, \gen                      @ `Kernel::gen`, from LOAD_HEAD
+    .endif
     bne     \fail                         @ no record of this generation
 .endm
 
@@ -171,43 +227,42 @@ __svc_fast:
 .macro HANDLERS m
 @ YIELD: the first ready slot after cur, round robin (`ReadySet::next_after`).
     .global __svc_yield_\m
+@ From LOAD_HEAD: r1 = cur, r2/r3 = the ready set, r9 = gen.
 __svc_yield_\m:
-    ldr     r5, [r4, #{k_cur}]            @ cur
-    LOAD_PAIR r2, r3, r4, {k_ready}      @ the ready set, low and high word
     mvn     r8, #1
-    ands    r9, r2, r8, lsl r5            @ low word above cur (none if cur >= 32)
+    ands    r12, r2, r8, lsl r1           @ low word above cur (none if cur >= 32)
     bne     2f
-    orrs    r9, r3, r5, lsr #5
+    orrs    r12, r3, r1, lsr #5
     bne     5f                            @ a high word, or cur in it
-    movs    r9, r2                        @ wrapped: the lowest slot
+    movs    r12, r2                       @ wrapped: the lowest slot
     beq     __svc_general
-2:  rsb     r8, r9, #0                    @ lowest bit of the low word r9
-    and     r9, r9, r8
-    BIT_INDEX r6, r9, 0
-4:  cmp     r6, r5
+2:  rsb     r8, r12, #0                   @ lowest bit of the low word r12
+    and     r12, r12, r8
+    BIT_INDEX r6, r12, 0
+4:  cmp     r6, r1
     beq     __svc_general                 @ cur alone: no switch (Rust)
     ldr     r10, ={proc_size}
     mla     r10, r6, r10, r4              @ r10 + pr_*: next's record
     ldrb    r8, [r10, #{pr_state}]
     cmp     r8, #{st_ready}
     bne     __svc_general                 @ in a TCM call: the scheduler continues it
-    RECORD_SWITCH \m
+    RECORD_SWITCH \m, gen=r9
     mov     r8, #0
     str     r8, [r0]                      @ YIELD returns 0
     mov     r5, #{tr_yield}
     b       __fast_switch_\m
-5:  subs    r11, r5, #32
-    movlo   r9, r3                        @ cur < 32: the high word is above it
-    andhs   r9, r3, r8, lsl r11           @ cur >= 32: high word above cur
-    cmp     r9, #0
+5:  subs    r11, r1, #32
+    movlo   r12, r3                       @ cur < 32: the high word is above it
+    andhs   r12, r3, r8, lsl r11          @ cur >= 32: high word above cur
+    cmp     r12, #0
     bne     3f
-    movs    r9, r2                        @ wrapped
+    movs    r12, r2                       @ wrapped
     bne     2b
-    movs    r9, r3
+    movs    r12, r3
     beq     __svc_general
-3:  rsb     r8, r9, #0                    @ lowest bit of the high word r9
-    and     r9, r9, r8
-    BIT_INDEX r6, r9, 32
+3:  rsb     r8, r12, #0                   @ lowest bit of the high word r12
+    and     r12, r12, r8
+    BIT_INDEX r6, r12, 32
     b       4b
 
 @ SEND / CALL to dest = the caller's r0, taken here only if dest waits in
@@ -223,7 +278,7 @@ __svc_send_\m:
     ldrb    r8, [r10, #{pr_state}]
     cmp     r8, #{st_recv}
     bne     __svc_general                 @ not in RECV (dead, or cur itself): Rust
-    RECORD_SWITCH \m
+    RECORD_SWITCH \m, gen=r9
     @ Deliver: dest's r0 = cur, r1-r3 = the message (cur's r1-r3).
     ldmib   r0, {{r8, r9, r12}}
     add     r11, r10, #{k_procs}
@@ -233,8 +288,8 @@ __svc_send_\m:
     str     r8, [r4, #{k_messages}]
     mov     r8, #{st_ready}
     strb    r8, [r10, #{pr_state}]
-    @ dest into the ready set (a shift by 32 or more gives 0).
-    LOAD_PAIR r2, r3, r4, {k_ready}
+    @ dest into the ready set (a shift by 32 or more gives 0); r2, r3
+    @ and r1 = cur from LOAD_HEAD still (no call was made).
     mov     r8, #1
     orr     r2, r2, r8, lsl r6
     subs    r9, r6, #32
@@ -242,7 +297,7 @@ __svc_send_\m:
     cmp     r7, #{nr_call}
     beq     20f
     @ SEND: cur stays ready and gets 0.
-    STORE_PAIR r2, r3, r4, {k_ready}
+    STORE_READY r1, r2, r3
     mov     r8, #0
     str     r8, [r0]
     mov     r5, #{tr_oneway}
@@ -252,7 +307,7 @@ __svc_send_\m:
 20: bic     r2, r2, r8, lsl r5
     subs    r9, r5, #32
     bichs   r3, r3, r8, lsl r9
-    STORE_PAIR r2, r3, r4, {k_ready}
+    STORE_READY r1, r2, r3
     mov     r8, #{st_reply}
     strb    r8, [r0, #{p_state}]
     strh    r6, [r0, #{p_reply_from}]
@@ -289,7 +344,7 @@ __svc_send_recv_\m:
     ldrb    r8, [r0, #{p_link_send_head}]
     cmp     r8, #{link_none}
     bne     __svc_general                 @ a sender queued on cur (Rust)
-    RECORD_SWITCH \m
+    RECORD_SWITCH \m, gen=r9
     @ Deliver: dest's r0 = cur, r1-r3 = the message (cur's r1-r3).
     ldmib   r0, {{r8, r9, r12}}
     add     r11, r10, #{k_procs}
@@ -301,8 +356,8 @@ __svc_send_recv_\m:
     strb    r8, [r10, #{pr_state}]
     mov     r8, #{st_recv}
     strb    r8, [r0, #{p_state}]
-    @ dest into the ready set, cur out of it (a shift by 32 or more gives 0).
-    LOAD_PAIR r2, r3, r4, {k_ready}
+    @ dest into the ready set, cur out of it (a shift by 32 or more gives
+    @ 0); r2, r3 and r1 = cur from LOAD_HEAD still.
     mov     r8, #1
     orr     r2, r2, r8, lsl r6
     subs    r9, r6, #32
@@ -310,7 +365,7 @@ __svc_send_recv_\m:
     bic     r2, r2, r8, lsl r5
     subs    r9, r5, #32
     bichs   r3, r3, r8, lsl r9
-    STORE_PAIR r2, r3, r4, {k_ready}
+    STORE_READY r1, r2, r3
     mov     r5, #{tr_oneway}
     b       __fast_switch_\m
 
@@ -337,7 +392,26 @@ __svc_reply_\m:
     ldrb    r8, [r0, #{p_link_send_head}]
     cmp     r8, #{link_none}
     bne     __svc_general                 @ REPLY_WAIT with a sender queued (Rust)
-31: RECORD_SWITCH \m
+31: RECORD_SWITCH \m, gen=r9
+    @ The caller into the ready set; REPLY returns 0, REPLY_WAIT takes
+    @ cur out of it, waiting in RECV. r2, r3 and r1 = cur from
+    @ LOAD_HEAD still (no call was made).
+    mov     r8, #1
+    orr     r2, r2, r8, lsl r6
+    subs    r9, r6, #32
+    orrhs   r3, r3, r8, lsl r9
+    cmp     r7, #{nr_reply_wait}
+    beq     35f
+    mov     r8, #0
+    str     r8, [r0]                      @ REPLY returns 0
+    b       36f
+35: bic     r2, r2, r8, lsl r5            @ REPLY_WAIT: cur waits in RECV
+    subs    r9, r5, #32
+    bichs   r3, r3, r8, lsl r9
+    mov     r8, #{st_recv}
+    strb    r8, [r0, #{p_state}]
+36:
+    STORE_READY r1, r2, r3
     @ The caller out of cur's reply list (`Kernel::unlink_reply`); the
     @ common case, the only caller waiting, without a neighbour to fix.
     ldrb    r2, [r11, #{p_link_next}]
@@ -354,26 +428,10 @@ __svc_reply_\m:
     stmia   r11, {{r1, r8, r9, r12}}
     mov     r8, #{st_ready}
     strb    r8, [r11, #{p_state}]
-    LOAD_PAIR r2, r3, r4, {k_round_trips} @ round_trips, messages
+    LOAD_PAIR r2, r3, r4, {k_round_trips}, r1 @ round_trips, messages
     add     r2, r2, #1
     add     r3, r3, #1
-    STORE_PAIR r2, r3, r4, {k_round_trips}
-    LOAD_PAIR r2, r3, r4, {k_ready}
-    mov     r8, #1
-    orr     r2, r2, r8, lsl r6
-    subs    r9, r6, #32
-    orrhs   r3, r3, r8, lsl r9
-    cmp     r7, #{nr_reply_wait}
-    beq     35f
-    mov     r8, #0
-    str     r8, [r0]                      @ REPLY returns 0
-    b       36f
-35: bic     r2, r2, r8, lsl r5            @ REPLY_WAIT: cur waits in RECV
-    subs    r9, r5, #32
-    bichs   r3, r3, r8, lsl r9
-    mov     r8, #{st_recv}
-    strb    r8, [r0, #{p_state}]
-36: STORE_PAIR r2, r3, r4, {k_ready}
+    STORE_PAIR r2, r3, r4, {k_round_trips}, r1
     mov     r5, #{tr_reply}
 
 @ The switch (`Kernel::switch_ready`'s lean branch) and the counters
@@ -416,43 +474,42 @@ __irq_preempt_\m:
     cmp     r0, #0
     mov     r0, r11
     beq     __irq_general                 @ not the timer: nothing done (Rust)
-    ldr     r5, [r4, #{k_cur}]
-    LOAD_PAIR r2, r3, r4, {k_ready}
+    LOAD_HEAD 0                           @ after the tick: r1 = cur, r2/r3, r9 = gen
     mvn     r8, #1
-    ands    r9, r2, r8, lsl r5
+    ands    r12, r2, r8, lsl r1
     bne     62f
-    orrs    r9, r3, r5, lsr #5
+    orrs    r12, r3, r1, lsr #5
     bne     65f
-    movs    r9, r2
+    movs    r12, r2
     beq     69f
-62: rsb     r8, r9, #0
-    and     r9, r9, r8
-    BIT_INDEX r6, r9, 0
-64: cmp     r6, r5
+62: rsb     r8, r12, #0
+    and     r12, r12, r8
+    BIT_INDEX r6, r12, 0
+64: cmp     r6, r1
     beq     69f                           @ cur alone: no preemption
     ldr     r10, ={proc_size}
     mla     r10, r6, r10, r4
     ldrb    r8, [r10, #{pr_state}]
     cmp     r8, #{st_ready}
     bne     69f
-    RECORD_SWITCH \m, 69f
+    RECORD_SWITCH \m, 69f, r9
     ldr     r8, [r4, #{k_preemptions}]
     add     r8, r8, #1
     str     r8, [r4, #{k_preemptions}]
     mov     r5, #{tr_preempt}
     b       __fast_switch_irq_\m
-65: subs    r11, r5, #32
-    movlo   r9, r3
-    andhs   r9, r3, r8, lsl r11
-    cmp     r9, #0
+65: subs    r11, r1, #32
+    movlo   r12, r3
+    andhs   r12, r3, r8, lsl r11
+    cmp     r12, #0
     bne     63f
-    movs    r9, r2
+    movs    r12, r2
     bne     62b
-    movs    r9, r3
+    movs    r12, r3
     beq     69f
-63: rsb     r8, r9, #0
-    and     r9, r9, r8
-    BIT_INDEX r6, r9, 32
+63: rsb     r8, r12, #0
+    and     r12, r12, r8
+    BIT_INDEX r6, r12, 32
     b       64b
 69: bl      fast_irq_decide
     b       __return_to_user

@@ -61,8 +61,22 @@ static CLEAN: crate::global::Global<Region> =
 /// QEMU 7.2 adds them to every relocated address here.
 pub const QEMU_ADDS_FCSEIDR_LOW_BITS: bool = true;
 
-/// The scenarios' default preemption period in microseconds: 40 ms: a switch with a full flush allocates 1,024 lines of the clean region, about 9,500 instructions under `-icount shift=10`, as long as a 10 ms slice; with 10 ms a ring of 64 under FCSE-only (its 64th space shares a PID and is flushed for) never finishes.
-pub const SLICE_US: u32 = 40_000;
+/// The scenarios' default preemption period in microseconds: 20 ms, about
+/// 19,500 instructions under `-icount shift=10`. Bounded on both sides:
+/// * below: a switch with a full flush allocates 1,024 lines of the clean
+///   region, about 9,500 instructions; with 10 ms a ring of 64 under
+///   FCSE-only (its 64th space shares a PID and is flushed for) never
+///   finishes, with 20 ms it does (`scenario=ring mode=naive,fcse,fass n=64`);
+/// * above: the measured window of `preempt` opens at the first `MARK 0`,
+///   after the first process's two warm-up rounds (about 27,000
+///   instructions at touch 0). The slice must be shorter, so that every
+///   process has run, and has its FASS switch record, before the window:
+///   with 40 ms the first process marked before any other had run, and the
+///   window held n - 1 cold first switches (about 640 instructions each,
+///   through the Rust path), so `preempt` read 163 / 197 / 202 at
+///   n = 2 / 8 / 14 (FASS) instead of 115 (and FCSE-only 277 / 308 / 313
+///   instead of 232); at touch 4 KiB the longer rounds hid it.
+pub const SLICE_US: u32 = 20_000;
 
 /// The CPU's cache and TLB maintenance.
 pub type Maint<C> = XScale<C>;
