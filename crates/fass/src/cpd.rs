@@ -203,8 +203,10 @@ impl Cpd {
         if slot >= SLOT_COUNT {
             return Err(TableError::IndexOutOfRange(slot));
         }
-        let raw = L1Descriptor::FAULT.encode(self.encoding());
-        if self.write_pinned(sys, slot, raw) {
+        // A fault descriptor's word is the same in every encoding.
+        const RAW: u32 = L1Descriptor::FAULT.encode(L1Encoding::Arm9);
+        const _: () = assert!(RAW == L1Descriptor::FAULT.encode(L1Encoding::XScale));
+        if self.write_pinned(sys, slot, RAW) {
             return Ok(());
         }
         self.write(sys, slot, L1Descriptor::FAULT)
