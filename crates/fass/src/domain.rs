@@ -457,26 +457,32 @@ impl DomainTable {
     }
 
     /// Among `set`, the domain owning the fewest CPD slots, the lowest
-    /// numbered on a tie; `None` if `set` is empty. One pass over the
-    /// members' counts (what [`FewestSlots`](crate::policy::FewestSlots)
-    /// asks on every recycle).
+    /// numbered on a tie; `None` if `set` is empty. Straight-line code over
+    /// the 16 counts, each a key `count << 4 | domain` (or none, for a
+    /// non-member) kept if below the least so far: about six instructions
+    /// per domain, whatever the number of members (what
+    /// [`FewestSlots`](crate::policy::FewestSlots) asks on every recycle).
     #[must_use]
     pub fn fewest_slots(&self, set: DomainSet) -> Option<Domain> {
-        let mut bits = u32::from(set.bits());
-        let mut best: Option<(u16, u32)> = None;
-        while bits != 0 {
-            let i = bits.trailing_zeros();
-            bits &= bits - 1;
-            let c = self.counts[(i as usize) % Domain::COUNT];
-            if best.is_none_or(|(b, _)| c < b) {
-                best = Some((c, i));
-                if c == 0 {
-                    // Nothing owns fewer; a later member would only tie.
-                    break;
-                }
-            }
+        const _: () = assert!(Domain::COUNT == 16 && SLOT_COUNT < 1 << 27);
+        let m = u32::from(set.bits());
+        if m == 0 {
+            return None;
         }
-        best.map(|(_, i)| Domain::from_low_bits(i))
+        let c = &self.counts;
+        let mut best = u32::MAX;
+        macro_rules! step {
+            ($($i:literal)*) => {$(
+                let k = if m & (1 << $i) != 0 {
+                    (u32::from(c[$i]) << 4) | $i
+                } else {
+                    u32::MAX
+                };
+                best = best.min(k);
+            )*};
+        }
+        step!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+        Some(Domain::from_low_bits(best & 15))
     }
 
     /// The dirty mask in DACR format (both bits of each dirty domain's field set).
