@@ -16,6 +16,7 @@
 //! live table.
 
 use crate::kernel_table::KernelTable;
+use crate::layout::SLOT_COUNT;
 use mmu_armv5::descriptor::{L1Descriptor, L1Encoding};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::table::{TableAlloc, TableError, TableKind, TableRef};
@@ -190,12 +191,24 @@ impl Cpd {
         Ok(())
     }
 
-    /// Clears `slot` to a fault descriptor (with the same maintenance as [`Cpd::write`]).
+    /// Clears `slot` to a fault descriptor (with the same maintenance as
+    /// [`Cpd::write`]): through the pinned address if [`Cpd::pin`] cached it
+    /// (no allocator lookup: a recycle clears each slot of its victim),
+    /// else as [`Cpd::write`].
     pub(crate) fn clear<S: TableAlloc + CacheMaintenance + ?Sized>(
         &mut self,
         sys: &mut S,
         slot: usize,
     ) -> Result<(), TableError> {
+        if slot >= SLOT_COUNT {
+            return Err(TableError::IndexOutOfRange(slot));
+        }
+        // A fault descriptor's word is the same in every encoding.
+        const RAW: u32 = L1Descriptor::FAULT.encode(L1Encoding::Arm9);
+        const _: () = assert!(RAW == L1Descriptor::FAULT.encode(L1Encoding::XScale));
+        if self.write_pinned(sys, slot, RAW) {
+            return Ok(());
+        }
         self.write(sys, slot, L1Descriptor::FAULT)
     }
 }

@@ -325,6 +325,8 @@ pub struct DomainTable {
     owners: [DomainOwner; Domain::COUNT],
     /// The domains `owners` says are owned (kept with every write to it).
     owned: DomainSet,
+    /// The owned domains whose owner is a segment (kept with `owned`).
+    seg_owned: DomainSet,
     /// The domains `owners` says are reserved (fixed at construction).
     reserved: DomainSet,
     /// Per CPD slot, the domain owning it ([`NO_OWNER`] if none): the
@@ -380,6 +382,7 @@ impl DomainTable {
         Ok(DomainTable {
             owners,
             owned: DomainSet::EMPTY,
+            seg_owned: DomainSet::EMPTY,
             reserved,
             dirty: Dacr::NONE,
             slots: [const { SlotSet::new() }; Domain::COUNT],
@@ -421,6 +424,10 @@ impl DomainTable {
             DomainOwner::Owned(_) => self.owned.with(d),
             _ => self.owned.without(d),
         };
+        self.seg_owned = match state {
+            DomainOwner::Owned(Owner::Segment(_)) => self.seg_owned.with(d),
+            _ => self.seg_owned.without(d),
+        };
     }
 
     /// The reserved domains.
@@ -441,6 +448,41 @@ impl DomainTable {
     #[must_use]
     pub fn owned(&self) -> DomainSet {
         self.owned
+    }
+
+    /// The domains owned by a segment (O(1): kept with every change of owner).
+    #[must_use]
+    pub fn segment_owned(&self) -> DomainSet {
+        self.seg_owned
+    }
+
+    /// Among `set`, the domain owning the fewest CPD slots, the lowest
+    /// numbered on a tie; `None` if `set` is empty. Straight-line code over
+    /// the 16 counts, each a key `count << 4 | domain` (or none, for a
+    /// non-member) kept if below the least so far: about six instructions
+    /// per domain, whatever the number of members (what
+    /// [`FewestSlots`](crate::policy::FewestSlots) asks on every recycle).
+    #[must_use]
+    pub fn fewest_slots(&self, set: DomainSet) -> Option<Domain> {
+        const _: () = assert!(Domain::COUNT == 16 && SLOT_COUNT < 1 << 27);
+        let m = u32::from(set.bits());
+        if m == 0 {
+            return None;
+        }
+        let c = &self.counts;
+        let mut best = u32::MAX;
+        macro_rules! step {
+            ($($i:literal)*) => {$(
+                let k = if m & (1 << $i) != 0 {
+                    (u32::from(c[$i]) << 4) | $i
+                } else {
+                    u32::MAX
+                };
+                best = best.min(k);
+            )*};
+        }
+        step!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+        Some(Domain::from_low_bits(best & 15))
     }
 
     /// The dirty mask in DACR format (both bits of each dirty domain's field set).
@@ -516,16 +558,31 @@ impl DomainTable {
         policy: &mut P,
         clear_slot: impl FnMut(usize),
     ) -> Result<Acquired, DomainError> {
-        match self.allocate(owner) {
-            Ok(domain) => {
-                policy.touch(domain);
-                return Ok(Acquired {
-                    domain,
-                    evicted: None,
-                });
-            }
-            Err(DomainError::Exhausted) => {}
-            Err(e) => return Err(e),
+        if let Some(domain) = self.find(owner) {
+            return Err(DomainError::AlreadyOwned { owner, domain });
+        }
+        self.acquire_unowned(owner, protect, flush_free, policy, clear_slot)
+    }
+
+    /// [`DomainTable::acquire_preferring`] for an `owner` the caller knows
+    /// holds no domain (checked in debug builds only): without the pass
+    /// over the 16 owners that finds out.
+    pub(crate) fn acquire_unowned<P: VictimPolicy + ?Sized>(
+        &mut self,
+        owner: Owner,
+        protect: DomainSet,
+        flush_free: DomainSet,
+        policy: &mut P,
+        clear_slot: impl FnMut(usize),
+    ) -> Result<Acquired, DomainError> {
+        debug_assert_eq!(self.find(owner), None, "the owner holds a domain");
+        if let Some(domain) = self.free().first() {
+            self.set_state(domain, DomainOwner::Owned(owner));
+            policy.touch(domain);
+            return Ok(Acquired {
+                domain,
+                evicted: None,
+            });
         }
         let eligible = self.owned().difference(protect);
         if eligible.is_empty() {
@@ -970,7 +1027,13 @@ mod tests {
                 let dd = d(dom);
                 match kind {
                     0 => {
-                        let _ = t.allocate(sp(u16::from(dom)));
+                        // Spaces and (now and then) segments.
+                        let o = if slot % 3 == 0 {
+                            Owner::Segment(SegmentId(u16::from(dom)))
+                        } else {
+                            sp(u16::from(dom))
+                        };
+                        let _ = t.allocate(o);
                     }
                     1 => {
                         if matches!(t.owner(dd), DomainOwner::Owned(_)) {
@@ -1024,6 +1087,15 @@ mod tests {
                 prop_assert_eq!(t.owned(), recount(&|o| matches!(o, DomainOwner::Owned(_))));
                 prop_assert_eq!(t.free(), recount(&|o| o == DomainOwner::Free));
                 prop_assert_eq!(t.reserved(), recount(&|o| o == DomainOwner::Reserved));
+                prop_assert_eq!(
+                    t.segment_owned(),
+                    recount(&|o| matches!(o, DomainOwner::Owned(Owner::Segment(_))))
+                );
+                // The one-pass minimum is the first of the fewest-slot
+                // members, on any set.
+                let set = DomainSet::from_bits((slot as u16).wrapping_mul(40503));
+                let naive = set.iter().min_by_key(|x| t.slot_count(*x));
+                prop_assert_eq!(t.fewest_slots(set), naive);
             }
             for dom in 1..16u8 {
                 let owned: Vec<usize> =

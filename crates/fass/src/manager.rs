@@ -618,29 +618,33 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     }
 
     /// Acts on an eviction or release whose CPD slots were already cleared.
+    /// `excl`: whether the evicted owner was a window-exclusive space (its
+    /// domain's bit in the kept set `excl`, up to date at a recycle).
     fn after_eviction<S: CacheMaintenance + ?Sized>(
         &mut self,
         sys: &mut S,
         e: &Eviction,
         recycled: bool,
+        excl: bool,
     ) {
         self.bump_generation();
-        // Decided before the owner lets go of the domain (exclusivity does
-        // not depend on it, but keep the order obvious).
-        let left_in_window = match e.owner {
-            Owner::Space(s) if recycled && e.was_dirty => self
-                .space(s)
-                .ok()
-                .filter(|st| self.rule == RecycleRule::ExclusiveWindows && self.exclusive(st))
-                .map(|st| (s, st.pid.pid())),
-            _ => None,
-        };
+        let leaves_lines =
+            recycled && e.was_dirty && excl && self.rule == RecycleRule::ExclusiveWindows;
+        let mut left_in_window = None;
         match e.owner {
             Owner::Space(s) => {
                 if let Ok(st) = self.space_mut(s) {
                     st.domain = None;
+                    if leaves_lines {
+                        left_in_window = Some((s, st.pid.pid()));
+                    }
                 }
-                self.refresh_hot();
+                // Only the current space's domain is in the hot record (a
+                // recycle never takes it: it is protected).
+                if u32::from(self.hot.domain) == u32::from(e.domain.get()) {
+                    self.refresh_hot();
+                }
+                debug_assert_eq!(self.hot, self.computed_hot(), "stale hot record");
             }
             Owner::Segment(g) => {
                 let _ = self.segments.set_domain(g, None);
@@ -675,7 +679,21 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
 
     /// Domains that must not be recycled now: the current space's own and
     /// every segment's.
+    /// O(1): the segments' domains are the ones the table records as
+    /// segment-owned, the current space's is in the hot record.
     fn protected(&self) -> DomainSet {
+        let segs = self.domains.segment_owned();
+        let p = match Domain::new(self.hot.domain) {
+            Ok(d) if self.hot.space != Hot::NONE.space => segs.with(d),
+            _ => segs,
+        };
+        debug_assert_eq!(p, self.computed_protected(), "protected set");
+        p
+    }
+
+    /// [`Fass::protected`] computed from the current space's record and
+    /// every segment (what debug builds check the kept values against).
+    fn computed_protected(&self) -> DomainSet {
         let mut p = DomainSet::EMPTY;
         if let Some(d) = self.current.and_then(|c| self.space(c).ok()?.domain) {
             p = p.with(d);
@@ -720,23 +738,34 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         self.excl.intersection(self.domains.owned())
     }
 
-    /// Takes a domain for `owner`, recycling one if none is free.
+    /// Takes a domain for `owner`, recycling one if none is free. A space
+    /// owner is recorded as holding it (its `domain`) here, even if
+    /// clearing the victim's CPD slots failed (then with the error), so that
+    /// a space's record and the domain table never disagree: a space whose
+    /// record holds no domain owns none in the table, which saves the
+    /// table's search for an owner (`unowned`, true only for such a space).
     pub(crate) fn acquire_domain<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         owner: Owner,
+        unowned: bool,
     ) -> Result<Domain, FassError> {
         let protect = self.protected();
         let flush_free = self.flush_free_domains();
         let mut cpd_error = None;
         let cpd = &mut self.cpd;
-        let acquired =
+        let clear = |slot| {
+            if let Err(e) = cpd.clear(&mut *sys, slot) {
+                cpd_error = Some(e);
+            }
+        };
+        let acquired = if unowned {
             self.domains
-                .acquire_preferring(owner, protect, flush_free, &mut self.policy, |slot| {
-                    if let Err(e) = cpd.clear(&mut *sys, slot) {
-                        cpd_error = Some(e);
-                    }
-                });
+                .acquire_unowned(owner, protect, flush_free, &mut self.policy, clear)
+        } else {
+            self.domains
+                .acquire_preferring(owner, protect, flush_free, &mut self.policy, clear)
+        };
         let acquired = match acquired {
             Ok(a) => a,
             Err(e) => {
@@ -747,9 +776,17 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             }
         };
         // The domain changed hands (from its old owner, if any): its bit in
-        // `excl` now follows the new owner.
+        // `excl` now follows the new owner (read first: whether the old
+        // owner was window-exclusive decides the eviction's flush).
+        let was_excl = self.excl.contains(acquired.domain);
         let excl = match owner {
-            Owner::Space(s) => self.space(s).is_ok_and(|st| self.exclusive(st)),
+            Owner::Space(s) => match self.space_mut(s) {
+                Ok(st) => {
+                    st.domain = Some(acquired.domain);
+                    self.space(s).is_ok_and(|st| self.exclusive(st))
+                }
+                Err(_) => false,
+            },
             Owner::Segment(_) => false,
         };
         self.excl = if excl {
@@ -761,7 +798,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             return Err(FassError::Table(e));
         }
         match &acquired.evicted {
-            Some(e) => self.after_eviction(sys, e, true),
+            Some(e) => self.after_eviction(sys, e, true, was_excl),
             None => self.stats.record(Event::DomainAllocated),
         }
         Ok(acquired.domain)
@@ -788,7 +825,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             return Err(FassError::Table(e));
         }
         if let Some(e) = ev {
-            self.after_eviction(sys, &e, false);
+            self.after_eviction(sys, &e, false, false);
         }
         Ok(())
     }
@@ -983,7 +1020,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         let mapped = self.space(space)?.segs;
         self.segments.check_map(space, mapped, seg, at)?;
         if self.segments.add_sharer(seg)? {
-            match self.acquire_domain(sys, Owner::Segment(seg)) {
+            match self.acquire_domain(sys, Owner::Segment(seg), false) {
                 Ok(d) => self.segments.set_domain(seg, Some(d))?,
                 Err(e) => {
                     let _ = self.segments.remove_sharer(seg);

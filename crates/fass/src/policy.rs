@@ -103,6 +103,14 @@ impl<'a> VictimView<'a> {
     pub fn slot_count(&self, d: Domain) -> usize {
         self.table.slot_count(d)
     }
+
+    /// Among `set`, the domain owning the fewest CPD slots (the lowest
+    /// numbered on a tie), in one pass over their counts; `None` if `set`
+    /// is empty.
+    #[must_use]
+    pub fn fewest_slots(&self, set: DomainSet) -> Option<Domain> {
+        self.table.fewest_slots(set)
+    }
 }
 
 /// A victim-choice policy.
@@ -202,9 +210,7 @@ pub struct FewestSlots;
 
 impl VictimPolicy for FewestSlots {
     fn choose(&mut self, view: &VictimView<'_>) -> Option<Domain> {
-        view.flush_free_first()
-            .iter()
-            .min_by_key(|d| view.slot_count(*d))
+        view.fewest_slots(view.flush_free_first())
     }
 }
 

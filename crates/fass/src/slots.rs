@@ -133,11 +133,15 @@ impl SlotSet {
 
     /// Removes every member, calling `f` on each in increasing order; O(members).
     pub fn drain(&mut self, mut f: impl FnMut(usize)) {
-        let mut summary = Summary(self.summary);
-        while let Some(wi) = summary.pop() {
-            if let Some(w) = self.words.get_mut(wi) {
-                let mut bits = *w;
-                *w = 0;
+        // Each summary word once, emptied as it is read (no call to clear
+        // the summary afterwards: this runs on every domain recycle).
+        for si in 0..self.summary.len() {
+            let mut sbits = core::mem::take(&mut self.summary[si]);
+            while sbits != 0 {
+                let wi = si * 32 + sbits.trailing_zeros() as usize;
+                sbits &= sbits - 1;
+                let w = &mut self.words[wi % WORDS];
+                let mut bits = core::mem::take(w);
                 while bits != 0 {
                     let b = bits.trailing_zeros() as usize;
                     bits &= bits - 1;
@@ -145,7 +149,6 @@ impl SlotSet {
                 }
             }
         }
-        self.summary = [0; 4];
         self.len = 0;
     }
 }

@@ -275,9 +275,9 @@ where
         let d = match domain {
             Some(d) => d,
             None => {
-                let d = self.acquire_domain(sys, Owner::Space(next))?;
-                self.space_mut(next)?.domain = Some(d);
-                d
+                // `next`'s record holds no domain: it owns none in the table
+                // (`acquire_domain` records it there).
+                self.acquire_domain(sys, Owner::Space(next), true)?
             }
         };
         self.policy.touch(d);
