@@ -255,7 +255,7 @@ impl LeanSwitch {
 ///     naive.create_space(&mut sys, s)?;
 ///     naive.switch_to(&mut sys, s)?;
 /// }
-/// let before = *naive.stats();
+/// let before = naive.stats();
 /// // The kernel switches b -> a -> b -> a itself with the records it kept.
 /// for s in [a, b, a] {
 ///     let rec = naive.lean_switch(s).unwrap();

@@ -746,7 +746,7 @@ fn settled_matches_full(
     for (n, op) in ops.iter().enumerate() {
         s1.hw.cp15_mut().clear();
         s2.hw.cp15_mut().clear();
-        let was = (*full.stats(), full.current(), full.pids().epoch());
+        let was = (full.stats(), full.current(), full.pids().epoch());
         let (a, _) = run_op(&mut full, &mut s1, op, false);
         let rec = match *op {
             Op::Switch(s) if running != Some(SpaceId(s)) => kern.lean_switch(SpaceId(s)),
@@ -766,7 +766,7 @@ fn settled_matches_full(
                 prop_assert_eq!(unsafe { kern.settle_lean(token) }, Ok(()));
                 owed = 0;
             }
-            let is = (*kern.stats(), kern.current(), kern.pids().epoch());
+            let is = (kern.stats(), kern.current(), kern.pids().epoch());
             prop_assert_eq!(was, is, "op {} {:?}: settled", n, op);
             let (b, _) = run_op(&mut kern, &mut s2, op, false);
             prop_assert_eq!(&a, &b, "op {} {:?}: answers", n, op);
@@ -796,17 +796,17 @@ fn settling_owed_switches_counts_them_and_refuses_a_stale_token() {
         t.create_space(&mut sys, SpaceId(s)).unwrap();
         t.switch_to(&mut sys, SpaceId(s)).unwrap();
     }
-    let (before, epoch) = (*t.stats(), t.pids().epoch());
+    let (before, epoch) = (t.stats(), t.pids().epoch());
     let rec = t.lean_switch(SpaceId(1)).unwrap();
     // No switch owed: nothing happens.
     // SAFETY: no switch claimed.
     unsafe { t.settle_lean(rec.applied(SpaceId(1), 0)) }.unwrap();
-    assert_eq!((t.current(), *t.stats()), (Some(SpaceId(2)), before));
+    assert_eq!((t.current(), t.stats()), (Some(SpaceId(2)), before));
     // A record under another space's name is refused, nothing changes.
     let wrong = rec.applied(SpaceId(0), 2);
     // SAFETY: refused before anything is recorded.
     assert_eq!(unsafe { t.settle_lean(wrong) }, Err(StaleSwitch));
-    assert_eq!((t.current(), *t.stats()), (Some(SpaceId(2)), before));
+    assert_eq!((t.current(), t.stats()), (Some(SpaceId(2)), before));
     // Five switches, the last to space 1.
     let token = rec.applied(SpaceId(1), 5);
     assert_eq!(
