@@ -296,7 +296,15 @@ where
             sys.set_fcse_pid(pid);
         }
         self.current = Some(next);
-        self.refresh_hot();
+        // The hot record from the values at hand (`refresh_hot` would look
+        // `next`'s record up again): `next` holds `d`, its PID is `pid`.
+        self.hot = Hot {
+            space: u32::from(next.0),
+            domain: d.get(),
+            pid_bits: pid.fcseidr_value(),
+            tag: (u32::from(d.get()) << 5) | self.tag_base,
+        };
+        debug_assert_eq!(self.hot, self.computed_hot(), "stale hot record");
         self.record_lean(next, dacr, pid, d);
         Ok(())
     }
