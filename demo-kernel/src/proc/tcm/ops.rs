@@ -211,7 +211,13 @@ impl Kernel {
         // SAFETY: this kernel's frame table, mappings and CPU (`tcm.rs`,
         // "why `spm`'s unsafe calls are sound here").
         let r = unsafe {
-            spm::ops::create_user_page(table, &maps, &mut Hw::new(), sid, VirtAddr::new(va))
+            spm::ops::create_user_page(
+                table,
+                &maps,
+                &mut Hw::new(&mut self.cp15),
+                sid,
+                VirtAddr::new(va),
+            )
         };
         match r {
             Ok(_) => Ok(0),
@@ -249,7 +255,7 @@ impl Kernel {
             spm::ops::change_state(
                 table,
                 &maps,
-                &mut Hw::new(),
+                &mut Hw::new(&mut self.cp15),
                 AddressSpace::User(sid),
                 VirtAddr::new(va),
                 StateRequest::Set(to),

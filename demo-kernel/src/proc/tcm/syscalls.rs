@@ -79,7 +79,9 @@ impl Kernel {
         if !matches!(self.strategy, Strategy::Fass(_)) || va >= crate::mmu::USER_TOP {
             return;
         }
-        let Some(t) = tcm::tcm() else { return };
+        let Some(t) = tcm::tcm() else {
+            return;
+        };
         for _ in 0..4 {
             let found = tcm::user_entry(&self.strategy, t.root(), cur, va).is_some();
             if found {
@@ -318,14 +320,15 @@ impl Kernel {
                     // SAFETY: the resource slot's own descriptor; the TLB
                     // entry of its MVA is invalidated right after.
                     unsafe { entry.write_volatile(0) };
-                    let mut m = crate::mmu::maint();
+                    let mut m = crate::board::maint(&mut self.cp15);
                     mmu_armv5::maint::CacheMaintenance::clean_dcache_line(
                         &mut m,
                         mmu_armv5::ModifiedVirtAddr::new(entry as u32),
                     );
-                    crate::proc::platform::invalidate_tlb_entry(mmu_armv5::ModifiedVirtAddr::new(
-                        mva,
-                    ));
+                    crate::proc::platform::invalidate_tlb_entry_on(
+                        &mut self.cp15,
+                        mmu_armv5::ModifiedVirtAddr::new(mva),
+                    );
                 }
             }
         }
@@ -347,7 +350,6 @@ impl Kernel {
         self.touch(cur, req.resource.as_u32());
         let t = tcm::tcm()?;
         let mut irq = Irq::default();
-        let mut hw = Hw::new();
         let result = loop {
             let t0 = timer::now();
             tcm::set_irqs_enabled(true);
@@ -356,7 +358,7 @@ impl Kernel {
                 &mut self.procs,
                 &self.strategy,
                 t,
-                &mut hw,
+                &mut Hw::new(&mut self.cp15),
                 &mut irq,
             );
             tcm::set_irqs_enabled(false);
@@ -391,7 +393,14 @@ impl Kernel {
         // A failed exchange released its frames; a page whose switch was
         // done was finished (it counts as exchanged).
         let exchanged = result.is_ok()
-            || tcm::cancel(&mut p.x, &mut self.procs, &self.strategy, t).is_ok_and(|n| n == 1);
+            || tcm::cancel(
+                &mut p.x,
+                &mut self.procs,
+                &self.strategy,
+                t,
+                &mut Hw::new(&mut self.cp15),
+            )
+            .is_ok_and(|n| n == 1);
         self.complete(cur, &p, exchanged);
         if let Some(slot) = self.xtimes.iter_mut().find(|s| s.is_none()) {
             *slot = Some((p.call[0], p.t));
@@ -424,8 +433,16 @@ impl Kernel {
         let Some(mut p) = self.pending.take() else {
             return;
         };
-        let Some(t) = tcm::tcm() else { return };
-        let exchanged = match tcm::cancel(&mut p.x, &mut self.procs, &self.strategy, t) {
+        let Some(t) = tcm::tcm() else {
+            return;
+        };
+        let exchanged = match tcm::cancel(
+            &mut p.x,
+            &mut self.procs,
+            &self.strategy,
+            t,
+            &mut Hw::new(&mut self.cp15),
+        ) {
             Ok(n) => n == 1,
             Err(e) => {
                 defmt::error!("cancelling the exchange of process {=usize}: {}", idx, e);
@@ -437,7 +454,9 @@ impl Kernel {
 
     /// Starts moving the switch/IPC page into ITCM (advanced on timer ticks).
     pub fn start_kernel_job(&mut self) {
-        let Some(t) = tcm::tcm() else { return };
+        let Some(t) = tcm::tcm() else {
+            return;
+        };
         if !matches!(t.job, KernelJob::Idle | KernelJob::Done) {
             return;
         }
@@ -492,7 +511,9 @@ impl Kernel {
 
     /// One step of the kernel job.
     fn kernel_job_step(&mut self) {
-        let Some(t) = tcm::tcm() else { return };
+        let Some(t) = tcm::tcm() else {
+            return;
+        };
         // Every tick comes here: the idle states return without moving the
         // job (an `Exchange` is a few hundred bytes).
         match &mut t.job {
@@ -505,7 +526,7 @@ impl Kernel {
         }
         let job = core::mem::replace(&mut t.job, KernelJob::Done);
         let mut irq = Irq::default();
-        let mut hw = Hw::new();
+        let mut hw = Hw::new(&mut self.cp15);
         let mut step = |x: &mut spm::Exchange, procs, strategy, t: &mut tcm::Tcm| {
             tcm::step(x, procs, strategy, t, &mut hw, &mut irq)
         };
@@ -528,7 +549,8 @@ impl Kernel {
                         // The failed exchange released its frames: the
                         // ITCM frame goes back unless the page got into it.
                         t.job_error = Some(e);
-                        if tcm::cancel(&mut x, &mut self.procs, &self.strategy, t) != Ok(1) {
+                        if tcm::cancel(&mut x, &mut self.procs, &self.strategy, t, &mut hw) != Ok(1)
+                        {
                             t.free(frame);
                         }
                         KernelJob::Done
@@ -576,7 +598,8 @@ impl Kernel {
                         // The page is back in RAM if the failed exchange
                         // got that far: then the ITCM frame is free.
                         t.job_error = Some(e);
-                        if tcm::cancel(&mut x, &mut self.procs, &self.strategy, t) == Ok(1) {
+                        if tcm::cancel(&mut x, &mut self.procs, &self.strategy, t, &mut hw) == Ok(1)
+                        {
                             t.free(frame);
                         }
                         KernelJob::Done
@@ -590,7 +613,9 @@ impl Kernel {
 
     /// After the processes ended: runs the kernel job to its end.
     pub fn finish_kernel_job(&mut self) {
-        let Some(t) = tcm::tcm() else { return };
+        let Some(t) = tcm::tcm() else {
+            return;
+        };
         for _ in 0..10_000 {
             if matches!(t.job, KernelJob::Done | KernelJob::Idle) {
                 return;
