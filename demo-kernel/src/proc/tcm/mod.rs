@@ -412,14 +412,11 @@ pub unsafe fn state<'a>() -> Option<&'a mut Tcm> {
     unsafe { TCM.get_mut() }.as_mut()
 }
 
-/// The TCM state, once [`setup::init`] ran, for the files not yet
-/// converted to [`state`] (this module's `ops`, `syscalls` and `setup`).
-///
-/// Transitional: callers never hold two of these references at once.
-pub fn tcm() -> Option<&'static mut Tcm> {
-    // SAFETY: single core, no re-entry (module docs); callers never hold two
-    // of these references at once.
-    unsafe { state() }
+/// Whether [`setup::init`] set the TCM state up.
+pub fn is_set_up() -> bool {
+    // SAFETY: the reference lives for this expression only, which reaches
+    // no other user of the state.
+    unsafe { state() }.is_some()
 }
 
 /// Makes the state [`setup::init`] built this boot's TCM state

@@ -77,7 +77,12 @@ fn spm_space(cur: usize) -> spm::SpaceId {
 
 /// Free RAM frames and TCM frames in use.
 fn counts() -> (usize, u32) {
-    (frames().free(), tcm::tcm().map_or(0, |t| t.in_use()))
+    // SAFETY: the reference lives for this expression only, which reaches
+    // no other user of the TCM state.
+    (
+        frames().free(),
+        unsafe { tcm::state() }.map_or(0, |t| t.in_use()),
+    )
 }
 
 impl Kernel {
@@ -89,7 +94,7 @@ impl Kernel {
         va: u32,
         arg: u32,
     ) -> Result<i32, SysError> {
-        if tcm::tcm().is_none() {
+        if !tcm::is_set_up() {
             return Err(SysError::NoSys);
         }
         let before = counts();
@@ -176,7 +181,10 @@ impl Kernel {
             .iter()
             .position(Option::is_none)
             .ok_or(SysError::NoMemory)?;
-        let t = tcm::tcm().ok_or(SysError::NoSys)?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }.ok_or(SysError::NoSys)?;
         let pa = match src {
             Source::Ram => {
                 let pa = frames().alloc().ok_or(SysError::NoMemory)?;
@@ -205,7 +213,10 @@ impl Kernel {
         });
         tcm::note_mapper(pa, Some(cur));
         self.touch(cur, va);
-        let t = tcm::tcm().ok_or(SysError::NoSys)?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }.ok_or(SysError::NoSys)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
         // SAFETY: this kernel's frame table, mappings and CPU (`tcm.rs`,
@@ -234,7 +245,10 @@ impl Kernel {
         let sid = spm_space(cur);
         self.own_page(cur, va)?;
         self.touch(cur, va);
-        let t = tcm::tcm().ok_or(SysError::NoSys)?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }.ok_or(SysError::NoSys)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
         spm::ops::delete_user_page(table, &maps, sid, VirtAddr::new(va)).map_err(op_error)?;
@@ -247,7 +261,10 @@ impl Kernel {
         let to = state_of(code, sid)?;
         self.own_page(cur, va)?;
         self.touch(cur, va);
-        let t = tcm::tcm().ok_or(SysError::NoSys)?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }.ok_or(SysError::NoSys)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
         // SAFETY: as in `tcm_create`.

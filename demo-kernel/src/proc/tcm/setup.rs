@@ -155,7 +155,7 @@ fn table_pa<T>(t: &Global<T>) -> u32 {
 /// runner reports the TCM scenarios as not applicable elsewhere. Runs on
 /// `kmain`'s CP15 owner `cp15`, lent by the scenario runner.
 pub fn init(cp15: &mut HwCp15) -> Result<(), InitError> {
-    if crate::proc::tcm::tcm().is_some() {
+    if crate::proc::tcm::is_set_up() {
         return Ok(());
     }
     let found = tcm::discover(&*cp15).map_err(InitError::Tcm)?;

@@ -79,7 +79,10 @@ impl Kernel {
         if !matches!(self.strategy, Strategy::Fass(_)) || va >= crate::mmu::USER_TOP {
             return;
         }
-        let Some(t) = tcm::tcm() else {
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let Some(t) = (unsafe { tcm::state() }) else {
             return;
         };
         for _ in 0..4 {
@@ -108,7 +111,7 @@ impl Kernel {
         va: u32,
         kind: u32,
     ) -> (Option<Result<i32, SysError>>, After) {
-        if tcm::tcm().is_none() {
+        if !tcm::is_set_up() {
             return (Some(Err(SysError::NoSys)), After::Continue);
         }
         if call == nr::TCM_STATE {
@@ -165,7 +168,10 @@ impl Kernel {
             return Err(SysError::Fault);
         }
         self.touch(cur, va & !0xFFF);
-        let Some(t) = tcm::tcm() else {
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let Some(t) = (unsafe { tcm::state() }) else {
             return Err(SysError::NoSys);
         };
         let (table, tt) = tcm::split(t);
@@ -214,7 +220,10 @@ impl Kernel {
             return Err(SysError::Invalid);
         }
         let exec = self.record(cur, va).ok_or(SysError::Invalid)?.exec;
-        let t = tcm::tcm().ok_or(SysError::NoSys)?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }.ok_or(SysError::NoSys)?;
         let slot = if call == nr::TCM_EXCHANGE {
             let kind = match kind {
                 0 => TcmKind::Instruction,
@@ -267,7 +276,10 @@ impl Kernel {
         let req = self.request(cur, va, slot, exec);
         self.touch(cur, va);
         self.touch(cur, req.resource.as_u32());
-        let t = tcm::tcm().ok_or(SysError::NoSys)?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }.ok_or(SysError::NoSys)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
         match spm::Exchange::begin(table, &maps, req, CHUNK) {
@@ -315,7 +327,10 @@ impl Kernel {
                 pg.va,
                 e
             );
-            if let Some(t) = tcm::tcm() {
+            // SAFETY: no other reference to the TCM state is alive while `t` is
+            // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+            // call that reaches the state (`free_frame`, `set_owner`).
+            if let Some(t) = unsafe { tcm::state() } {
                 if let Some((entry, mva)) = tcm::user_entry(&self.strategy, t.root(), cur, pg.va) {
                     // SAFETY: the resource slot's own descriptor; the TLB
                     // entry of its MVA is invalidated right after.
@@ -348,7 +363,10 @@ impl Kernel {
         let req = *p.x.request();
         self.touch(cur, req.target.as_u32());
         self.touch(cur, req.resource.as_u32());
-        let t = tcm::tcm()?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }?;
         let mut irq = Irq::default();
         let result = loop {
             let t0 = timer::now();
@@ -433,7 +451,10 @@ impl Kernel {
         let Some(mut p) = self.pending.take() else {
             return;
         };
-        let Some(t) = tcm::tcm() else {
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let Some(t) = (unsafe { tcm::state() }) else {
             return;
         };
         let exchanged = match tcm::cancel(
@@ -454,7 +475,10 @@ impl Kernel {
 
     /// Starts moving the switch/IPC page into ITCM (advanced on timer ticks).
     pub fn start_kernel_job(&mut self) {
-        let Some(t) = tcm::tcm() else {
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let Some(t) = (unsafe { tcm::state() }) else {
             return;
         };
         if !matches!(t.job, KernelJob::Idle | KernelJob::Done) {
@@ -490,7 +514,9 @@ impl Kernel {
         // Without a job under way (every scenario but `tcm`), a tick costs
         // this check only.
         let idle = |t: &mut tcm::Tcm| matches!(t.job, KernelJob::Idle | KernelJob::Done);
-        if tcm::tcm().is_none_or(idle) {
+        // SAFETY: the reference lives for this expression only, which reaches
+        // no other user of the TCM state.
+        if unsafe { tcm::state() }.is_none_or(idle) {
             return;
         }
         self.kernel_job_ticks();
@@ -500,7 +526,9 @@ impl Kernel {
     #[inline(never)]
     fn kernel_job_ticks(&mut self) {
         for _ in 0..JOB_STEPS_PER_TICK {
-            let moving = tcm::tcm()
+            // SAFETY: the reference lives for this expression only, which reaches
+            // no other user of the TCM state.
+            let moving = unsafe { tcm::state() }
                 .is_some_and(|t| matches!(t.job, KernelJob::Out { .. } | KernelJob::Back { .. }));
             self.kernel_job_step();
             if !moving {
@@ -511,7 +539,10 @@ impl Kernel {
 
     /// One step of the kernel job.
     fn kernel_job_step(&mut self) {
-        let Some(t) = tcm::tcm() else {
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let Some(t) = (unsafe { tcm::state() }) else {
             return;
         };
         // Every tick comes here: the idle states return without moving the
@@ -613,7 +644,10 @@ impl Kernel {
 
     /// After the processes ended: runs the kernel job to its end.
     pub fn finish_kernel_job(&mut self) {
-        let Some(t) = tcm::tcm() else {
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let Some(t) = (unsafe { tcm::state() }) else {
             return;
         };
         for _ in 0..10_000 {
