@@ -68,12 +68,11 @@ impl Kernel {
                 self.count_syscall(cur);
                 let (dest, msg) = self.message(cur);
                 if let Err(e) = self.ipc_reply(cur, dest, msg) {
-                    self.procs[cur].errors += 1;
-                    self.procs[cur].ctx.r[0] = e.code() as u32;
+                    self.set_result(cur, Err(e));
                     return Some(self.finish(Wish::Next(Some(cur))));
                 }
                 if number == nr::REPLY {
-                    self.procs[cur].ctx.r[0] = 0;
+                    self.set_result(cur, Ok(0));
                 } else {
                     self.ipc_recv(cur);
                     if self.procs[cur].state == State::Ready {
@@ -101,8 +100,7 @@ impl Kernel {
             // Queued on `dest`: `cur` waits.
             Ok(None) => self.finish(Wish::Resume(None)),
             Err(e) => {
-                self.procs[cur].errors += 1;
-                self.procs[cur].ctx.r[0] = e.code() as u32;
+                self.set_result(cur, Err(e));
                 self.finish(Wish::Next(Some(cur)))
             }
         }

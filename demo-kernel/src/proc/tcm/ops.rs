@@ -30,7 +30,7 @@ use spm::{AddressSpace, FrameState, KernelUse, OpError, StateRequest, TcmKind};
 use crate::abi::nr;
 use crate::proc::kernel::{frame_at, frames, free_frame, one_page, Kernel, Page};
 use crate::proc::strategy::dispatch;
-use crate::proc::syscall::SysError;
+use crate::proc::syscall::{SysError, SysResult};
 use crate::proc::tcm::{self, Hw, Maps, RES_SLOTS, USER_RES_VA};
 
 /// Where a created page's frame comes from.
@@ -87,13 +87,7 @@ fn counts() -> (usize, u32) {
 
 impl Kernel {
     /// `TCM_CREATE`, `TCM_DELETE` and `TCM_SET_STATE` of process `cur`.
-    pub fn sys_tcm_op(
-        &mut self,
-        cur: usize,
-        call: u32,
-        va: u32,
-        arg: u32,
-    ) -> Result<i32, SysError> {
+    pub fn sys_tcm_op(&mut self, cur: usize, call: u32, va: u32, arg: u32) -> SysResult<i32> {
         if !tcm::is_set_up() {
             return Err(SysError::NoSys);
         }
@@ -157,7 +151,7 @@ impl Kernel {
         Ok(())
     }
 
-    fn tcm_create(&mut self, cur: usize, va: u32, kind: u32) -> Result<i32, SysError> {
+    fn tcm_create(&mut self, cur: usize, va: u32, kind: u32) -> SysResult<i32> {
         let src = source(kind)?;
         let sid = spm_space(cur);
         let res_end = USER_RES_VA + (RES_SLOTS as u32) * 4096;
@@ -241,7 +235,7 @@ impl Kernel {
         }
     }
 
-    fn tcm_delete(&mut self, cur: usize, va: u32) -> Result<i32, SysError> {
+    fn tcm_delete(&mut self, cur: usize, va: u32) -> SysResult<i32> {
         let sid = spm_space(cur);
         self.own_page(cur, va)?;
         self.touch(cur, va);
@@ -256,7 +250,7 @@ impl Kernel {
         self.unmap_page(cur, va).map(|()| 0)
     }
 
-    fn tcm_set_state(&mut self, cur: usize, va: u32, code: u32) -> Result<i32, SysError> {
+    fn tcm_set_state(&mut self, cur: usize, va: u32, code: u32) -> SysResult<i32> {
         let sid = spm_space(cur);
         let to = state_of(code, sid)?;
         self.own_page(cur, va)?;

@@ -44,7 +44,7 @@ use crate::proc::kernel::{
     frame_at, free_frame, one_page, set_owner, After, Kernel, Page, Pending, State,
 };
 use crate::proc::strategy::{dispatch, Strategy};
-use crate::proc::syscall::SysError;
+use crate::proc::syscall::{SysError, SysResult};
 use crate::proc::tcm::{self, Hw, Irq, KernelJob, Maps, XTiming, CHUNK, USER_RES_VA};
 use crate::proc::timer;
 
@@ -110,7 +110,7 @@ impl Kernel {
         call: u32,
         va: u32,
         kind: u32,
-    ) -> (Option<Result<i32, SysError>>, After) {
+    ) -> (Option<SysResult<i32>>, After) {
         if !tcm::is_set_up() {
             return (Some(Err(SysError::NoSys)), After::Continue);
         }
@@ -140,11 +140,7 @@ impl Kernel {
         match self.tcm_run(idx) {
             None => false,
             Some(r) => {
-                let r = r.unwrap_or_else(|e| {
-                    self.procs[idx].errors += 1;
-                    e.code()
-                });
-                self.procs[idx].ctx.r[0] = r as u32;
+                self.set_result(idx, r);
                 self.set_state(idx, State::Ready);
                 true
             }
@@ -163,7 +159,7 @@ impl Kernel {
         })
     }
 
-    fn tcm_state(&mut self, cur: usize, va: u32) -> Result<i32, SysError> {
+    fn tcm_state(&mut self, cur: usize, va: u32) -> SysResult<i32> {
         if va >= crate::mmu::USER_TOP {
             return Err(SysError::Fault);
         }
@@ -354,7 +350,7 @@ impl Kernel {
     /// ends, or until a tick came in between two steps while another
     /// process can run: then `cur` is blocked in its call
     /// ([`State::InTcm`]) and the answer is `None`. `Some`: the call's result.
-    fn tcm_run(&mut self, cur: usize) -> Option<Result<i32, SysError>> {
+    fn tcm_run(&mut self, cur: usize) -> Option<SysResult<i32>> {
         let mut p = self.pending.take()?;
         if p.proc != cur {
             self.pending = Some(p);
