@@ -4,23 +4,13 @@
 //! with the typed [`Cp15Ext`](mmu_armv5::regs::Cp15Ext) accessors.
 //!
 //! The process subsystem's kernel holds its own handle for the time it is
-//! installed, leased from the owner ([`crate::proc::kernel::Lease`]).
+//! installed, leased from the owner ([`crate::proc::kernel::Lease`]); the
+//! handlers entered from assembly reach CP15 through that kernel, or,
+//! where none can be lent, through the one documented exception
+//! (`proc::kernel::trap_cp15`).
 
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::HwCp15;
-
-/// A fresh handle on this CPU's CP15, for the files not yet converted to
-/// the owner passed down from `kmain` (`proc/trap.rs`, `proc/switch.rs`,
-/// `proc/sched.rs`, `proc/fastpath.rs`, `proc/tcm/`, `board/`, and the
-/// transitional helpers [`invalidate_tlb`], `mmu::maint`, `mmu::set_entry`,
-/// `proc::platform::counting`).
-///
-/// Transitional: new code takes a `&mut HwCp15` parameter instead.
-pub fn hw() -> HwCp15 {
-    // SAFETY: the kernel runs privileged (SVC/ABT/UND mode) on one core with
-    // interrupts masked, so no two `HwCp15` handles are ever used concurrently.
-    unsafe { HwCp15::new() }
-}
 
 /// Drains the write buffer (so page-table stores are visible to the table
 /// walker), then invalidates the whole TLB, through `cp15`.
@@ -30,8 +20,16 @@ pub fn flush_tlb(cp15: &mut HwCp15) {
     m.invalidate_tlb();
 }
 
-/// [`flush_tlb`] on a fresh handle ([`hw`]), for the files not yet
-/// converted (`proc/sched.rs`, `proc/tcm/setup.rs`).
-pub fn invalidate_tlb() {
-    flush_tlb(&mut hw());
+/// Runs `f` with a by-value stand-in for `cp15`, which this call borrows
+/// mutably: zero-sized, unlike the borrow, it passes no pointer into
+/// code that is not inlined (what [`crate::proc::platform::with_sys`]
+/// does for the strategies). `f` uses the stand-in and drops it; it must
+/// not keep it past its return (nothing here stores an `HwCp15`).
+#[inline(always)]
+pub fn lend<R>(cp15: &mut HwCp15, f: impl FnOnce(HwCp15) -> R) -> R {
+    let _ = cp15; // borrowed for the call: the stand-in below replaces it
+                  // SAFETY: a stand-in for `cp15`, borrowed mutably for this call and
+                  // dropped by `f` before it returns, so the owner and it are never
+                  // used at once.
+    f(unsafe { HwCp15::new() })
 }

@@ -13,9 +13,9 @@
 //! bounded by the borrow of the static, for a caller that must hold it
 //! across code a closure cannot contain, [`Global::get`] and
 //! [`Global::set`] copy a value out or in. No function of the kernel hands
-//! out a `&'static mut` to a static without an `unsafe` contract, except
-//! two transitional accessors (`proc::kernel::kernel`, `proc::tcm::tcm`)
-//! kept for files not yet converted.
+//! out a `&'static mut` to a static; the kernel and the TCM state are
+//! reached through the `unsafe` accessors `proc::kernel::installed` and
+//! `proc::tcm::state`, each caller stating its `// SAFETY:`.
 
 use core::cell::UnsafeCell;
 

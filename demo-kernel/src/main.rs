@@ -76,8 +76,9 @@ pub extern "C" fn kmain() -> ! {
     // SAFETY: `kmain` runs in SVC mode on the only core with interrupts
     // masked, and this is the kernel's one owner of CP15: everything below
     // borrows it (or, for a scenario's kernel, leases it), so no two
-    // handles change CP15 state at once. (The files not yet converted make
-    // short-lived handles through `cp15::hw` under the same argument.)
+    // handles change CP15 state at once. (The handlers entered from
+    // assembly that cannot be lent it use `proc::kernel::trap_cp15`, under
+    // the same argument; the fatal exception report reads its own.)
     let mut cp15 = unsafe { mmu_armv5::regs::HwCp15::new() };
     bootinfo::log(&cp15);
     if let Err(e) = mmu::init(&mut cp15) {

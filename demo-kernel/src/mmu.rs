@@ -13,7 +13,7 @@
 //! and loads it into the TTBR. The boot-time identity mapping of the start-up
 //! code is gone from then on; everything below 3 GiB is free for tests and
 //! processes. Tests map and unmap here through [`with_tables`] (the
-//! `mmu_armv5` mapper) or raw first-level entries ([`set_entry`]); the harness
+//! `mmu_armv5` mapper) or raw first-level entries ([`write_entry`]); the harness
 //! saves and restores the first-level table around each test.
 
 use crate::global::Global;
@@ -51,13 +51,6 @@ pub const POOL_BLOCKS: usize = 96;
 /// One past the highest user address a process may map privately (the
 /// shared-segment region starts here, then the kernel's).
 pub const USER_TOP: u32 = 0x8000_0000;
-
-/// The kernel's CPU-specific maintenance over a fresh CP15 handle, for the
-/// files not yet converted to a lent owner (`proc/tcm/`); new code builds
-/// `crate::board::maint(cp15)` over the `&mut HwCp15` it was given.
-pub fn maint() -> crate::board::Maint<HwCp15> {
-    crate::board::maint(cp15::hw())
-}
 
 /// Access permissions of a test section (AP field, with SCTLR.S = SCTLR.R = 0).
 #[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
@@ -252,16 +245,6 @@ pub unsafe fn write_entry(cp15: &mut HwCp15, va: u32, desc: u32) {
     // SAFETY: in bounds as in `entry`; the caller vouches for the mapping.
     unsafe { l1().add((va >> 20) as usize).write_volatile(desc) };
     cp15::flush_tlb(cp15);
-}
-
-/// [`write_entry`] on a fresh CP15 handle, for the files not yet converted
-/// (`proc/tcm/setup.rs`).
-///
-/// # Safety
-/// As for [`write_entry`].
-pub unsafe fn set_entry(va: u32, desc: u32) {
-    // SAFETY: the caller's contract.
-    unsafe { write_entry(&mut cp15::hw(), va, desc) };
 }
 
 /// DACR, FCSEIDR and SCTLR as saved by [`snapshot`], with the first-level table.

@@ -138,7 +138,10 @@ pub(super) fn svc_table(mode: SwitchMode) -> *const u32 {
 /// touches nothing of the kernel's.
 #[no_mangle]
 pub extern "C" fn fast_flush_caches() {
-    let mut m = platform::counting();
+    // SAFETY: called by the assembly fast path in a trap from user mode
+    // of the installed kernel, or by `switch::apply_table`, which does not
+    // use its own handle during the call; dropped on return.
+    let mut m = platform::counting_on(unsafe { super::kernel::trap_cp15() });
     m.clean_invalidate_dcache();
     m.invalidate_icache();
 }

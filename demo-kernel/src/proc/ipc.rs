@@ -184,7 +184,7 @@ impl Kernel {
         let d = match self.check_dest(cur, dest) {
             Ok(d) => d,
             Err(e) => {
-                self.procs[cur].ctx.r[0] = e.code() as u32;
+                self.set_result(cur, Err(e));
                 return None;
             }
         };
@@ -197,7 +197,7 @@ impl Kernel {
                 self.await_reply(cur, d);
             } else {
                 clock::mark(Transit::IpcOneway);
-                self.procs[cur].ctx.r[0] = 0;
+                self.set_result(cur, Ok(0));
             }
             return Some(d);
         }
@@ -337,9 +337,10 @@ impl Kernel {
         self.procs[idx].ipc = Links::NONE;
     }
 
-    /// Makes `j` ready with `ESRCH` in r0.
+    /// Makes `j` ready with `ESRCH` in r0 (its call's error, counted
+    /// like every other: [`Kernel::set_result`]).
     fn wake_esrch(&mut self, j: usize) {
         self.set_state(j, State::Ready);
-        self.procs[j].ctx.r[0] = SysError::NoSuchProcess.code() as u32;
+        self.set_result(j, Err(SysError::NoSuchProcess));
     }
 }

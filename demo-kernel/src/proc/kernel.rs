@@ -363,10 +363,12 @@ pub struct Kernel {
     /// TCM: user exchanges preempted between two steps, by the caller's
     /// instruction set ([ARM, Thumb]).
     pub tcm_preempted: [u32; 2],
-    /// The CP15 handle the kernel's strategy calls run on ([`Kernel::sys`]),
-    /// standing in for `kmain`'s owner while the kernel is installed
-    /// ([`Lease`]). Zero-sized: last, it moves no other field.
-    cp15: HwCp15,
+    /// The CP15 handle the kernel runs on (its strategy calls through
+    /// [`Kernel::sys`], its scheduler, traps and TCM calls directly or
+    /// through [`crate::cp15::lend`]), standing in for `kmain`'s owner
+    /// while the kernel is installed ([`Lease`]). Zero-sized: last, it
+    /// moves no other field.
+    pub(super) cp15: HwCp15,
 }
 
 /// A process's precomputed switch, valid while `gen` equals the kernel's
@@ -523,21 +525,10 @@ impl KernelSlot {
 /// exists and nothing else reaches it: the caller holds it in thread
 /// context for a bounded stretch that runs no user mode (`Kernel::run` and
 /// the trap entry points take their own), and never calls this (or
-/// [`kernel`], [`running_kernel`], [`install`], [`uninstall`]) meanwhile.
+/// [`running_kernel`], [`install`], [`uninstall`]) meanwhile.
 pub unsafe fn installed<'a>() -> Option<&'a mut Kernel> {
     // SAFETY: the caller's contract: this is the only access to the slot.
     unsafe { KERNEL.get_mut() }.installed()
-}
-
-/// The kernel, if a scenario set one up, for the files not yet converted
-/// to [`installed`] (`proc/sched.rs`).
-///
-/// Transitional: the caller must not hold two of these references at once
-/// (module docs). New code uses [`installed`] and states its `// SAFETY:`.
-pub fn kernel() -> Option<&'static mut Kernel> {
-    // SAFETY: single core, no re-entry (module docs); callers never hold
-    // two of these references at once.
-    unsafe { installed() }
 }
 
 /// The kernel, in a trap from user mode.
@@ -553,6 +544,34 @@ pub(super) unsafe fn running_kernel<'a>() -> &'a mut Kernel {
     // SAFETY: the caller's contract: the kernel is installed and this is
     // the only reference to it.
     unsafe { KERNEL.get_mut().k.assume_init_mut() }
+}
+
+/// The CP15 handle of a handler entered from assembly that no reference
+/// can be lent to and that cannot reach the kernel's own
+/// ([`Kernel::cp15`] through [`running_kernel`]) because its caller may
+/// hold the kernel: the naive switch's cache maintenance
+/// (`fastpath::fast_flush_caches`, called by the assembly fast path and
+/// by the Rust lean switch) and the CP15 maintenance of `spm`'s mapping
+/// callbacks (`tcm::Maps`, called by `spm` in the middle of an exchange
+/// that holds the kernel's handle). The one place, besides `kmain`'s owner
+/// and the lease's stand-ins, that makes a CP15 handle.
+///
+/// Why a trap handler may use CP15: it runs privileged, on one core, with
+/// interrupts masked, on behalf of the installed kernel, which holds the
+/// handle leased from `kmain`'s owner ([`Lease`]) for as long as user mode
+/// or its traps run; the handle is zero-sized and each of these callers
+/// uses it for the one maintenance operation it is called for, between
+/// two uses of the kernel's, never interleaved with them.
+///
+/// # Safety
+/// Only while a kernel is installed (from a trap taken from user mode, or
+/// a system call or kernel job the installed kernel runs); the handle is
+/// dropped before the caller returns.
+#[inline(always)]
+pub(super) unsafe fn trap_cp15() -> HwCp15 {
+    // SAFETY: the caller's contract: the installed kernel's lease holds
+    // `kmain`'s owner, which is not used meanwhile (see above).
+    unsafe { HwCp15::new() }
 }
 
 /// Installs `k` (replacing any previous kernel).

@@ -173,22 +173,10 @@ pub fn invalidate_tlb_entry_on(cp15: &mut HwCp15, mva: mmu_armv5::ModifiedVirtAd
     mmu_armv5::maint::CacheMaintenance::invalidate_tlb_entry(&mut counting_on(cp15), mva);
 }
 
-/// The board CPU's maintenance over `cp15`, counted.
-pub fn counting_on(cp15: &mut HwCp15) -> Maint<CountingCp15<&mut HwCp15>> {
+/// The board CPU's maintenance over `cp15` (the kernel's handle, by value
+/// or borrowed), counted.
+pub fn counting_on<C: Cp15>(cp15: C) -> Maint<CountingCp15<C>> {
     crate::board::maint(CountingCp15(cp15))
-}
-
-/// [`invalidate_tlb_entry_on`] a fresh CP15 handle, for the files not yet
-/// converted to a lent owner (`proc/tcm/syscalls.rs`).
-pub fn invalidate_tlb_entry(mva: mmu_armv5::ModifiedVirtAddr) {
-    invalidate_tlb_entry_on(&mut crate::cp15::hw(), mva);
-}
-
-/// The board CPU's maintenance over a fresh counting CP15 handle (for
-/// `spm`), for the files not yet converted to a lent owner
-/// (`proc/trap.rs`, `proc/switch.rs`, `proc/fastpath.rs`, `proc/tcm/`).
-pub fn counting() -> Maint<CountingCp15> {
-    crate::board::maint(CountingCp15(crate::cp15::hw()))
 }
 
 /// The platform every strategy operation runs on.

@@ -279,7 +279,7 @@ const KNOWN: [&str; 14] = [
 pub fn run(cp15: &mut HwCp15, p: &Params) -> bool {
     let mut ok = true;
     if crate::board::HAS_TCM {
-        if let Err(e) = super::tcm::setup::init() {
+        if let Err(e) = super::tcm::setup::init(cp15) {
             defmt::error!("cannot set up TCM: {}", e);
             return false;
         }

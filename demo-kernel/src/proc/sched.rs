@@ -8,11 +8,10 @@
 use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess};
 use mmu_armv5::FcsePid;
 
-use super::kernel::{kernel, Exit, Kernel, State, TrapFrame};
+use super::kernel::{installed, Exit, Kernel, State, TrapFrame};
 use super::strategy::Strategy;
 use super::strategy::MAX_PROCS;
 use super::timer;
-use crate::cp15::hw;
 use crate::mmu::KERNEL_DOMAIN;
 
 // The set is two 32-bit words: one bit per slot.
@@ -173,7 +172,7 @@ impl Kernel {
     /// TTBR, PID 0, only the kernel's domain enabled.
     fn restore_kernel_space(&mut self) {
         let root = crate::mmu::with_tables(|t, _| t.root());
-        let mut c = hw();
+        let c = &mut self.cp15;
         // SAFETY: the kernel table maps everything the kernel uses; PID 0
         // leaves addresses unrelocated; the kernel's domain stays client.
         unsafe {
@@ -183,12 +182,15 @@ impl Kernel {
             c.set_fcse_pid(FcsePid::ZERO);
             c.set_dacr(Dacr::only(KERNEL_DOMAIN, DomainAccess::Client));
         }
-        crate::cp15::invalidate_tlb();
+        crate::cp15::flush_tlb(c);
     }
 
     /// Runs the processes until none can run.
     pub fn run(slice_ticks: u32) {
-        let Some(k) = kernel() else {
+        // SAFETY: thread context (the scenario runner), no reference to
+        // the kernel alive; `k` is not used once user mode is entered
+        // below (the traps take their own).
+        let Some(k) = (unsafe { installed() }) else {
             return;
         };
         if let Strategy::Table(_) = k.strategy {
@@ -198,7 +200,7 @@ impl Kernel {
                 .with(super::strategy::USER_DOMAIN, DomainAccess::Client);
             // SAFETY: the kernel's domain stays client; the user domain
             // only holds user mappings, checked by their access permissions.
-            unsafe { hw().set_dacr(dacr) };
+            unsafe { k.cp15.set_dacr(dacr) };
         }
         timer::start(slice_ticks);
         let ctx = core::ptr::addr_of_mut!(k.kctx);
@@ -240,7 +242,9 @@ pub(super) enum Wish {
 /// returns its frame.
 #[no_mangle]
 pub extern "C" fn sched_first_frame() -> *mut TrapFrame {
-    match kernel() {
+    // SAFETY: called by `__sched_enter` from `Kernel::run`, which holds no
+    // reference to the kernel across it (see there).
+    match unsafe { installed() } {
         Some(k) => {
             k.current = None;
             k.finish(Wish::Resume(None))

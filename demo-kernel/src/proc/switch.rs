@@ -7,13 +7,12 @@
 
 use fass::{ClassicKind, SpaceId, SwitchStrategy};
 use mmu_armv5::maint::CacheMaintenance;
-use mmu_armv5::regs::{Cp15Ext, Ttbr};
+use mmu_armv5::regs::{Cp15Ext, HwCp15, Ttbr};
 
 use super::kernel::{Exit, Fast, Kernel, State, TrapFrame};
 use super::sched::Wish;
 use super::strategy::{dispatch, Strategy, MAX_PROCS};
 use super::timer;
-use crate::cp15::hw;
 
 impl Kernel {
     /// Decides on the process to run after a trap and switches to it
@@ -64,10 +63,12 @@ impl Kernel {
                 // domain client and open only `next`'s domains, and its
                 // PID's window may be served from the caches
                 // (`set_switch_regs`'s contract).
-                Strategy::Fass(_) => unsafe { hw().set_switch_regs(f.regs) },
-                // SAFETY: the record of `next`'s table, made from the
-                // strategy's own of this generation (`Fast::table`).
-                Strategy::Table(ts) => unsafe { apply_table(ts.kind(), &f) },
+                Strategy::Fass(_) => unsafe { self.cp15.set_switch_regs(f.regs) },
+                Strategy::Table(ts) => crate::cp15::lend(&mut self.cp15, |c| {
+                    // SAFETY: the record of `next`'s table, made from the
+                    // strategy's own of this generation (`Fast::table`).
+                    unsafe { apply_table(c, ts.kind(), &f) }
+                }),
             }
             self.current = Some(next);
             self.counters.switches += 1;
@@ -103,7 +104,7 @@ impl Kernel {
                 }
                 self.current = Some(next);
                 self.procs[next].fast = match &self.strategy {
-                    Strategy::Fass(_) => Fast::fass(self.gen, hw().switch_regs()),
+                    Strategy::Fass(_) => Fast::fass(self.gen, self.cp15.switch_regs()),
                     Strategy::Table(ts) => ts
                         .lean_switch(SpaceId(next as u16))
                         .and_then(|rec| Fast::table(self.gen, &rec))
@@ -120,7 +121,8 @@ impl Kernel {
     }
 }
 
-/// A per-table strategy's lean switch from the kernel's record `f` (what
+/// A per-table strategy's lean switch from the kernel's record `f`, on its
+/// CP15 handle `c` (lent by value, [`crate::cp15::lend`]) (what
 /// the assembly fast path does, `asm/fastpath.s`): naive, the caches
 /// cleaned and invalidated through the counting platform
 /// ([`fast_flush_caches`](super::fastpath::fast_flush_caches)); the TTBR,
@@ -133,8 +135,7 @@ impl Kernel {
 ///
 /// Out of line: the switch page (`.text.kswitch`) has no room for it.
 #[inline(never)]
-unsafe fn apply_table(kind: ClassicKind, f: &Fast) {
-    let mut c = hw();
+unsafe fn apply_table(mut c: HwCp15, kind: ClassicKind, f: &Fast) {
     if kind == ClassicKind::Naive {
         super::fastpath::fast_flush_caches();
     }
@@ -143,7 +144,7 @@ unsafe fn apply_table(kind: ClassicKind, f: &Fast) {
     // invalidated; FCSE: the record exists only while the switch needs no
     // flush (`fass::lean`), the kernel runs above 32 MiB.
     unsafe { c.set_ttbr(Ttbr::from_bits(f.ttbr)) };
-    crate::board::maint(hw()).invalidate_tlb();
+    crate::board::maint(&mut c).invalidate_tlb();
     if let ClassicKind::Fcse(_) = kind {
         // SAFETY: as above.
         unsafe { c.set_fcse_pid(f.regs.pid()) };

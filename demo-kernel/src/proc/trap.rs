@@ -13,7 +13,7 @@
 
 use super::clock::{self, FaultClock, Transit};
 use fass::{Resolution, SpaceId, SwitchStrategy};
-use mmu_armv5::regs::{Cp15Ext, Far, Fsr};
+use mmu_armv5::regs::{Cp15Ext, Far, Fsr, HwCp15};
 
 use super::kernel::{running_kernel, After, Exit, Kernel, State, TrapFrame, TrapKind};
 use super::sched::Wish;
@@ -21,7 +21,6 @@ use super::strategy::MAX_PROCS;
 use super::strategy::{dispatch, FassS, Strategy};
 use super::timer;
 use crate::abi::nr;
-use crate::cp15::hw;
 
 impl Kernel {
     /// The system call of the current process if it is one of the short
@@ -69,12 +68,11 @@ impl Kernel {
                 self.count_syscall(cur);
                 let (dest, msg) = self.message(cur);
                 if let Err(e) = self.ipc_reply(cur, dest, msg) {
-                    self.procs[cur].errors += 1;
-                    self.procs[cur].ctx.r[0] = e.code() as u32;
+                    self.set_result(cur, Err(e));
                     return Some(self.finish(Wish::Next(Some(cur))));
                 }
                 if number == nr::REPLY {
-                    self.procs[cur].ctx.r[0] = 0;
+                    self.set_result(cur, Ok(0));
                 } else {
                     self.ipc_recv(cur);
                     if self.procs[cur].state == State::Ready {
@@ -102,8 +100,7 @@ impl Kernel {
             // Queued on `dest`: `cur` waits.
             Ok(None) => self.finish(Wish::Resume(None)),
             Err(e) => {
-                self.procs[cur].errors += 1;
-                self.procs[cur].ctx.r[0] = e.code() as u32;
+                self.set_result(cur, Err(e));
                 self.finish(Wish::Next(Some(cur)))
             }
         }
@@ -235,7 +232,7 @@ impl Kernel {
                 Wish::Next(Some(cur))
             }
             3 | 4 => {
-                let c = hw();
+                let c = &self.cp15;
                 // A prefetch abort has no FAR: the address is the pc.
                 let (trap, fsr, far) = if kind == 4 {
                     (TrapKind::Data, c.dfsr(), c.far())
@@ -291,9 +288,9 @@ impl Kernel {
     /// a collision, timed by the fault clock: [`fast_abort_return`]).
     #[inline(always)]
     fn dabt_fast(&mut self) -> Option<u32> {
-        let c = hw();
-        let fsr = c.dfsr();
-        self.abort_fast(fsr, c.far())?;
+        let fsr = self.cp15.dfsr();
+        let far = self.cp15.far();
+        self.abort_fast(fsr, far)?;
         Some(fsr.bits())
     }
 
@@ -303,7 +300,8 @@ impl Kernel {
     /// relocated by `fass` below 32 MiB as the FAR would be).
     #[inline(always)]
     fn pabt_fast(&mut self, pc: u32) -> bool {
-        self.abort_fast(hw().ifsr(), Far::from_bits(pc)).is_some()
+        let fsr = self.cp15.ifsr();
+        self.abort_fast(fsr, Far::from_bits(pc)).is_some()
     }
 
     /// The abort fast path under FASS: a fault `fass` resolves without
@@ -321,6 +319,7 @@ impl Kernel {
         let Strategy::Fass(fs) = &mut self.strategy else {
             return None;
         };
+        let cp15 = &mut self.cp15;
         let id = SpaceId(cur as u16);
         // SAFETY: as in `sync`: the current process runs with the registers
         // `fass` last wrote for it, in the current generation.
@@ -331,7 +330,7 @@ impl Kernel {
         // `opaque` only hides the pointer's origin: without it the
         // optimiser folds in the static's address and rebuilds it for each
         // field access (two more instructions each, measured under icount).
-        resolve_fast(opaque(fs), fsr, far)?;
+        resolve_fast(opaque(fs), cp15, fsr, far)?;
         // `resolve_fast` resolves FS 0x5/0x7 (translation) and 0x9/0xB
         // (domain) only: bit 3 tells them apart.
         let domain = fsr.bits() & 0b1000 != 0;
@@ -360,7 +359,11 @@ fn opaque(fs: &mut FassS) -> &mut FassS {
     unsafe { &mut *p }
 }
 
-/// [`fass::Fass::resolve_fast`] on the kernel's FASS: what it flushed, if
+/// [`fass::Fass::resolve_fast`] on the kernel's FASS and its CP15
+/// handle `c` (borrowed: inlined whole, the borrow of the zero-sized handle
+/// costs nothing here, while a by-value stand-in through
+/// [`crate::cp15::lend`]'s closure measured 21 instructions more on
+/// `kind=fault`): what it flushed, if
 /// it resolved the fault. Inlined into `trap_dabt`'s frame (one call
 /// frame on the fast path); the manager is reached through one base
 /// register (`opaque`), its hot fields at small offsets. On the CP15
@@ -368,8 +371,8 @@ fn opaque(fs: &mut FassS) -> &mut FassS {
 /// is counted by `fass` ([`fass::FastFaults::collisions`]) and folded into
 /// the maintenance counts when they are read ([`Kernel::hw_counts`]).
 #[inline(always)]
-fn resolve_fast(fs: &mut FassS, fsr: Fsr, far: Far) -> Option<fass::Flushed> {
-    match fs.resolve_fast(&mut crate::board::maint(hw()), fsr, far)? {
+fn resolve_fast(fs: &mut FassS, c: &mut HwCp15, fsr: Fsr, far: Far) -> Option<fass::Flushed> {
+    match fs.resolve_fast(&mut crate::board::maint(c), fsr, far)? {
         Resolution::Resolved { flushed, .. } => Some(flushed),
         Resolution::NotFass(_) => None,
     }
@@ -418,7 +421,10 @@ pub extern "C" fn trap_dabt_declined(t0: u32) {
 #[no_mangle]
 pub extern "C" fn fast_abort_return(answer: u32, t_out: u32, t0: u32) {
     if answer & DABT_DOMAIN != 0 {
-        if let Some(k) = super::kernel::kernel() {
+        // SAFETY: called by `__return_fast` on the way back to user mode
+        // of the installed kernel's process, with no reference to the
+        // kernel alive (the trap's ended with `trap_dabt`).
+        if let Some(k) = unsafe { super::kernel::installed() } {
             k.fault_clock.fast = Some(t0);
         }
     }

@@ -52,10 +52,11 @@ pub mod syscalls;
 
 use crate::board::Maint;
 use crate::global::Global;
+use core::marker::PhantomData;
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, CoarseTableDesc, SmallPageDesc};
 use mmu_armv5::irq;
 use mmu_armv5::maint::{CacheMaintenance, LineOp, LineRange, RangeMaintenance};
-use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg};
+use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, HwCp15};
 use mmu_armv5::size::{Frame, PageSizeKind, Size4KiB};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::tcm::{TcmBank, TcmKind, TcmLayout};
@@ -66,7 +67,7 @@ use spm::{
 
 use super::frames::{FRAMES_END, FRAMES_PHYS};
 use super::kernel::Proc;
-use super::platform::{counting, CountingCp15};
+use super::platform::{counting_on, CountingCp15};
 use super::strategy::{dispatch, Strategy, MAX_PROCS};
 use super::timer;
 use crate::mmu::phys_to_virt;
@@ -411,14 +412,11 @@ pub unsafe fn state<'a>() -> Option<&'a mut Tcm> {
     unsafe { TCM.get_mut() }.as_mut()
 }
 
-/// The TCM state, once [`setup::init`] ran, for the files not yet
-/// converted to [`state`] (this module's `ops`, `syscalls` and `setup`).
-///
-/// Transitional: callers never hold two of these references at once.
-pub fn tcm() -> Option<&'static mut Tcm> {
-    // SAFETY: single core, no re-entry (module docs); callers never hold two
-    // of these references at once.
-    unsafe { state() }
+/// Whether [`setup::init`] set the TCM state up.
+pub fn is_set_up() -> bool {
+    // SAFETY: the reference lives for this expression only, which reaches
+    // no other user of the state.
+    unsafe { state() }.is_some()
 }
 
 /// Makes the state [`setup::init`] built this boot's TCM state
@@ -449,13 +447,18 @@ fn ap_of(desc: u32) -> Option<AccessPermission> {
 /// the table walker sees it.
 #[inline(always)]
 fn clean_line(p: *mut u32) {
-    crate::board::clean_dcache_entry(&mut crate::mmu::maint(), ModifiedVirtAddr::new(p as u32));
+    // SAFETY: called by `spm`'s mapping callbacks in a TCM call or job of
+    // the installed kernel, whose `Hw` holds the kernel's handle and is not
+    // in use meanwhile (`kernel::trap_cp15`); dropped on return.
+    let mut m = crate::board::maint(unsafe { super::kernel::trap_cp15() });
+    crate::board::clean_dcache_entry(&mut m, ModifiedVirtAddr::new(p as u32));
 }
 
 /// Drains the write buffer.
 #[inline(always)]
 fn drain() {
-    crate::mmu::maint().drain_write_buffer();
+    // SAFETY: as in `clean_line`.
+    crate::board::maint(unsafe { super::kernel::trap_cp15() }).drain_write_buffer();
 }
 
 impl Tcm {
@@ -553,13 +556,19 @@ impl Tcm {
 }
 
 /// The platform `spm` drives: the counting CP15, ARM926 maintenance, and
-/// physical copies through the uncached windows.
-pub struct Hw(Maint<CountingCp15>);
+/// physical copies through the uncached windows; for as long as it lives
+/// it borrows the kernel's CP15 handle mutably and stands in for it.
+pub struct Hw<'c>(Maint<CountingCp15>, PhantomData<&'c mut HwCp15>);
 
-impl Hw {
-    /// The hardware.
-    pub fn new() -> Hw {
-        Hw(counting())
+impl<'c> Hw<'c> {
+    /// The hardware, over the kernel's CP15 handle `cp15`.
+    pub fn new(cp15: &'c mut HwCp15) -> Hw<'c> {
+        let _ = cp15; // held by the lifetime
+                      // SAFETY: a zero-sized stand-in for `cp15`, which the returned
+                      // value borrows mutably for as long as it holds the stand-in:
+                      // the two are never used at once.
+        let c = unsafe { HwCp15::new() };
+        Hw(counting_on(c), PhantomData)
     }
 }
 
@@ -628,7 +637,7 @@ macro_rules! copy_loop {
     };
 }
 
-impl PhysMemory for Hw {
+impl PhysMemory for Hw<'_> {
     fn copy(&mut self, dst: PhysAddr, src: PhysAddr, len: u32) {
         let (d, s) = (window(dst.as_u32()), window(src.as_u32()));
         // A 4 KiB chunk (the kernel's `CHUNK`) is four iterations of 32
@@ -672,7 +681,7 @@ fn lines(mva: ModifiedVirtAddr, len: u32) -> LineRange {
 
 /// One unrolled `MCR` loop per range (`mmu_armv5`'s [`RangeMaintenance`]
 /// for the ARM926EJ-S: sixteen lines per loop iteration for a 4 KiB chunk).
-impl LineMaintenance for Hw {
+impl LineMaintenance for Hw<'_> {
     fn clean_dcache_lines(&mut self, mva: ModifiedVirtAddr, len: u32) {
         self.0.clean_dcache_lines(lines(mva, len));
     }
@@ -703,7 +712,7 @@ impl LineMaintenance for Hw {
     }
 }
 
-impl CacheMaintenance for Hw {
+impl CacheMaintenance for Hw<'_> {
     const DCACHE_LINE: u32 = <Maint<CountingCp15> as CacheMaintenance>::DCACHE_LINE;
     fn clean_invalidate_dcache(&mut self) {
         self.0.clean_invalidate_dcache()
@@ -738,7 +747,7 @@ impl CacheMaintenance for Hw {
     }
 }
 
-impl Cp15 for Hw {
+impl Cp15 for Hw<'_> {
     fn read(&self, reg: Cp15Reg) -> u32 {
         self.0.read(reg)
     }
@@ -870,11 +879,12 @@ pub fn cancel(
     procs: &mut [Proc; MAX_PROCS],
     strategy: &Strategy,
     t: &mut Tcm,
+    hw: &mut Hw,
 ) -> Result<u32, spm::ExchangeError> {
     let (table, tt) = split(t);
     let mut maps = Maps::new(procs, strategy, tt);
     // SAFETY: as in `step`.
-    unsafe { x.cancel(table, &mut maps, &mut Hw::new(), &mut Irq::default()) }
+    unsafe { x.cancel(table, &mut maps, hw, &mut Irq::default()) }
 }
 
 /// Split borrows of a TCM state for an exchange step.

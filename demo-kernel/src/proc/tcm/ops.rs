@@ -30,7 +30,7 @@ use spm::{AddressSpace, FrameState, KernelUse, OpError, StateRequest, TcmKind};
 use crate::abi::nr;
 use crate::proc::kernel::{frame_at, frames, free_frame, one_page, Kernel, Page};
 use crate::proc::strategy::dispatch;
-use crate::proc::syscall::SysError;
+use crate::proc::syscall::{SysError, SysResult};
 use crate::proc::tcm::{self, Hw, Maps, RES_SLOTS, USER_RES_VA};
 
 /// Where a created page's frame comes from.
@@ -77,19 +77,18 @@ fn spm_space(cur: usize) -> spm::SpaceId {
 
 /// Free RAM frames and TCM frames in use.
 fn counts() -> (usize, u32) {
-    (frames().free(), tcm::tcm().map_or(0, |t| t.in_use()))
+    // SAFETY: the reference lives for this expression only, which reaches
+    // no other user of the TCM state.
+    (
+        frames().free(),
+        unsafe { tcm::state() }.map_or(0, |t| t.in_use()),
+    )
 }
 
 impl Kernel {
     /// `TCM_CREATE`, `TCM_DELETE` and `TCM_SET_STATE` of process `cur`.
-    pub fn sys_tcm_op(
-        &mut self,
-        cur: usize,
-        call: u32,
-        va: u32,
-        arg: u32,
-    ) -> Result<i32, SysError> {
-        if tcm::tcm().is_none() {
+    pub fn sys_tcm_op(&mut self, cur: usize, call: u32, va: u32, arg: u32) -> SysResult<i32> {
+        if !tcm::is_set_up() {
             return Err(SysError::NoSys);
         }
         let before = counts();
@@ -152,7 +151,7 @@ impl Kernel {
         Ok(())
     }
 
-    fn tcm_create(&mut self, cur: usize, va: u32, kind: u32) -> Result<i32, SysError> {
+    fn tcm_create(&mut self, cur: usize, va: u32, kind: u32) -> SysResult<i32> {
         let src = source(kind)?;
         let sid = spm_space(cur);
         let res_end = USER_RES_VA + (RES_SLOTS as u32) * 4096;
@@ -176,7 +175,10 @@ impl Kernel {
             .iter()
             .position(Option::is_none)
             .ok_or(SysError::NoMemory)?;
-        let t = tcm::tcm().ok_or(SysError::NoSys)?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }.ok_or(SysError::NoSys)?;
         let pa = match src {
             Source::Ram => {
                 let pa = frames().alloc().ok_or(SysError::NoMemory)?;
@@ -205,13 +207,22 @@ impl Kernel {
         });
         tcm::note_mapper(pa, Some(cur));
         self.touch(cur, va);
-        let t = tcm::tcm().ok_or(SysError::NoSys)?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }.ok_or(SysError::NoSys)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
         // SAFETY: this kernel's frame table, mappings and CPU (`tcm.rs`,
         // "why `spm`'s unsafe calls are sound here").
         let r = unsafe {
-            spm::ops::create_user_page(table, &maps, &mut Hw::new(), sid, VirtAddr::new(va))
+            spm::ops::create_user_page(
+                table,
+                &maps,
+                &mut Hw::new(&mut self.cp15),
+                sid,
+                VirtAddr::new(va),
+            )
         };
         match r {
             Ok(_) => Ok(0),
@@ -224,11 +235,14 @@ impl Kernel {
         }
     }
 
-    fn tcm_delete(&mut self, cur: usize, va: u32) -> Result<i32, SysError> {
+    fn tcm_delete(&mut self, cur: usize, va: u32) -> SysResult<i32> {
         let sid = spm_space(cur);
         self.own_page(cur, va)?;
         self.touch(cur, va);
-        let t = tcm::tcm().ok_or(SysError::NoSys)?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }.ok_or(SysError::NoSys)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
         spm::ops::delete_user_page(table, &maps, sid, VirtAddr::new(va)).map_err(op_error)?;
@@ -236,12 +250,15 @@ impl Kernel {
         self.unmap_page(cur, va).map(|()| 0)
     }
 
-    fn tcm_set_state(&mut self, cur: usize, va: u32, code: u32) -> Result<i32, SysError> {
+    fn tcm_set_state(&mut self, cur: usize, va: u32, code: u32) -> SysResult<i32> {
         let sid = spm_space(cur);
         let to = state_of(code, sid)?;
         self.own_page(cur, va)?;
         self.touch(cur, va);
-        let t = tcm::tcm().ok_or(SysError::NoSys)?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }.ok_or(SysError::NoSys)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
         // SAFETY: as in `tcm_create`.
@@ -249,7 +266,7 @@ impl Kernel {
             spm::ops::change_state(
                 table,
                 &maps,
-                &mut Hw::new(),
+                &mut Hw::new(&mut self.cp15),
                 AddressSpace::User(sid),
                 VirtAddr::new(va),
                 StateRequest::Set(to),

@@ -63,7 +63,7 @@ use mmu_armv5::descriptor::{
     SubpageAp,
 };
 use mmu_armv5::maint::CacheMaintenance;
-use mmu_armv5::regs::Cp15Ext;
+use mmu_armv5::regs::{Cp15Ext, HwCp15};
 use mmu_armv5::size::{Frame, FrameRange, PageSizeKind};
 use mmu_armv5::table::{MapAttrs, SizePolicy};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
@@ -152,12 +152,13 @@ fn table_pa<T>(t: &Global<T>) -> u32 {
 /// Sets up TCM once per boot (before the first process exists).
 ///
 /// Only on a board with TCM ([`crate::board::HAS_TCM`]); the scenario
-/// runner reports the TCM scenarios as not applicable elsewhere.
-pub fn init() -> Result<(), InitError> {
-    if crate::proc::tcm::tcm().is_some() {
+/// runner reports the TCM scenarios as not applicable elsewhere. Runs on
+/// `kmain`'s CP15 owner `cp15`, lent by the scenario runner.
+pub fn init(cp15: &mut HwCp15) -> Result<(), InitError> {
+    if crate::proc::tcm::is_set_up() {
         return Ok(());
     }
-    let found = tcm::discover(&crate::cp15::hw()).map_err(InitError::Tcm)?;
+    let found = tcm::discover(&*cp15).map_err(InitError::Tcm)?;
     let board = BoardTcm {
         itcm_base: PhysAddr::new(REAL_ITCM_PHYS),
         dtcm_base: PhysAddr::new(REAL_DTCM_PHYS),
@@ -202,7 +203,7 @@ pub fn init() -> Result<(), InitError> {
     // of this kernel lives there and nothing ever mapped it, so no cache
     // line covers it. Kept banks are not written; emulated banks have no
     // register.
-    let layout = unsafe { tcm::apply(&mut crate::cp15::hw(), &plan) }.map_err(InitError::Tcm)?;
+    let layout = unsafe { tcm::apply(&mut *cp15, &plan) }.map_err(InitError::Tcm)?;
     let from_cpu = plan.from_cpu();
     let (Some(itcm), Some(dtcm)) = (layout.itcm, layout.dtcm) else {
         let kind = if layout.itcm.is_none() {
@@ -255,10 +256,9 @@ pub fn init() -> Result<(), InitError> {
     }
 
     // SCTLR.S: AP=00 becomes privileged read-only (no AP=00 mapping exists yet).
-    let mut c = crate::cp15::hw();
-    let sctlr = c.sctlr().with_system_protection(true);
+    let sctlr = cp15.sctlr().with_system_protection(true);
     // SAFETY: only the meaning of AP=00 changes, and nothing is mapped with it.
-    unsafe { c.set_sctlr(sctlr) };
+    unsafe { cp15.set_sctlr(sctlr) };
     crate::board::sctlr_written();
 
     let off = kernel_virt_offset();
@@ -286,7 +286,7 @@ pub fn init() -> Result<(), InitError> {
                 small(pa, AccessPermission::PrivRw, CachePolicy::Uncached);
         }
     }
-    let mut m = crate::mmu::maint();
+    let mut m = crate::board::maint(&mut *cp15);
     for t in [&text[..], &tcmt[..]] {
         m.clean_dcache_range(ModifiedVirtAddr::new(t.as_ptr() as u32), 1024);
     }
@@ -301,8 +301,8 @@ pub fn init() -> Result<(), InitError> {
     // SAFETY: the text table maps its MiB exactly as the section did (one
     // page read-only, nothing writes code); the TCM MiB was unmapped.
     unsafe {
-        crate::mmu::set_entry(mib_va, link(table_pa(&KTEXT_L2)));
-        crate::mmu::set_entry(KTCM_VA, link(table_pa(&KTCM_L2)));
+        crate::mmu::write_entry(cp15, mib_va, link(table_pa(&KTEXT_L2)));
+        crate::mmu::write_entry(cp15, KTCM_VA, link(table_pa(&KTCM_L2)));
     }
     crate::mmu::with_tables(|t, pool| {
         t.map(
@@ -317,10 +317,10 @@ pub fn init() -> Result<(), InitError> {
             ),
             SizePolicy::Exactly(PageSizeKind::Section),
         )
-        .map(|f| f.flush(&mut crate::mmu::maint(), pool))
+        .map(|f| f.flush(&mut crate::board::maint(&mut *cp15), pool))
     })
     .map_err(InitError::Table)?;
-    crate::cp15::invalidate_tlb();
+    crate::cp15::flush_tlb(cp15);
 
     let mut kmaps = [KMap {
         va: ks,

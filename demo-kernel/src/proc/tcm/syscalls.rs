@@ -44,7 +44,7 @@ use crate::proc::kernel::{
     frame_at, free_frame, one_page, set_owner, After, Kernel, Page, Pending, State,
 };
 use crate::proc::strategy::{dispatch, Strategy};
-use crate::proc::syscall::SysError;
+use crate::proc::syscall::{SysError, SysResult};
 use crate::proc::tcm::{self, Hw, Irq, KernelJob, Maps, XTiming, CHUNK, USER_RES_VA};
 use crate::proc::timer;
 
@@ -79,7 +79,12 @@ impl Kernel {
         if !matches!(self.strategy, Strategy::Fass(_)) || va >= crate::mmu::USER_TOP {
             return;
         }
-        let Some(t) = tcm::tcm() else { return };
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let Some(t) = (unsafe { tcm::state() }) else {
+            return;
+        };
         for _ in 0..4 {
             let found = tcm::user_entry(&self.strategy, t.root(), cur, va).is_some();
             if found {
@@ -105,8 +110,8 @@ impl Kernel {
         call: u32,
         va: u32,
         kind: u32,
-    ) -> (Option<Result<i32, SysError>>, After) {
-        if tcm::tcm().is_none() {
+    ) -> (Option<SysResult<i32>>, After) {
+        if !tcm::is_set_up() {
             return (Some(Err(SysError::NoSys)), After::Continue);
         }
         if call == nr::TCM_STATE {
@@ -135,11 +140,7 @@ impl Kernel {
         match self.tcm_run(idx) {
             None => false,
             Some(r) => {
-                let r = r.unwrap_or_else(|e| {
-                    self.procs[idx].errors += 1;
-                    e.code()
-                });
-                self.procs[idx].ctx.r[0] = r as u32;
+                self.set_result(idx, r);
                 self.set_state(idx, State::Ready);
                 true
             }
@@ -158,12 +159,15 @@ impl Kernel {
         })
     }
 
-    fn tcm_state(&mut self, cur: usize, va: u32) -> Result<i32, SysError> {
+    fn tcm_state(&mut self, cur: usize, va: u32) -> SysResult<i32> {
         if va >= crate::mmu::USER_TOP {
             return Err(SysError::Fault);
         }
         self.touch(cur, va & !0xFFF);
-        let Some(t) = tcm::tcm() else {
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let Some(t) = (unsafe { tcm::state() }) else {
             return Err(SysError::NoSys);
         };
         let (table, tt) = tcm::split(t);
@@ -212,7 +216,10 @@ impl Kernel {
             return Err(SysError::Invalid);
         }
         let exec = self.record(cur, va).ok_or(SysError::Invalid)?.exec;
-        let t = tcm::tcm().ok_or(SysError::NoSys)?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }.ok_or(SysError::NoSys)?;
         let slot = if call == nr::TCM_EXCHANGE {
             let kind = match kind {
                 0 => TcmKind::Instruction,
@@ -265,7 +272,10 @@ impl Kernel {
         let req = self.request(cur, va, slot, exec);
         self.touch(cur, va);
         self.touch(cur, req.resource.as_u32());
-        let t = tcm::tcm().ok_or(SysError::NoSys)?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }.ok_or(SysError::NoSys)?;
         let (table, tt) = tcm::split(t);
         let maps = Maps::new(&mut self.procs, &self.strategy, tt);
         match spm::Exchange::begin(table, &maps, req, CHUNK) {
@@ -313,19 +323,23 @@ impl Kernel {
                 pg.va,
                 e
             );
-            if let Some(t) = tcm::tcm() {
+            // SAFETY: no other reference to the TCM state is alive while `t` is
+            // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+            // call that reaches the state (`free_frame`, `set_owner`).
+            if let Some(t) = unsafe { tcm::state() } {
                 if let Some((entry, mva)) = tcm::user_entry(&self.strategy, t.root(), cur, pg.va) {
                     // SAFETY: the resource slot's own descriptor; the TLB
                     // entry of its MVA is invalidated right after.
                     unsafe { entry.write_volatile(0) };
-                    let mut m = crate::mmu::maint();
+                    let mut m = crate::board::maint(&mut self.cp15);
                     mmu_armv5::maint::CacheMaintenance::clean_dcache_line(
                         &mut m,
                         mmu_armv5::ModifiedVirtAddr::new(entry as u32),
                     );
-                    crate::proc::platform::invalidate_tlb_entry(mmu_armv5::ModifiedVirtAddr::new(
-                        mva,
-                    ));
+                    crate::proc::platform::invalidate_tlb_entry_on(
+                        &mut self.cp15,
+                        mmu_armv5::ModifiedVirtAddr::new(mva),
+                    );
                 }
             }
         }
@@ -336,7 +350,7 @@ impl Kernel {
     /// ends, or until a tick came in between two steps while another
     /// process can run: then `cur` is blocked in its call
     /// ([`State::InTcm`]) and the answer is `None`. `Some`: the call's result.
-    fn tcm_run(&mut self, cur: usize) -> Option<Result<i32, SysError>> {
+    fn tcm_run(&mut self, cur: usize) -> Option<SysResult<i32>> {
         let mut p = self.pending.take()?;
         if p.proc != cur {
             self.pending = Some(p);
@@ -345,9 +359,11 @@ impl Kernel {
         let req = *p.x.request();
         self.touch(cur, req.target.as_u32());
         self.touch(cur, req.resource.as_u32());
-        let t = tcm::tcm()?;
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let t = unsafe { tcm::state() }?;
         let mut irq = Irq::default();
-        let mut hw = Hw::new();
         let result = loop {
             let t0 = timer::now();
             tcm::set_irqs_enabled(true);
@@ -356,7 +372,7 @@ impl Kernel {
                 &mut self.procs,
                 &self.strategy,
                 t,
-                &mut hw,
+                &mut Hw::new(&mut self.cp15),
                 &mut irq,
             );
             tcm::set_irqs_enabled(false);
@@ -391,7 +407,14 @@ impl Kernel {
         // A failed exchange released its frames; a page whose switch was
         // done was finished (it counts as exchanged).
         let exchanged = result.is_ok()
-            || tcm::cancel(&mut p.x, &mut self.procs, &self.strategy, t).is_ok_and(|n| n == 1);
+            || tcm::cancel(
+                &mut p.x,
+                &mut self.procs,
+                &self.strategy,
+                t,
+                &mut Hw::new(&mut self.cp15),
+            )
+            .is_ok_and(|n| n == 1);
         self.complete(cur, &p, exchanged);
         if let Some(slot) = self.xtimes.iter_mut().find(|s| s.is_none()) {
             *slot = Some((p.call[0], p.t));
@@ -424,8 +447,19 @@ impl Kernel {
         let Some(mut p) = self.pending.take() else {
             return;
         };
-        let Some(t) = tcm::tcm() else { return };
-        let exchanged = match tcm::cancel(&mut p.x, &mut self.procs, &self.strategy, t) {
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let Some(t) = (unsafe { tcm::state() }) else {
+            return;
+        };
+        let exchanged = match tcm::cancel(
+            &mut p.x,
+            &mut self.procs,
+            &self.strategy,
+            t,
+            &mut Hw::new(&mut self.cp15),
+        ) {
             Ok(n) => n == 1,
             Err(e) => {
                 defmt::error!("cancelling the exchange of process {=usize}: {}", idx, e);
@@ -437,7 +471,12 @@ impl Kernel {
 
     /// Starts moving the switch/IPC page into ITCM (advanced on timer ticks).
     pub fn start_kernel_job(&mut self) {
-        let Some(t) = tcm::tcm() else { return };
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let Some(t) = (unsafe { tcm::state() }) else {
+            return;
+        };
         if !matches!(t.job, KernelJob::Idle | KernelJob::Done) {
             return;
         }
@@ -471,7 +510,9 @@ impl Kernel {
         // Without a job under way (every scenario but `tcm`), a tick costs
         // this check only.
         let idle = |t: &mut tcm::Tcm| matches!(t.job, KernelJob::Idle | KernelJob::Done);
-        if tcm::tcm().is_none_or(idle) {
+        // SAFETY: the reference lives for this expression only, which reaches
+        // no other user of the TCM state.
+        if unsafe { tcm::state() }.is_none_or(idle) {
             return;
         }
         self.kernel_job_ticks();
@@ -481,7 +522,9 @@ impl Kernel {
     #[inline(never)]
     fn kernel_job_ticks(&mut self) {
         for _ in 0..JOB_STEPS_PER_TICK {
-            let moving = tcm::tcm()
+            // SAFETY: the reference lives for this expression only, which reaches
+            // no other user of the TCM state.
+            let moving = unsafe { tcm::state() }
                 .is_some_and(|t| matches!(t.job, KernelJob::Out { .. } | KernelJob::Back { .. }));
             self.kernel_job_step();
             if !moving {
@@ -492,7 +535,12 @@ impl Kernel {
 
     /// One step of the kernel job.
     fn kernel_job_step(&mut self) {
-        let Some(t) = tcm::tcm() else { return };
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let Some(t) = (unsafe { tcm::state() }) else {
+            return;
+        };
         // Every tick comes here: the idle states return without moving the
         // job (an `Exchange` is a few hundred bytes).
         match &mut t.job {
@@ -505,7 +553,7 @@ impl Kernel {
         }
         let job = core::mem::replace(&mut t.job, KernelJob::Done);
         let mut irq = Irq::default();
-        let mut hw = Hw::new();
+        let mut hw = Hw::new(&mut self.cp15);
         let mut step = |x: &mut spm::Exchange, procs, strategy, t: &mut tcm::Tcm| {
             tcm::step(x, procs, strategy, t, &mut hw, &mut irq)
         };
@@ -528,7 +576,8 @@ impl Kernel {
                         // The failed exchange released its frames: the
                         // ITCM frame goes back unless the page got into it.
                         t.job_error = Some(e);
-                        if tcm::cancel(&mut x, &mut self.procs, &self.strategy, t) != Ok(1) {
+                        if tcm::cancel(&mut x, &mut self.procs, &self.strategy, t, &mut hw) != Ok(1)
+                        {
                             t.free(frame);
                         }
                         KernelJob::Done
@@ -576,7 +625,8 @@ impl Kernel {
                         // The page is back in RAM if the failed exchange
                         // got that far: then the ITCM frame is free.
                         t.job_error = Some(e);
-                        if tcm::cancel(&mut x, &mut self.procs, &self.strategy, t) == Ok(1) {
+                        if tcm::cancel(&mut x, &mut self.procs, &self.strategy, t, &mut hw) == Ok(1)
+                        {
                             t.free(frame);
                         }
                         KernelJob::Done
@@ -590,7 +640,12 @@ impl Kernel {
 
     /// After the processes ended: runs the kernel job to its end.
     pub fn finish_kernel_job(&mut self) {
-        let Some(t) = tcm::tcm() else { return };
+        // SAFETY: no other reference to the TCM state is alive while `t` is
+        // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a
+        // call that reaches the state (`free_frame`, `set_owner`).
+        let Some(t) = (unsafe { tcm::state() }) else {
+            return;
+        };
         for _ in 0..10_000 {
             if matches!(t.job, KernelJob::Done | KernelJob::Idle) {
                 return;
