@@ -222,6 +222,36 @@ __svc_fast:
     STORE_PAIR r8, r9, r4, {k_t0_tag}     @ Some(t0)
 .endm
 
+@ SEND, CALL and SEND_RECV: r5 = cur, r6 = dest = the caller's r0, r10 +
+@ pr_* = dest's record; taken here only if dest waits in RECV, else the
+@ Rust path before anything is written (no such slot: ESRCH; not in RECV:
+@ dead, busy, or cur itself).
+.macro DEST_IN_RECV
+    ldr     r5, [r4, #{k_cur}]            @ cur
+    ldr     r6, [r0]
+    cmp     r6, #{max_procs}
+    bhs     __svc_general                 @ no such slot: ESRCH (Rust)
+    ldr     r10, ={proc_size}
+    mla     r10, r6, r10, r4
+    ldrb    r8, [r10, #{pr_state}]
+    cmp     r8, #{st_recv}
+    bne     __svc_general                 @ not in RECV (dead, or cur itself): Rust
+.endm
+
+@ The message to dest (r6, r10 + pr_*) from cur (r5, its frame r0):
+@ dest's r0 = cur, r1-r3 = cur's r1-r3, counted, dest's state Ready (its
+@ ready bit is the handler's). Clobbers r8, r9, r11, r12.
+.macro DELIVER
+    ldmib   r0, {{r8, r9, r12}}
+    add     r11, r10, #{k_procs}
+    stmia   r11, {{r5, r8, r9, r12}}
+    ldr     r8, [r4, #{k_messages}]
+    add     r8, r8, #1
+    str     r8, [r4, #{k_messages}]
+    mov     r8, #{st_ready}
+    strb    r8, [r10, #{pr_state}]
+.endm
+
 @ The handlers of one mode (`fass`, `fcse` or `naive`): YIELD, SEND/CALL,
 @ REPLY/REPLY_WAIT, and their switch.
 .macro HANDLERS m
@@ -269,25 +299,9 @@ __svc_yield_\m:
 @ RECV (`Kernel::ipc_send`'s hand-off).
     .global __svc_send_\m
 __svc_send_\m:
-    ldr     r5, [r4, #{k_cur}]            @ cur
-    ldr     r6, [r0]
-    cmp     r6, #{max_procs}
-    bhs     __svc_general                 @ no such slot: ESRCH (Rust)
-    ldr     r10, ={proc_size}
-    mla     r10, r6, r10, r4
-    ldrb    r8, [r10, #{pr_state}]
-    cmp     r8, #{st_recv}
-    bne     __svc_general                 @ not in RECV (dead, or cur itself): Rust
+    DEST_IN_RECV
     RECORD_SWITCH \m, gen=r9
-    @ Deliver: dest's r0 = cur, r1-r3 = the message (cur's r1-r3).
-    ldmib   r0, {{r8, r9, r12}}
-    add     r11, r10, #{k_procs}
-    stmia   r11, {{r5, r8, r9, r12}}
-    ldr     r8, [r4, #{k_messages}]
-    add     r8, r8, #1
-    str     r8, [r4, #{k_messages}]
-    mov     r8, #{st_ready}
-    strb    r8, [r10, #{pr_state}]
+    DELIVER
     @ dest into the ready set (a shift by 32 or more gives 0); r2, r3
     @ and r1 = cur from LOAD_HEAD still (no call was made).
     mov     r8, #1
@@ -332,28 +346,12 @@ __svc_send_\m:
 @ message it receives). A one-way transit.
     .global __svc_send_recv_\m
 __svc_send_recv_\m:
-    ldr     r5, [r4, #{k_cur}]            @ cur
-    ldr     r6, [r0]
-    cmp     r6, #{max_procs}
-    bhs     __svc_general                 @ no such slot: ESRCH (Rust)
-    ldr     r10, ={proc_size}
-    mla     r10, r6, r10, r4
-    ldrb    r8, [r10, #{pr_state}]
-    cmp     r8, #{st_recv}
-    bne     __svc_general                 @ not in RECV (dead, or cur itself): Rust
+    DEST_IN_RECV
     ldrb    r8, [r0, #{p_link_send_head}]
     cmp     r8, #{link_none}
     bne     __svc_general                 @ a sender queued on cur (Rust)
     RECORD_SWITCH \m, gen=r9
-    @ Deliver: dest's r0 = cur, r1-r3 = the message (cur's r1-r3).
-    ldmib   r0, {{r8, r9, r12}}
-    add     r11, r10, #{k_procs}
-    stmia   r11, {{r5, r8, r9, r12}}
-    ldr     r8, [r4, #{k_messages}]
-    add     r8, r8, #1
-    str     r8, [r4, #{k_messages}]
-    mov     r8, #{st_ready}
-    strb    r8, [r10, #{pr_state}]
+    DELIVER
     mov     r8, #{st_recv}
     strb    r8, [r0, #{p_state}]
     @ dest into the ready set, cur out of it (a shift by 32 or more gives
