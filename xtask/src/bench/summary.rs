@@ -475,6 +475,11 @@ mod tests {
     use crate::bench::line::{BenchLine, Kind};
 
     fn figs(v: &[(Kind, Mode, u32, u32, f64)]) -> Figures {
+        figs_on(BOARD, v)
+    }
+
+    /// The figures `v` as one board's.
+    fn figs_on(board: &'static str, v: &[(Kind, Mode, u32, u32, f64)]) -> Figures {
         let lines: Vec<BenchLine> = v
             .iter()
             .map(|&(kind, mode, n, touch, value)| BenchLine {
@@ -486,7 +491,7 @@ mod tests {
             })
             .collect();
         let mut f = Figures::new();
-        f.add(BOARD, &lines);
+        f.add(board, &lines);
         f
     }
 
@@ -623,18 +628,7 @@ mod tests {
             .collect();
         assert!(!v.is_empty());
         for b in Board::ALL {
-            let mut f = Figures::new();
-            let lines: Vec<BenchLine> = v
-                .iter()
-                .map(|&(kind, mode, n, touch, value)| BenchLine {
-                    kind,
-                    mode,
-                    n,
-                    touch,
-                    value,
-                })
-                .collect();
-            f.add(b.name(), &lines);
+            let f = figs_on(b.name(), &v);
             let t = table(&f, b);
             if b.has_tcm() {
                 assert!(
