@@ -11,7 +11,7 @@
 //! * `TCM_RELEASE(va)`: the reverse exchange, then the TCM frame is
 //!   unmapped and free again.
 //! * `TCM_STATE(va)`: `spm`'s state query (`spm::ops::query_state`):
-//!   state code | location code << 4 ([`crate::proc::tcm::state_code`]).
+//!   state code | location code << 4 ([`state_code`]).
 //!
 //! An exchange runs step by step with IRQs enabled (only `spm`'s own
 //! windows mask them); after a step that let the timer tick in, the
@@ -36,7 +36,7 @@ use mmu_armv5::regs::{Far, Fsr};
 use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::VirtAddr;
 use spm::tcm::TcmKind;
-use spm::{AddressSpace, ExchangeError, ExchangeRequest, Progress, Rights};
+use spm::{AddressSpace, ExchangeError, ExchangeRequest, FrameState, Location, Progress, Rights};
 
 use crate::abi::nr;
 use crate::probe::{probe_read, Privilege};
@@ -653,5 +653,26 @@ impl Kernel {
             t.job_stats.finished_late = true;
             self.kernel_job_step();
         }
+    }
+}
+
+/// The spm state code of `state` (syscall `TCM_STATE`): 0 undefined,
+/// 1 resource, 2 user page, 3 kernel page.
+pub(super) fn state_code(state: FrameState) -> u32 {
+    match state {
+        FrameState::Undefined => 0,
+        FrameState::Resource => 1,
+        FrameState::User(_) => 2,
+        FrameState::Kernel(_) => 3,
+    }
+}
+
+/// The location code: 0 RAM, 1 ITCM, 2 DTCM, 3 device.
+pub(super) fn location_code(l: Location) -> u32 {
+    match l {
+        Location::Ram => 0,
+        Location::Itcm => 1,
+        Location::Dtcm => 2,
+        Location::Device => 3,
     }
 }
