@@ -198,6 +198,8 @@ pub enum RecycleRule {
 #[repr(C)]
 pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize> {
     pub(crate) hot: Hot,
+    /// Per space, the directory entry its fast faults used last.
+    pub(crate) hot_dirs: [HotDir; SPACES],
     pub(crate) cpd: Cpd,
     pub(crate) stats: Tally,
     pub(crate) current: Option<SpaceId>,
@@ -250,6 +252,40 @@ pub(crate) struct Hot {
     pub(crate) tag: u32,
 }
 
+/// The directory entry a space's fast faults ([`Fass::resolve_fast`])
+/// last used: its directory's word for first-level slot `slot` (a
+/// coarse-table entry), so that a fault of that space in that slot again
+/// (the common case: two spaces colliding on one slot) needs no look-up of
+/// the space table or the directory. Kept per space (indexed by the
+/// space, next to [`Hot`]), a copy of the directory's word, kept right by
+/// dropping it ([`HotDir::NONE`]) wherever that directory changes: every
+/// mapping and unmapping (`map_one`/`unmap_one`, through which every
+/// directory change goes), and the space's creation and destruction.
+/// Checked against the directory in debug builds on every use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) struct HotDir {
+    /// The first-level slot; `u32::MAX` (no slot) when empty.
+    pub(crate) slot: u32,
+    /// The space directory's word for it (coarse: `word & 3 == 0b01`).
+    pub(crate) word: u32,
+}
+
+impl HotDir {
+    /// No entry cached.
+    pub(crate) const NONE: HotDir = HotDir {
+        slot: u32::MAX,
+        word: 0,
+    };
+
+    /// Drops space `id`'s entry (its directory changes, or the space).
+    pub(crate) fn drop_for(dirs: &mut [HotDir], id: SpaceId) {
+        if let Some(h) = dirs.get_mut(usize::from(id.0)) {
+            *h = HotDir::NONE;
+        }
+    }
+}
+
 impl Hot {
     /// No current space holding a domain.
     pub(crate) const NONE: Hot = Hot {
@@ -281,6 +317,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         };
         Ok(Fass {
             hot: Hot::NONE,
+            hot_dirs: [HotDir::NONE; SPACES],
             tag_base,
             lean: [None; SPACES],
             layout,
@@ -548,6 +585,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         // Best-effort allocation never asks for a flush; FASS relies on domains anyway.
         let _ = a.flush;
         lean::set(&mut self.lean, id, None);
+        HotDir::drop_for(&mut self.hot_dirs, id);
         *entry = Some(SpaceState {
             pid: a.context,
             dir: SpaceDir::new(),
@@ -924,6 +962,9 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         cache: CachePolicy,
     ) -> Result<(), FassError> {
         self.excl_stale = true;
+        // The directory changes: the fast path's copy of one of its words
+        // goes (dropped first, whatever the outcome).
+        HotDir::drop_for(&mut self.hot_dirs, id);
         let change = self.space_mut(id)?.dir.map(sys, mva, pa, ap, cache)?;
         change.flush.flush_on(sys);
         if let Some(slot) = change.l1_changed {
@@ -940,6 +981,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     ) -> Result<(), FassError> {
         purge_page(sys, mva);
         self.excl_stale = true;
+        HotDir::drop_for(&mut self.hot_dirs, id);
         let change = self.space_mut(id)?.dir.unmap(sys, mva)?;
         // The CPD copy of an emptied slot goes first: the token frees the
         // emptied table, which the CPD entry may still name.
@@ -1119,6 +1161,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             return Err(FassError::UnknownSpace(id));
         };
         lean::set(&mut self.lean, id, None);
+        HotDir::drop_for(&mut self.hot_dirs, id);
         // SAFETY: the CPD slots pointing at this space's tables were cleared
         // above (every CPD copy of its entries is in its domain's slot set).
         unsafe { st.dir.release(sys) };

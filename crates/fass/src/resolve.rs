@@ -29,7 +29,7 @@
 use crate::error::FassError;
 use crate::id::SpaceId;
 use crate::layout::RegionKind;
-use crate::manager::Fass;
+use crate::manager::{Fass, HotDir};
 use crate::platform::Platform;
 use crate::policy::VictimPolicy;
 use crate::stats::Event;
@@ -188,11 +188,16 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         // The current space, its domain and PID from the hot record, not
         // looked up (see `Hot`); checked against the tables in debug builds.
         let hot = self.hot;
-        let d = Domain::new(hot.domain).ok()?;
-        // Any space index fits in 16 bits (`Hot::NONE`'s does not, but has
-        // no domain: declined above).
+        // Any space index fits in 16 bits; `Hot::NONE`'s (`u32::MAX`) is
+        // no index and is declined here, so the domain of a current space
+        // needs no check (a `Domain`, below 16, as `Hot` was made of it).
+        if hot.space as usize >= SPACES {
+            return None;
+        }
         let cur = SpaceId(hot.space as u16);
         debug_assert_eq!(hot, self.computed_hot());
+        debug_assert!(hot.domain < 16);
+        let d = Domain::new(hot.domain & 0xF).ok()?;
         let far = far.bits();
         let mva = if far < FCSE_WINDOW_SIZE {
             far | hot.pid_bits
@@ -211,12 +216,31 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         {
             return None;
         }
-        let st = self.spaces.get_mut(usize::from(cur.0))?.as_mut()?;
-        let (i, word) = st.dir.raw_near(st.fast_hint, slot)?;
-        if word & 3 != 0b01 {
-            return None;
-        }
-        st.fast_hint = i;
+        // The directory entry: the one used last if it is this space's for
+        // this slot (see `HotDir`), otherwise looked up (and kept).
+        let hd = *self.hot_dirs.get(usize::from(cur.0))?;
+        let word = if hd.slot == slot as u32 {
+            debug_assert_eq!(
+                self.space(cur).ok().and_then(|st| st.dir.raw(slot)),
+                Some(hd.word),
+                "stale directory entry in the hot record"
+            );
+            hd.word
+        } else {
+            let st = self.spaces.get_mut(usize::from(cur.0))?.as_mut()?;
+            let (i, word) = st.dir.raw_near(st.fast_hint, slot)?;
+            if word & 3 != 0b01 {
+                return None;
+            }
+            st.fast_hint = i;
+            if let Some(h) = self.hot_dirs.get_mut(usize::from(cur.0)) {
+                *h = HotDir {
+                    slot: slot as u32,
+                    word,
+                };
+            }
+            word
+        };
         let want = (word & 0xFFFF_FE00) | hot.tag;
         debug_assert_eq!(want, coarse_entry(word, d, self.cpd.encoding()));
         if self.cpd.read_pinned(slot)? == want {

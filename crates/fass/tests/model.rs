@@ -608,3 +608,69 @@ fn the_fast_path_relocates_low_fault_addresses_by_the_running_pid() {
         assert_eq!(access(&mut m, &mut f, va, None), 0, "{va:#x}");
     }
 }
+
+/// The fast path keeps each space's last directory entry at hand; a
+/// directory change (an unmap that frees the slot's table, a map that
+/// gives the slot a new one) must drop it: otherwise the next fast fault
+/// of that space in that slot writes the old table's entry into the CPD,
+/// and the space reaches another slot's table (here: the page of the
+/// slot above, which took the freed table over).
+#[test]
+fn the_fast_path_follows_a_directory_change_of_its_space() {
+    let v = 61 << 25 | 0x8000;
+    let w = v + 0x10_0000;
+    // Each turn's first collision (X) is with a dirty domain and flushes,
+    // which leaves V's collision clean: the fast path's.
+    let x = v + 0x20_0000;
+    let (mut m, mut f) = spaces_with_low_page(2, RecycleRule::ExclusiveWindows);
+    let map = |f: &mut FassModel, m: &mut Machine, s: u16, va: u32, pa: u32| {
+        f.map_page(
+            m,
+            SpaceId(s),
+            page(va),
+            frame(pa),
+            AccessPermission::ReadWrite,
+            CachePolicy::WriteBack,
+        )
+        .unwrap();
+    };
+    map(&mut f, &mut m, 0, v, 0x0004_0000);
+    map(&mut f, &mut m, 1, v, 0x0004_0000 + PAGE);
+    map(&mut f, &mut m, 0, x, 0x0004_0000 + 4 * PAGE);
+    map(&mut f, &mut m, 1, x, 0x0004_0000 + 5 * PAGE);
+    let mut log = Vec::new();
+    // Both spaces collide on V's slot, the fast path resolving every
+    // collision with a clean domain.
+    for turn in 0..4u16 {
+        f.switch_to(&mut m, SpaceId(turn % 2)).unwrap();
+        access_logged(&mut m, &mut f, x, true, &mut log);
+        access_logged(&mut m, &mut f, v, true, &mut log);
+    }
+    assert!(
+        log.iter().filter(|(_, quick, _)| *quick).count() >= 2,
+        "{log:?}"
+    );
+    // Space 0's slot loses its table and gets a new one; W (the slot
+    // above) is mapped in between and takes the freed table.
+    f.unmap_page(&mut m, SpaceId(0), page(v)).unwrap();
+    map(&mut f, &mut m, 0, w, 0x0004_0000 + 2 * PAGE);
+    map(&mut f, &mut m, 0, v, 0x0004_0000 + 3 * PAGE);
+    f.switch_to(&mut m, SpaceId(0)).unwrap();
+    access(&mut m, &mut f, w, Some(0x5EC0_00D1));
+    let fast_before = log.iter().filter(|(_, quick, _)| *quick).count();
+    for turn in 1..5u16 {
+        f.switch_to(&mut m, SpaceId(turn % 2)).unwrap();
+        let value = 0x1000 + u32::from(turn);
+        access_logged(&mut m, &mut f, x, true, &mut log);
+        access_logged(&mut m, &mut f, v, true, &mut log);
+        access(&mut m, &mut f, v, Some(value));
+        assert_eq!(access(&mut m, &mut f, v, None), value);
+    }
+    assert!(
+        log.iter().filter(|(_, quick, _)| *quick).count() > fast_before,
+        "{log:?}"
+    );
+    f.switch_to(&mut m, SpaceId(0)).unwrap();
+    assert_eq!(access(&mut m, &mut f, w, None), 0x5EC0_00D1);
+    assert_eq!(access(&mut m, &mut f, v, None), 0x1004);
+}

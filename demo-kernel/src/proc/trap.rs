@@ -316,10 +316,14 @@ impl Kernel {
     #[inline(always)]
     fn abort_fast(&mut self, fsr: Fsr, far: Far) -> Option<bool> {
         let cur = self.current?;
-        let Strategy::Fass(fs) = &mut self.strategy else {
+        let cp15 = &mut self.cp15;
+        // The strategy sits above 4 KiB into the kernel record: `opaque`
+        // makes its address once, so that its tag and the FASS record
+        // after it are reached with immediate offsets from it (without it
+        // the optimiser builds both large offsets from the kernel's base).
+        let Strategy::Fass(fs) = opaque(&mut self.strategy) else {
             return None;
         };
-        let cp15 = &mut self.cp15;
         let id = SpaceId(cur as u16);
         // SAFETY: as in `sync`: the current process runs with the registers
         // `fass` last wrote for it, in the current generation.
@@ -339,15 +343,15 @@ impl Kernel {
     }
 }
 
-/// `fs` itself, its value hidden from the optimiser as
+/// `r` itself, its value hidden from the optimiser as
 /// [`core::hint::black_box`] hides it, but in its register: `black_box`
 /// stores it to the stack and loads it back (three instructions on the
 /// abort fast path, measured under icount).
 #[inline(always)]
 // The block takes the pointer's value only; it reads and writes no memory.
 #[allow(clippy::pointers_in_nomem_asm_block)]
-fn opaque(fs: &mut FassS) -> &mut FassS {
-    let mut p: *mut FassS = fs;
+fn opaque<T>(r: &mut T) -> &mut T {
+    let mut p: *mut T = r;
     // SAFETY: an empty assembly block that neither reads nor writes memory
     // nor the stack nor the flags; it only claims to change `p`, which it
     // leaves as it is.
