@@ -72,6 +72,11 @@ pub const SLICE_US: u32 = 10_000;
 pub type Maint<C> = Sa1100<C, CountingFlushRead>;
 
 /// The maintenance over `cp15`, cleaning by reading the kernel's clean region.
+///
+/// Always inlined: the fault fast path builds one per abort, and as a call
+/// (with the region's checks and the stores of the unused value) it was
+/// about 10 instructions of that path.
+#[inline(always)]
 pub fn maint<C: Cp15>(cp15: C) -> Maint<C> {
     let base = ModifiedVirtAddr::new(CLEAN.as_ptr() as u32);
     let Ok(region) = CleanRegion::new(base, DCACHE_SIZE, 32) else {
