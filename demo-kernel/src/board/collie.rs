@@ -130,32 +130,4 @@ pub mod uart {
     }
 }
 
-/// The OS timer's match 0 on the SA-1110 interrupt controller, and OSCR.
-pub mod timer {
-    use super::{device, OsTimer};
-
-    const T: OsTimer = OsTimer {
-        timer: device(0x9000_0000),
-        icu: device(0x9005_0000),
-    };
-
-    /// Starts the preemption tick, every `us` microseconds.
-    pub fn start(us: u32) {
-        T.start(us);
-    }
-
-    /// Stops it.
-    pub fn stop() {
-        T.stop();
-    }
-
-    /// Acknowledges a pending tick; `true` if the timer raised the IRQ.
-    pub fn ack() -> bool {
-        T.ack()
-    }
-
-    /// OSCR (3.6864 MHz).
-    pub fn now() -> u32 {
-        T.now()
-    }
-}
+ostimer::os_timer_module!("SA-1110", 0x9000_0000, 0x9005_0000);

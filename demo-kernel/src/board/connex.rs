@@ -131,32 +131,4 @@ pub mod uart {
     }
 }
 
-/// The OS timer's match 0 on the PXA255 interrupt controller, and OSCR.
-pub mod timer {
-    use super::{device, OsTimer};
-
-    const T: OsTimer = OsTimer {
-        timer: device(0x40A0_0000),
-        icu: device(0x40D0_0000),
-    };
-
-    /// Starts the preemption tick, every `us` microseconds.
-    pub fn start(us: u32) {
-        T.start(us);
-    }
-
-    /// Stops it.
-    pub fn stop() {
-        T.stop();
-    }
-
-    /// Acknowledges a pending tick; `true` if the timer raised the IRQ.
-    pub fn ack() -> bool {
-        T.ack()
-    }
-
-    /// OSCR (3.6864 MHz).
-    pub fn now() -> u32 {
-        T.now()
-    }
-}
+ostimer::os_timer_module!("PXA255", 0x40A0_0000, 0x40D0_0000);

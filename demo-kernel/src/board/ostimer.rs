@@ -88,3 +88,42 @@ impl OsTimer {
         read(self.timer + OSCR)
     }
 }
+
+/// A board's `timer` module (`board::timer`: start, stop, ack, now) over
+/// its OS timer and interrupt controller at the given physical addresses
+/// (`$chip` names the chip in the module's docs). collie and connex have
+/// the same block at different addresses, so one definition serves both.
+macro_rules! os_timer_module {
+    ($chip:literal, $timer:expr, $icu:expr) => {
+        #[doc = concat!("The OS timer's match 0 on the ", $chip, " interrupt controller, and OSCR.")]
+        pub mod timer {
+            use super::{device, OsTimer};
+
+            const T: OsTimer = OsTimer {
+                timer: device($timer),
+                icu: device($icu),
+            };
+
+            /// Starts the preemption tick, every `us` microseconds.
+            pub fn start(us: u32) {
+                T.start(us);
+            }
+
+            /// Stops it.
+            pub fn stop() {
+                T.stop();
+            }
+
+            /// Acknowledges a pending tick; `true` if the timer raised the IRQ.
+            pub fn ack() -> bool {
+                T.ack()
+            }
+
+            /// OSCR (3.6864 MHz).
+            pub fn now() -> u32 {
+                T.now()
+            }
+        }
+    };
+}
+pub(super) use os_timer_module;
