@@ -402,13 +402,9 @@ where
     /// The remembered mappings of `page`, each checked to map it still;
     /// `None` if not remembered or one no longer does.
     fn remembered(&self, page: PhysAddr, size: PageSizeKind) -> Option<Sites> {
-        let memo = self.memo.get();
-        let mut out = Sites::new();
-        for &site in memo.sites(self.generation, page, size)? {
-            let found = self.at(site, page, size)?;
-            out.push((site, found)).ok()?;
-        }
-        Some(out)
+        self.memo.get().recall(self.generation, page, size, |site| {
+            self.at(site, page, size)
+        })
     }
 
     /// Remembers the mappings of `page` found by a complete walk, in front

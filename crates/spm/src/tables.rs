@@ -493,13 +493,9 @@ impl<'t, A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> TableMappi
     /// The remembered descriptors of `page`, each checked to map it still;
     /// `None` if not remembered or one no longer does.
     fn remembered(&self, page: PhysAddr, size: PageSizeKind) -> Option<Batch> {
-        let memo = self.memo.get();
-        let mut out = Batch::new();
-        for &site in memo.sites(self.generation, page, size)? {
-            let found = self.at(site, page, size)?;
-            out.push((site, found)).ok()?;
-        }
-        Some(out)
+        self.memo.get().recall(self.generation, page, size, |site| {
+            self.at(site, page, size)
+        })
     }
 
     /// Remembers the descriptors of `page` found by a complete walk, in

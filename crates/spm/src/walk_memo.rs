@@ -48,6 +48,23 @@ impl<T: Copy, const N: usize> WalkMemo<T, N> {
         Some(&e.sites[..e.n.min(N)])
     }
 
+    /// The sites of the `size` page at `page` remembered under `gen`, each
+    /// with what `at` finds there (the adapter's check that the site still
+    /// maps the page); `None` if nothing is remembered or `at` refuses one.
+    pub(crate) fn recall<F>(
+        &self,
+        gen: u32,
+        page: PhysAddr,
+        size: PageSizeKind,
+        mut at: impl FnMut(T) -> Option<F>,
+    ) -> Option<heapless::Vec<(T, F), N>> {
+        let mut out = heapless::Vec::new();
+        for &site in self.sites(gen, page, size)? {
+            out.push((site, at(site)?)).ok()?;
+        }
+        Some(out)
+    }
+
     /// Remembers the sites of a complete walk of the page (the first `N`),
     /// in front of the most recent other page remembered.
     pub(crate) fn remember(
@@ -126,6 +143,24 @@ mod tests {
         m.remember(0, pa(0x3000), SMALL, [9]);
         assert_eq!(m.sites(0, pa(0x3000), SMALL), Some(&[9][..]));
         assert_eq!(m.sites(0, pa(0x2000), SMALL), Some(&[3][..]));
+    }
+
+    #[test]
+    fn recall_checks_every_site_and_refuses_on_one_failure() {
+        let mut m = WalkMemo::<u8, 4>::new(0);
+        assert!(
+            m.recall(0, pa(0x1000), SMALL, Some).is_none(),
+            "nothing yet"
+        );
+        m.remember(0, pa(0x1000), SMALL, [1, 2, 3]);
+        let all = m.recall(0, pa(0x1000), SMALL, |s| Some(u32::from(s) * 10));
+        assert_eq!(all.as_deref(), Some(&[(1, 10), (2, 20), (3, 30)][..]));
+        let one_moved = m.recall(0, pa(0x1000), SMALL, |s| (s != 2).then_some(s));
+        assert!(one_moved.is_none(), "a site that no longer maps the page");
+        assert!(
+            m.recall(1, pa(0x1000), SMALL, Some).is_none(),
+            "another generation"
+        );
     }
 
     #[test]
