@@ -22,7 +22,9 @@
 //! * [`regs`]: CP15 registers as value types over a [`regs::Cp15`] backend
 //!   (real `MRC`/`MCR` on bare-metal ARM, a recording mock elsewhere);
 //! * [`maint`]: cache, write-buffer and TLB maintenance per CPU;
-//! * [`irq`]: masking IRQ and FIQ (the CPSR's I and F bits).
+//! * [`irq`]: masking IRQ and FIQ (the CPSR's I and F bits);
+//! * [`marker`]: the marker accesses through which a kernel built for the
+//!   cache check tells a QEMU plugin what its CP15 operations did.
 //!
 //! # `unsafe`
 //! Only the hardware edge is `unsafe`: the `MRC`/`MCR` backend, register
@@ -58,6 +60,7 @@ pub mod descriptor;
 pub mod fault;
 pub mod irq;
 pub mod maint;
+pub mod marker;
 pub mod regs;
 pub mod size;
 pub mod space;
