@@ -53,6 +53,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod cache;
+pub mod coherence;
 pub mod config;
 pub mod cost;
 pub mod counters;
