@@ -19,7 +19,7 @@
 //! | `StaleRam` | a D-side miss or uncached read while RAM does not hold the newest version (dirty under another alias: a missing clean; or lost when an older line was written back over it) |
 //! | `StaleFetch` | a fetch that gets an older version, from a stale I-line or from RAM (code written through the D-cache without clean, or an I-line not invalidated) |
 //! | `StaleTlb` | a model-TLB hit whose physical page differs from QEMU's, or a translation fault (DFSR 0x5/0x7 then FAR read) on a page the model TLB still holds |
-//! | `StaleWalk` | a model-TLB miss whose first-level descriptor (`TTBR[31:14] | MVA[31:20] << 2`) is not clean in RAM |
+//! | `StaleWalk` | a model-TLB miss whose first-level descriptor (at `(TTBR & !0x3FFF) + (MVA >> 20) * 4`) is not clean in RAM |
 //! | `IncompleteClean` | an [`Event::AssertClean`](mmu_armv5::marker::Event::AssertClean) while a D-line is dirty |
 //!
 //! After reporting, the model puts the offending line or entry back in
