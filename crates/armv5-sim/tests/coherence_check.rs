@@ -520,3 +520,17 @@ fn cycles_count_fills_and_hits() {
     assert_eq!(t.0.cycles() - c1, m.access);
     assert_eq!(t.0.stats().dfills, 1);
 }
+
+#[test]
+fn fault_status_and_address_pair_in_either_order() {
+    let mut t = T::on(Cpu::Arm926);
+    t.uload(USER, FRAME);
+    // A permission fault elsewhere leaves nothing pending ...
+    t.op(mrc(5, 0, 0), 0xF);
+    t.op(mrc(6, 0, 0), USER);
+    t.none();
+    // ... so FAR first, then a translation status, pairs with this FAR.
+    t.op(mrc(6, 0, 0), USER + 4);
+    t.op(mrc(5, 0, 0), 0x5);
+    t.only(StaleTlb, 1);
+}

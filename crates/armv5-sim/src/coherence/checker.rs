@@ -69,7 +69,10 @@ pub struct Checker {
     space: u32,
     scenario: u32,
     omit: u32,
-    translation_fault: bool,
+    /// A DFSR read not yet paired with a FAR read.
+    dfsr: Option<u32>,
+    /// A FAR read (value, pc) not yet paired with a DFSR read.
+    far: Option<(u32, u32)>,
     violations: Vec<Violation>,
     counts: Counts,
     cycles: u64,
@@ -128,7 +131,8 @@ impl Checker {
             space: 0,
             scenario: 0,
             omit: 0,
-            translation_fault: false,
+            dfsr: None,
+            far: None,
             violations: Vec::new(),
             counts: Counts::default(),
             cycles: 0,
@@ -322,7 +326,7 @@ impl Checker {
             (AccessKind::Fetch, Some(i)) => i,
             _ => &mut self.dtlb,
         };
-        match tlb.access(mva, a.pa) {
+        match tlb.access(mva, a.pa, a.kind == AccessKind::Fetch) {
             Lookup::Hit => {}
             Lookup::Stale(_) => {
                 self.report(ViolationKind::StaleTlb, a.pc, a.va, mva, a.pa, a.privileged);
@@ -523,15 +527,20 @@ impl Checker {
             (2, 0, 0, _) => self.ttbr = value,
             (3, 0, 0, _) => self.dacr = value,
             (13, 0, 0, _) => self.fcse = value & FCSE_MASK,
-            // DFSR read: remember a translation fault (section 0x5, page 0x7).
+            // DFSR and FAR reads, paired in either order: after a
+            // translation fault, check the faulting address.
             (5, 0, 0, true) => {
                 self.cycles += self.cost.fault;
-                self.translation_fault = matches!(value & 0xF, 0x5 | 0x7);
+                match self.far.take() {
+                    Some((far, far_pc)) => self.fault_address(value, far, far_pc),
+                    None => self.dfsr = Some(value),
+                }
             }
             (5, 0, 1, true) => self.cycles += self.cost.fault,
-            // FAR read after a translation fault: the real CPU would not
-            // have faulted if its TLB still held the page.
-            (6, 0, 0, true) => self.fault_address(value, pc),
+            (6, 0, 0, true) => match self.dfsr.take() {
+                Some(dfsr) => self.fault_address(dfsr, value, pc),
+                None => self.far = Some((value, pc)),
+            },
             (7, ..) => self.cache_op(read, crm, opc2, value),
             (8, ..) if !read => self.tlb_op(crm, opc2, value),
             _ => {}
@@ -541,10 +550,11 @@ impl Checker {
         }
     }
 
-    /// FAR read: after a translation fault, the real CPU would not have
-    /// faulted if its TLB still held the page.
-    fn fault_address(&mut self, far: u32, pc: u32) {
-        if !core::mem::take(&mut self.translation_fault) {
+    /// A DFSR/FAR pair: after a translation fault, the real CPU would not
+    /// have faulted if its TLB still held the page.
+    fn fault_address(&mut self, dfsr: u32, far: u32, pc: u32) {
+        // Translation faults: section 0x5, page 0x7.
+        if !matches!(dfsr & 0xF, 0x5 | 0x7) {
             return;
         }
         // QEMU reports the VA (a deviation: the TRMs say the MVA); a FAR

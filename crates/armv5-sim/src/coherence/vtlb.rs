@@ -63,7 +63,9 @@ pub(crate) struct VTlb {
     next: usize,
     policy: TlbReplacement,
     rng: Rng,
-    last: usize,
+    /// The entry last hit, per side (0: fetches, 1: data), so a unified
+    /// TLB keeps a shortcut for each.
+    last: [usize; 2],
 }
 
 impl VTlb {
@@ -73,7 +75,7 @@ impl VTlb {
             next: 0,
             policy: cfg.replacement,
             rng: Rng::new(seed),
-            last: 0,
+            last: [0; 2],
         }
     }
 
@@ -81,9 +83,11 @@ impl VTlb {
     #[inline]
     fn holding(&self, page: u32) -> Option<usize> {
         let mib = page >> 8;
-        let l = &self.entries[self.last];
-        if l.valid && l.mib == mib && l.has(page) {
-            return Some(self.last);
+        for &i in &self.last {
+            let l = &self.entries[i];
+            if l.valid && l.mib == mib && l.has(page) {
+                return Some(i);
+            }
         }
         self.entries
             .iter()
@@ -101,18 +105,19 @@ impl VTlb {
     /// entry holding the page, or fills one. A stale entry is corrected
     /// (the violation is reported once).
     #[inline]
-    pub(crate) fn access(&mut self, mva: u32, pa: u32) -> Lookup {
+    pub(crate) fn access(&mut self, mva: u32, pa: u32, fetch: bool) -> Lookup {
+        let side = usize::from(!fetch);
         let page = mva >> 12;
         let delta = (pa >> 12).wrapping_sub(page);
         if let Some(i) = self.holding(page) {
-            self.last = i;
+            self.last[side] = i;
             let e = self.entries[i].delta;
             if e == delta {
                 return Lookup::Hit;
             }
             let stale = page.wrapping_add(e) << 12 | (mva & 0xFFF);
             self.drop_page(page);
-            self.fill(page, delta);
+            self.fill(page, delta, side);
             return Lookup::Stale(stale);
         }
         let mib = page >> 8;
@@ -123,14 +128,14 @@ impl VTlb {
         {
             // Same MiB, same offset: taken as the same section (no walk).
             self.entries[i].add(page);
-            self.last = i;
+            self.last[side] = i;
             return Lookup::Hit;
         }
-        self.fill(page, delta);
+        self.fill(page, delta, side);
         Lookup::Miss
     }
 
-    fn fill(&mut self, page: u32, delta: u32) {
+    fn fill(&mut self, page: u32, delta: u32, side: usize) {
         let n = self.entries.len();
         let slot = match self.entries.iter().position(|e| !e.valid) {
             Some(s) => s,
@@ -151,7 +156,7 @@ impl VTlb {
         };
         e.add(page);
         self.entries[slot] = e;
-        self.last = slot;
+        self.last[side] = slot;
     }
 
     fn drop_page(&mut self, page: u32) -> bool {
@@ -196,6 +201,12 @@ impl VTlb {
 mod tests {
     use super::*;
 
+    impl VTlb {
+        fn access_d(&mut self, mva: u32, pa: u32) -> Lookup {
+            self.access(mva, pa, false)
+        }
+    }
+
     fn tlb(n: u32) -> VTlb {
         VTlb::new(
             TlbConfig {
@@ -209,25 +220,25 @@ mod tests {
     #[test]
     fn sections_coalesce_and_pages_do_not() {
         let mut t = tlb(2);
-        assert_eq!(t.access(0xC000_0000, 0x0000_0000), Lookup::Miss);
-        assert_eq!(t.access(0xC000_5004, 0x0000_5004), Lookup::Hit);
+        assert_eq!(t.access_d(0xC000_0000, 0x0000_0000), Lookup::Miss);
+        assert_eq!(t.access_d(0xC000_5004, 0x0000_5004), Lookup::Hit);
         assert_eq!(t.valid_entries(), 1);
-        assert_eq!(t.access(0xC000_6000, 0x0123_4000), Lookup::Miss);
+        assert_eq!(t.access_d(0xC000_6000, 0x0123_4000), Lookup::Miss);
         assert_eq!(t.valid_entries(), 2);
         assert_eq!(t.translate(0xC000_6010), Some(0x0123_4010));
         // Remapped without an invalidation: stale, then corrected.
         assert_eq!(
-            t.access(0xC000_6000, 0x0777_7000),
+            t.access_d(0xC000_6000, 0x0777_7000),
             Lookup::Stale(0x0123_4000)
         );
-        assert_eq!(t.access(0xC000_6000, 0x0777_7000), Lookup::Hit);
+        assert_eq!(t.access_d(0xC000_6000, 0x0777_7000), Lookup::Hit);
     }
 
     #[test]
     fn invalidate_by_mva_drops_the_section_even_for_an_unseen_page() {
         let mut t = tlb(4);
-        t.access(0xC010_0000, 0x0010_0000);
-        t.access(0xC020_0000, 0x0020_0000);
+        t.access_d(0xC010_0000, 0x0010_0000);
+        t.access_d(0xC020_0000, 0x0020_0000);
         t.invalidate_mva(0xC018_0000);
         assert_eq!(t.translate(0xC010_0000), None);
         assert_eq!(t.translate(0xC020_0000), Some(0x0020_0000));
@@ -238,9 +249,9 @@ mod tests {
     #[test]
     fn round_robin_eviction() {
         let mut t = tlb(2);
-        t.access(0x0010_0000, 0x1000_0000);
-        t.access(0x0020_0000, 0x2000_0000);
-        t.access(0x0030_0000, 0x3000_0000);
+        t.access_d(0x0010_0000, 0x1000_0000);
+        t.access_d(0x0020_0000, 0x2000_0000);
+        t.access_d(0x0030_0000, 0x3000_0000);
         assert_eq!(t.translate(0x0010_0000), None, "oldest evicted");
         assert_eq!(t.translate(0x0020_0000), Some(0x2000_0000));
     }
