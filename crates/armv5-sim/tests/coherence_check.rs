@@ -534,3 +534,40 @@ fn fault_status_and_address_pair_in_either_order() {
     t.op(mrc(5, 0, 0), 0x5);
     t.only(StaleTlb, 1);
 }
+
+#[test]
+fn presets_build_and_bad_geometry_is_an_error() {
+    for cpu in Cpu::ALL {
+        let p = cpu.preset();
+        assert!(Checker::from_preset(cpu, &p).is_ok(), "{}", cpu.name());
+        let mut bad = p.clone();
+        bad.config.dcache.line = 0;
+        assert!(matches!(
+            Checker::from_preset(cpu, &bad),
+            Err(armv5_sim::ConfigError::BadLineSize { .. })
+        ));
+        let mut bad = p;
+        bad.config.tlb = armv5_sim::TlbLayout::Unified(armv5_sim::TlbConfig {
+            entries: 0,
+            replacement: armv5_sim::TlbReplacement::RoundRobin,
+        });
+        assert!(Checker::from_preset(cpu, &bad).is_err());
+    }
+}
+
+#[test]
+fn arm926_follows_the_round_robin_bit() {
+    // 16 KiB, 4 ways: lines 4 KiB apart share a set. With SCTLR.RR, four
+    // more fills of the set evict the dirty line; AssertClean then holds.
+    let mut t = T::on(Cpu::Arm926);
+    t.op(mcr(1, 0, 0), 0x1005 | (1 << 14));
+    t.kwrite(FRAME);
+    for k in 1..=4 {
+        t.kload(FRAME + k * 4096);
+    }
+    t.op(Key::Event(Event::AssertClean), 0);
+    t.none();
+    // The written-back word is in RAM: the user reads it.
+    t.uload(USER, FRAME);
+    t.none();
+}

@@ -6,15 +6,17 @@ use super::vcache::{VCache, UNKNOWN_PA};
 use super::versions::Versions;
 use super::vtlb::{Lookup, VTlb};
 use super::MAX_VIOLATIONS;
-use crate::config::{CacheConfig, TlbLayout};
+use crate::config::{Replacement, TlbLayout};
 use crate::cost::CostModel;
-use crate::presets;
+use crate::error::{CacheSide, ConfigError};
+use crate::presets::Preset;
 use mmu_armv5::marker::{Event, Key};
 
 /// SCTLR bits the checker follows.
 const SCTLR_M: u32 = 1 << 0;
 const SCTLR_C: u32 = 1 << 2;
 const SCTLR_I: u32 = 1 << 12;
+const SCTLR_RR: u32 = 1 << 14;
 
 /// FCSE: addresses below 32 MiB are relocated by the PID.
 const FCSE_LIMIT: u32 = 32 << 20;
@@ -53,6 +55,7 @@ pub struct Stats {
 pub struct Checker {
     cpu: Cpu,
     cost: CostModel,
+    follow_rr: bool,
     sctlr: u32,
     ttbr: u32,
     dacr: u32,
@@ -87,36 +90,51 @@ enum Side {
 }
 
 impl Checker {
-    /// A checker for `cpu`, in the reset state: MMU and caches off, caches
-    /// and TLBs empty, every word of RAM at version 0.
+    /// A checker for `cpu` with its preset (see [`Cpu::preset`]), in the
+    /// reset state: MMU and caches off, caches and TLBs empty, every word of
+    /// RAM at version 0.
     #[must_use]
     pub fn new(cpu: Cpu) -> Checker {
-        let p = match cpu {
-            Cpu::Arm926 => presets::arm926ejs(),
-            Cpu::Sa1110 => presets::sa1100(),
-            Cpu::Pxa255 => presets::pxa255(),
-        };
-        Checker::with_geometry(cpu, p.config.icache, p.config.dcache, p.config.tlb, p.cost)
+        // The built-in presets are valid (a test checks them).
+        Checker::build(cpu, &cpu.preset())
     }
 
-    /// A checker with an explicit geometry and cost model (tests, what-ifs).
-    /// Geometries that [`CacheConfig::validate`] rejects are clamped to one
-    /// line per way; build from a validated configuration.
-    #[must_use]
-    pub fn with_geometry(
-        cpu: Cpu,
-        icache: CacheConfig,
-        dcache: CacheConfig,
-        tlb: TlbLayout,
-        cost: CostModel,
-    ) -> Checker {
+    /// A checker for `cpu` with another geometry or cost model (what-ifs).
+    ///
+    /// # Errors
+    /// The [`ConfigError`] of a cache or TLB geometry the model cannot build.
+    pub fn from_preset(cpu: Cpu, preset: &Preset) -> Result<Checker, ConfigError> {
+        preset.config.icache.validate(CacheSide::Instruction)?;
+        preset.config.dcache.validate(CacheSide::Data)?;
+        match preset.config.tlb {
+            TlbLayout::Split { itlb, dtlb } => {
+                itlb.validate()?;
+                dtlb.validate()?;
+            }
+            TlbLayout::Unified(t) => t.validate()?,
+        }
+        Ok(Checker::build(cpu, preset))
+    }
+
+    fn build(cpu: Cpu, preset: &Preset) -> Checker {
+        let (icache, dcache, tlb) = (
+            preset.config.icache,
+            preset.config.dcache,
+            preset.config.tlb,
+        );
+        // The ARM926EJ-S picks random or round-robin replacement by
+        // SCTLR.RR (bit 14) [ARM926 TRM §4.1]; the others are round-robin.
+        let follow_rr = cpu == Cpu::Arm926
+            && icache.replacement != Replacement::Lru
+            && dcache.replacement != Replacement::Lru;
         let (itlb, dtlb) = match tlb {
             TlbLayout::Split { itlb, dtlb } => (Some(VTlb::new(itlb, 1)), VTlb::new(dtlb, 2)),
             TlbLayout::Unified(t) => (None, VTlb::new(t, 2)),
         };
         Checker {
             cpu,
-            cost,
+            cost: preset.cost,
+            follow_rr,
             sctlr: 0,
             ttbr: 0,
             dacr: 0,
@@ -523,7 +541,18 @@ impl Checker {
 
     fn cp15(&mut self, read: bool, crn: u8, crm: u8, opc2: u8, value: u32, pc: u32) {
         match (crn, crm, opc2, read) {
-            (1, 0, 0, _) => self.sctlr = value,
+            (1, 0, 0, _) => {
+                self.sctlr = value;
+                if self.follow_rr {
+                    let p = if value & SCTLR_RR != 0 {
+                        Replacement::RoundRobin
+                    } else {
+                        Replacement::Random
+                    };
+                    self.icache.set_policy(p);
+                    self.dcache.set_policy(p);
+                }
+            }
             (2, 0, 0, _) => self.ttbr = value,
             (3, 0, 0, _) => self.dacr = value,
             (13, 0, 0, _) => self.fcse = value & FCSE_MASK,
