@@ -325,9 +325,11 @@ impl Checker {
         };
         for k in 0..n {
             let off = 4 * k;
-            let pa = (a.pa & !3).wrapping_add(off);
-            let wmva = (mva & !3).wrapping_add(off);
-            let wva = (a.va & !3).wrapping_add(off);
+            // The model works on words (it masks the low bits); reports
+            // keep the address as accessed.
+            let pa = a.pa.wrapping_add(off);
+            let wmva = mva.wrapping_add(off);
+            let wva = a.va.wrapping_add(off);
             match (a.kind, cached) {
                 (AccessKind::Fetch, true) => self.cached_read(a, Side::I, wva, wmva, pa),
                 (AccessKind::Load, true) => self.cached_read(a, Side::D, wva, wmva, pa),
