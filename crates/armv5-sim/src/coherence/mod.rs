@@ -65,10 +65,12 @@
 //!   lines, pseudo-random replacement (seeded), 64-entry unified TLB.
 //!   \[ARM926 TRM, DDI 0198D §4.1\]: caches 4–128 KiB, four-way, eight-word
 //!   lines, "two dirty bits in the DCache", allocate on read miss, the PA
-//!   kept in the tag RAM for write-backs. QEMU's `arm926` claims cache type
-//!   0x01DD20D2 (the value of its ARM1136 models; it decodes to a 4 KiB I
-//!   and 64 KiB D cache, which no ARM926EJ-S product pairs), so the sizes
-//!   are the preset's, not QEMU's.
+//!   kept in the tag RAM for write-backs. QEMU 7.2's `arm926` claims cache
+//!   type 0x01DD20D2, the value of its ARM1136 models: in the ARMv5 format
+//!   a 4 KiB I- and a 64 KiB D-cache, 4-way, 32-byte lines, cache type 0
+//!   (write-through). That is no ARM926EJ-S product's configuration (and
+//!   the D-cache is write-back on every part), so the sizes are the
+//!   preset's, not QEMU's.
 //! * **SA-1110** (`collie`): 16 KiB I and 8 KiB D, 32-way, 32-byte lines,
 //!   round-robin, write-back, 32-entry I- and D-TLBs (\[W05\] in
 //!   [`crate::presets`]). The 512-byte mini data cache (pages with C=1,
@@ -127,6 +129,13 @@
 //! the ARM926 I-line prefetch (c7,c13,1, ignored), byte granularity (a
 //! version covers a 32-bit word: a byte store makes a new version of its
 //! word), DMA.
+//!
+//! # Memory
+//!
+//! Versions live in a sparse map over the whole 32-bit physical space (a
+//! 4 MiB page directory, then 8 KiB per 4 KiB page written): no RAM base or
+//! size is needed, and a guest that writes 64 MiB costs 128 MiB of host
+//! memory.
 //!
 //! # Cycles
 //!
