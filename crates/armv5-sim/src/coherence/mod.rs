@@ -101,7 +101,10 @@
 //! and clean+invalidate by MVA and by set/way; drain; the ARM926
 //! test-and-clean loops `MRC c7,c10,3` / `c7,c14,3` reported as one marker
 //! meaning "clean (and invalidate) the whole D-cache"; XScale line allocate
-//! c7,c2,5, whose line holds undefined data), and TLB operations c8 (whole
+//! c7,c2,5: no effect if the line is resident, else the victim is written
+//! back and the new line holds undefined data and is *not* dirty \[XScale
+//! Core Developer's Manual, chapter 7, register 7 "line-allocate"\]; its physical address
+//! is the model TLB's, or the first access's), and TLB operations c8 (whole
 //! and by MVA, I, D or both; on the ARM926's unified TLB every form acts
 //! on the one TLB). By-MVA operands are taken as MVAs, as the hardware does.
 //!
