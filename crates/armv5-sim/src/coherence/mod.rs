@@ -111,13 +111,16 @@
 //! # The TLB model
 //!
 //! Page sizes are not visible, so an entry is one 1 MiB MVA region with one
-//! VA->PA offset and a bitmap of the 4 KiB pages accessed through it: the
-//! pages of a section (or of a linear run of pages) share one entry, as a
-//! section does on hardware; pages with their own offsets take one entry
-//! each. Replacement is round-robin over the preset's entry count. An entry
-//! is dropped only by a TLB operation or an eviction. Invalidate by MVA
-//! drops the entries that hold that page, or, when none does, every entry
-//! of that MiB (one of them may be the section covering the page). The walk
+//! VA->PA offset and a bitmap of the 1 KiB blocks (tiny-page granularity)
+//! accessed through it: the blocks of a section, of a large page or of a
+//! linear run of pages share one entry, as a section does on hardware;
+//! pages with their own offsets take one entry each. Replacement is
+//! round-robin over the preset's entry count. An entry is dropped only by a
+//! TLB operation or an eviction. Invalidate by MVA drops the entries that
+//! hold a block of the 4 KiB page named, or, when none does, every entry of
+//! that MiB (one of them may be the section or large page covering it):
+//! it errs on dropping too much, which can hide a missing invalidation but
+//! never reports one that was done. The walk
 //! check reads the first-level descriptor only: the second-level
 //! descriptor's address is in the first-level descriptor's *value*, which
 //! the plugin cannot see. Domains and access permissions in TLB entries are
