@@ -571,3 +571,21 @@ fn arm926_follows_the_round_robin_bit() {
     t.uload(USER, FRAME);
     t.none();
 }
+
+#[test]
+fn caches_can_be_assumed_on_for_a_guest_that_leaves_them_off() {
+    for assume in [false, true] {
+        let mut c = Checker::new(Cpu::Arm926);
+        c.set_assume_caches_on(assume);
+        c.marker(mcr(2, 0, 0), TTBR, 0);
+        c.marker(mcr(1, 0, 0), 0x1, 0); // MMU on, caches off
+        let mut t = T(c);
+        t.kwrite(FRAME);
+        t.uload(USER, FRAME);
+        if assume {
+            t.only(StaleRam, 1);
+        } else {
+            t.none();
+        }
+    }
+}

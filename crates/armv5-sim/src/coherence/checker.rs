@@ -56,6 +56,7 @@ pub struct Checker {
     cpu: Cpu,
     cost: CostModel,
     follow_rr: bool,
+    assume_caches_on: bool,
     sctlr: u32,
     ttbr: u32,
     dacr: u32,
@@ -135,6 +136,7 @@ impl Checker {
             cpu,
             cost: preset.cost,
             follow_rr,
+            assume_caches_on: false,
             sctlr: 0,
             ttbr: 0,
             dacr: 0,
@@ -156,6 +158,20 @@ impl Checker {
             cycles: 0,
             stats: Stats::default(),
         }
+    }
+
+    /// A what-if: with `on`, the I- and D-cache cache whenever the MMU is
+    /// on, whatever SCTLR.C and .I say. For a guest that runs with its
+    /// caches off (coherent, and slow, on hardware): the check then shows
+    /// what the same code would do with them on. Off by default.
+    pub fn set_assume_caches_on(&mut self, on: bool) {
+        self.assume_caches_on = on;
+    }
+
+    /// Whether [`Checker::set_assume_caches_on`] is in force.
+    #[must_use]
+    pub fn assumes_caches_on(&self) -> bool {
+        self.assume_caches_on
     }
 
     /// The modelled CPU.
@@ -313,8 +329,8 @@ impl Checker {
             return;
         }
         let cached = match a.kind {
-            AccessKind::Fetch => self.sctlr & SCTLR_I != 0,
-            _ => mmu && self.sctlr & SCTLR_C != 0,
+            AccessKind::Fetch => self.sctlr & SCTLR_I != 0 || (mmu && self.assume_caches_on),
+            _ => mmu && (self.sctlr & SCTLR_C != 0 || self.assume_caches_on),
         } && !self.in_uncached(a.va);
         // Words touched: ARMv5 aligns word accesses down (an unaligned LDR
         // reads the aligned word and rotates); 8-byte accesses are two words.
