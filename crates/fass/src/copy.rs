@@ -79,9 +79,10 @@ use mmu_armv5::regs::{Cp15Ext, DomainAccess};
 use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
 
-/// The longest copy (64 KiB): it bounds the pages looked up per copy (the
-/// plan lives on the stack) and the time the copy runs with the DACR open.
-pub const MAX_COPY_LEN: u32 = 64 * 1024;
+/// The longest copy (16 KiB): it bounds the pages looked up per copy (the
+/// plan lives on the stack, five pieces a side) and the time the copy runs
+/// with the DACR open.
+pub const MAX_COPY_LEN: u32 = 16 * 1024;
 
 /// Pieces of one range: at most one per 4 KiB page it touches.
 const MAX_PIECES: usize = (MAX_COPY_LEN / 4096) as usize + 1;
@@ -219,7 +220,7 @@ impl CopyEnd {
 }
 
 /// A run of a range inside one page (or one section).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct Piece {
     /// Its first byte's MVA in its space.
     mva: u32,
@@ -231,15 +232,21 @@ struct Piece {
     segment: bool,
 }
 
-/// A range looked up: its pieces in order.
+/// A range looked up: its pieces in order (not zeroed first: a
+/// `heapless::Vec`).
 struct Span {
-    pieces: [Piece; MAX_PIECES],
-    n: usize,
+    pieces: heapless::Vec<Piece, MAX_PIECES>,
 }
 
 impl Span {
+    const fn new() -> Span {
+        Span {
+            pieces: heapless::Vec::new(),
+        }
+    }
+
     fn pieces(&self) -> &[Piece] {
-        &self.pieces[..self.n]
+        &self.pieces
     }
 }
 
@@ -255,16 +262,14 @@ fn user_may(ap: AccessPermission, write: bool) -> bool {
 /// Looks up `[end.va, end.va + len)` through `translate`, checking user
 /// read (or write) access to every 1 KiB subpage it touches.
 fn span(
+    out: &mut Span,
     end: CopyEnd,
     len: u32,
     write: bool,
     translate: impl Fn(VirtAddr) -> Result<Option<PageMapping>, FassError>,
-) -> Result<Span, CopyError> {
+) -> Result<(), CopyError> {
     let CopyEnd { space, va } = end;
-    let mut out = Span {
-        pieces: [Piece::default(); MAX_PIECES],
-        n: 0,
-    };
+    out.pieces.clear();
     let mut at = va.as_u32();
     let mut left = len;
     while left > 0 {
@@ -307,30 +312,32 @@ fn span(
         while done < n {
             let mva = m.mva.as_u32() + off + done;
             let k = (4096 - (mva & 0xFFF)).min(n - done);
-            let slot = out.pieces.get_mut(out.n).ok_or(CopyError::TooLong(len))?;
-            *slot = Piece {
-                mva,
-                pa: m.pa.as_u32() + off + done,
-                len: k,
-                segment: m.segment.is_some(),
-            };
-            out.n += 1;
+            out.pieces
+                .push(Piece {
+                    mva,
+                    pa: m.pa.as_u32() + off + done,
+                    len: k,
+                    segment: m.segment.is_some(),
+                })
+                .map_err(|_| CopyError::TooLong(len))?;
             done += k;
         }
         at = at.wrapping_add(n);
         left -= n;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The checks every strategy makes first: length, wrapping, both ranges
 /// looked up with their access rights, no shared physical byte.
 fn plan(
+    src: &mut Span,
+    dst: &mut Span,
     from: CopyEnd,
     to: CopyEnd,
     len: u32,
     translate: impl Fn(SpaceId, VirtAddr) -> Result<Option<PageMapping>, FassError>,
-) -> Result<(Span, Span), CopyError> {
+) -> Result<(), CopyError> {
     if len > MAX_COPY_LEN {
         return Err(CopyError::TooLong(len));
     }
@@ -339,8 +346,8 @@ fn plan(
             return Err(CopyError::Wraps(e.space, e.va));
         }
     }
-    let src = span(from, len, false, |va| translate(from.space, va))?;
-    let dst = span(to, len, true, |va| translate(to.space, va))?;
+    span(src, from, len, false, |va| translate(from.space, va))?;
+    span(dst, to, len, true, |va| translate(to.space, va))?;
     for s in src.pieces() {
         for d in dst.pieces() {
             if s.pa < d.pa + d.len && d.pa < s.pa + s.len {
@@ -348,7 +355,7 @@ fn plan(
             }
         }
     }
-    Ok((src, dst))
+    Ok(())
 }
 
 /// Calls `f(dst, src, n)` for the runs the two spans' pieces cut the copy
@@ -465,7 +472,10 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
         to: CopyEnd,
         len: u32,
     ) -> Result<CopyPath, CopyError> {
-        let (src, dst) = plan(from, to, len, |id, va| self.translate(&*sys, id, va))?;
+        let (mut src, mut dst) = (Span::new(), Span::new());
+        plan(&mut src, &mut dst, from, to, len, |id, va| {
+            self.translate(&*sys, id, va)
+        })?;
         if len == 0 {
             return Ok(CopyPath::Empty);
         }
@@ -499,7 +509,10 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         to: CopyEnd,
         len: u32,
     ) -> Result<CopyPath, CopyError> {
-        let (src, dst) = plan(from, to, len, |id, va| self.translate(&*sys, id, va))?;
+        let (mut src, mut dst) = (Span::new(), Span::new());
+        plan(&mut src, &mut dst, from, to, len, |id, va| {
+            self.translate(&*sys, id, va)
+        })?;
         if len == 0 {
             return Ok(CopyPath::Empty);
         }
