@@ -608,7 +608,13 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
                     return Ok(None);
                 }
                 let want = coarse_entry(word, d, self.cpd.encoding());
-                if self.cpd.raw(&*sys, slot).map_err(FassError::from)? != want {
+                // Through the pinned address when there is one (no table
+                // lookup), else through the platform.
+                let now = match self.cpd.read_pinned(slot) {
+                    Some(w) => w,
+                    None => self.cpd.raw(&*sys, slot).map_err(FassError::from)?,
+                };
+                if now != want {
                     let _ = self.fill(sys, slot, d, want, Some(id))?;
                 }
             }
