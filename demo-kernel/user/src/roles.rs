@@ -288,8 +288,9 @@ fn xorshift(s: &mut u32) -> u32 {
     *s
 }
 
-/// `calls` random system calls (never `EXIT` or `RECV`, which would end or
-/// block the fuzzer) with arguments drawn from interesting values.
+/// `calls` random system calls (never `EXIT`, `RECV` or `LRECV`, which
+/// would end or block the fuzzer) with arguments drawn from interesting
+/// values.
 fn fuzzer(seed: u32, calls: u32) -> u32 {
     let mut s = seed | 1;
     let interesting = [
@@ -322,7 +323,7 @@ fn fuzzer(seed: u32, calls: u32) -> u32 {
         } else {
             r % (nr::COUNT + 4)
         };
-        if number == nr::EXIT || number == nr::RECV {
+        if number == nr::EXIT || number == nr::RECV || number == nr::LRECV {
             number = nr::YIELD;
         }
         let mut args = [0u32; 4];
