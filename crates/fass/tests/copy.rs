@@ -608,3 +608,72 @@ fn without_the_clean_the_linear_map_reads_stale_bytes() {
     w.switch(1);
     assert_eq!(w.user(BASE, Width::Word, None), Ok(0xAABB_CCDD));
 }
+
+#[test]
+fn each_1_kib_subpage_is_checked() {
+    use mmu_armv5::descriptor::SubpageAp;
+    let ap = |v: [AccessPermission; 4]| SubpageAp(v);
+    let (rw, ro, kern) = (
+        AccessPermission::ReadWrite,
+        AccessPermission::PrivRwUserRo,
+        AccessPermission::PrivRw,
+    );
+    let mut m = machine();
+    let f = fass_on(&mut m, Layout::DEMO);
+    let mut w = World::new(m, f, 2);
+    // Space 1's second page: subpage 2 read-only for the user; space 0's
+    // second page: subpage 3 the kernel's only.
+    let (a, b) = (SpaceId(0), SpaceId(1));
+    w.t.set_page_ap(
+        &mut w.m,
+        b,
+        VirtAddr::new(BASE + PAGE),
+        ap([rw, rw, ro, rw]),
+    )
+    .unwrap();
+    w.t.set_page_ap(
+        &mut w.m,
+        a,
+        VirtAddr::new(BASE + PAGE),
+        ap([rw, rw, rw, kern]),
+    )
+    .unwrap();
+    let e = CopyEnd::new;
+    let mut copy = |x: CopyEnd, y: CopyEnd, n: u32| {
+        let c0 = w.m.counters().clone();
+        let r = w.t.copy_between(&mut w.m, &mut w.mem, x, y, n);
+        if r.is_err() {
+            let c = w.m.counters() - &c0;
+            assert_eq!((c.d_writes, c.cache_line_ops), (0, 0), "{r:?}: {c}");
+        }
+        r
+    };
+    // Into subpages 0 and 1 of space 1's page: fine; reaching subpage 2:
+    // refused at its first byte.
+    assert_eq!(
+        copy(e(a, BASE), e(b, BASE + PAGE), 0x800),
+        Ok(CopyPath::Windows)
+    );
+    assert_eq!(
+        copy(e(a, BASE), e(b, BASE + PAGE + 0x7F0), 0x20),
+        Err(CopyError::ReadOnly(b, VirtAddr::new(BASE + PAGE + 0x800)))
+    );
+    // Past it, subpage 3 is writable again.
+    assert_eq!(
+        copy(e(a, BASE), e(b, BASE + PAGE + 0xC00), 0x400),
+        Ok(CopyPath::Windows)
+    );
+    // A source subpage the user may not read.
+    assert_eq!(
+        copy(e(a, BASE + PAGE + 0xBF0), e(b, BASE), 0x20),
+        Err(CopyError::NotReadable(
+            a,
+            VirtAddr::new(BASE + PAGE + 0xC00)
+        ))
+    );
+    // A read-only subpage is a fine source.
+    assert_eq!(
+        copy(e(b, BASE + PAGE + 0x800), e(a, BASE), 0x400),
+        Ok(CopyPath::Windows)
+    );
+}
