@@ -51,6 +51,7 @@
 //!   PIDs; create, destroy, map, unmap; the [`RecycleRule`];
 //! * [`classic`]: the per-space-table strategies [`TableSwitch`] (FCSE-only
 //!   and naive);
+//! * [`copy`]: copies between address spaces (long IPC), per strategy;
 //! * [`switch`]: the [`SwitchStrategy`] trait and the three switch paths;
 //! * [`lean`]: the precomputed switches every strategy keeps per space;
 //! * [`resolve`]: FASS fault resolution (CPD fills, collisions, the window
@@ -192,6 +193,7 @@ pub(crate) fn proptest_config() -> proptest::test_runner::Config {
 }
 
 pub mod classic;
+pub mod copy;
 pub mod cpd;
 pub mod domain;
 pub mod error;
@@ -213,6 +215,7 @@ pub mod switch;
 pub mod window;
 
 pub use classic::{ClassicKind, TableSwitch};
+pub use copy::{CopyEnd, CopyError, CopyFault, CopyMemory, CopyPath, MAX_COPY_LEN};
 pub use cpd::Cpd;
 pub use domain::{DomainError, DomainOwner, DomainSet, DomainTable};
 pub use error::FassError;

@@ -76,7 +76,7 @@ pub enum Resolution {
 /// (checked in debug builds); every CPD write goes through that encoding,
 /// so raw equality is descriptor equality.
 #[inline]
-fn coarse_entry(word: u32, d: Domain, encoding: L1Encoding) -> u32 {
+pub(crate) fn coarse_entry(word: u32, d: Domain, encoding: L1Encoding) -> u32 {
     let bit4 = match encoding {
         L1Encoding::Arm9 => 1 << 4,
         L1Encoding::XScale => 0,
@@ -324,7 +324,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     /// owner with the flush its dirty state requires, and flushing anyway if
     /// the slot's FCSE window may hold lines another space's recycled
     /// domain left there.
-    fn fill<S: Platform + ?Sized>(
+    pub(crate) fn fill<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
         slot: usize,

@@ -18,6 +18,7 @@
 //! writes and maintenance as the table above, without the decisions.
 
 use crate::classic::{ClassicKind, TableSwitch};
+use crate::copy::{CopyEnd, CopyError, CopyMemory, CopyPath};
 use crate::domain::Owner;
 use crate::error::FassError;
 use crate::id::{SegmentId, SpaceId};
@@ -183,6 +184,22 @@ pub trait SwitchStrategy {
     fn current(&self) -> Option<SpaceId>;
     /// The counters so far.
     fn stats(&self) -> Stats;
+    /// Copies `len` bytes from `from` (a space and address) to `to`, the
+    /// kernel's long-IPC copy: FASS from window to window with both domains
+    /// open, the classic strategies through the kernel's linear map with
+    /// the user aliases cleaned and invalidated ([`crate::copy`]). Every
+    /// refusal is decided before a byte is written.
+    ///
+    /// # Errors
+    /// [`CopyError`].
+    fn copy_between<S: Platform + ?Sized, M: CopyMemory<S> + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        mem: &mut M,
+        from: CopyEnd,
+        to: CopyEnd,
+        len: u32,
+    ) -> Result<CopyPath, CopyError>;
 }
 
 impl<P, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize> SwitchStrategy
@@ -372,6 +389,17 @@ where
 
     fn stats(&self) -> Stats {
         Fass::stats(self)
+    }
+
+    fn copy_between<S: Platform + ?Sized, M: CopyMemory<S> + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        mem: &mut M,
+        from: CopyEnd,
+        to: CopyEnd,
+        len: u32,
+    ) -> Result<CopyPath, CopyError> {
+        Fass::copy_between(self, sys, mem, from, to, len)
     }
 }
 
@@ -577,6 +605,17 @@ impl<const SPACES: usize, const SEGMENTS: usize> SwitchStrategy for TableSwitch<
 
     fn stats(&self) -> Stats {
         self.stats
+    }
+
+    fn copy_between<S: Platform + ?Sized, M: CopyMemory<S> + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        mem: &mut M,
+        from: CopyEnd,
+        to: CopyEnd,
+        len: u32,
+    ) -> Result<CopyPath, CopyError> {
+        TableSwitch::copy_between(self, sys, mem, from, to, len)
     }
 }
 #[cfg(test)]

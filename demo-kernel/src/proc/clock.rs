@@ -68,10 +68,13 @@ pub enum Transit {
     Preempt = 5,
     /// Anything else (the default).
     Other = 6,
+    /// `LSEND`/`LSEND_RECV` handed to a receiver blocked in a receive,
+    /// which runs next: the copy of the buffer included.
+    LongIpc = 7,
 }
 
 /// Buckets, the total first ([`Transit`] values index the rest).
-const PAIRS: usize = 7;
+const PAIRS: usize = 8;
 
 /// The transit sums.
 struct Transits {

@@ -3,11 +3,32 @@
 //! intrusive (slot indices in the process records), so that neither a
 //! receive nor an exit scans the process table: an exit wakes only the
 //! processes linked to the dying one.
+//!
+//! Long IPC (`LSEND`, `LRECV`, `LSEND_RECV`) carries a buffer of up to
+//! [`LONG_MAX`] bytes from the sender's address space into the buffer the
+//! receiver announced, copied by the strategy
+//! ([`fass::SwitchStrategy::copy_between`]: FASS from window to window, the
+//! others through the kernel's linear map with the aliases' maintenance).
+//! Both buffers are checked with the user-pointer probes of every other
+//! call when announced (the sender's readable, the receiver's writable,
+//! every page: [`Kernel::check_user_buffer`]); a process blocked in long
+//! IPC cannot change its own mappings, so they stay valid until the copy.
+//! Long senders wait in the same queues as the others, so an exit wakes
+//! them with `ESRCH` like any sender. A plain receiver takes an empty long
+//! message (r1-r3 = 0) and refuses a longer one (`EMSGSIZE` to its
+//! sender); a long receiver takes a plain message as 0 bytes (its first
+//! two words in r2, r3).
 
 use super::clock::{self, Transit};
 use super::kernel::{Kernel, State};
-use super::strategy::MAX_PROCS;
+use super::strategy::{dispatch, MAX_PROCS};
 use super::syscall::{SysError, SysResult};
+use super::uaccess::KernelMemory;
+use crate::abi::LONG_MAX;
+use fass::{CopyEnd, CopyError, SpaceId, SwitchStrategy};
+
+/// A long send's receive capacity when it receives nothing after (`LSEND`).
+pub(super) const NO_RECV: u32 = u32::MAX;
 
 /// No process (the end of a list).
 pub(super) const NONE: u8 = u8::MAX;
@@ -188,6 +209,10 @@ impl Kernel {
                 return None;
             }
         };
+        if matches!(self.procs[d].state, State::LongRecv { .. }) {
+            let then = if call { Plain::Call } else { Plain::Send };
+            return Some(self.plain_to_long(cur, d, msg, then));
+        }
         if self.procs[d].state == State::Recv {
             // Direct hand-off: the receiver runs next.
             self.deliver(d, cur, msg);
@@ -227,6 +252,9 @@ impl Kernel {
         msg: [u32; 3],
     ) -> SysResult<Option<usize>> {
         let d = self.check_dest(cur, dest)?;
+        if matches!(self.procs[d].state, State::LongRecv { .. }) {
+            return Ok(Some(self.plain_to_long(cur, d, msg, Plain::SendRecv)));
+        }
         if self.procs[d].state == State::Recv {
             // Direct hand-off: the receiver runs next, `cur` receives.
             self.deliver(d, cur, msg);
@@ -266,6 +294,8 @@ impl Kernel {
                 State::Send { msg, .. } => (msg, Then::Ready),
                 State::Call { msg, .. } => (msg, Then::Reply),
                 State::SendRecv { msg, .. } => (msg, Then::Recv),
+                // A long sender: out of line, the rest of the chain too.
+                State::LongSend { .. } => return self.recv_chain(cur, r, None, Some(j)),
                 // Never queued in another state (an exit unqueues it).
                 _ => {
                     debug_assert!(false, "process {} queued while not sending", j);
@@ -316,9 +346,10 @@ impl Kernel {
     /// and the callers waiting for its reply): no scan of the table.
     pub(super) fn ipc_exit(&mut self, idx: usize) {
         match self.procs[idx].state {
-            State::Send { dest, .. } | State::Call { dest, .. } | State::SendRecv { dest, .. } => {
-                self.unqueue_sender(usize::from(dest), idx)
-            }
+            State::Send { dest, .. }
+            | State::Call { dest, .. }
+            | State::SendRecv { dest, .. }
+            | State::LongSend { dest, .. } => self.unqueue_sender(usize::from(dest), idx),
             State::Reply { from } => self.unlink_reply(idx, usize::from(from)),
             _ => {}
         }
@@ -340,7 +371,246 @@ impl Kernel {
     /// Makes `j` ready with `ESRCH` in r0 (its call's error, counted
     /// like every other: [`Kernel::set_result`]).
     fn wake_esrch(&mut self, j: usize) {
+        self.wake_with(j, SysError::NoSuchProcess);
+    }
+
+    /// Makes `j` ready with error `e` in r0.
+    fn wake_with(&mut self, j: usize, e: SysError) {
         self.set_state(j, State::Ready);
-        self.set_result(j, Err(SysError::NoSuchProcess));
+        self.set_result(j, Err(e));
+    }
+}
+
+/// What a plain sender handed to a long receiver does next.
+#[derive(Clone, Copy)]
+enum Plain {
+    Send,
+    Call,
+    SendRecv,
+}
+
+/// What a sender whose message was taken does next (long IPC's chain).
+#[derive(Clone, Copy)]
+enum Next {
+    /// Returns 0.
+    Ready,
+    /// Waits for the receiver's reply.
+    Reply,
+    /// Receives, into this buffer and capacity if long.
+    Recv(Option<(u32, u32)>),
+}
+
+/// The system-call error of a refused copy.
+fn copy_error(e: CopyError) -> SysError {
+    match e {
+        CopyError::TooLong(_) => SysError::TooLong,
+        CopyError::Overlap => SysError::Invalid,
+        CopyError::Fass(fass::FassError::UnknownSpace(_)) => SysError::NoSuchProcess,
+        CopyError::Fass(_) => SysError::NoMemory,
+        _ => SysError::Fault,
+    }
+}
+
+impl Kernel {
+    /// `LSEND` (`cap` = [`NO_RECV`]) or `LSEND_RECV` from `cur`: `len`
+    /// bytes at `buf` to `dest`, then (`LSEND_RECV`) a receive into `buf`
+    /// with capacity `cap`. Checks everything first (an error sends and
+    /// receives nothing); hands the bytes to `dest` if it waits in a
+    /// receive (then `dest` is the process to run next, the answer), else
+    /// queues `cur` on it.
+    #[inline(never)]
+    pub fn long_send(
+        &mut self,
+        cur: usize,
+        dest: u32,
+        buf: u32,
+        len: u32,
+        cap: u32,
+    ) -> SysResult<Option<usize>> {
+        let d = self.check_dest(cur, dest)?;
+        if len > LONG_MAX || (cap != NO_RECV && cap > LONG_MAX) {
+            return Err(SysError::TooLong);
+        }
+        self.check_user_buffer(buf, len, false)?;
+        if cap != NO_RECV {
+            self.check_user_buffer(buf, cap, true)?;
+        }
+        let rbuf = match self.procs[d].state {
+            State::Recv => None,
+            State::LongRecv { buf, cap } => Some((buf, cap)),
+            _ => {
+                let dest = d as u16;
+                self.set_state(
+                    cur,
+                    State::LongSend {
+                        dest,
+                        msg: [buf, len, cap],
+                    },
+                );
+                self.enqueue_sender(d, cur);
+                return Ok(None);
+            }
+        };
+        // Direct hand-off: the receiver runs next.
+        self.take_long(d, rbuf, cur, buf, len)?;
+        self.set_state(d, State::Ready);
+        clock::mark(Transit::LongIpc);
+        if cap == NO_RECV {
+            self.set_result(cur, Ok(0));
+        } else {
+            self.recv_chain(cur, cur, Some((buf, cap)), None);
+        }
+        Ok(Some(d))
+    }
+
+    /// `LRECV` of `cur` into `cap` bytes at `buf`: takes the first sender
+    /// queued on it, or blocks.
+    #[inline(never)]
+    pub fn long_recv(&mut self, cur: usize, buf: u32, cap: u32) -> SysResult {
+        if cap > LONG_MAX {
+            return Err(SysError::TooLong);
+        }
+        self.check_user_buffer(buf, cap, true)?;
+        self.recv_chain(cur, cur, Some((buf, cap)), None);
+        Ok(())
+    }
+
+    /// Receiver `r` (with its buffer `rbuf` if it receives long) takes
+    /// `len` bytes at `buf` from sender `j`: copied by the strategy, the
+    /// receiver's r0 = `j`, r1 = `len`. A plain receiver takes only an
+    /// empty message. Nothing is delivered on an error.
+    fn take_long(
+        &mut self,
+        r: usize,
+        rbuf: Option<(u32, u32)>,
+        j: usize,
+        buf: u32,
+        len: u32,
+    ) -> SysResult {
+        let Some((rb, rcap)) = rbuf else {
+            if len != 0 {
+                return Err(SysError::TooLong);
+            }
+            self.deliver(r, j, [0; 3]);
+            return Ok(());
+        };
+        if len > rcap {
+            return Err(SysError::TooLong);
+        }
+        let from = CopyEnd::new(SpaceId(j as u16), buf);
+        let to = CopyEnd::new(SpaceId(r as u16), rb);
+        self.sys(|st, sys| {
+            dispatch!(st, s => SwitchStrategy::copy_between(s, sys, &mut KernelMemory, from, to, len))
+        })
+        .map_err(copy_error)?;
+        self.deliver(r, j, [len, 0, 0]);
+        Ok(())
+    }
+
+    /// Delivers plain `msg` from `from` to long receiver `to`: 0 bytes,
+    /// the first two words in r2, r3.
+    fn deliver_plain_long(&mut self, to: usize, from: usize, msg: [u32; 3]) {
+        self.deliver(to, from, [0, msg[0], msg[1]]);
+    }
+
+    /// A plain `SEND`/`CALL`/`SEND_RECV` of `cur` to `d`, which waits in a
+    /// long receive: hand-off, `d` runs next.
+    #[inline(never)]
+    fn plain_to_long(&mut self, cur: usize, d: usize, msg: [u32; 3], then: Plain) -> usize {
+        self.deliver_plain_long(d, cur, msg);
+        self.set_state(d, State::Ready);
+        match then {
+            Plain::Send => {
+                clock::mark(Transit::IpcOneway);
+                self.set_result(cur, Ok(0));
+            }
+            Plain::Call => {
+                clock::mark(Transit::IpcCall);
+                self.await_reply(cur, d);
+            }
+            Plain::SendRecv => {
+                clock::mark(Transit::IpcOneway);
+                self.ipc_recv(cur);
+            }
+        }
+        d
+    }
+
+    /// The receive chain of [`Kernel::ipc_recv`] for every kind of sender
+    /// and receiver: receiver `r` (long into `rbuf`, or plain) takes
+    /// `first` (already dequeued) or the first sender queued on it, or
+    /// blocks; a sender whose send was taken and who receives next
+    /// (`SEND_RECV`, `LSEND_RECV`) receives in turn. A long sender whose
+    /// message cannot be taken (too long for the receiver, its buffer
+    /// refused by the copy) is woken with the error and the receiver takes
+    /// the next one.
+    #[inline(never)]
+    fn recv_chain(
+        &mut self,
+        cur: usize,
+        mut r: usize,
+        mut rbuf: Option<(u32, u32)>,
+        mut first: Option<usize>,
+    ) {
+        loop {
+            let Some(j) = first.take().or_else(|| self.dequeue_sender(r)) else {
+                let waiting = match rbuf {
+                    Some((buf, cap)) => State::LongRecv { buf, cap },
+                    None => State::Recv,
+                };
+                self.set_state(r, waiting);
+                return;
+            };
+            let next = match self.procs[j].state {
+                State::Send { msg, .. } | State::Call { msg, .. } | State::SendRecv { msg, .. } => {
+                    match rbuf {
+                        Some(_) => self.deliver_plain_long(r, j, msg),
+                        None => self.deliver(r, j, msg),
+                    }
+                    match self.procs[j].state {
+                        State::Send { .. } => Next::Ready,
+                        State::Call { .. } => Next::Reply,
+                        _ => Next::Recv(None),
+                    }
+                }
+                State::LongSend {
+                    msg: [buf, len, cap],
+                    ..
+                } => {
+                    if let Err(e) = self.take_long(r, rbuf, j, buf, len) {
+                        self.wake_with(j, e);
+                        continue;
+                    }
+                    if cap == NO_RECV {
+                        Next::Ready
+                    } else {
+                        Next::Recv(Some((buf, cap)))
+                    }
+                }
+                // Never queued in another state (an exit unqueues it).
+                _ => {
+                    debug_assert!(false, "process {} queued while not sending", j);
+                    continue;
+                }
+            };
+            if r != cur {
+                self.set_state(r, State::Ready);
+            }
+            match next {
+                Next::Ready => {
+                    self.set_state(j, State::Ready);
+                    self.procs[j].ctx.r[0] = 0;
+                    return;
+                }
+                Next::Reply => {
+                    self.await_reply(j, r);
+                    return;
+                }
+                Next::Recv(b) => {
+                    r = j;
+                    rbuf = b;
+                }
+            }
+        }
     }
 }

@@ -149,6 +149,22 @@ pub enum State {
     InTcm,
     /// Ended (see [`Proc::exit`]).
     Dead,
+    /// Waiting in `LSEND`/`LSEND_RECV` until `dest` receives
+    /// ([`super::ipc`]'s long IPC): `msg` is the buffer, its length and the
+    /// capacity to receive into afterwards (`NO_RECV`: none, `LSEND`).
+    LongSend {
+        /// Destination.
+        dest: u16,
+        /// Buffer, length, receive capacity.
+        msg: [u32; 3],
+    },
+    /// Waiting in `LRECV` (or the receive of `LSEND_RECV`) with a buffer.
+    LongRecv {
+        /// The buffer.
+        buf: u32,
+        /// Its capacity in bytes.
+        cap: u32,
+    },
 }
 
 impl State {

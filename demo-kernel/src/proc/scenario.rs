@@ -247,6 +247,30 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
             }
         }
         "hostile" => spawn_hostile(k, p)?,
+        // Two processes in a long-IPC ping-pong of `touch` bytes (0: 64,
+        // 1024 and 4096 in turn), every message checked.
+        "longipc" => {
+            k.spawn(role::LONGIPC, [0, 1, p.rounds, p.touch, 1, 0, 0])?;
+            k.spawn(role::LONGIPC, [1, 0, p.rounds, p.touch, 1, 0, 0])?;
+        }
+        // Long IPC's refusals: the receiver (0), a receiver that exits
+        // while the prober waits on it (1), the prober (2), given an
+        // address in the receiver's FCSE window (or, naive, one no process
+        // maps).
+        "longbad" => {
+            let r = k.spawn(role::LONGBAD, [1, 2, 0, 0, 0, 0, 0])?;
+            k.spawn(role::LONGBAD, [2, 0, 0, 0, 0, 0, 0])?;
+            let other = super::strategy::dispatch!(&k.strategy, s => fass::SwitchStrategy::mva_of(
+                s,
+                fass::SpaceId(r as u16),
+                mmu_armv5::VirtAddr::new(0x8000)
+            ))
+            .map(|a| a.as_u32())
+            .ok()
+            .filter(|&a| a >= 32 << 20)
+            .unwrap_or(0x07E0_8000);
+            k.spawn(role::LONGBAD, [0, r as u32, 1, other, 0, 0, 0])?;
+        }
         "fuzz" => {
             if let Err(e) = k.define_segment(0, abi::SEGMENT_VA, SEGMENT_PHYS) {
                 defmt::error!("cannot define segment 0: {}", e);
@@ -269,9 +293,9 @@ fn takes_n(name: &str) -> bool {
     matches!(name, "ring" | "ipc" | "yield" | "preempt")
 }
 
-const KNOWN: [&str; 14] = [
+const KNOWN: [&str; 16] = [
     "ring", "ipc", "collide", "share", "faults", "badcalls", "fuzz", "fault", "tcm", "tcmops",
-    "hostile", "yield", "preempt", "sendrecv",
+    "hostile", "yield", "preempt", "sendrecv", "longipc", "longbad",
 ];
 
 /// Runs every scenario of `p` under every mode, each kernel over the CP15
@@ -310,7 +334,9 @@ pub fn run(cp15: &mut HwCp15, p: &Params) -> bool {
                     ok &= run_one(cp15, name, mode, n, p);
                 }
             } else {
-                ok &= run_one(cp15, name, mode, 0, p);
+                // The long-IPC ping-pong always has two processes.
+                let n = if name == "longipc" { 2 } else { 0 };
+                ok &= run_one(cp15, name, mode, n, p);
             }
         }
     }
@@ -333,6 +359,7 @@ fn run_one(cp15: &mut HwCp15, name: &str, mode: SwitchMode, n: u32, p: &Params) 
     let Some(k) = (unsafe { kernel::installed() }) else {
         return false;
     };
+    super::syscall::clear_laps();
     let domains_before = k.strategy.free_domains();
     let setup = spawn_all(k, name, n, p);
     let procs = k.procs.iter().filter(|p| p.alive()).count();
@@ -564,6 +591,34 @@ fn teardown() {
     kernel::uninstall();
 }
 
+/// The long-IPC figures: the hand-offs (vector to `movs`, the copy
+/// included) and the plain copy of the same size in one space (the laps
+/// that copied less the empty ones, [`super::syscall::laps`]).
+fn report_long(m: &str, touch: u32, ipc: clock::Sum, bench: &dyn Fn(&str, u64)) {
+    let [(ct, cn), (et, en)] = super::syscall::laps().sums;
+    let copy = if cn > 0 && en > 0 {
+        let per = |t: u64, n: u32| ticks_to_instructions(t) / u64::from(n);
+        Some(per(ct, cn).saturating_sub(per(et, en)))
+    } else {
+        None
+    };
+    defmt::info!(
+        "LONGIPC mode={=str} touch={=u32} handoffs={=u32} ipc_instr={=u64} laps={=u32} copy_instr={=u64}",
+        m,
+        touch,
+        ipc.n,
+        ipc.mean(),
+        cn,
+        copy.unwrap_or(0)
+    );
+    if ipc.n > 0 {
+        bench("long_ipc", ipc.mean());
+    }
+    if let Some(c) = copy {
+        bench("long_copy", c);
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn report(
     k: &Kernel,
@@ -659,7 +714,10 @@ fn report(
         c.round_trips,
         c.messages
     );
-    let measured = matches!(name, "ring" | "ipc" | "share" | "yield" | "preempt");
+    let measured = matches!(
+        name,
+        "ring" | "ipc" | "share" | "yield" | "preempt" | "longipc"
+    );
     if let (true, [Some(a), Some(b)]) = (measured, k.marks) {
         let hw = b.hw.since(&a.hw);
         let st = b.stats.since(&a.stats);
@@ -753,6 +811,7 @@ fn report(
             }
             "yield" if t(Transit::Yield).n > 0 => bench("yield", t(Transit::Yield).mean()),
             "preempt" if t(Transit::Preempt).n > 0 => bench("preempt", t(Transit::Preempt).mean()),
+            "longipc" => report_long(m, p.touch, t(Transit::LongIpc), &bench),
             _ => {}
         }
     }

@@ -1,8 +1,10 @@
 //! The system calls (numbers and errors in [`crate::abi`]). Every argument
 //! is checked; a bad one is an error code in r0, never a kernel fault.
 
+use super::ipc::NO_RECV;
 use super::kernel::{After, Exit, Kernel};
 use crate::abi::{err, nr, PRINT_MAX, STATS_WORDS};
+use crate::global::Global;
 
 /// Why a system call failed: the kernel's typed errors up to the system-call
 /// boundary, where each becomes one ABI error code ([`SysError::code`],
@@ -27,6 +29,8 @@ pub enum SysError {
     Busy,
     /// A frame-state change the rules refuse.
     BadState,
+    /// A long message longer than the limit or the receiver's buffer.
+    TooLong,
 }
 
 impl SysError {
@@ -42,6 +46,7 @@ impl SysError {
             SysError::NotPermitted => err::EPERM,
             SysError::Busy => err::EBUSY,
             SysError::BadState => err::ESTATE,
+            SysError::TooLong => err::EMSGSIZE,
         }
     }
 }
@@ -58,6 +63,42 @@ impl From<fass::FassError> for SysError {
             _ => SysError::NoMemory,
         }
     }
+}
+
+extern "C" {
+    /// The current transit's entry stamp, written by `SAVE_USER` (`asm/trap.s`).
+    static __in_stamp: u32;
+}
+
+/// The plain-copy laps of `LAP` ([`Kernel::sys_lap`]).
+#[derive(Clone, Copy)]
+pub struct Laps {
+    /// The last `LAP 0`'s entry stamp.
+    start: Option<u32>,
+    /// (ticks, laps): laps that copied, empty laps.
+    pub sums: [(u64, u32); 2],
+}
+
+static LAPS: Global<Laps> = Global::new(Laps {
+    start: None,
+    sums: [(0, 0); 2],
+});
+
+/// The laps summed so far (cleared by [`clear_laps`]).
+pub fn laps() -> Laps {
+    // SAFETY: `Global`'s contract; a copy.
+    unsafe { LAPS.get() }
+}
+
+/// Clears the laps (before a scenario).
+pub fn clear_laps() {
+    // SAFETY: `Global`'s contract.
+    unsafe {
+        LAPS.set(Laps {
+            start: None,
+            sums: [(0, 0); 2],
+        })
+    };
 }
 
 /// A system call's result: the value for r0, or why it failed.
@@ -102,6 +143,18 @@ impl Kernel {
                 Err(e) => Some(Err(e)),
             },
             nr::REPLY => Some(unit(self.ipc_reply(cur, a[0], msg))),
+            nr::LSEND | nr::LSEND_RECV => {
+                let cap = if ctx.r[7] == nr::LSEND { NO_RECV } else { a[3] };
+                match self.long_send(cur, a[0], a[1], a[2], cap) {
+                    Ok(d) => {
+                        after = After::Reschedule(d);
+                        None
+                    }
+                    Err(e) => Some(Err(e)),
+                }
+            }
+            nr::LRECV => self.long_recv(cur, a[0], a[1]).err().map(Err),
+            nr::LAP => Some(unit(self.sys_lap(a[0]))),
             nr::MAP => Some(unit(self.map_user(cur, a[0], a[1], a[2]))),
             nr::UNMAP => Some(unit(self.unmap_user(cur, a[0], a[1]))),
             nr::SEG_MAP => Some(unit(self.seg_map(cur, a[0]))),
@@ -169,6 +222,33 @@ impl Kernel {
             Ok(s) => defmt::info!("USER id={=usize} msg={=str}", cur, s),
             Err(_) => defmt::info!("USER id={=usize} bytes={=[u8]}", cur, out),
         }
+        Ok(())
+    }
+
+    /// `LAP k`: between `MARK 0` and `MARK 1`, sums the counter between
+    /// this call's entry and the entry of the last `LAP 0` (k = 1: the lap
+    /// copied; k = 2: it was empty), so that the difference of the two
+    /// means is the user code of a lap alone ([`laps`]).
+    fn sys_lap(&mut self, k: u32) -> SysResult {
+        if k > 2 {
+            return Err(SysError::Invalid);
+        }
+        // SAFETY: written only by the entry stub of this transit.
+        let now = unsafe { core::ptr::addr_of!(__in_stamp).read_volatile() };
+        let on = self.clock.on;
+        // SAFETY: `Global`'s contract: single core, no reference alive
+        // across this call.
+        unsafe {
+            LAPS.with(|l| {
+                if k == 0 {
+                    l.start = Some(now);
+                } else if let (Some(t0), true) = (l.start.take(), on) {
+                    let (t, n) = &mut l.sums[k as usize - 1];
+                    *t += u64::from(now.wrapping_sub(t0));
+                    *n += 1;
+                }
+            })
+        };
         Ok(())
     }
 

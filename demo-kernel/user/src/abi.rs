@@ -68,8 +68,31 @@ pub mod nr {
     /// error (`ESRCH`: no such process; `EDEADLK`: r0 is the caller) with
     /// nothing sent or received.
     pub const SEND_RECV: u32 = 21;
+    /// Long IPC: send the r2 bytes at r1 (at most [`super::LONG_MAX`]) to
+    /// process r0, which receives them into the buffer it announced in
+    /// `LRECV`; blocks until it has. Returns 0, or `EFAULT` (a byte of the
+    /// buffer not readable), `EMSGSIZE` (longer than `LONG_MAX`, than the
+    /// receiver's buffer, or any bytes to a receiver in plain `RECV`),
+    /// `ESRCH`, `EDEADLK`. A receiver in plain `RECV` gets a message of 0
+    /// bytes as r1-r3 = 0.
+    pub const LSEND: u32 = 22;
+    /// Long IPC: receive from anyone into the r1 bytes at r0 (at most
+    /// [`super::LONG_MAX`]); blocks. Returns the sender in r0 and the bytes
+    /// received in r1; a plain `SEND`'s message arrives as 0 bytes with its
+    /// first two words in r2, r3. `EFAULT`: a byte of the buffer not
+    /// writable; `EMSGSIZE`: r1 over `LONG_MAX`.
+    pub const LRECV: u32 = 23;
+    /// `LSEND` r1, r2 to r0, then `LRECV` into r1 with capacity r3, in one
+    /// call (as `SEND_RECV`): if r0 waits in `LRECV` it gets the bytes and
+    /// runs next. Returns like `LRECV`, or the `LSEND` error (nothing sent
+    /// or received).
+    pub const LSEND_RECV: u32 = 24;
+    /// Lap stamp for the plain-copy benchmark: r0 = 0 starts a lap, r0 = 1
+    /// ends one that copied, r0 = 2 ends an empty one (the kernel sums the
+    /// counter between the system calls' entries, between `MARK`s only).
+    pub const LAP: u32 = 25;
     /// One past the highest number.
-    pub const COUNT: u32 = 22;
+    pub const COUNT: u32 = 26;
 }
 
 /// Error codes (returned in r0 as negative numbers).
@@ -92,6 +115,9 @@ pub mod err {
     pub const EBUSY: i32 = -8;
     /// A page-state transition `spm`'s rules allow no one.
     pub const ESTATE: i32 = -9;
+    /// A long message longer than [`super::LONG_MAX`] or than the
+    /// receiver's buffer.
+    pub const EMSGSIZE: i32 = -10;
 }
 
 /// Roles (r0 at start) and their arguments (r1-r7).
@@ -139,6 +165,17 @@ pub mod role {
     /// processes): the hand-off, the queued send and its receive of a
     /// queued sender, the refusals. Exits with the checks that failed.
     pub const SENDRECV: u32 = 16;
+    /// Long IPC ping-pong: r1 its index (0 sends first, 1 answers), r2 the
+    /// peer's id, r3 rounds per size, r4 the size in bytes (0: 64, 1024 and
+    /// 4096 in turn), r5 1 to measure (`MARK`s around all but the first
+    /// round, then the plain-copy laps). Every message's content is checked
+    /// on arrival. Exits with the checks that failed.
+    pub const LONGIPC: u32 = 17;
+    /// Long IPC's refusals: r1 its index (0 the prober, 1 its receiver,
+    /// 2 a receiver that exits while the prober waits on it), r2 the
+    /// receiver's id, r3 the exiting receiver's id. Exits with the checks
+    /// that failed.
+    pub const LONGBAD: u32 = 18;
 }
 
 /// Requests a hostile scenario's victim serves (word 0 of a `CALL`).
@@ -225,6 +262,8 @@ pub mod prot {
 /// Words `STATS` copies: switches, syscalls, flushes, TLB invalidations,
 /// domain faults resolved, collisions, process id, live processes.
 pub const STATS_WORDS: usize = 8;
+/// Longest long-IPC message ([`nr::LSEND`]) and receive buffer.
+pub const LONG_MAX: u32 = 4096;
 /// Longest `PRINT`.
 pub const PRINT_MAX: u32 = 128;
 /// Where each process's stack ends (two pages below).

@@ -25,6 +25,8 @@ pub fn run(r: u32, a: [u32; 7]) -> u32 {
         role::YIELDER => turns(a[0], a[1], a[2], false),
         role::SPINNER => turns(a[0], a[1], a[2], true),
         role::SENDRECV => send_recv_check(a[0]),
+        role::LONGIPC => crate::longipc::ping_pong(a[0], a[1], a[2], a[3], a[4] != 0),
+        role::LONGBAD => crate::longipc::refusals(a[0], a[1], a[2], a[3]),
         _ => 0xBAD0,
     }
 }
@@ -286,8 +288,9 @@ fn xorshift(s: &mut u32) -> u32 {
     *s
 }
 
-/// `calls` random system calls (never `EXIT` or `RECV`, which would end or
-/// block the fuzzer) with arguments drawn from interesting values.
+/// `calls` random system calls (never `EXIT`, `RECV` or `LRECV`, which
+/// would end or block the fuzzer) with arguments drawn from interesting
+/// values.
 fn fuzzer(seed: u32, calls: u32) -> u32 {
     let mut s = seed | 1;
     let interesting = [
@@ -320,7 +323,7 @@ fn fuzzer(seed: u32, calls: u32) -> u32 {
         } else {
             r % (nr::COUNT + 4)
         };
-        if number == nr::EXIT || number == nr::RECV {
+        if number == nr::EXIT || number == nr::RECV || number == nr::LRECV {
             number = nr::YIELD;
         }
         let mut args = [0u32; 4];

@@ -89,7 +89,7 @@ const ALL_MODES: &[Mode] = &Mode::ALL;
 const FASS_ONLY: &[Mode] = &[Mode::Fass];
 
 /// The scenarios `cargo xtask bench` boots, in order.
-pub const SCENARIOS: [Scenario; 6] = [
+pub const SCENARIOS: [Scenario; 7] = [
     Scenario {
         name: "ring",
         modes: ALL_MODES,
@@ -144,6 +144,15 @@ pub const SCENARIOS: [Scenario; 6] = [
         prints: &[Kind::Tcm, Kind::TcmWindow],
         workload: "a 4 KiB code page moved into ITCM by `TCM_EXCHANGE` while IPC traffic runs",
     },
+    Scenario {
+        name: "longipc",
+        modes: ALL_MODES,
+        ns: &[2],
+        touches: &[64, 1024, 4096],
+        extra: "rounds=20",
+        prints: &[Kind::LongIpc, Kind::LongCopy],
+        workload: "two processes in a long-IPC ping-pong (`LSEND_RECV`) of `touch` bytes, every byte checked; then the same copy inside one space between `LAP` stamps",
+    },
 ];
 
 /// What a kind measures (the definition the kernel implements).
@@ -160,6 +169,8 @@ pub fn definition(kind: Kind) -> &'static str {
         Kind::Tcm => "one 4 KiB exchange into TCM by the `TCM_EXCHANGE` system call, all its steps",
         Kind::TcmWindow => "the exchange's longest interrupts-off window",
         Kind::IpcLegacy => "legacy (old kernel): every instruction between the ipc scenario's marks, user code included, per round trip",
+        Kind::LongIpc => "A sends `touch` bytes (`LSEND_RECV`) to B blocked in a long receive, B runs with them in its buffer: from the SWI vector of A's send to B's return to user mode, the buffer checks and the copy included",
+        Kind::LongCopy => "the same bytes copied inside one space by user code (the kernel's copy routine): the counter between the entries of the `LAP` calls around the copy, less the same around nothing",
     }
 }
 
@@ -254,7 +265,7 @@ mod tests {
         assert!(c.contains(&"scenario=fault mode=fass n=2 touch=0 rounds=20".to_string()));
         assert!(c.contains(&"scenario=tcm mode=fass n=1 touch=4096 rounds=20".to_string()));
         // A few boots, not one per figure.
-        assert_eq!(c.len(), 10);
+        assert_eq!(c.len(), 13);
         for l in &c {
             assert!(scenario_of(l).is_some(), "{l}");
             // The kernel's command-line buffer is 512 bytes.

@@ -37,11 +37,16 @@ pub enum Kind {
     /// included) between the scenario's marks per round trip. Not
     /// `ipc_roundtrip`; kept so the old kernel's log still parses.
     IpcLegacy,
+    /// Long IPC: A sends a buffer to B blocked in a long receive, B runs
+    /// with the bytes in its buffer (the copy included).
+    LongIpc,
+    /// The plain copy of the same size inside one space (user code).
+    LongCopy,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 13] = [
         Kind::Yield,
         Kind::IpcOneway,
         Kind::IpcRoundtrip,
@@ -53,6 +58,8 @@ impl Kind {
         Kind::Tcm,
         Kind::TcmWindow,
         Kind::IpcLegacy,
+        Kind::LongIpc,
+        Kind::LongCopy,
     ];
 
     /// Reads the word of the line; `switch` (the old name of `switch_tail`)
@@ -78,6 +85,8 @@ impl Kind {
             Kind::Tcm => "tcm",
             Kind::TcmWindow => "tcm_window",
             Kind::IpcLegacy => "ipc",
+            Kind::LongIpc => "long_ipc",
+            Kind::LongCopy => "long_copy",
         }
     }
 
@@ -244,7 +253,7 @@ mod tests {
         for m in Mode::ALL {
             assert_eq!(Mode::parse(m.name()), Some(m));
         }
-        assert_eq!(Kind::ALL.len(), 11);
+        assert_eq!(Kind::ALL.len(), 13);
     }
 
     #[test]

@@ -19,6 +19,18 @@ use crate::board::Board;
 pub enum Rule {
     /// Every figure at most this many instructions.
     AtMost(f64),
+    /// The figure at `touch` bytes at most `factor` times the figure of
+    /// kind `of` (same mode, n and touch) plus `plus` instructions.
+    Relative {
+        /// The kind compared with.
+        of: Kind,
+        /// Its factor.
+        factor: f64,
+        /// Instructions allowed on top.
+        plus: f64,
+        /// The touch size the goal holds at.
+        touch: u32,
+    },
     /// The figure at `to` processes within `within` (a fraction) of the one
     /// at `from`, per touch size: the O(1) property.
     Flat {
@@ -47,6 +59,17 @@ impl Goal {
     pub fn text(&self) -> String {
         match self.rule {
             Rule::AtMost(x) => format!("<= {}", count(x)),
+            Rule::Relative {
+                of,
+                factor,
+                plus,
+                touch,
+            } => format!(
+                "<= {factor} x `{}` + {} at {}",
+                of.name(),
+                count(plus),
+                touch_name(touch)
+            ),
             Rule::Flat { from, to, within } => {
                 format!("n={to} within {} % of n={from}", pct(within))
             }
@@ -71,7 +94,7 @@ const SAME_GENERATION: &[u32] = &[2, 8, 14];
 /// recycling on every switch, refill faults included; a collision resolved
 /// without a flush), the TCM goals, and the old goal on the switch tail
 /// (secondary).
-pub const GOALS: [Goal; 14] = [
+pub const GOALS: [Goal; 15] = [
     Goal {
         kind: Kind::Yield,
         ns: SAME_GENERATION,
@@ -142,6 +165,18 @@ pub const GOALS: [Goal; 14] = [
         ns: &[1],
         rule: Rule::AtMost(300.0),
     },
+    // Issue 27: FASS long IPC of 4 KiB within 1.2x of a plain 4 KiB copy
+    // in one space plus at most 150 instructions.
+    Goal {
+        kind: Kind::LongIpc,
+        ns: &[2],
+        rule: Rule::Relative {
+            of: Kind::LongCopy,
+            factor: 1.2,
+            plus: 150.0,
+            touch: 4096,
+        },
+    },
 ];
 
 /// Whether a goal is met.
@@ -203,6 +238,28 @@ pub fn judge(goal: &Goal, figs: &Figures, board: &'static str, ns: &[u32]) -> Ju
                             worst = Some(worst.map_or(v, |w| w.max(v)));
                         }
                         None => missing.push((n, t)),
+                    }
+                }
+            }
+            Rule::Relative {
+                of,
+                factor,
+                plus,
+                touch,
+            } => {
+                if t != touch {
+                    continue;
+                }
+                for &n in ns {
+                    let base = figs.get(board, of, Mode::Fass, n, t);
+                    match (get(n, t), base) {
+                        (Some(v), Some(b)) => {
+                            // Instructions over the limit (negative: under).
+                            let over = v - (factor * b + plus);
+                            bad |= over > 0.0;
+                            worst = Some(worst.map_or(over, |w| w.max(over)));
+                        }
+                        _ => missing.push((n, t)),
                     }
                 }
             }
@@ -291,6 +348,9 @@ fn verdict_cell(goal: &Goal, j: &Judgement) -> String {
         (Verdict::Met, ..) => "met".to_string(),
         (Verdict::NotMet, Rule::AtMost(limit), Some(w)) => {
             format!("**NOT met** (by {})", count(w - limit))
+        }
+        (Verdict::NotMet, Rule::Relative { .. }, Some(w)) => {
+            format!("**NOT met** (by {})", count(w))
         }
         (Verdict::NotMet, Rule::Flat { .. }, Some(w)) => {
             format!("**NOT met** ({} %)", pct(w))
@@ -394,7 +454,9 @@ pub fn table(figs: &Figures, board: Board) -> String {
             let goals: Vec<&Goal> = GOALS
                 .iter()
                 .filter(|g| {
-                    g.kind == kind && matches!(g.rule, Rule::AtMost(_)) && g.ns.contains(&n)
+                    g.kind == kind
+                        && matches!(g.rule, Rule::AtMost(_) | Rule::Relative { .. })
+                        && g.ns.contains(&n)
                 })
                 .collect();
             let (gtext, gverdict) = match goals.first() {
@@ -510,6 +572,19 @@ mod tests {
                     v.push((g.kind, Mode::Fass, from, t, 100.0));
                     v.push((g.kind, Mode::Fass, to, t, 105.0));
                 }
+                Rule::Relative {
+                    of,
+                    factor,
+                    plus,
+                    touch,
+                } => {
+                    if t == touch {
+                        for &n in g.ns {
+                            v.push((of, Mode::Fass, n, t, 1000.0));
+                            v.push((g.kind, Mode::Fass, n, t, factor * 1000.0 + plus));
+                        }
+                    }
+                }
             }
         }
         v
@@ -528,6 +603,7 @@ mod tests {
             last.4 = match g.rule {
                 Rule::AtMost(limit) => limit + 1.0,
                 Rule::Flat { .. } => 105.1,
+                Rule::Relative { .. } => last.4 + 1.0,
             };
             let j = judge(g, &figs(&bad), BOARD, g.ns);
             assert_eq!(j.verdict, Verdict::NotMet, "{g:?}");
@@ -635,7 +711,7 @@ mod tests {
                     t.contains("| `tcm` n=1 | n/a | n/a | 2,500 | – | – | <= 2,500 | met |"),
                     "{t}"
                 );
-                assert!(t.contains("Goals: 2 met, 0 NOT met, 12 not measured (of 14)."));
+                assert!(t.contains("Goals: 2 met, 0 NOT met, 13 not measured (of 15)."));
             } else {
                 assert!(
                     t.contains("| `tcm` n=1 | n/a | n/a | n/a (no TCM) | – | – | <= 2,500 | n/a (no TCM) |"),
@@ -643,7 +719,7 @@ mod tests {
                 );
                 assert!(t.contains("| `tcm_window` n=1 | n/a | n/a | n/a (no TCM) | – | – | <= 300 | n/a (no TCM) |"));
                 assert!(
-                    t.contains("Goals: 0 met, 0 NOT met, 12 not measured (of 12; 2 n/a: no TCM)."),
+                    t.contains("Goals: 0 met, 0 NOT met, 13 not measured (of 13; 2 n/a: no TCM)."),
                     "{t}"
                 );
             }
@@ -666,7 +742,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("Goals: 0 met, 0 NOT met, 14 not measured (of 14)."),
+            t.contains("Goals: 0 met, 0 NOT met, 15 not measured (of 15)."),
             "{t}"
         );
         // The legacy kind appears only when printed.
