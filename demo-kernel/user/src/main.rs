@@ -16,6 +16,8 @@ mod hostile;
 mod roles;
 #[cfg(target_os = "none")]
 mod sys;
+#[cfg(target_os = "none")]
+mod vfp;
 
 #[cfg(target_os = "none")]
 core::arch::global_asm!(
