@@ -37,11 +37,25 @@ pub enum Kind {
     /// included) between the scenario's marks per round trip. Not
     /// `ipc_roundtrip`; kept so the old kernel's log still parses.
     IpcLegacy,
+    /// Yield between two processes that do not use the VFP, lazy VFP
+    /// switching: every kernel instruction per yield.
+    YieldVfp0Lazy,
+    /// The same, eager VFP switching.
+    YieldVfp0Eager,
+    /// Yield between two processes of which one computes with the VFP,
+    /// lazy: every kernel instruction (yields and VFP traps) per yield.
+    YieldVfp1Lazy,
+    /// The same, eager.
+    YieldVfp1Eager,
+    /// Yield between two processes that both compute with the VFP, lazy.
+    YieldVfp2Lazy,
+    /// The same, eager.
+    YieldVfp2Eager,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 17] = [
         Kind::Yield,
         Kind::IpcOneway,
         Kind::IpcRoundtrip,
@@ -53,6 +67,12 @@ impl Kind {
         Kind::Tcm,
         Kind::TcmWindow,
         Kind::IpcLegacy,
+        Kind::YieldVfp0Lazy,
+        Kind::YieldVfp0Eager,
+        Kind::YieldVfp1Lazy,
+        Kind::YieldVfp1Eager,
+        Kind::YieldVfp2Lazy,
+        Kind::YieldVfp2Eager,
     ];
 
     /// Reads the word of the line; `switch` (the old name of `switch_tail`)
@@ -78,6 +98,12 @@ impl Kind {
             Kind::Tcm => "tcm",
             Kind::TcmWindow => "tcm_window",
             Kind::IpcLegacy => "ipc",
+            Kind::YieldVfp0Lazy => "yield_vfp0_lazy",
+            Kind::YieldVfp0Eager => "yield_vfp0_eager",
+            Kind::YieldVfp1Lazy => "yield_vfp1_lazy",
+            Kind::YieldVfp1Eager => "yield_vfp1_eager",
+            Kind::YieldVfp2Lazy => "yield_vfp2_lazy",
+            Kind::YieldVfp2Eager => "yield_vfp2_eager",
         }
     }
 
@@ -85,6 +111,20 @@ impl Kind {
     /// TCM ([`crate::board::Board::has_tcm`]) cannot print it.
     pub fn needs_tcm(self) -> bool {
         matches!(self, Kind::Tcm | Kind::TcmWindow)
+    }
+
+    /// Whether the kind measures VFP switching: a board without a VFP
+    /// ([`crate::board::Board::has_vfp`]) cannot print it.
+    pub fn needs_vfp(self) -> bool {
+        matches!(
+            self,
+            Kind::YieldVfp0Lazy
+                | Kind::YieldVfp0Eager
+                | Kind::YieldVfp1Lazy
+                | Kind::YieldVfp1Eager
+                | Kind::YieldVfp2Lazy
+                | Kind::YieldVfp2Eager
+        )
     }
 }
 
@@ -244,7 +284,7 @@ mod tests {
         for m in Mode::ALL {
             assert_eq!(Mode::parse(m.name()), Some(m));
         }
-        assert_eq!(Kind::ALL.len(), 11);
+        assert_eq!(Kind::ALL.len(), 17);
     }
 
     #[test]

@@ -29,6 +29,14 @@ pub enum Rule {
         /// Largest relative difference that meets the goal.
         within: f64,
     },
+    /// Every figure at most (`or_equal`) or below the FASS figure of
+    /// `other` at the same count and touch size, measured in the same run.
+    Below {
+        /// The kind compared with.
+        other: Kind,
+        /// Whether an equal figure meets the goal.
+        or_equal: bool,
+    },
 }
 
 /// A goal on the FASS figures of one kind.
@@ -49,6 +57,9 @@ impl Goal {
             Rule::AtMost(x) => format!("<= {}", count(x)),
             Rule::Flat { from, to, within } => {
                 format!("n={to} within {} % of n={from}", pct(within))
+            }
+            Rule::Below { other, or_equal } => {
+                format!("{} `{}`", if or_equal { "<=" } else { "<" }, other.name())
             }
         }
     }
@@ -71,7 +82,7 @@ const SAME_GENERATION: &[u32] = &[2, 8, 14];
 /// recycling on every switch, refill faults included; a collision resolved
 /// without a flush), the TCM goals, and the old goal on the switch tail
 /// (secondary).
-pub const GOALS: [Goal; 14] = [
+pub const GOALS: [Goal; 16] = [
     Goal {
         kind: Kind::Yield,
         ns: SAME_GENERATION,
@@ -141,6 +152,26 @@ pub const GOALS: [Goal; 14] = [
         kind: Kind::TcmWindow,
         ns: &[1],
         rule: Rule::AtMost(300.0),
+    },
+    // Issue 27: a switch between two processes that do not use the VFP
+    // costs no more with the VFP's lazy switching than the plain yield.
+    Goal {
+        kind: Kind::YieldVfp0Lazy,
+        ns: &[2],
+        rule: Rule::Below {
+            other: Kind::Yield,
+            or_equal: true,
+        },
+    },
+    // Issue 27: lazy beats eager when one of two ping-ponging processes
+    // uses the VFP.
+    Goal {
+        kind: Kind::YieldVfp1Lazy,
+        ns: &[2],
+        rule: Rule::Below {
+            other: Kind::YieldVfp1Eager,
+            or_equal: false,
+        },
     },
 ];
 
@@ -221,6 +252,19 @@ pub fn judge(goal: &Goal, figs: &Figures, board: &'static str, ns: &[u32]) -> Ju
                     }
                 }
             },
+            Rule::Below { other, or_equal } => {
+                for &n in ns {
+                    let o = figs.get(board, other, Mode::Fass, n, t);
+                    match (get(n, t), o) {
+                        (Some(v), Some(o)) => {
+                            let d = v - o;
+                            bad |= if or_equal { d > 0.0 } else { d >= 0.0 };
+                            worst = Some(worst.map_or(d, |w| w.max(d)));
+                        }
+                        _ => missing.push((n, t)),
+                    }
+                }
+            }
         }
     }
     let verdict = match (worst, bad) {
@@ -268,10 +312,24 @@ fn pct(x: f64) -> String {
 const NOT_MEASURED: &str = "not measured";
 /// The cells of a TCM kind on a board without TCM.
 const NO_TCM: &str = "n/a (no TCM)";
+/// The cells of a VFP kind on a board without a VFP.
+const NO_VFP: &str = "n/a (no VFP)";
 
-/// Whether `goal` applies on `board` (the TCM goals only where there is TCM).
+/// Whether `goal` applies on `board` (the TCM goals only where there is
+/// TCM, the VFP goals only where there is a VFP).
 fn applies(goal: &Goal, board: Board) -> bool {
-    board.has_tcm() || !goal.kind.needs_tcm()
+    (board.has_tcm() || !goal.kind.needs_tcm()) && (board.has_vfp() || !goal.kind.needs_vfp())
+}
+
+/// What a board without the hardware of `kind` shows in its cells.
+fn not_applicable(kind: Kind, board: Board) -> Option<&'static str> {
+    if kind.needs_tcm() && !board.has_tcm() {
+        Some(NO_TCM)
+    } else if kind.needs_vfp() && !board.has_vfp() {
+        Some(NO_VFP)
+    } else {
+        None
+    }
 }
 
 fn touch_name(t: u32) -> String {
@@ -294,6 +352,9 @@ fn verdict_cell(goal: &Goal, j: &Judgement) -> String {
         }
         (Verdict::NotMet, Rule::Flat { .. }, Some(w)) => {
             format!("**NOT met** ({} %)", pct(w))
+        }
+        (Verdict::NotMet, Rule::Below { .. }, Some(w)) => {
+            format!("**NOT met** (by {})", count(w))
         }
         (Verdict::NotMet, ..) => "**NOT met**".to_string(),
         (Verdict::NotMeasured, ..) => return NOT_MEASURED.to_string(),
@@ -371,10 +432,10 @@ pub fn table(figs: &Figures, board: Board) -> String {
             continue;
         };
         let get = |m, n, t| figs.get(board, kind, m, n, t);
-        let no_tcm = kind.needs_tcm() && !hw.has_tcm();
+        let na = not_applicable(kind, hw);
         let cell = |m: Mode, n: u32| {
-            if no_tcm && modes.contains(&m) {
-                NO_TCM.to_string()
+            if let (Some(na), true) = (na, modes.contains(&m)) {
+                na.to_string()
             } else if modes.contains(&m) {
                 per_touch(&touches, |t| get(m, n, t).map(count))
             } else {
@@ -394,11 +455,16 @@ pub fn table(figs: &Figures, board: Board) -> String {
             let goals: Vec<&Goal> = GOALS
                 .iter()
                 .filter(|g| {
-                    g.kind == kind && matches!(g.rule, Rule::AtMost(_)) && g.ns.contains(&n)
+                    g.kind == kind
+                        && matches!(g.rule, Rule::AtMost(_) | Rule::Below { .. })
+                        && g.ns.contains(&n)
                 })
                 .collect();
             let (gtext, gverdict) = match goals.first() {
-                Some(g) if !applies(g, hw) => (g.text(), NO_TCM.to_string()),
+                Some(g) if !applies(g, hw) => (
+                    g.text(),
+                    not_applicable(kind, hw).unwrap_or(NO_TCM).to_string(),
+                ),
                 Some(g) => (g.text(), verdict_cell(g, &judge(g, figs, board, &[n]))),
                 None => ("–".to_string(), "–".to_string()),
             };
@@ -448,6 +514,14 @@ pub fn table(figs: &Figures, board: Board) -> String {
         }
     }
     let (mut met, mut not_met, mut none, mut of) = (0, 0, 0, 0);
+    let no_tcm = GOALS
+        .iter()
+        .filter(|g| !applies(g, hw) && g.kind.needs_tcm())
+        .count();
+    let no_vfp = GOALS
+        .iter()
+        .filter(|g| !applies(g, hw) && !g.kind.needs_tcm())
+        .count();
     for g in GOALS.iter().filter(|g| applies(g, hw)) {
         of += 1;
         match judge(g, figs, board, g.ns).verdict {
@@ -459,10 +533,11 @@ pub fn table(figs: &Figures, board: Board) -> String {
     let _ = writeln!(
         out,
         "\nGoals: {met} met, {not_met} NOT met, {none} not measured (of {of}{}).\n",
-        if of < GOALS.len() {
-            format!("; {} n/a: no TCM", GOALS.len() - of)
-        } else {
-            String::new()
+        match (no_tcm, no_vfp) {
+            (0, 0) => String::new(),
+            (t, 0) => format!("; {t} n/a: no TCM"),
+            (0, v) => format!("; {v} n/a: no VFP"),
+            (t, v) => format!("; {t} n/a: no TCM, {v} n/a: no VFP"),
         }
     );
     out
@@ -510,6 +585,19 @@ mod tests {
                     v.push((g.kind, Mode::Fass, from, t, 100.0));
                     v.push((g.kind, Mode::Fass, to, t, 105.0));
                 }
+                // The other kind first: the goal's own figure last.
+                Rule::Below { other, or_equal } => {
+                    for &n in g.ns {
+                        v.push((other, Mode::Fass, n, t, 100.0));
+                        v.push((
+                            g.kind,
+                            Mode::Fass,
+                            n,
+                            t,
+                            if or_equal { 100.0 } else { 99.0 },
+                        ));
+                    }
+                }
             }
         }
         v
@@ -528,6 +616,13 @@ mod tests {
             last.4 = match g.rule {
                 Rule::AtMost(limit) => limit + 1.0,
                 Rule::Flat { .. } => 105.1,
+                Rule::Below { or_equal, .. } => {
+                    if or_equal {
+                        100.1
+                    } else {
+                        100.0
+                    }
+                }
             };
             let j = judge(g, &figs(&bad), BOARD, g.ns);
             assert_eq!(j.verdict, Verdict::NotMet, "{g:?}");
@@ -635,7 +730,7 @@ mod tests {
                     t.contains("| `tcm` n=1 | n/a | n/a | 2,500 | – | – | <= 2,500 | met |"),
                     "{t}"
                 );
-                assert!(t.contains("Goals: 2 met, 0 NOT met, 12 not measured (of 14)."));
+                assert!(t.contains("Goals: 2 met, 0 NOT met, 14 not measured (of 16)."));
             } else {
                 assert!(
                     t.contains("| `tcm` n=1 | n/a | n/a | n/a (no TCM) | – | – | <= 2,500 | n/a (no TCM) |"),
@@ -643,13 +738,60 @@ mod tests {
                 );
                 assert!(t.contains("| `tcm_window` n=1 | n/a | n/a | n/a (no TCM) | – | – | <= 300 | n/a (no TCM) |"));
                 assert!(
-                    t.contains("Goals: 0 met, 0 NOT met, 12 not measured (of 12; 2 n/a: no TCM)."),
+                    t.contains(
+                        "Goals: 0 met, 0 NOT met, 12 not measured (of 12; 2 n/a: no TCM, 2 n/a: no VFP)."
+                    ),
                     "{t}"
                 );
             }
         }
         assert!(Board::Versatilepb.has_tcm());
         assert!(!Board::Collie.has_tcm() && !Board::Connex.has_tcm());
+    }
+
+    #[test]
+    fn vfp_goals_compare_with_another_kind_and_need_a_vfp() {
+        let v: Vec<_> = GOALS
+            .iter()
+            .filter(|g| g.kind.needs_vfp())
+            .flat_map(meeting)
+            .collect();
+        assert_eq!(v.len(), 4);
+        for b in Board::ALL {
+            let t = table(&figs_on(b.name(), &v), b);
+            if b.has_vfp() {
+                assert!(
+                    t.contains("| `yield_vfp0_lazy` n=2 | not measured | not measured | 100 | not measured | not measured | <= `yield` | met |"),
+                    "{t}"
+                );
+                assert!(
+                    t.contains("| `yield_vfp1_lazy` n=2 | not measured | not measured | 99 | not measured | not measured | < `yield_vfp1_eager` | met |"),
+                    "{t}"
+                );
+            } else {
+                assert!(
+                    t.contains("| `yield_vfp1_lazy` n=2 | n/a (no VFP) | n/a (no VFP) | n/a (no VFP) | not measured | not measured | < `yield_vfp1_eager` | n/a (no VFP) |"),
+                    "{t}"
+                );
+            }
+        }
+        // Lazy no better than eager: missed by the difference.
+        let g = GOALS
+            .iter()
+            .find(|g| g.kind == Kind::YieldVfp1Lazy)
+            .unwrap();
+        let f = figs(&[
+            (Kind::YieldVfp1Eager, Mode::Fass, 2, 0, 230.0),
+            (Kind::YieldVfp1Lazy, Mode::Fass, 2, 0, 250.0),
+        ]);
+        let j = judge(g, &f, BOARD, g.ns);
+        assert_eq!(j.verdict, Verdict::NotMet);
+        assert_eq!(verdict_cell(g, &j), "**NOT met** (by 20)");
+        // The other kind missing: not measured, never met.
+        let f = figs(&[(Kind::YieldVfp1Lazy, Mode::Fass, 2, 0, 1.0)]);
+        assert_eq!(judge(g, &f, BOARD, g.ns).verdict, Verdict::NotMeasured);
+        assert!(Board::Versatilepb.has_vfp());
+        assert!(!Board::Collie.has_vfp() && !Board::Connex.has_vfp());
     }
 
     #[test]
@@ -666,7 +808,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("Goals: 0 met, 0 NOT met, 14 not measured (of 14)."),
+            t.contains("Goals: 0 met, 0 NOT met, 16 not measured (of 16)."),
             "{t}"
         );
         // The legacy kind appears only when printed.
