@@ -68,10 +68,13 @@ pub enum Transit {
     Preempt = 5,
     /// Anything else (the default).
     Other = 6,
+    /// An undefined instruction that gave the process the VFP
+    /// (`vfp::Kernel::vfp_undefined`).
+    VfpTrap = 7,
 }
 
 /// Buckets, the total first ([`Transit`] values index the rest).
-const PAIRS: usize = 7;
+const PAIRS: usize = 8;
 
 /// The transit sums.
 struct Transits {

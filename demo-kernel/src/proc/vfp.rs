@@ -390,6 +390,7 @@ impl Kernel {
         }
         v.used |= 1u64 << (cur & (MAX_PROCS - 1));
         v.counters.traps += 1;
+        super::clock::mark(super::clock::Transit::VfpTrap);
         self.vfp_table();
         true
     }
@@ -522,8 +523,8 @@ pub fn spawn(k: &mut Kernel, name: &str, rounds: u32) -> Result<(), super::kerne
 /// The report of VFP scenario `name` in mode `m` after its run: the `VFP`
 /// line (the policy, the counters, the owner and EN after the run) and,
 /// for `vfpyield*`, the `BENCH` line: every kernel instruction of the
-/// transits between the marks (the yields and the VFP traps they cause;
-/// timer preemptions left out) per yield.
+/// yields between the marks and of the VFP traps they cause
+/// ([`Transit::VfpTrap`]), per yield.
 pub fn report(k: &Kernel, name: &str, m: &str) {
     use super::clock::{self, Transit};
     let v = &k.vfp;
@@ -547,7 +548,7 @@ pub fn report(k: &Kernel, name: &str, m: &str) {
     let yields = clock::sum(Some(Transit::Yield));
     if name.starts_with("vfpyield") && yields.n > 0 && k.marks.iter().all(Option::is_some) {
         let all = clock::sum(None);
-        let preempts = clock::sum(Some(Transit::Preempt));
+        let traps = clock::sum(Some(Transit::VfpTrap));
         let kind = match (name, v.policy) {
             ("vfpyield2", Policy::Lazy) => "yield_vfp2_lazy",
             ("vfpyield2", Policy::Eager) => "yield_vfp2_eager",
@@ -564,12 +565,14 @@ pub fn report(k: &Kernel, name: &str, m: &str) {
             _ => (0, 0),
         };
         defmt::info!(
-            "VFPYIELD name={=str} mode={=str} policy={=str} yields={=u32} yield_instr={=u64} transits={=u32} transit_instr={=u64} switches={=u32} lean={=u32}",
+            "VFPYIELD name={=str} mode={=str} policy={=str} yields={=u32} yield_instr={=u64} vfp_traps={=u32} vfp_trap_instr={=u64} transits={=u32} transit_instr={=u64} switches={=u32} lean={=u32}",
             name,
             m,
             v.policy.name(),
             yields.n,
             yields.instructions,
+            traps.n,
+            traps.instructions,
             all.n,
             all.instructions,
             switches,
@@ -579,7 +582,7 @@ pub fn report(k: &Kernel, name: &str, m: &str) {
             "BENCH kind={=str} mode={=str} n=2 touch=0 value={=u64} unit=instructions",
             kind,
             m,
-            (all.instructions - preempts.instructions) / u64::from(yields.n)
+            (yields.instructions + traps.instructions) / u64::from(yields.n)
         );
     }
 }

@@ -152,8 +152,8 @@ pub mod role {
     pub const VFP_DIE: u32 = 18;
     /// VFP yield benchmark: r1 its index, r2 rounds, r3 non-zero: computes
     /// with the VFP (`vadd.f64`, `vmul.f64`) each round and checks the
-    /// results across its yields (`MARK`s around all but two warm-up
-    /// rounds). Exits with the checks that failed.
+    /// results across its yields (index 0 sets `MARK 0` after two warm-up
+    /// rounds, the first to finish `MARK 1`). Exits with the checks that failed.
     pub const VFP_YIELD: u32 = 19;
 }
 

@@ -176,7 +176,7 @@ pub fn definition(kind: Kind) -> &'static str {
         Kind::Tcm => "one 4 KiB exchange into TCM by the `TCM_EXCHANGE` system call, all its steps",
         Kind::TcmWindow => "the exchange's longest interrupts-off window",
         Kind::IpcLegacy => "legacy (old kernel): every instruction between the ipc scenario's marks, user code included, per round trip",
-        Kind::YieldVfp0Lazy => "two processes that do not use the VFP yield to each other, lazy VFP switching: every kernel instruction of the measured window's transits except timer preemptions, per yield",
+        Kind::YieldVfp0Lazy => "two processes that do not use the VFP yield to each other, lazy VFP switching: the kernel instructions of the measured yields (from the SWI vector to the return to user mode) and of the VFP traps (undefined-instruction vector to the return) in their window, per yield",
         Kind::YieldVfp0Eager => "the same, eager VFP switching",
         Kind::YieldVfp1Lazy => "the same with one of the two computing with the VFP, lazy: the yields and the VFP traps they cause, per yield",
         Kind::YieldVfp1Eager => "the same, eager (its state saved and loaded on each switch away from and to it)",

@@ -29,13 +29,15 @@ pub enum Rule {
         /// Largest relative difference that meets the goal.
         within: f64,
     },
-    /// Every figure at most (`or_equal`) or below the FASS figure of
-    /// `other` at the same count and touch size, measured in the same run.
-    Below {
+    /// Every figure at most the FASS figure of `other` at the same count
+    /// and touch size, measured in the same run, plus `plus` (negative:
+    /// below it by that much; figures are whole instructions, so -1 means
+    /// strictly below).
+    AtMostOther {
         /// The kind compared with.
         other: Kind,
-        /// Whether an equal figure meets the goal.
-        or_equal: bool,
+        /// Added to the other figure.
+        plus: f64,
     },
 }
 
@@ -58,8 +60,16 @@ impl Goal {
             Rule::Flat { from, to, within } => {
                 format!("n={to} within {} % of n={from}", pct(within))
             }
-            Rule::Below { other, or_equal } => {
-                format!("{} `{}`", if or_equal { "<=" } else { "<" }, other.name())
+            Rule::AtMostOther { other, plus } => {
+                let name = other.name();
+                if plus == -1.0 {
+                    format!("< `{name}`")
+                } else if plus == 0.0 {
+                    format!("<= `{name}`")
+                } else {
+                    let sign = if plus < 0.0 { "-" } else { "+" };
+                    format!("<= `{name}` {sign} {}", count(plus.abs()))
+                }
             }
         }
     }
@@ -154,13 +164,15 @@ pub const GOALS: [Goal; 16] = [
         rule: Rule::AtMost(300.0),
     },
     // Issue 27: a switch between two processes that do not use the VFP
-    // costs no more with the VFP's lazy switching than the plain yield.
+    // costs no more with the VFP's lazy switching than the plain yield of
+    // the same run (the same assembly path; + 1: the means are whole
+    // instructions, one instruction over 40 yields can move one by 1).
     Goal {
         kind: Kind::YieldVfp0Lazy,
         ns: &[2],
-        rule: Rule::Below {
+        rule: Rule::AtMostOther {
             other: Kind::Yield,
-            or_equal: true,
+            plus: 1.0,
         },
     },
     // Issue 27: lazy beats eager when one of two ping-ponging processes
@@ -168,9 +180,9 @@ pub const GOALS: [Goal; 16] = [
     Goal {
         kind: Kind::YieldVfp1Lazy,
         ns: &[2],
-        rule: Rule::Below {
+        rule: Rule::AtMostOther {
             other: Kind::YieldVfp1Eager,
-            or_equal: false,
+            plus: -1.0,
         },
     },
 ];
@@ -252,13 +264,14 @@ pub fn judge(goal: &Goal, figs: &Figures, board: &'static str, ns: &[u32]) -> Ju
                     }
                 }
             },
-            Rule::Below { other, or_equal } => {
+            Rule::AtMostOther { other, plus } => {
                 for &n in ns {
                     let o = figs.get(board, other, Mode::Fass, n, t);
                     match (get(n, t), o) {
                         (Some(v), Some(o)) => {
-                            let d = v - o;
-                            bad |= if or_equal { d > 0.0 } else { d >= 0.0 };
+                            // How far above the goal (<= 0: met).
+                            let d = v - (o + plus);
+                            bad |= d > 0.0;
                             worst = Some(worst.map_or(d, |w| w.max(d)));
                         }
                         _ => missing.push((n, t)),
@@ -353,7 +366,7 @@ fn verdict_cell(goal: &Goal, j: &Judgement) -> String {
         (Verdict::NotMet, Rule::Flat { .. }, Some(w)) => {
             format!("**NOT met** ({} %)", pct(w))
         }
-        (Verdict::NotMet, Rule::Below { .. }, Some(w)) => {
+        (Verdict::NotMet, Rule::AtMostOther { .. }, Some(w)) => {
             format!("**NOT met** (by {})", count(w))
         }
         (Verdict::NotMet, ..) => "**NOT met**".to_string(),
@@ -456,7 +469,7 @@ pub fn table(figs: &Figures, board: Board) -> String {
                 .iter()
                 .filter(|g| {
                     g.kind == kind
-                        && matches!(g.rule, Rule::AtMost(_) | Rule::Below { .. })
+                        && matches!(g.rule, Rule::AtMost(_) | Rule::AtMostOther { .. })
                         && g.ns.contains(&n)
                 })
                 .collect();
@@ -586,16 +599,10 @@ mod tests {
                     v.push((g.kind, Mode::Fass, to, t, 105.0));
                 }
                 // The other kind first: the goal's own figure last.
-                Rule::Below { other, or_equal } => {
+                Rule::AtMostOther { other, plus } => {
                     for &n in g.ns {
                         v.push((other, Mode::Fass, n, t, 100.0));
-                        v.push((
-                            g.kind,
-                            Mode::Fass,
-                            n,
-                            t,
-                            if or_equal { 100.0 } else { 99.0 },
-                        ));
+                        v.push((g.kind, Mode::Fass, n, t, 100.0 + plus));
                     }
                 }
             }
@@ -616,13 +623,7 @@ mod tests {
             last.4 = match g.rule {
                 Rule::AtMost(limit) => limit + 1.0,
                 Rule::Flat { .. } => 105.1,
-                Rule::Below { or_equal, .. } => {
-                    if or_equal {
-                        100.1
-                    } else {
-                        100.0
-                    }
-                }
+                Rule::AtMostOther { plus, .. } => 100.0 + plus + 0.1,
             };
             let j = judge(g, &figs(&bad), BOARD, g.ns);
             assert_eq!(j.verdict, Verdict::NotMet, "{g:?}");
@@ -761,7 +762,7 @@ mod tests {
             let t = table(&figs_on(b.name(), &v), b);
             if b.has_vfp() {
                 assert!(
-                    t.contains("| `yield_vfp0_lazy` n=2 | not measured | not measured | 100 | not measured | not measured | <= `yield` | met |"),
+                    t.contains("| `yield_vfp0_lazy` n=2 | not measured | not measured | 101 | not measured | not measured | <= `yield` + 1 | met |"),
                     "{t}"
                 );
                 assert!(
@@ -786,7 +787,13 @@ mod tests {
         ]);
         let j = judge(g, &f, BOARD, g.ns);
         assert_eq!(j.verdict, Verdict::NotMet);
-        assert_eq!(verdict_cell(g, &j), "**NOT met** (by 20)");
+        assert_eq!(verdict_cell(g, &j), "**NOT met** (by 21)");
+        // Equal is not better.
+        let f = figs(&[
+            (Kind::YieldVfp1Eager, Mode::Fass, 2, 0, 230.0),
+            (Kind::YieldVfp1Lazy, Mode::Fass, 2, 0, 230.0),
+        ]);
+        assert_eq!(judge(g, &f, BOARD, g.ns).verdict, Verdict::NotMet);
         // The other kind missing: not measured, never met.
         let f = figs(&[(Kind::YieldVfp1Lazy, Mode::Fass, 2, 0, 1.0)]);
         assert_eq!(judge(g, &f, BOARD, g.ns).verdict, Verdict::NotMeasured);
