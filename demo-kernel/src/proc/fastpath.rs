@@ -182,7 +182,13 @@ pub extern "C" fn fast_irq_tick() -> u32 {
 pub extern "C" fn fast_irq_decide() -> *mut TrapFrame {
     // SAFETY: as in `fast_irq_tick`.
     let k = unsafe { super::kernel::running_kernel() };
-    k.irq_after_tick()
+    let frame = k.irq_after_tick();
+    // The VFP's switch work, as at the end of `trap::trap_entry` (the
+    // switch may have been to a process whose record the VFP marked).
+    if k.vfp.watch {
+        k.vfp_after_trap();
+    }
+    frame
 }
 
 /// The tag byte of `s` (`State` is `repr(u8)`: the tag comes first).

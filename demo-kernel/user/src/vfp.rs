@@ -113,6 +113,16 @@ pub fn die(who: u32, uses_vfp: u32) -> u32 {
     0xBAD1
 }
 
+/// The bits of the double `m / 2` (`m` >= 1), with integer operations
+/// only: the crate is soft-float, and the check should not trust a float
+/// routine either.
+fn halves(m: u32) -> u64 {
+    let p = 31 - m.leading_zeros(); // m = 1.f * 2^p
+    let exponent = u64::from(p) + 1023 - 1;
+    let fraction = (u64::from(m) << (52 - p)) & ((1 << 52) - 1);
+    exponent << 52 | fraction
+}
+
 /// [`role::VFP_YIELD`].
 pub fn yielder(who: u32, rounds: u32, uses_vfp: u32) -> u32 {
     let mut bad = 0;
@@ -151,8 +161,7 @@ pub fn yielder(who: u32, rounds: u32, uses_vfp: u32) -> u32 {
                     options(nostack, nomem),
                 );
             }
-            let sum = (f64::from(k + 1) * 0.5).to_bits();
-            if (u64::from(a1) << 32 | u64::from(a0)) != sum {
+            if (u64::from(a1) << 32 | u64::from(a0)) != halves(k + 1) {
                 bad += 1;
             }
             if (u64::from(b1) << 32 | u64::from(b0)) != 3.0f64.to_bits() {
