@@ -3,9 +3,11 @@
 //! `asm/boot.s` is the ELF entry (`_start`, physical, MMU off) and
 //! `_start_high` (virtual, MMU on); `asm/vectors.s` holds the vector page and
 //! the exception entry stubs; `asm/probe.s` the probe instructions;
-//! `asm/trap.s` the user-mode trap frames and the way into user mode.
+//! `asm/trap.s` the user-mode trap frames and the way into user mode;
+//! `asm/vfp.s` the VFP's guarded detection and its register save and load.
 
 core::arch::global_asm!(include_str!("asm/boot.s"), options(raw));
 core::arch::global_asm!(include_str!("asm/vectors.s"), options(raw));
 core::arch::global_asm!(include_str!("asm/probe.s"), options(raw));
 core::arch::global_asm!(include_str!("asm/trap.s"), options(raw));
+core::arch::global_asm!(include_str!("asm/vfp.s"), options(raw));

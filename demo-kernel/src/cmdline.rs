@@ -4,7 +4,9 @@
 //! when no `-semihosting-config arg=` is given. Words are separated by
 //! spaces; the kernel path and unknown words are ignored. `scenario=NAMES`
 //! selects the process scenarios ([`crate::proc::scenario`]), with
-//! `mode=`, `n=`, `touch=`, `passes=`, `rounds=`, `seed=`, `calls=`, `slice=`.
+//! `mode=`, `n=`, `touch=`, `passes=`, `rounds=`, `seed=`, `calls=`, `slice=`
+//! and `vfp=` (`lazy`, `eager` or both, comma-separated: the VFP policies,
+//! [`crate::proc::vfp`]).
 
 use crate::exit::semihosting;
 use crate::global::Global;
@@ -105,6 +107,7 @@ fn parse(text: &'static str) -> Cmdline {
             }
             Some(("calls", v)) => p.calls = number(v, p.calls),
             Some(("slice", v)) => p.slice = number(v, p.slice),
+            Some(("vfp", v)) => p.vfp = v,
             _ => {}
         }
     }

@@ -85,6 +85,7 @@ pub extern "C" fn kmain() -> ! {
         defmt::error!("cannot build the kernel page table: {}", e);
         exit::exit(exit::EXIT_SETUP);
     }
+    proc::vfp::detect();
     let cmd = match cmdline::read() {
         Ok(cmd) => cmd,
         Err(e) => {

@@ -76,6 +76,17 @@ impl Board {
         }
     }
 
+    /// Whether the board's CPU has a VFP for user processes (the kernel's
+    /// `board::HAS_VFP`, which its FPSID probe confirms): versatilepb's
+    /// ARM926EJ-S with QEMU's VFP9-S; the SA-1110 and the PXA255 have none,
+    /// and their kernels run no VFP scenario.
+    pub fn has_vfp(self) -> bool {
+        match self {
+            Board::Versatilepb => true,
+            Board::Collie | Board::Connex => false,
+        }
+    }
+
     /// The kernel's cargo feature selecting the board.
     pub fn feature(self) -> String {
         format!("board-{}", self.name())

@@ -25,7 +25,8 @@ __vectors:
 
 @ Handlers. An exception taken in user mode goes to the trap path
 @ (`asm/trap.s`). In the kernel, every exception except a data abort raised
-@ by a probe instruction is fatal: r0 = kind (see `vectors::ExceptionKind`), r1 = SPSR,
+@ by a probe instruction and the VFP probe's undefined FPSID read
+@ (`__vfp_kernel_undef`, `asm/vfp.s`) is fatal: r0 = kind (see `vectors::ExceptionKind`), r1 = SPSR,
 @ r2 = address of the instruction concerned, then `unexpected_exception`
 @ (Rust, never returns) reports it and exits QEMU with a failure status.
 
@@ -47,9 +48,7 @@ __exc_undef:
     mrs     r0, spsr
     tst     r0, #0xF
     beq     __user_trap_undef
-    mov     r0, #1
-    sub     r2, lr, #4
-    b       1f
+    b       __vfp_kernel_undef      @ the VFP probe's read, else fatal (asm/vfp.s)
 __exc_svc:
     str     r0, [sp, #-4]
     mrs     r0, spsr

@@ -20,6 +20,9 @@ pub const NAME: &str = "collie";
 pub const EXPECTED_MIDR: u32 = 0x6901_B119;
 /// The CPU family.
 pub const CPU_KIND: CpuKind = CpuKind::Sa1110;
+/// Whether the board's CPU has a VFP (the SA-1110 has none; checked against the FPSID
+/// probe, `proc::vfp::detect`, which decides).
+pub const HAS_VFP: bool = false;
 /// No TCM: the TCM scenarios and tests report "not applicable".
 pub const HAS_TCM: bool = false;
 /// OSCR ticks per million instructions under `-icount shift=10`.

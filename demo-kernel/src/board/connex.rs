@@ -20,6 +20,9 @@ pub const NAME: &str = "connex";
 pub const EXPECTED_MIDR: u32 = 0x6905_2D00;
 /// The CPU family.
 pub const CPU_KIND: CpuKind = CpuKind::XScale;
+/// Whether the board's CPU has a VFP (the PXA255 has none; checked against the FPSID
+/// probe, `proc::vfp::detect`, which decides).
+pub const HAS_VFP: bool = false;
 /// No TCM: the TCM scenarios and tests report "not applicable".
 pub const HAS_TCM: bool = false;
 /// OSCR ticks per million instructions under `-icount shift=10`.

@@ -15,6 +15,9 @@ pub const NAME: &str = "versatilepb";
 pub const EXPECTED_MIDR: u32 = 0x4106_9265;
 /// The CPU family.
 pub const CPU_KIND: CpuKind = CpuKind::Arm926ejs;
+/// Whether the board's CPU has a VFP (checked against the FPSID probe,
+/// `proc::vfp::detect`, which decides).
+pub const HAS_VFP: bool = true;
 /// Whether the TCM scenarios run (on the CPU's TCM or the board's emulated banks).
 pub const HAS_TCM: bool = true;
 /// Ticks of the 24 MHz counter per million instructions under `-icount

@@ -71,10 +71,13 @@ pub enum Transit {
     /// `LSEND`/`LSEND_RECV` handed to a receiver blocked in a receive,
     /// which runs next: the copy of the buffer included.
     LongIpc = 7,
+    /// An undefined instruction that gave the process the VFP
+    /// (`vfp::Kernel::vfp_undefined`).
+    VfpTrap = 8,
 }
 
 /// Buckets, the total first ([`Transit`] values index the rest).
-const PAIRS: usize = 8;
+const PAIRS: usize = 9;
 
 /// The transit sums.
 struct Transits {

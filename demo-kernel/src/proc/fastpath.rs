@@ -39,6 +39,7 @@ type Entry = unsafe extern "C" fn();
 
 extern "C" {
     fn __svc_general();
+    fn __irq_general();
     fn __svc_yield_fass();
     fn __svc_send_fass();
     fn __svc_reply_fass();
@@ -118,6 +119,20 @@ static SVC_NAIVE_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
     __irq_preempt_naive,
 );
 
+/// Every system call and the IRQ to the Rust path (`trap_entry`): the
+/// table of a kernel whose VFP needs the next switch ([`super::vfp`]).
+static SVC_GENERAL_TABLE: [Entry; SVC_TABLE_LEN + 1] = {
+    let mut t: [Entry; SVC_TABLE_LEN + 1] = [__svc_general; SVC_TABLE_LEN + 1];
+    t[SVC_TABLE_LEN] = __irq_general;
+    t
+};
+
+/// The dispatch table that takes everything through the Rust path
+/// ([`Kernel::svc_table`] while the VFP needs the next switch).
+pub(super) fn svc_general_table() -> *const u32 {
+    SVC_GENERAL_TABLE.as_ptr().cast()
+}
+
 /// The dispatch table of a kernel in `mode` ([`Kernel::svc_table`]).
 pub(super) fn svc_table(mode: SwitchMode) -> *const u32 {
     let t = match mode {
@@ -167,7 +182,13 @@ pub extern "C" fn fast_irq_tick() -> u32 {
 pub extern "C" fn fast_irq_decide() -> *mut TrapFrame {
     // SAFETY: as in `fast_irq_tick`.
     let k = unsafe { super::kernel::running_kernel() };
-    k.irq_after_tick()
+    let frame = k.irq_after_tick();
+    // The VFP's switch work, as at the end of `trap::trap_entry` (the
+    // switch may have been to a process whose record the VFP marked).
+    if k.vfp.watch {
+        k.vfp_after_trap();
+    }
+    frame
 }
 
 /// The tag byte of `s` (`State` is `repr(u8)`: the tag comes first).

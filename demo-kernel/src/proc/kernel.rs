@@ -379,6 +379,9 @@ pub struct Kernel {
     /// TCM: user exchanges preempted between two steps, by the caller's
     /// instruction set ([ARM, Thumb]).
     pub tcm_preempted: [u32; 2],
+    /// The VFP's owner, policy and the processes' saved VFP states
+    /// ([`super::vfp`]); after the fields the fast paths reach.
+    pub vfp: super::vfp::Vfp,
     /// The CP15 handle the kernel runs on (its strategy calls through
     /// [`Kernel::sys`], its scheduler, traps and TCM calls directly or
     /// through [`crate::cp15::lend`]), standing in for `kmain`'s owner
@@ -775,6 +778,7 @@ impl Kernel {
             pending: None,
             xtimes: [None; 8],
             tcm_preempted: [0; 2],
+            vfp: super::vfp::Vfp::new(super::fastpath::svc_table(mode)),
             cp15,
         })
     }
@@ -979,6 +983,8 @@ impl Kernel {
         }
         self.bump_epoch();
         self.procs[idx].fast = Fast::NONE;
+        // The VFP: nothing of it stays behind (`vfp::Kernel::vfp_end`).
+        self.vfp_end(idx);
         // Its exchange in progress (it was blocked in the call) is
         // cancelled before anything of it is freed.
         self.cancel_pending(idx);

@@ -24,6 +24,7 @@
 //!   mappings); `tcm::setup`: where the banks are and the kernel mappings of
 //!   them, once per boot; `tcm::syscalls`, `tcm::ops`: the TCM system calls
 //!   (exchanges; page operations);
+//! * [`vfp`]: the VFP for user processes (detection, lazy or eager switching);
 //! * [`scenario`]: the workloads the command line selects, and their reports.
 
 pub mod clock;
@@ -43,3 +44,4 @@ pub mod tcm;
 pub mod timer;
 pub mod trap;
 pub mod uaccess;
+pub mod vfp;

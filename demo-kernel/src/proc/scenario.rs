@@ -44,6 +44,10 @@ pub struct Params {
     pub calls: u32,
     /// Timer period in 1 MHz ticks (default: the board's [`crate::board::SLICE_US`]).
     pub slice: u32,
+    /// Comma-separated VFP policies ([`super::vfp::Policy`], default
+    /// `lazy`): the VFP scenarios run under each, the others under the
+    /// first.
+    pub vfp: &'static str,
 }
 
 impl Params {
@@ -58,6 +62,7 @@ impl Params {
         seed: 12345,
         calls: 10_000,
         slice: crate::board::SLICE_US,
+        vfp: "lazy",
     };
 }
 
@@ -271,6 +276,7 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
             .unwrap_or(0x07E0_8000);
             k.spawn(role::LONGBAD, [0, r as u32, 1, other, 0, 0, 0])?;
         }
+        _ if super::vfp::is_scenario(name) => super::vfp::spawn(k, name, p.rounds)?,
         "fuzz" => {
             if let Err(e) = k.define_segment(0, abi::SEGMENT_VA, SEGMENT_PHYS) {
                 defmt::error!("cannot define segment 0: {}", e);
@@ -302,6 +308,21 @@ const KNOWN: [&str; 16] = [
 /// owner `cp15` ([`kernel::Lease`]); `false` if one could not be set up.
 pub fn run(cp15: &mut HwCp15, p: &Params) -> bool {
     let mut ok = true;
+    let mut policies = [super::vfp::Policy::Lazy; 2];
+    let mut n_policies = 0;
+    for word in p.vfp.split(',').filter(|s| !s.is_empty()) {
+        match super::vfp::Policy::parse(word) {
+            Some(pol) if n_policies < policies.len() => {
+                policies[n_policies] = pol;
+                n_policies += 1;
+            }
+            _ => {
+                defmt::error!("vfp={=str}: not a list of lazy, eager", p.vfp);
+                return false;
+            }
+        }
+    }
+    let policies = &policies[..n_policies.max(1)];
     if crate::board::HAS_TCM {
         if let Err(e) = super::tcm::setup::init(cp15) {
             defmt::error!("cannot set up TCM: {}", e);
@@ -315,6 +336,26 @@ pub fn run(cp15: &mut HwCp15, p: &Params) -> bool {
             continue;
         };
         for name in p.scenarios.split(',').filter(|s| !s.is_empty()) {
+            if super::vfp::is_scenario(name) {
+                if !super::vfp::found_present() {
+                    defmt::info!(
+                        "scenario {=str} mode {=str}: not applicable on {=str} (no VFP)",
+                        name,
+                        mode_name,
+                        crate::board::NAME
+                    );
+                    continue;
+                }
+                for &sub in super::vfp::expand(name) {
+                    for &pol in policies {
+                        super::vfp::set_policy(pol);
+                        ok &= run_one(cp15, sub, mode, 0, p);
+                    }
+                }
+                super::vfp::set_policy(policies[0]);
+                continue;
+            }
+            super::vfp::set_policy(policies[0]);
             if !KNOWN.contains(&name) {
                 defmt::error!("unknown scenario {=str}", name);
                 ok = false;
@@ -413,6 +454,9 @@ fn run_one(cp15: &mut HwCp15, name: &str, mode: SwitchMode, n: u32, p: &Params) 
     report(k, name, m, n, p, procs, &start, &end);
     if name == "tcm" {
         report_tcm(k, m);
+    }
+    if super::vfp::is_scenario(name) {
+        super::vfp::report(k, name, m);
     }
     if name == "hostile" {
         let [arm, thumb] = k.tcm_preempted;

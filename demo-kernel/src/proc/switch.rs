@@ -55,7 +55,10 @@ impl Kernel {
         let gen = self.gen;
         let p = &mut self.procs[next];
         let f = p.fast;
-        if f.gen == gen {
+        // A record the VFP marked (`vfp::Kernel::vfp_switch_in`: the
+        // process gets the VFP back at this switch) is valid otherwise:
+        // tested only when the generation does not match.
+        if f.gen == gen || (f.gen ^ 1 == gen && self.vfp_switch_in(next)) {
             match &self.strategy {
                 // SAFETY: the values `fass` wrote on `next`'s last full
                 // switch, with no recycle, release, flush or space/segment

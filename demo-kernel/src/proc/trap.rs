@@ -268,6 +268,9 @@ impl Kernel {
                 );
                 Wish::Resume(None)
             }
+            // An undefined instruction that was the VFP's (EN clear): the
+            // process gets the VFP and the instruction runs again.
+            1 if self.vfp_undefined(cur) => Wish::Next(Some(cur)),
             _ => {
                 let addr = self.procs[cur].ctx.pc;
                 self.end(
@@ -455,7 +458,8 @@ pub extern "C" fn trap_pabt(t0: u32, pc: u32) -> u32 {
 
 /// Called by the trap stubs (`asm/trap.s`) for every exception from user
 /// mode, the user registers saved in the current process's frame; returns
-/// the frame to resume.
+/// the frame to resume (after the VFP's switch work, if it has any:
+/// [`Kernel::vfp_after_trap`]).
 #[no_mangle]
 #[link_section = ".text.kswitch"]
 pub extern "C" fn trap_entry(kind: u32) -> *mut TrapFrame {
@@ -467,9 +471,16 @@ pub extern "C" fn trap_entry(kind: u32) -> *mut TrapFrame {
         6 => k.irq_fast(),
         _ => None,
     };
-    if let Some(frame) = fast {
-        return frame;
+    let frame = match fast {
+        Some(frame) => frame,
+        None => {
+            let w = k.trap(kind);
+            k.finish(w)
+        }
+    };
+    // The VFP's switch work, only while it needs it (`vfp`'s docs).
+    if k.vfp.watch {
+        k.vfp_after_trap();
     }
-    let w = k.trap(kind);
-    k.finish(w)
+    frame
 }

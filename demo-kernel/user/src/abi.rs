@@ -176,6 +176,51 @@ pub mod role {
     /// receiver's id, r3 the exiting receiver's id. Exits with the checks
     /// that failed.
     pub const LONGBAD: u32 = 18;
+    /// VFP isolation checker: r1 its index, r2 rounds, r3 [`super::vfp`]
+    /// flags. Each round reads d0-d15 and FPSCR, which must hold exactly
+    /// what it wrote the round before (zeros before its first write), then
+    /// writes its own pattern ([`super::vfp::word`]) and yields or spins
+    /// (preempted). Exits with `mismatches | foreign << 16`, foreign: words
+    /// seen that another checker wrote (0: nothing crossed).
+    pub const VFP_CHECK: u32 = 19;
+    /// Dies while owning the VFP: r1 its index, r2 non-zero: first writes
+    /// its pattern (a secret) into d0-d15 and FPSCR; then runs an
+    /// undefined (non-VFP) instruction and is killed.
+    pub const VFP_DIE: u32 = 20;
+    /// VFP yield benchmark: r1 its index, r2 rounds, r3 non-zero: computes
+    /// with the VFP (`vadd.f64`, `vmul.f64`) each round and checks the
+    /// results across its yields (index 0 sets `MARK 0` after two warm-up
+    /// rounds, the first to finish `MARK 1`). Exits with the checks that failed.
+    pub const VFP_YIELD: u32 = 21;
+}
+
+/// The VFP roles' flags and patterns ([`role::VFP_CHECK`]).
+pub mod vfp {
+    /// Spin (preempted by the timer) instead of yielding each round.
+    pub const SPIN: u32 = 1;
+    /// Yield eight times before the first VFP instruction.
+    pub const WAIT: u32 = 2;
+    /// The high halfword of every word a checker writes to d0-d15.
+    pub const TAG: u32 = 0x5EC7_0000;
+    /// Words of the state: d0-d15 (low word first), then FPSCR.
+    pub const WORDS: usize = 33;
+
+    /// Word `i` (< 32) of d0-d15 that checker `who` writes in round `k`:
+    /// [`TAG`], `who` in bits 15:12, `i` in 11:7, `k` in 6:0.
+    pub const fn word(who: u32, k: u32, i: u32) -> u32 {
+        TAG | (who & 0xF) << 12 | (i & 0x1F) << 7 | (k & 0x7F)
+    }
+
+    /// The FPSCR value checker `who` writes in round `k`: flags NZCV, DN,
+    /// FZ, the rounding mode and the cumulative exception flags, all
+    /// readable back (vector length and stride 0, trap enables 0).
+    pub const fn fpscr(who: u32, k: u32) -> u32 {
+        ((who + 1) & 0xF) << 28
+            | (k & 1) << 25
+            | (who & 1) << 24
+            | ((k >> 1) & 3) << 22
+            | (k.wrapping_add(who) & 0x1F)
+    }
 }
 
 /// Requests a hostile scenario's victim serves (word 0 of a `CALL`).

@@ -18,6 +18,8 @@ mod longipc;
 mod roles;
 #[cfg(target_os = "none")]
 mod sys;
+#[cfg(target_os = "none")]
+mod vfp;
 
 #[cfg(target_os = "none")]
 core::arch::global_asm!(

@@ -89,7 +89,7 @@ const ALL_MODES: &[Mode] = &Mode::ALL;
 const FASS_ONLY: &[Mode] = &[Mode::Fass];
 
 /// The scenarios `cargo xtask bench` boots, in order.
-pub const SCENARIOS: [Scenario; 7] = [
+pub const SCENARIOS: [Scenario; 8] = [
     Scenario {
         name: "ring",
         modes: ALL_MODES,
@@ -153,6 +153,22 @@ pub const SCENARIOS: [Scenario; 7] = [
         prints: &[Kind::LongIpc, Kind::LongCopy],
         workload: "two processes in a long-IPC ping-pong (`LSEND_RECV`) of `touch` bytes, every byte checked; then the same copy inside one space between `LAP` stamps",
     },
+    Scenario {
+        name: "vfpyield",
+        modes: ALL_MODES,
+        ns: &[2],
+        touches: &[0],
+        extra: "rounds=20 vfp=lazy,eager",
+        prints: &[
+            Kind::YieldVfp0Lazy,
+            Kind::YieldVfp0Eager,
+            Kind::YieldVfp1Lazy,
+            Kind::YieldVfp1Eager,
+            Kind::YieldVfp2Lazy,
+            Kind::YieldVfp2Eager,
+        ],
+        workload: "two processes yielding to each other `rounds` times, of which 0, 1 or 2 compute with the VFP each round (`vfpyield0`, `vfpyield1`, `vfpyield2`), under lazy and eager VFP switching (versatilepb only: collie and connex have no VFP)",
+    },
 ];
 
 /// What a kind measures (the definition the kernel implements).
@@ -171,6 +187,12 @@ pub fn definition(kind: Kind) -> &'static str {
         Kind::IpcLegacy => "legacy (old kernel): every instruction between the ipc scenario's marks, user code included, per round trip",
         Kind::LongIpc => "A sends `touch` bytes (`LSEND_RECV`) to B blocked in a long receive, B runs with them in its buffer: from the SWI vector of A's send to B's return to user mode, the buffer checks and the copy included",
         Kind::LongCopy => "the same bytes copied inside one space by user code (the kernel's copy routine): the counter between the entries of the `LAP` calls around the copy, less the same around nothing",
+        Kind::YieldVfp0Lazy => "two processes that do not use the VFP yield to each other, lazy VFP switching: the kernel instructions of the measured yields (from the SWI vector to the return to user mode) and of the VFP traps (undefined-instruction vector to the return) in their window, per yield",
+        Kind::YieldVfp0Eager => "the same, eager VFP switching",
+        Kind::YieldVfp1Lazy => "the same with one of the two computing with the VFP, lazy: the yields and the VFP traps they cause, per yield",
+        Kind::YieldVfp1Eager => "the same, eager (its state saved and loaded on each switch away from and to it)",
+        Kind::YieldVfp2Lazy => "the same with both computing with the VFP, lazy",
+        Kind::YieldVfp2Eager => "the same, eager",
     }
 }
 
@@ -264,8 +286,12 @@ mod tests {
         );
         assert!(c.contains(&"scenario=fault mode=fass n=2 touch=0 rounds=20".to_string()));
         assert!(c.contains(&"scenario=tcm mode=fass n=1 touch=4096 rounds=20".to_string()));
+        assert!(c.contains(
+            &"scenario=vfpyield mode=naive,fcse,fass n=2 touch=0 rounds=20 vfp=lazy,eager"
+                .to_string()
+        ));
         // A few boots, not one per figure.
-        assert_eq!(c.len(), 13);
+        assert_eq!(c.len(), 14);
         for l in &c {
             assert!(scenario_of(l).is_some(), "{l}");
             // The kernel's command-line buffer is 512 bytes.

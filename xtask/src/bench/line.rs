@@ -42,11 +42,25 @@ pub enum Kind {
     LongIpc,
     /// The plain copy of the same size inside one space (user code).
     LongCopy,
+    /// Yield between two processes that do not use the VFP, lazy VFP
+    /// switching: every kernel instruction per yield.
+    YieldVfp0Lazy,
+    /// The same, eager VFP switching.
+    YieldVfp0Eager,
+    /// Yield between two processes of which one computes with the VFP,
+    /// lazy: every kernel instruction (yields and VFP traps) per yield.
+    YieldVfp1Lazy,
+    /// The same, eager.
+    YieldVfp1Eager,
+    /// Yield between two processes that both compute with the VFP, lazy.
+    YieldVfp2Lazy,
+    /// The same, eager.
+    YieldVfp2Eager,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 19] = [
         Kind::Yield,
         Kind::IpcOneway,
         Kind::IpcRoundtrip,
@@ -60,6 +74,12 @@ impl Kind {
         Kind::IpcLegacy,
         Kind::LongIpc,
         Kind::LongCopy,
+        Kind::YieldVfp0Lazy,
+        Kind::YieldVfp0Eager,
+        Kind::YieldVfp1Lazy,
+        Kind::YieldVfp1Eager,
+        Kind::YieldVfp2Lazy,
+        Kind::YieldVfp2Eager,
     ];
 
     /// Reads the word of the line; `switch` (the old name of `switch_tail`)
@@ -87,6 +107,12 @@ impl Kind {
             Kind::IpcLegacy => "ipc",
             Kind::LongIpc => "long_ipc",
             Kind::LongCopy => "long_copy",
+            Kind::YieldVfp0Lazy => "yield_vfp0_lazy",
+            Kind::YieldVfp0Eager => "yield_vfp0_eager",
+            Kind::YieldVfp1Lazy => "yield_vfp1_lazy",
+            Kind::YieldVfp1Eager => "yield_vfp1_eager",
+            Kind::YieldVfp2Lazy => "yield_vfp2_lazy",
+            Kind::YieldVfp2Eager => "yield_vfp2_eager",
         }
     }
 
@@ -94,6 +120,20 @@ impl Kind {
     /// TCM ([`crate::board::Board::has_tcm`]) cannot print it.
     pub fn needs_tcm(self) -> bool {
         matches!(self, Kind::Tcm | Kind::TcmWindow)
+    }
+
+    /// Whether the kind measures VFP switching: a board without a VFP
+    /// ([`crate::board::Board::has_vfp`]) cannot print it.
+    pub fn needs_vfp(self) -> bool {
+        matches!(
+            self,
+            Kind::YieldVfp0Lazy
+                | Kind::YieldVfp0Eager
+                | Kind::YieldVfp1Lazy
+                | Kind::YieldVfp1Eager
+                | Kind::YieldVfp2Lazy
+                | Kind::YieldVfp2Eager
+        )
     }
 }
 
@@ -253,7 +293,7 @@ mod tests {
         for m in Mode::ALL {
             assert_eq!(Mode::parse(m.name()), Some(m));
         }
-        assert_eq!(Kind::ALL.len(), 13);
+        assert_eq!(Kind::ALL.len(), 19);
     }
 
     #[test]
