@@ -105,9 +105,11 @@ impl Kernel {
         let Some(pg) = self.procs[idx].user_pages[slot].take() else {
             return Err(SysError::Invalid);
         };
-        let r = self.sys(
-            |st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, space, one_page(va)?)),
-        );
+        let r = crate::marker::omitting_tlb(crate::marker::Omit::TlbUnmap, || {
+            self.sys(
+                |st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, space, one_page(va)?)),
+            )
+        });
         free_frame(pg.pa);
         match r {
             Ok(()) => Ok(()),
