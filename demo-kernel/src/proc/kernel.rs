@@ -1018,8 +1018,12 @@ impl Kernel {
             }
         }
         self.release_pages(space, &mut p);
+        // Every record `release_pages` cleared (the TCM resource pages and
+        // exchange targets too: stale ones would name frames given back).
         self.procs[idx].kernel_pages = p.kernel_pages;
         self.procs[idx].user_pages = p.user_pages;
+        self.procs[idx].res_pages = p.res_pages;
+        self.procs[idx].tcm_targets = p.tcm_targets;
         self.procs[idx].segs = 0;
         if let Err(e) =
             self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::destroy_space(s, sys, space)))

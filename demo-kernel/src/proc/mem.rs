@@ -102,7 +102,7 @@ impl Kernel {
         else {
             return Err(SysError::Invalid);
         };
-        let Some(pg) = self.procs[idx].user_pages[slot].take() else {
+        let Some(pg) = self.procs[idx].user_pages[slot] else {
             return Err(SysError::Invalid);
         };
         let r = crate::marker::omitting_tlb(crate::marker::Omit::TlbUnmap, || {
@@ -110,10 +110,17 @@ impl Kernel {
                 |st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, space, one_page(va)?)),
             )
         });
-        free_frame(pg.pa);
         match r {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                // Only once no translation of it is left: a frame still
+                // mapped must not go to the next owner.
+                self.procs[idx].user_pages[slot] = None;
+                free_frame(pg.pa);
+                Ok(())
+            }
             Err(e) => {
+                // Still mapped (as far as anyone knows): the record and the
+                // frame stay the process's, freed when it ends.
                 defmt::warn!(
                     "unmapping {=u32:#010x} of process {=usize} failed: {}",
                     va,
