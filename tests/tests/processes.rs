@@ -510,10 +510,12 @@ fn records_before(out: &QemuOutcome, kind: &str, to: &str) -> Vec<HashMap<String
         .collect()
 }
 
-/// Regressions of issue 24 (found by reading): a refused unmap keeps the
-/// frame and its record; a dead process keeps no page record (TCM
-/// resource pages and exchange targets included). In-kernel checks on
-/// the installed kernel (`proc/kstate.rs`), in every mode.
+/// Regressions of issue 24: a refused unmap keeps the frame and its
+/// record; a dead process keeps no page record (TCM resource pages and
+/// exchange targets included); a new frame is cleaned after zeroing, a
+/// spawn cleans what it loaded and invalidates the I-cache for code.
+/// In-kernel checks on the installed kernel (`proc/kstate.rs`), in every
+/// mode.
 #[test]
 fn kernel_page_bookkeeping_regressions() {
     let out = run("scenario=kstate mode=naive,fcse,fass");

@@ -506,6 +506,17 @@ pub fn clean_kernel_alias(pa: u32) {
         m.clean_dcache_lines(r);
     }
     m.drain_write_buffer();
+    // SAFETY: single core, not re-entered; a counter only.
+    unsafe { ALIAS_CLEANS.with(|n| *n = n.wrapping_add(1)) };
+}
+
+static ALIAS_CLEANS: Global<u32> = Global::new(0);
+
+/// Frames cleaned by [`clean_kernel_alias`] since boot (for the kernel's
+/// own checks, `scenario=kstate`).
+pub fn alias_cleans() -> u32 {
+    // SAFETY: a copy of a counter written only by `clean_kernel_alias`.
+    unsafe { ALIAS_CLEANS.get() }
 }
 
 /// The frame allocator.

@@ -6,11 +6,16 @@
 //!    (the frame used to go back to the allocator while still mapped);
 //! 2. [`Kernel::end`] clears every page record of the dead process, the
 //!    TCM resource pages and exchange targets included (they used to stay,
-//!    naming frames already given back).
+//!    naming frames already given back);
+//! 3. a new frame is cleaned out of the D-cache after being zeroed, and a
+//!    spawn cleans every page it loaded and invalidates the I-cache once
+//!    per code page (neither happened: on a VIVT write-back cache the new
+//!    owner could read the previous owner's data or stale code).
 //!
 //! Reports `KSTATE mode=M failed=MASK` (bit i: check i + 1 failed).
 
-use super::kernel::{frames, Exit, Kernel, Page};
+use super::kernel::{alias_cleans, frames, Exit, Kernel, Page};
+use super::platform;
 use super::tcm::USER_RES_VA;
 use crate::abi::role;
 
@@ -32,6 +37,9 @@ pub(super) fn run(k: &mut Kernel, mode: &str) -> bool {
     }
     if !end_clears_every_record(k, idx) {
         failed |= 2;
+    }
+    if !new_frames_and_code_are_cleaned(k) {
+        failed |= 4;
     }
     defmt::info!("KSTATE mode={=str} failed={=u32:#x}", mode, failed);
     failed == 0
@@ -100,4 +108,39 @@ fn end_clears_every_record(k: &mut Kernel, idx: usize) -> bool {
         defmt::error!("kstate: a dead process kept page records or the frame");
     }
     cleared && frames().free() == free
+}
+
+/// One frame allocation cleans one frame; a spawn cleans each page it
+/// loads twice (zeroed, then filled) and invalidates the I-cache once per
+/// code page.
+fn new_frames_and_code_are_cleaned(k: &mut Kernel) -> bool {
+    let c0 = alias_cleans();
+    let Some(pa) = frames().alloc() else {
+        return false;
+    };
+    let frame_ok = alias_cleans().wrapping_sub(c0) == 1;
+    frames().release(pa);
+    let (c1, i1) = (alias_cleans(), platform::counts().icache_flushes);
+    let idx = match k.spawn(role::WORKER, [1, 0, 0, 0, 0, 0, 0]) {
+        Ok(i) => i,
+        Err(_) => return false,
+    };
+    let p = &k.procs[idx];
+    let pages = p.kernel_pages.iter().flatten().count() as u32;
+    let code = p.kernel_pages.iter().flatten().filter(|pg| pg.exec).count() as u32;
+    let cleans = alias_cleans().wrapping_sub(c1);
+    let inval = platform::counts().icache_flushes.wrapping_sub(i1);
+    k.end(idx, Exit::Code(0));
+    let spawn_ok = code > 0 && cleans == 2 * pages && inval >= code;
+    if !frame_ok || !spawn_ok {
+        defmt::error!(
+            "kstate: frame cleaned {=bool}; spawn of {=u32} pages ({=u32} code): {=u32} cleans, {=u32} I-cache invalidations",
+            frame_ok,
+            pages,
+            code,
+            cleans,
+            inval
+        );
+    }
+    frame_ok && spawn_ok
 }
