@@ -60,8 +60,15 @@
 //!   sides; of every page for a page directory) are still busy and in the
 //!   state the exchange put or found them in: the first frame of each side
 //!   exactly as recorded, the others busy with the same state. A frame
-//!   that was freed, handed to another space, changed by
-//!   [`crate::ops`] or by [`FrameTable::init_range`] fails this.
+//!   that was freed, handed to another space or changed fails this. The
+//!   crate's own calls cannot change a busy frame: [`crate::ops`] refuses
+//!   with `Busy`, [`FrameTable::init_range`] with
+//!   [`FrameError::Busy`](crate::FrameError::Busy), and a second
+//!   [`Exchange::begin`] with [`ExchangeError::Busy`]; so no other
+//!   exchange can put the frames back into the state this one expects.
+//!   These checks run at every step, the first of each page included
+//!   (`Start`, where the page's frames are checked against what `begin`
+//!   left before anything is protected or copied).
 //! * **The mappings**: while [`Mappings::generation`] returns the value
 //!   under which the current page was last checked, nothing was mapped,
 //!   unmapped, re-pointed or given write access (the fast path: one
@@ -516,10 +523,10 @@ pub struct Exchange {
     /// The mappings of the current page's two frames.
     known: Known,
     /// [`Mappings::generation`] when `begin` translated the pages.
-    begin_gen: Option<u32>,
+    begin_gen: Option<u64>,
     /// [`Mappings::generation`] when the current page's mappings were last
     /// checked (`None`: check at the next step).
-    checked: Option<u32>,
+    checked: Option<u64>,
     /// Where the frame table describes the current page's first old and
     /// new frame (found once, at its start).
     at: [FrameSlot; 2],
@@ -549,7 +556,7 @@ const NO_MAPPING: ReverseMapping = ReverseMapping {
 /// two indices instead of the lists.
 #[derive(Clone, Copy, Debug)]
 struct Known {
-    gen: Option<u32>,
+    gen: Option<u64>,
     list: [[ReverseMapping; KNOWN]; 2],
     n: [u8; 2],
     slot: [u8; 2],
@@ -578,7 +585,7 @@ impl Known {
     fn collect<M: Mappings + ?Sized>(
         &mut self,
         maps: &M,
-        gen: Option<u32>,
+        gen: Option<u64>,
         old: PhysAddr,
         new: PhysAddr,
         size: PageSizeKind,
@@ -976,6 +983,10 @@ impl Exchange {
     {
         self.stats.steps += 1;
         let gen = maps.generation();
+        // At `Start` the page's frames are checked by `start` itself
+        // (against what `begin` recorded for the first page, busy and in
+        // their state for the others): `self.at` and `self.expect` still
+        // name the previous page's frames there.
         if self.phase != Phase::Start && !self.unchanged(table, gen) {
             // What the earlier steps of this page relied on, in full.
             self.check_frames(table)?;
@@ -1054,7 +1065,7 @@ impl Exchange {
     /// whose two frames are exactly as this exchange left them, and a
     /// mapping generation equal to the one its mappings were checked under.
     #[inline(always)]
-    fn unchanged<const R: usize>(&self, table: &FrameTable<'_, R>, gen: Option<u32>) -> bool {
+    fn unchanged<const R: usize>(&self, table: &FrameTable<'_, R>, gen: Option<u64>) -> bool {
         gen.is_some()
             && gen == self.checked
             && self.req.size == PageSizeKind::Small
@@ -1146,7 +1157,7 @@ impl Exchange {
     fn check_mappings<M: Mappings + ?Sized>(
         &mut self,
         maps: &M,
-        gen: Option<u32>,
+        gen: Option<u64>,
     ) -> Result<u32, ExchangeError> {
         if gen.is_some() && gen == self.checked {
             return Ok(0);
@@ -1214,7 +1225,7 @@ impl Exchange {
         maps: &mut M,
         hw: &mut H,
         irq: &mut I,
-        gen: Option<u32>,
+        gen: Option<u64>,
     ) -> Result<(), ExchangeError>
     where
         M: Mappings + ?Sized,

@@ -285,7 +285,7 @@ pub struct FassMappings<
     fass: &'f mut Fass<P, SPACES, SLOTS, SEGMENTS>,
     sys: &'f mut S,
     saved: heapless::Vec<Saved, MAX_PROTECTED>,
-    generation: u32,
+    generation: u64,
     error: Cell<Option<FassMappingsError>>,
     /// The last two pages walked, most recent first.
     memo: Cell<Memo>,
@@ -359,6 +359,8 @@ where
     }
 
     fn changed(&mut self) {
+        // A `u64` that only goes up: it cannot come back to a value an
+        // exchange trusts within 2^64 changes (see `Mappings::generation`).
         self.generation = self.generation.wrapping_add(1);
         self.memo.set(Memo::new(NO_SITE));
     }
@@ -538,7 +540,7 @@ where
         })
     }
 
-    fn generation(&self) -> Option<u32> {
+    fn generation(&self) -> Option<u64> {
         Some(self.generation)
     }
 

@@ -236,7 +236,7 @@ pub struct TableMappings<'t, A: TableAlloc + ?Sized, C, const N: usize = 4> {
     tables: heapless::Vec<&'t mut PageTable, N>,
     spaces: heapless::Vec<Space, N>,
     saved: heapless::Vec<Saved, MAX_PROTECTED>,
-    generation: u32,
+    generation: u64,
     error: Cell<Option<TablesError>>,
     /// The last two pages walked, most recent first.
     memo: Cell<Memo>,
@@ -389,6 +389,8 @@ impl<'t, A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> TableMappi
     }
 
     fn changed(&mut self) {
+        // A `u64` that only goes up: it cannot come back to a value an
+        // exchange trusts within 2^64 changes (see `Mappings::generation`).
         self.generation = self.generation.wrapping_add(1);
         self.memo.set(Memo::new(NO_SITE));
     }
@@ -611,7 +613,7 @@ impl<A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> Mappings
         })
     }
 
-    fn generation(&self) -> Option<u32> {
+    fn generation(&self) -> Option<u64> {
         Some(self.generation)
     }
 

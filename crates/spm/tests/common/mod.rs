@@ -211,7 +211,7 @@ pub struct Maps {
     /// What [`Mappings::generation`] reports: `Some`, counting every
     /// `map` and `unmap` (so an exchange remembers mappings between steps),
     /// or `None` (set by a test: the exchange asks for every step).
-    pub generation: Option<u32>,
+    pub generation: Option<u64>,
     /// Descriptor words written (not counted by the model).
     pub table_words: u64,
 }
@@ -328,7 +328,7 @@ impl Maps {
 }
 
 impl Mappings for Maps {
-    fn generation(&self) -> Option<u32> {
+    fn generation(&self) -> Option<u64> {
         self.generation
     }
 
