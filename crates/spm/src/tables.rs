@@ -85,7 +85,7 @@ use core::fmt;
 use mmu_armv5::descriptor::{
     AccessPermission, CoarseTableDesc, FineTableDesc, L1Descriptor, SubpageAp,
 };
-use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::maint::TrustedMaintenance;
 use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::Mapping as TableEntry;
 use mmu_armv5::table::{PageTable, TableAlloc, TableError, TableFlush, TableKind};
@@ -269,7 +269,7 @@ pub struct TableEdit<'e, A: ?Sized, C> {
     pub pid: FcsePid,
 }
 
-impl<'t, A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> TableMappings<'t, A, C, N> {
+impl<'t, A: TableAlloc + ?Sized, C: TrustedMaintenance, const N: usize> TableMappings<'t, A, C, N> {
     /// No spaces yet, over the tables of `alloc`, with `maint` for the
     /// maintenance after each descriptor change.
     pub fn new(alloc: &'t mut A, maint: C) -> Self {
@@ -594,7 +594,7 @@ impl<'t, A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> TableMappi
     }
 }
 
-impl<A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> Mappings
+impl<A: TableAlloc + ?Sized, C: TrustedMaintenance, const N: usize> Mappings
     for TableMappings<'_, A, C, N>
 {
     fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {

@@ -106,7 +106,10 @@ use core::fmt;
 ///   M, set exactly when that MMU is on);
 /// * while a value is exclusively borrowed, that SCTLR is written only
 ///   through it: no other handle to the same CP15 exists or is used (for
-///   `HwCp15`, what its constructor's contract already requires).
+///   `HwCp15`, what its constructor's contract already requires);
+/// * every [`Cp15::op`] and register write it is asked for reaches that
+///   CPU's CP15 as asked, so maintenance built on it
+///   ([`TrustedMaintenance`](crate::maint::TrustedMaintenance)) is done.
 ///
 /// A backend that reaches no hardware keeps this only where no MMU walks
 /// the program's memory as ARMv5 tables (a host, a model whose walker reads

@@ -6,8 +6,9 @@
 //! static array and the array's physical address; host tests give it heap
 //! memory and any 16 KiB-aligned "physical" base they like.
 
-use super::alloc::{AllocError, TableAlloc, TableKind};
-use crate::addr::{AddrError, Align, ModifiedVirtAddr, PhysAddr};
+use super::alloc::{AllocError, AllocId, TableAlloc, TableKind};
+use super::TableError;
+use crate::addr::{Align, ModifiedVirtAddr, PhysAddr};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
@@ -24,8 +25,14 @@ impl PoolBlock {
 }
 
 /// Table allocator over `BLOCKS` caller-provided [`PoolBlock`]s.
+///
+/// Each pool has its own [`AllocId`]: tables built with it and the flush
+/// tokens of their changes are refused by (never freed into) any other
+/// allocator, a pool over the same physical base or over the same memory
+/// later included.
 pub struct TablePool<'m, const BLOCKS: usize> {
     mem: NonNull<PoolBlock>,
+    id: AllocId,
     used: [u16; BLOCKS],
     phys_base: PhysAddr,
     mva_base: ModifiedVirtAddr,
@@ -36,16 +43,23 @@ impl<'m, const BLOCKS: usize> TablePool<'m, BLOCKS> {
     /// A pool over `mem`, whose first byte has physical address `phys_base`
     /// and is known to the D-cache as `mva_base`. `phys_base` must be 16 KiB
     /// aligned and the whole pool must fit below 4 GiB.
+    ///
+    /// # Errors
+    /// [`TableError::Misaligned`] for a misaligned base or a pool passing
+    /// 4 GiB; [`TableError::NoAllocatorId`] if no [`AllocId`] can be taken
+    /// (see [`AllocId::fresh`]: only in user mode with interrupts enabled
+    /// on a CPU without atomics).
     pub fn new(
         mem: &'m mut [PoolBlock; BLOCKS],
         phys_base: PhysAddr,
         mva_base: ModifiedVirtAddr,
-    ) -> Result<Self, AddrError> {
+    ) -> Result<Self, TableError> {
         PhysAddr::new_aligned(phys_base.as_u32(), Align::KIB_16)?;
         let bytes = (BLOCKS as u64) * BLOCK as u64;
         PhysAddr::try_new(phys_base.as_u32() as u64 + bytes)?;
         Ok(TablePool {
             mem: NonNull::from(mem).cast(),
+            id: AllocId::fresh().ok_or(TableError::NoAllocatorId)?,
             used: [0; BLOCKS],
             phys_base,
             mva_base,
@@ -124,6 +138,10 @@ unsafe impl<const BLOCKS: usize> TableAlloc for TablePool<'_, BLOCKS> {
     fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
         let off = pa.as_u32().wrapping_sub(self.phys_base.as_u32());
         ModifiedVirtAddr::new(self.mva_base.as_u32().wrapping_add(off))
+    }
+
+    fn alloc_id(&self) -> Option<AllocId> {
+        Some(self.id)
     }
 }
 

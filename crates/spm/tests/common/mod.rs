@@ -464,6 +464,10 @@ impl PhysMemory for Hw {
 
 impl spm::LineMaintenance for Hw {}
 
+// SAFETY: every method forwards to the model machine, whose maintenance is
+// trusted (its walker reads only its own memory).
+unsafe impl mmu_armv5::maint::TrustedMaintenance for Hw {}
+
 impl CacheMaintenance for Hw {
     const DCACHE_LINE: u32 = 32;
     fn clean_invalidate_dcache(&mut self) {
