@@ -65,8 +65,8 @@
 //! let mut fass: Fass<DefaultPolicy, 4, 8, 1> =
 //!     Fass::new(Cpd::new(table), DomainSet::EMPTY, DefaultPolicy::default()).unwrap();
 //! let (a, b) = (SpaceId(1), SpaceId(2));
-//! fass.create_space(a).unwrap();
-//! fass.create_space(b).unwrap();
+//! fass.add_space(a).unwrap();
+//! fass.add_space(b).unwrap();
 //!
 //! // No record before the first full switch.
 //! assert_eq!(fass.switch_lean(&mut sys, a), Err(StaleSwitch));

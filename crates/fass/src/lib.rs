@@ -142,7 +142,7 @@
 //!     Fass::new(Cpd::new(table), DomainSet::EMPTY, DefaultPolicy::default()).unwrap();
 //!
 //! let a = SpaceId(1);
-//! fass.create_space(a).unwrap();
+//! fass.add_space(a).unwrap();
 //! let pages = PageRange::from_bytes(VirtAddr::new(0x8000), 0x2000).unwrap(); // two 4 KiB pages
 //! let frame = Frame::from_start(PhysAddr::new(0x0030_0000)).unwrap(); // the first of two frames
 //! fass.map_pages(&mut sys, a, pages, frame, AccessPermission::ReadWrite, CachePolicy::WriteBack).unwrap();
@@ -152,7 +152,7 @@
 //! assert!(matches!(r, Resolution::Resolved { .. }));
 //!
 //! // Switching back to `a` after another space costs one DACR and one FCSEIDR write.
-//! fass.create_space(SpaceId(2)).unwrap();
+//! fass.add_space(SpaceId(2)).unwrap();
 //! fass.switch_to(&mut sys, SpaceId(2)).unwrap();
 //! sys.hw.cp15_mut().clear();
 //! fass.switch_to(&mut sys, a).unwrap();

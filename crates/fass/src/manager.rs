@@ -163,8 +163,8 @@ pub enum RecycleRule {
 ///     Fass::new(Cpd::new(kernel), DomainSet::EMPTY, DefaultPolicy::default())?;
 ///
 /// let (a, b) = (SpaceId(1), SpaceId(2));
-/// fass.create_space(a)?;
-/// fass.create_space(b)?;
+/// fass.add_space(a)?;
+/// fass.add_space(b)?;
 /// assert_eq!(fass.pid_of(a)?, fass.pid_of(b)?); // one PID for both
 /// let page = Page::from_start(VirtAddr::new(0x8000))?; // MVA 0x0200_8000: CPD slot 0x20 for both
 /// fass.map_page(&mut sys, a, page, Frame::from_start(PhysAddr::new(0x0030_0000))?, Ap::ReadWrite, CachePolicy::WriteBack)?;
@@ -569,7 +569,13 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     }
 
     /// Creates an empty address space `id` with an FCSE PID (shared if none is free).
-    pub fn create_space(&mut self, id: SpaceId) -> Result<(), FassError> {
+    ///
+    /// [`SwitchStrategy::create_space`](crate::SwitchStrategy::create_space)
+    /// without the platform, which FASS does not need to create a space.
+    /// (Named apart so that the trait form, `fass.create_space(&mut sys,
+    /// id)`, works on a `Fass` too: an inherent method of the same name
+    /// would hide it.)
+    pub fn add_space(&mut self, id: SpaceId) -> Result<(), FassError> {
         let entry = self
             .spaces
             .get_mut(usize::from(id.0))
@@ -1190,7 +1196,7 @@ mod tests {
         mem: &mut crate::space::tests::Mem,
     ) -> (crate::switch::tests::F, crate::switch::tests::Sys<'_>) {
         let (mut f, sys) = setup(mem, Layout::DEMO, DomainSet::EMPTY);
-        f.create_space(SpaceId(0)).unwrap();
+        f.add_space(SpaceId(0)).unwrap();
         (f, sys)
     }
 
@@ -1422,7 +1428,7 @@ mod tests {
             (1, 1, SegmentAccess::Manager, DomainAccess::Manager),
         ] {
             let (space, seg) = (SpaceId(s), SegmentId(g));
-            f.create_space(space).unwrap();
+            f.add_space(space).unwrap();
             let base = VirtAddr::new(0x8000_0000 + (u32::from(g) << 20));
             f.create_segment(seg, crate::segment::SegmentSpec { base, ..spec })
                 .unwrap();

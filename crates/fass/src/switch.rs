@@ -195,7 +195,7 @@ where
         _sys: &mut S,
         id: SpaceId,
     ) -> Result<(), FassError> {
-        Fass::create_space(self, id)
+        Fass::add_space(self, id)
     }
 
     fn destroy_space<S: Platform + ?Sized>(
@@ -660,7 +660,7 @@ pub(crate) mod tests {
         let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
         let n = 15u16; // every free domain
         for s in 0..n {
-            f.create_space(SpaceId(s)).unwrap();
+            f.add_space(SpaceId(s)).unwrap();
             map(
                 &mut f,
                 &mut sys,
@@ -712,12 +712,33 @@ pub(crate) mod tests {
         assert_eq!(delta.collisions, 0);
     }
 
+    /// Regression (issue 26, item 8): the inherent `Fass::create_space(id)`
+    /// hid the trait method, so `fass.create_space(&mut sys, id)` failed to
+    /// compile (E0061). The inherent form is `add_space` now; both work on
+    /// a `Fass`, and say the same.
+    #[test]
+    fn the_trait_and_inherent_forms_both_work_on_a_fass() {
+        let mut mem = table_mem();
+        let (mut f, mut sys) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
+        f.create_space(&mut sys, SpaceId(0)).unwrap();
+        f.add_space(SpaceId(1)).unwrap();
+        assert_eq!(
+            f.create_space(&mut sys, SpaceId(1)),
+            Err(FassError::SpaceExists(SpaceId(1)))
+        );
+        assert_eq!(
+            f.add_space(SpaceId(0)),
+            Err(FassError::SpaceExists(SpaceId(0)))
+        );
+        f.destroy_space(&mut sys, SpaceId(0)).unwrap();
+    }
+
     #[test]
     fn collisions_on_a_shared_pid_move_the_slot_and_flush_a_dirty_owner() {
         let mut mem = table_mem();
         let (mut f, mut sys) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
-        f.create_space(SpaceId(0)).unwrap();
-        f.create_space(SpaceId(1)).unwrap();
+        f.add_space(SpaceId(0)).unwrap();
+        f.add_space(SpaceId(1)).unwrap();
         assert_eq!(f.stats().pid_shares, 1);
         map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
         map(&mut f, &mut sys, 1, 0x8000, 0x0020_0000);
@@ -774,7 +795,7 @@ pub(crate) mod tests {
         let mut mem = table_mem();
         let (mut f, mut sys) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
         for s in 0..3 {
-            f.create_space(SpaceId(s)).unwrap();
+            f.add_space(SpaceId(s)).unwrap();
             map(
                 &mut f,
                 &mut sys,
@@ -848,7 +869,7 @@ pub(crate) mod tests {
         let (f, mut sys) = setup(&mut mem, Layout::DEMO, reserved);
         let mut f = f.with_recycle_rule(RecycleRule::Conservative);
         for s in 0..3 {
-            f.create_space(SpaceId(s)).unwrap();
+            f.add_space(SpaceId(s)).unwrap();
         }
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
         f.switch_to(&mut sys, SpaceId(1)).unwrap();
@@ -907,7 +928,7 @@ pub(crate) mod tests {
         let (f, mut sys) = setup(mem, Layout::DEMO, reserved);
         let mut f = f.with_recycle_rule(rule);
         for s in 0..n {
-            f.create_space(SpaceId(s)).unwrap();
+            f.add_space(SpaceId(s)).unwrap();
             map(
                 &mut f,
                 &mut sys,
@@ -1067,7 +1088,7 @@ pub(crate) mod tests {
         let (f, mut sys) = setup(&mut mem, Layout::DEMO, reserved);
         let mut f = f.with_recycle_rule(RecycleRule::ExclusiveWindows);
         for s in 0..4 {
-            f.create_space(SpaceId(s)).unwrap();
+            f.add_space(SpaceId(s)).unwrap();
         }
         let far = 0x0400_0000;
         assert_ne!(f.pid_of(SpaceId(0)).unwrap().get(), 2);
@@ -1142,9 +1163,9 @@ pub(crate) mod tests {
         // A shared PID is never exclusive.
         let mut mem = table_mem();
         let (mut f, _) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
-        f.create_space(SpaceId(0)).unwrap();
+        f.add_space(SpaceId(0)).unwrap();
         assert!(f.is_window_exclusive(SpaceId(0)).unwrap());
-        f.create_space(SpaceId(1)).unwrap();
+        f.add_space(SpaceId(1)).unwrap();
         assert!(!f.is_window_exclusive(SpaceId(0)).unwrap());
         assert!(!f.is_window_exclusive(SpaceId(1)).unwrap());
     }
@@ -1235,7 +1256,7 @@ pub(crate) mod tests {
         assert_eq!(only_ops(&sys), full_flush_events());
         assert_eq!(f.stats().full_flushes, 1);
         // A space that never ran and holds no domain: nothing to flush.
-        f.create_space(SpaceId(5)).unwrap();
+        f.add_space(SpaceId(5)).unwrap();
         sys.hw.cp15_mut().clear();
         f.destroy_space(&mut sys, SpaceId(5)).unwrap();
         assert_eq!(only_ops(&sys), []);
@@ -1249,7 +1270,7 @@ pub(crate) mod tests {
         // No space runs: none is reported running, not even the one whose
         // number is the "nobody" marker's.
         assert!(!f.runs(SpaceId(0)) && !f.runs(SpaceId(u16::MAX)));
-        f.create_space(SpaceId(0)).unwrap();
+        f.add_space(SpaceId(0)).unwrap();
         map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
         assert_eq!(
@@ -1274,11 +1295,11 @@ pub(crate) mod tests {
             Err(FassError::NotPrivate(VirtAddr::new(0xC000_0000)))
         );
         assert_eq!(
-            f.create_space(SpaceId(0)),
+            f.add_space(SpaceId(0)),
             Err(FassError::SpaceExists(SpaceId(0)))
         );
         assert_eq!(
-            f.create_space(SpaceId(64)),
+            f.add_space(SpaceId(64)),
             Err(FassError::SpaceIdOutOfRange(SpaceId(64)))
         );
         assert_eq!(
@@ -1291,7 +1312,7 @@ pub(crate) mod tests {
     fn unmapping_the_last_page_of_an_owned_slot_clears_the_cpd_copy() {
         let mut mem = table_mem();
         let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
-        f.create_space(SpaceId(0)).unwrap();
+        f.add_space(SpaceId(0)).unwrap();
         map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
         let _ = f

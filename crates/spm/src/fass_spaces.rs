@@ -56,7 +56,7 @@
 //! use spm::{Hw, InitialUse, Location, Mappings, PhysRegion, PhysWindows, RecordingIrq, Rights, SectionSummary, SharedCpu, SpaceId};
 //! let (t1, t2, wb) = (SpaceId(1), SpaceId(2), CachePolicy::WriteBack);
 //! for t in [t1, t2] {
-//!     fass.create_space(t)?;
+//!     fass.add_space(t)?;
 //!     fass.map_page(&mut sys, t, Page::from_start(Va::new(0x8000))?, Frame::from_start(Pa::new(0x5000))?, Ap::ReadWrite, wb)?;
 //! }
 //! let (slot, dtcm) = (Page::from_start(Va::new(0x0010_0000))?, Frame::from_start(Pa::new(0x0300_0000))?);
@@ -263,7 +263,7 @@ fn va_of(mva: ModifiedVirtAddr, pid_window: u32) -> VirtAddr {
 /// let (a, b) = (SpaceId(1), SpaceId(2));
 /// let (page, frame) = (Page::from_start(VirtAddr::new(0x8000))?, Frame::from_start(PhysAddr::new(0x5000))?);
 /// for s in [a, b] {
-///     fass.create_space(s)?;
+///     fass.add_space(s)?;
 ///     fass.map_page(&mut sys, s, page, frame, Ap::ReadWrite, CachePolicy::WriteBack)?;
 /// }
 /// let maps = FassMappings::new(&mut fass, &mut sys);
