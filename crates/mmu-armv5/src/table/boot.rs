@@ -126,12 +126,14 @@ unsafe impl<T: TrustedCp15 + ?Sized> TrustedCp15 for &mut T {}
 // SAFETY: `HwCp15` reads the running CPU's SCTLR with `MRC`, and its
 // constructor's contract makes it the only owner of CP15 state changes.
 #[cfg(all(target_arch = "arm", target_os = "none"))]
+#[cfg_attr(docsrs, doc(cfg(all(target_arch = "arm", target_os = "none"))))]
 unsafe impl TrustedCp15 for crate::regs::HwCp15 {}
 
 // SAFETY: off bare-metal ARM no ARMv5 MMU walks this program's memory, so
 // no table built here is ever walked and skipping its maintenance cannot
 // affect memory safety, whatever the mock's SCTLR says.
 #[cfg(not(all(target_arch = "arm", target_os = "none")))]
+#[cfg_attr(docsrs, doc(cfg(not(all(target_arch = "arm", target_os = "none")))))]
 unsafe impl TrustedCp15 for crate::regs::MockCp15 {}
 
 // SAFETY: `Arm926` forwards every read and write to the backend it owns
