@@ -67,6 +67,38 @@ impl<'m, const BLOCKS: usize> TablePool<'m, BLOCKS> {
         })
     }
 
+    /// Where the pool reaches its memory now (for [`TablePool::relocate`]
+    /// and for diagnostics).
+    #[must_use]
+    pub fn memory(&self) -> NonNull<[PoolBlock; BLOCKS]> {
+        self.mem.cast()
+    }
+
+    /// Moves the pool to a new address of the same memory: the tables it
+    /// handed out, its [`AllocId`] and its physical base stay, and from now
+    /// on it reaches the memory through `mem` and cleans it by `mva_base`.
+    ///
+    /// The boot hand-off: a pool built with the MMU off reaches its memory
+    /// at the identity-mapped physical address; once the kernel runs at its
+    /// own addresses and the identity map is dropped, it moves to the
+    /// memory's kernel address (see `fass::kernel_table` for the whole
+    /// sequence).
+    ///
+    /// # Safety
+    /// `mem` points at the same physical memory the pool was built over
+    /// (the same `BLOCKS` blocks at its physical base), readable and
+    /// writable at that address for the rest of `'m`, and reached by
+    /// nothing but the pool (as the original borrow was); `mva_base` is
+    /// the address the D-cache knows it by.
+    pub unsafe fn relocate(
+        &mut self,
+        mem: NonNull<[PoolBlock; BLOCKS]>,
+        mva_base: ModifiedVirtAddr,
+    ) {
+        self.mem = mem.cast();
+        self.mva_base = mva_base;
+    }
+
     /// Number of free 1 KiB units.
     #[must_use]
     pub fn free_units(&self) -> usize {
@@ -198,6 +230,33 @@ mod tests {
         unsafe { p.deallocate(TableKind::Coarse, c) };
         assert_eq!(
             p.allocate(TableKind::Fine).unwrap(),
+            PhysAddr::new(0x0400_4000)
+        );
+    }
+
+    /// Issue 26, item 5: a pool moved to another address of its memory
+    /// keeps its tables, its id and its physical addresses.
+    #[test]
+    fn a_relocated_pool_keeps_its_tables() {
+        let mut mem = Box::new([PoolBlock::ZERO, PoolBlock::ZERO]);
+        let mut p = TablePool::new(
+            &mut mem,
+            PhysAddr::new(0x0400_0000),
+            ModifiedVirtAddr::new(0x0400_0000),
+        )
+        .unwrap();
+        let id = p.alloc_id();
+        let l1 = p.allocate(TableKind::L1).unwrap();
+        let before = p.table_ptr(TableKind::L1, l1);
+        let at = p.memory();
+        // SAFETY: the same memory (a host has one address for it).
+        unsafe { p.relocate(at, ModifiedVirtAddr::new(0xC400_0000)) };
+        assert_eq!(p.alloc_id(), id);
+        assert_eq!(p.table_ptr(TableKind::L1, l1), before);
+        assert_eq!(p.table_mva(l1), ModifiedVirtAddr::new(0xC400_0000));
+        assert_eq!(p.free_units(), 16);
+        assert_eq!(
+            p.allocate(TableKind::Coarse).unwrap(),
             PhysAddr::new(0x0400_4000)
         );
     }
