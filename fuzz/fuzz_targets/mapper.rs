@@ -1,5 +1,6 @@
 //! The page-table mapper: map/unmap/protect/set_l1_entry/share/move/lookup/
-//! flush sequences on two `PageTable`s over one host table pool, checked
+//! flush sequences on two `PageTable`s over one host table pool (and
+//! attempts through a second pool over the same base, all refused), checked
 //! against a reference model, against `mmu_armv5::translate` and for the
 //! table memory (no leak, no double free, nothing freed before its flush).
 //! The checks are `crates/mmu-armv5/tests/common/sequences.rs`, which the
@@ -18,7 +19,7 @@ use sequences::{Mode, Op, Sequence, BLOCKS};
 
 fn op(u: &mut Unstructured<'_>) -> Result<(Op, Mode)> {
     let t = usize::from(u.arbitrary::<bool>()?);
-    let op = match u.int_in_range(0..=7u8)? {
+    let op = match u.int_in_range(0..=8u8)? {
         0 => Op::Map {
             t,
             slot: u.arbitrary()?,
@@ -60,7 +61,11 @@ fn op(u: &mut Unstructured<'_>) -> Result<(Op, Mode)> {
             slot: u.arbitrary()?,
             kib: u.arbitrary()?,
         },
-        _ => Op::Flush,
+        7 => Op::Flush,
+        _ => Op::Foreign {
+            t,
+            slot: u.arbitrary()?,
+        },
     };
     let mode = match u.int_in_range(0..=5u8)? {
         0..=2 => Mode::Now,

@@ -11,7 +11,10 @@
 //! - `change_state` answers as the documented rule table
 //!   (`ops::check_transition`) and the busy flag say;
 //! - the per-MiB section summaries agree with a recount of the frames;
-//! - once no exchange is in progress, no frame is busy.
+//! - once no exchange is in progress, no frame is busy;
+//! - `init_range` of a frame under an exchange is refused with `Busy` and
+//!   changes nothing (it would clear the busy flag and let a second
+//!   exchange begin on the frame); of any other frame it succeeds.
 //!
 //! The harness is `crates/spm/tests/common` (the crate's model tests use
 //! it too); this file decodes the input and keeps the reference.
@@ -25,9 +28,9 @@ mod common;
 
 use common::ext::{pa, req, us, va, KernelExt};
 use common::{Kernel, Storage, DTCM, ITCM};
-use mmu_armv5::size::PageSizeKind;
+use mmu_armv5::size::{Frame, PageSizeKind};
 use spm::ops::{self, StateRequest};
-use spm::{Exchange, FrameState, Mappings, Progress, Rights, SpaceId};
+use spm::{Exchange, FrameError, FrameState, Mappings, Progress, Rights, SpaceId};
 
 const SPACES: u16 = 3;
 const PAGES: u32 = 3;
@@ -281,6 +284,25 @@ impl Active {
     }
 }
 
+impl Fuzz<'_> {
+    /// `init_range` of `frame` with the state and movability it has: a
+    /// no-op unless the frame is busy, when it must be refused.
+    fn reinit(&mut self, frame: u32) {
+        let before = self.k.table.desc(pa(frame)).unwrap();
+        let got = self.k.table.init_range(
+            Frame::from_start(pa(frame)).unwrap(),
+            before.state(),
+            before.is_movable(),
+        );
+        if before.is_busy() {
+            assert_eq!(got, Err(FrameError::Busy(pa(frame))));
+        } else {
+            assert_eq!(got, Ok(()));
+        }
+        assert_eq!(self.k.table.desc(pa(frame)).unwrap(), before);
+    }
+}
+
 fn sid(s: u16) -> SpaceId {
     SpaceId(s)
 }
@@ -316,6 +338,14 @@ fn step(f: &mut Fuzz<'_>, u: &mut Unstructured<'_>) -> Result<()> {
             f.cancel(n);
         }
         13 => f.unmap(s, p),
+        14 => {
+            let frame = if u.arbitrary()? {
+                page_frame(s, p)
+            } else {
+                res_frame(s, u.int_in_range(0..=RESOURCES - 1)?)
+            };
+            f.reinit(frame);
+        }
         _ => {
             let to = match u.int_in_range(0..=3u8)? {
                 0 => FrameState::Resource,

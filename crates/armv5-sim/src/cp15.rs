@@ -323,6 +323,10 @@ impl Cp15 for Machine {
     }
 }
 
+// SAFETY: the model's walker reads only the model's memory, and each
+// method performs the named operation on the model's caches and TLB.
+unsafe impl mmu_armv5::maint::TrustedMaintenance for Machine {}
+
 impl CacheMaintenance for Machine {
     /// 32 bytes, the line length of every preset. The model's own line length
     /// may differ; [`CacheMaintenance::clean_dcache_range`] is overridden to

@@ -50,6 +50,8 @@
 //! mini-data-caches; write-buffer contents are not modelled (a drain is
 //! counted); with the MMU off, accesses use `pa = mva` and only the I-cache
 //! caches; one dirty bit per line.
+// docs.rs (`--cfg docsrs`): badges naming the feature or target an item needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]

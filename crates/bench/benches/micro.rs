@@ -102,7 +102,7 @@ fn fass_ready() -> (Machine, F) {
     m.set_dacr(Dacr::only(kernel(), DomainAccess::Client));
     m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
     let mut f = F::new(Cpd::new(table), DomainSet::EMPTY, DefaultPolicy::default()).expect("fass");
-    f.create_space(SpaceId(1)).expect("space");
+    f.add_space(SpaceId(1)).expect("space");
     f.map_pages(
         &mut m,
         SpaceId(1),

@@ -87,11 +87,13 @@ impl TableSpace {
 /// # fn platform<'m>(mem: &'m mut [PoolBlock; 8], layout: &Layout) -> (Sys<'m>, KernelTable) {
 /// #     let pool = TablePool::new(mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000)).unwrap();
 /// #     let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool);
-/// #     let root = TableRef::allocate(&mut sys, HwTable::L1).unwrap();
-/// #     // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
-/// #     unsafe { root.write(&sys, 0xC00, 0x0000_0412) }.unwrap();
+/// #     // The kernel's RAM at 3 GiB, one section, built through the mapper.
+/// #     let mut kt = mmu_armv5::table::PageTable::new(&mut sys).unwrap();
+/// #     let ram = mmu_armv5::table::MapAttrs::new(mmu_armv5::Domain::default(), mmu_armv5::descriptor::AccessPermission::PrivRw, mmu_armv5::descriptor::CachePolicy::WriteBack);
+/// #     let (at, to) = (mmu_armv5::ModifiedVirtAddr::new(0xC000_0000), mmu_armv5::PhysAddr::new(0));
+/// #     kt.map(&mut sys, at, to, 1 << 20, ram, mmu_armv5::table::SizePolicy::Largest).unwrap().flush_on(&mut sys);
 /// #     // SAFETY: `MockCp15` only records register writes (see `KernelTable::new`).
-/// #     let kernel = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, layout, Domain::default()) }.unwrap();
+/// #     let kernel = unsafe { KernelTable::new(&sys, kt.root(), L1Encoding::Arm9, layout, Domain::default()) }.unwrap();
 /// #     (sys, kernel)
 /// # }
 /// use fass::{FassError, PidError, PidMode, SpaceId, SwitchStrategy, ClassicKind, TableSwitch};

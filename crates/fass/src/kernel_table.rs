@@ -24,6 +24,65 @@
 //! strategy built on it ([`Cpd::new`](crate::Cpd::new) for FASS,
 //! [`TableSwitch::new`](crate::TableSwitch::new) for the classic ones), so
 //! every strategy is built on a vouched-for table.
+//!
+//! # The boot hand-off
+//! Boot code builds the kernel's table with the MMU off, with an identity
+//! map of the code that switches the MMU on. That map lies outside the
+//! kernel region, so `KernelTable::new` refuses the table until it is
+//! gone: switch the MMU on, move the pool to the memory's kernel address,
+//! unmap the identity map and flush, then vouch once. (On a host the
+//! "kernel address" of the pool's memory is the one it had.)
+//!
+//! ```
+//! use fass::{Cpd, KernelTable, KernelTableError, Layout};
+//! use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
+//! use mmu_armv5::maint::Arm926;
+//! use mmu_armv5::regs::{Dacr, DomainAccess, MockCp15, Ttbr};
+//! use mmu_armv5::size::PageSizeKind;
+//! use mmu_armv5::table::{MapAttrs, MmuOff, PageTable, PoolBlock, SizePolicy, TablePool};
+//! use mmu_armv5::{Domain, ModifiedVirtAddr as Mva, PhysAddr};
+//!
+//! let mut cp15 = MockCp15::arm926(); // after reset: the MMU is off
+//! let mut mem = Box::new([PoolBlock::ZERO; 4]);
+//! // With the MMU off the pool reaches its memory at its physical address.
+//! let mut pool = TablePool::new(&mut *mem, PhysAddr::new(0x0010_0000), Mva::new(0x0010_0000))?;
+//! let off = MmuOff::new(&mut cp15)?;
+//! let domain = Domain::new(0)?;
+//! let ram = MapAttrs::new(domain, AccessPermission::PrivRw, CachePolicy::WriteBack);
+//! let section = SizePolicy::Exactly(PageSizeKind::Section);
+//! let mut kt = PageTable::new(&mut pool)?;
+//! // The identity map the boot code runs from, and the kernel at 3 GiB.
+//! kt.map(&mut pool, Mva::new(0), PhysAddr::new(0), 1 << 20, ram, section)?
+//!     .discard_mmu_off(&off, &mut pool);
+//! kt.map(&mut pool, Mva::new(0xC000_0000), PhysAddr::new(0), 8 << 20, ram, section)?
+//!     .discard_mmu_off(&off, &mut pool);
+//! let sctlr = off.sctlr().with_dcache(true).with_icache(true);
+//! // SAFETY: a mock records the writes. On hardware: the code running this
+//! // is identity mapped, its stack and data too (`enable_mmu`'s contract).
+//! let cp15 = unsafe { off.enable_mmu(Ttbr::new(kt.root())?, Dacr::only(domain, DomainAccess::Client), sctlr) };
+//!
+//! // Still there: the identity map is outside the kernel region.
+//! // SAFETY: as below; refused anyway.
+//! let early = unsafe { KernelTable::new(&pool, kt.root(), L1Encoding::Arm9, &Layout::DEMO, domain) };
+//! assert_eq!(early.err(), Some(KernelTableError::OutsideRegion { slot: 0 }));
+//!
+//! // The kernel runs at 3 GiB now: the pool moves to the memory's kernel
+//! // address (a kernel's static seen at its link address; on a host, the
+//! // address it had), then the identity map goes, flushed.
+//! let kernel_va = pool.memory();
+//! // SAFETY: `kernel_va` is the pool's memory, reached by nothing else.
+//! unsafe { pool.relocate(kernel_va, Mva::new(0xC010_0000)) };
+//! let mut cpu = Arm926::new(cp15);
+//! kt.unmap(&mut pool, Mva::new(0), 1 << 20)?.flush(&mut cpu, &mut pool);
+//!
+//! // Vouched for once; strategies are built on it.
+//! // SAFETY: a mock records the register writes. On hardware: the table
+//! // maps all the kernel uses and is the one the CPU walks.
+//! let table = unsafe { KernelTable::new(&pool, kt.root(), L1Encoding::Arm9, &Layout::DEMO, domain) }?;
+//! let cpd = Cpd::new(table);
+//! # let _ = cpd;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use crate::layout::{Layout, SLOT_COUNT};
 use core::fmt;

@@ -57,16 +57,18 @@
 //! let pool = TablePool::new(&mut *mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000)).unwrap();
 //! let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool);
 //! // The kernel's table: one kernel-only section at 3 GiB, domain 0.
-//! let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
-//! // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
-//! unsafe { root.write(&sys, 0xC00, 0x0000_0412) }.unwrap();
+//! // The kernel's RAM at 3 GiB, one section, built through the mapper.
+//! let mut kt = mmu_armv5::table::PageTable::new(&mut sys).unwrap();
+//! let ram = mmu_armv5::table::MapAttrs::new(mmu_armv5::Domain::default(), mmu_armv5::descriptor::AccessPermission::PrivRw, mmu_armv5::descriptor::CachePolicy::WriteBack);
+//! let (at, to) = (mmu_armv5::ModifiedVirtAddr::new(0xC000_0000), mmu_armv5::PhysAddr::new(0));
+//! kt.map(&mut sys, at, to, 1 << 20, ram, mmu_armv5::table::SizePolicy::Largest).unwrap().flush_on(&mut sys);
 //! // SAFETY: `MockCp15` only records register writes (see `KernelTable::new`).
-//! let table = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, &Layout::DEMO, Domain::default()) }.unwrap();
+//! let table = unsafe { KernelTable::new(&sys, kt.root(), L1Encoding::Arm9, &Layout::DEMO, Domain::default()) }.unwrap();
 //! let mut fass: Fass<DefaultPolicy, 4, 8, 1> =
 //!     Fass::new(Cpd::new(table), DomainSet::EMPTY, DefaultPolicy::default()).unwrap();
 //! let (a, b) = (SpaceId(1), SpaceId(2));
-//! fass.create_space(a).unwrap();
-//! fass.create_space(b).unwrap();
+//! fass.add_space(a).unwrap();
+//! fass.add_space(b).unwrap();
 //!
 //! // No record before the first full switch.
 //! assert_eq!(fass.switch_lean(&mut sys, a), Err(StaleSwitch));
@@ -244,11 +246,13 @@ impl LeanSwitch {
 /// # let mut mem = Box::new([PoolBlock::ZERO; 8]);
 /// # let pool = TablePool::new(&mut *mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000)).unwrap();
 /// # let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool);
-/// # let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
-/// # // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
-/// # unsafe { root.write(&sys, 0xC00, 0x0000_0412) }.unwrap();
+/// # // The kernel's RAM at 3 GiB, one section, built through the mapper.
+/// # let mut kt = mmu_armv5::table::PageTable::new(&mut sys).unwrap();
+/// # let ram = mmu_armv5::table::MapAttrs::new(mmu_armv5::Domain::default(), mmu_armv5::descriptor::AccessPermission::PrivRw, mmu_armv5::descriptor::CachePolicy::WriteBack);
+/// # let (at, to) = (mmu_armv5::ModifiedVirtAddr::new(0xC000_0000), mmu_armv5::PhysAddr::new(0));
+/// # kt.map(&mut sys, at, to, 1 << 20, ram, mmu_armv5::table::SizePolicy::Largest).unwrap().flush_on(&mut sys);
 /// # // SAFETY: `MockCp15` only records register writes (see `KernelTable::new`).
-/// # let kernel = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, &Layout::DEMO, Domain::default()) }.unwrap();
+/// # let kernel = unsafe { KernelTable::new(&sys, kt.root(), L1Encoding::Arm9, &Layout::DEMO, Domain::default()) }.unwrap();
 /// let mut naive: TableSwitch<4, 1> = TableSwitch::new(ClassicKind::Naive, Domain::new(1)?, kernel);
 /// let (a, b) = (SpaceId(0), SpaceId(1));
 /// for s in [a, b] {

@@ -109,11 +109,11 @@
 //!
 //! ```
 //! use fass::{Cpd, DefaultPolicy, DomainSet, Fass, KernelTable, Layout, Resolution, SpaceId, Split, SwitchStrategy};
-//! use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor, L1Encoding, SectionDesc};
+//! use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 //! use mmu_armv5::maint::Arm926;
 //! use mmu_armv5::regs::{Cp15Event, Cp15Reg, Far, Fsr, MockCp15};
-//! use mmu_armv5::size::{Frame, PageRange};
-//! use mmu_armv5::table::{PoolBlock, TableKind, TablePool, TableRef};
+//! use mmu_armv5::size::{Frame, PageRange, PageSizeKind};
+//! use mmu_armv5::table::{MapAttrs, PageTable, PoolBlock, SizePolicy, TablePool};
 //! use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
 //!
 //! // Table memory and a recording ARM926EJ-S, joined into one platform.
@@ -123,27 +123,22 @@
 //! // The kernel's table (the boot first-level table, loaded in the TTBR for
 //! // good): here one section of kernel RAM at 3 GiB, in the kernel's domain.
 //! let kernel = Domain::new(0).unwrap();
-//! let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();
-//! let ram = L1Descriptor::Section(SectionDesc {
-//!     frame: Frame::containing(PhysAddr::new(0)),
-//!     ap: AccessPermission::PrivRw,
-//!     cache: CachePolicy::WriteBack,
-//!     domain: kernel,
-//!     p: false,
-//!     tex: Default::default(),
-//! });
-//! // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
-//! unsafe { root.write(&mut sys, 0xC00, ram.to_bits()) }.unwrap();
+//! let mut kt = PageTable::new(&mut sys).unwrap();
+//! let ram = MapAttrs::new(kernel, AccessPermission::PrivRw, CachePolicy::WriteBack);
+//! let section = SizePolicy::Exactly(PageSizeKind::Section);
+//! kt.map(&mut sys, ModifiedVirtAddr::new(0xC000_0000), PhysAddr::new(0), 1 << 20, ram, section)
+//!     .unwrap()
+//!     .flush_on(&mut sys);
 //! // SAFETY: `MockCp15` only records register writes; on hardware this is
 //! // the promise that the table maps all the kernel uses and is the one the
 //! // CPU walks (see `KernelTable::new`).
-//! let table = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, &Layout::DEMO, kernel) }.unwrap();
+//! let table = unsafe { KernelTable::new(&sys, kt.root(), L1Encoding::Arm9, &Layout::DEMO, kernel) }.unwrap();
 //! // The CPD is that table.
 //! let mut fass: Fass<DefaultPolicy, 8, 8, 4> =
 //!     Fass::new(Cpd::new(table), DomainSet::EMPTY, DefaultPolicy::default()).unwrap();
 //!
 //! let a = SpaceId(1);
-//! fass.create_space(a).unwrap();
+//! fass.add_space(a).unwrap();
 //! let pages = PageRange::from_bytes(VirtAddr::new(0x8000), 0x2000).unwrap(); // two 4 KiB pages
 //! let frame = Frame::from_start(PhysAddr::new(0x0030_0000)).unwrap(); // the first of two frames
 //! fass.map_pages(&mut sys, a, pages, frame, AccessPermission::ReadWrite, CachePolicy::WriteBack).unwrap();
@@ -153,7 +148,7 @@
 //! assert!(matches!(r, Resolution::Resolved { .. }));
 //!
 //! // Switching back to `a` after another space costs one DACR and one FCSEIDR write.
-//! fass.create_space(SpaceId(2)).unwrap();
+//! fass.add_space(SpaceId(2)).unwrap();
 //! fass.switch_to(&mut sys, SpaceId(2)).unwrap();
 //! sys.hw.cp15_mut().clear();
 //! fass.switch_to(&mut sys, a).unwrap();
@@ -167,6 +162,8 @@
 //! );
 //! ```
 #![no_std]
+// docs.rs (`--cfg docsrs`): badges naming the feature or target an item needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]

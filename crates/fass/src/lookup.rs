@@ -630,7 +630,7 @@ mod tests {
     /// also maps segment 0 (1 MiB at `SEG`, read-only for users).
     fn two_spaces(f: &mut F, sys: &mut Sys<'_>) {
         for s in [1, 2] {
-            f.create_space(SpaceId(s)).unwrap();
+            f.add_space(SpaceId(s)).unwrap();
             f.map_page(
                 sys,
                 SpaceId(s),

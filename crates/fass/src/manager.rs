@@ -141,11 +141,13 @@ pub enum RecycleRule {
 /// # fn platform<'m>(mem: &'m mut [PoolBlock; 8], layout: &Layout) -> (Sys<'m>, KernelTable) {
 /// #     let pool = TablePool::new(mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000)).unwrap();
 /// #     let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool);
-/// #     let root = TableRef::allocate(&mut sys, HwTable::L1).unwrap();
-/// #     // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
-/// #     unsafe { root.write(&sys, 0xC00, 0x0000_0412) }.unwrap();
+/// #     // The kernel's RAM at 3 GiB, one section, built through the mapper.
+/// #     let mut kt = mmu_armv5::table::PageTable::new(&mut sys).unwrap();
+/// #     let ram = mmu_armv5::table::MapAttrs::new(mmu_armv5::Domain::default(), mmu_armv5::descriptor::AccessPermission::PrivRw, mmu_armv5::descriptor::CachePolicy::WriteBack);
+/// #     let (at, to) = (mmu_armv5::ModifiedVirtAddr::new(0xC000_0000), mmu_armv5::PhysAddr::new(0));
+/// #     kt.map(&mut sys, at, to, 1 << 20, ram, mmu_armv5::table::SizePolicy::Largest).unwrap().flush_on(&mut sys);
 /// #     // SAFETY: `MockCp15` only records register writes (see `KernelTable::new`).
-/// #     let kernel = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, layout, Domain::default()) }.unwrap();
+/// #     let kernel = unsafe { KernelTable::new(&sys, kt.root(), L1Encoding::Arm9, layout, Domain::default()) }.unwrap();
 /// #     (sys, kernel)
 /// # }
 /// use fass::resolve::Flushed;
@@ -163,8 +165,8 @@ pub enum RecycleRule {
 ///     Fass::new(Cpd::new(kernel), DomainSet::EMPTY, DefaultPolicy::default())?;
 ///
 /// let (a, b) = (SpaceId(1), SpaceId(2));
-/// fass.create_space(a)?;
-/// fass.create_space(b)?;
+/// fass.add_space(a)?;
+/// fass.add_space(b)?;
 /// assert_eq!(fass.pid_of(a)?, fass.pid_of(b)?); // one PID for both
 /// let page = Page::from_start(VirtAddr::new(0x8000))?; // MVA 0x0200_8000: CPD slot 0x20 for both
 /// fass.map_page(&mut sys, a, page, Frame::from_start(PhysAddr::new(0x0030_0000))?, Ap::ReadWrite, CachePolicy::WriteBack)?;
@@ -584,7 +586,13 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     }
 
     /// Creates an empty address space `id` with an FCSE PID (shared if none is free).
-    pub fn create_space(&mut self, id: SpaceId) -> Result<(), FassError> {
+    ///
+    /// [`SwitchStrategy::create_space`](crate::SwitchStrategy::create_space)
+    /// without the platform, which FASS does not need to create a space.
+    /// (Named apart so that the trait form, `fass.create_space(&mut sys,
+    /// id)`, works on a `Fass` too: an inherent method of the same name
+    /// would hide it.)
+    pub fn add_space(&mut self, id: SpaceId) -> Result<(), FassError> {
         let entry = self
             .spaces
             .get_mut(usize::from(id.0))
@@ -1217,7 +1225,7 @@ mod tests {
         mem: &mut crate::space::tests::Mem,
     ) -> (crate::switch::tests::F, crate::switch::tests::Sys<'_>) {
         let (mut f, sys) = setup(mem, Layout::DEMO, DomainSet::EMPTY);
-        f.create_space(SpaceId(0)).unwrap();
+        f.add_space(SpaceId(0)).unwrap();
         (f, sys)
     }
 
@@ -1449,7 +1457,7 @@ mod tests {
             (1, 1, SegmentAccess::Manager, DomainAccess::Manager),
         ] {
             let (space, seg) = (SpaceId(s), SegmentId(g));
-            f.create_space(space).unwrap();
+            f.add_space(space).unwrap();
             let base = VirtAddr::new(0x8000_0000 + (u32::from(g) << 20));
             f.create_segment(seg, crate::segment::SegmentSpec { base, ..spec })
                 .unwrap();

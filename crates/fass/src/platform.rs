@@ -7,17 +7,20 @@
 //! they are separate values, joined by [`Split`].
 
 use core::ptr::NonNull;
-use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::maint::{CacheMaintenance, TrustedMaintenance};
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg};
-use mmu_armv5::table::{AllocError, TableAlloc, TableKind};
+use mmu_armv5::table::{AllocError, AllocId, TableAlloc, TableKind};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
 
 /// CP15 access, cache maintenance and table memory of one CPU.
 ///
 /// Implemented for every type that has the three capabilities.
-pub trait Platform: Cp15 + CacheMaintenance + TableAlloc {}
+///
+/// The maintenance is a [`TrustedMaintenance`]: fass frees the tables a
+/// change unlinked once that maintenance says they are unreachable.
+pub trait Platform: Cp15 + TrustedMaintenance + TableAlloc {}
 
-impl<T: Cp15 + CacheMaintenance + TableAlloc> Platform for T {}
+impl<T: Cp15 + TrustedMaintenance + TableAlloc> Platform for T {}
 
 /// A [`Platform`] made of a CPU (`hw`: CP15 and maintenance, for example
 /// `Arm926<HwCp15>` or `Arm926<MockCp15>`) and a table allocator (`tables`,
@@ -131,4 +134,12 @@ unsafe impl<H, A: TableAlloc> TableAlloc for Split<H, A> {
     fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
         self.tables.table_mva(pa)
     }
+
+    fn alloc_id(&self) -> Option<AllocId> {
+        self.tables.alloc_id()
+    }
 }
+
+// SAFETY: every maintenance method forwards to `self.hw`, which keeps the
+// promise.
+unsafe impl<H: TrustedMaintenance, A> TrustedMaintenance for Split<H, A> {}

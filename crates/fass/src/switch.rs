@@ -59,11 +59,13 @@ use mmu_armv5::{Domain, ModifiedVirtAddr, VirtAddr};
 /// # fn platform<'m>(mem: &'m mut [PoolBlock; 8], layout: &Layout) -> (Sys<'m>, KernelTable) {
 /// #     let pool = TablePool::new(mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000)).unwrap();
 /// #     let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool);
-/// #     let root = TableRef::allocate(&mut sys, HwTable::L1).unwrap();
-/// #     // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
-/// #     unsafe { root.write(&sys, 0xC00, 0x0000_0412) }.unwrap();
+/// #     // The kernel's RAM at 3 GiB, one section, built through the mapper.
+/// #     let mut kt = mmu_armv5::table::PageTable::new(&mut sys).unwrap();
+/// #     let ram = mmu_armv5::table::MapAttrs::new(mmu_armv5::Domain::default(), mmu_armv5::descriptor::AccessPermission::PrivRw, mmu_armv5::descriptor::CachePolicy::WriteBack);
+/// #     let (at, to) = (mmu_armv5::ModifiedVirtAddr::new(0xC000_0000), mmu_armv5::PhysAddr::new(0));
+/// #     kt.map(&mut sys, at, to, 1 << 20, ram, mmu_armv5::table::SizePolicy::Largest).unwrap().flush_on(&mut sys);
 /// #     // SAFETY: `MockCp15` only records register writes (see `KernelTable::new`).
-/// #     let kernel = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, layout, Domain::default()) }.unwrap();
+/// #     let kernel = unsafe { KernelTable::new(&sys, kt.root(), L1Encoding::Arm9, layout, Domain::default()) }.unwrap();
 /// #     (sys, kernel)
 /// # }
 /// use fass::{Cpd, DefaultPolicy, DomainSet, Fass, FassError, Platform, SpaceId, SwitchStrategy, ClassicKind, TableSwitch};
@@ -212,7 +214,7 @@ where
         _sys: &mut S,
         id: SpaceId,
     ) -> Result<(), FassError> {
-        Fass::create_space(self, id)
+        Fass::add_space(self, id)
     }
 
     fn destroy_space<S: Platform + ?Sized>(
@@ -699,7 +701,7 @@ pub(crate) mod tests {
         let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
         let n = 15u16; // every free domain
         for s in 0..n {
-            f.create_space(SpaceId(s)).unwrap();
+            f.add_space(SpaceId(s)).unwrap();
             map(
                 &mut f,
                 &mut sys,
@@ -751,12 +753,33 @@ pub(crate) mod tests {
         assert_eq!(delta.collisions, 0);
     }
 
+    /// Regression (issue 26, item 8): the inherent `Fass::create_space(id)`
+    /// hid the trait method, so `fass.create_space(&mut sys, id)` failed to
+    /// compile (E0061). The inherent form is `add_space` now; both work on
+    /// a `Fass`, and say the same.
+    #[test]
+    fn the_trait_and_inherent_forms_both_work_on_a_fass() {
+        let mut mem = table_mem();
+        let (mut f, mut sys) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
+        f.create_space(&mut sys, SpaceId(0)).unwrap();
+        f.add_space(SpaceId(1)).unwrap();
+        assert_eq!(
+            f.create_space(&mut sys, SpaceId(1)),
+            Err(FassError::SpaceExists(SpaceId(1)))
+        );
+        assert_eq!(
+            f.add_space(SpaceId(0)),
+            Err(FassError::SpaceExists(SpaceId(0)))
+        );
+        f.destroy_space(&mut sys, SpaceId(0)).unwrap();
+    }
+
     #[test]
     fn collisions_on_a_shared_pid_move_the_slot_and_flush_a_dirty_owner() {
         let mut mem = table_mem();
         let (mut f, mut sys) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
-        f.create_space(SpaceId(0)).unwrap();
-        f.create_space(SpaceId(1)).unwrap();
+        f.add_space(SpaceId(0)).unwrap();
+        f.add_space(SpaceId(1)).unwrap();
         assert_eq!(f.stats().pid_shares, 1);
         map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
         map(&mut f, &mut sys, 1, 0x8000, 0x0020_0000);
@@ -813,7 +836,7 @@ pub(crate) mod tests {
         let mut mem = table_mem();
         let (mut f, mut sys) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
         for s in 0..3 {
-            f.create_space(SpaceId(s)).unwrap();
+            f.add_space(SpaceId(s)).unwrap();
             map(
                 &mut f,
                 &mut sys,
@@ -887,7 +910,7 @@ pub(crate) mod tests {
         let (f, mut sys) = setup(&mut mem, Layout::DEMO, reserved);
         let mut f = f.with_recycle_rule(RecycleRule::Conservative);
         for s in 0..3 {
-            f.create_space(SpaceId(s)).unwrap();
+            f.add_space(SpaceId(s)).unwrap();
         }
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
         f.switch_to(&mut sys, SpaceId(1)).unwrap();
@@ -946,7 +969,7 @@ pub(crate) mod tests {
         let (f, mut sys) = setup(mem, Layout::DEMO, reserved);
         let mut f = f.with_recycle_rule(rule);
         for s in 0..n {
-            f.create_space(SpaceId(s)).unwrap();
+            f.add_space(SpaceId(s)).unwrap();
             map(
                 &mut f,
                 &mut sys,
@@ -1106,7 +1129,7 @@ pub(crate) mod tests {
         let (f, mut sys) = setup(&mut mem, Layout::DEMO, reserved);
         let mut f = f.with_recycle_rule(RecycleRule::ExclusiveWindows);
         for s in 0..4 {
-            f.create_space(SpaceId(s)).unwrap();
+            f.add_space(SpaceId(s)).unwrap();
         }
         let far = 0x0400_0000;
         assert_ne!(f.pid_of(SpaceId(0)).unwrap().get(), 2);
@@ -1181,9 +1204,9 @@ pub(crate) mod tests {
         // A shared PID is never exclusive.
         let mut mem = table_mem();
         let (mut f, _) = setup(&mut mem, one_pid_layout(), DomainSet::EMPTY);
-        f.create_space(SpaceId(0)).unwrap();
+        f.add_space(SpaceId(0)).unwrap();
         assert!(f.is_window_exclusive(SpaceId(0)).unwrap());
-        f.create_space(SpaceId(1)).unwrap();
+        f.add_space(SpaceId(1)).unwrap();
         assert!(!f.is_window_exclusive(SpaceId(0)).unwrap());
         assert!(!f.is_window_exclusive(SpaceId(1)).unwrap());
     }
@@ -1274,7 +1297,7 @@ pub(crate) mod tests {
         assert_eq!(only_ops(&sys), full_flush_events());
         assert_eq!(f.stats().full_flushes, 1);
         // A space that never ran and holds no domain: nothing to flush.
-        f.create_space(SpaceId(5)).unwrap();
+        f.add_space(SpaceId(5)).unwrap();
         sys.hw.cp15_mut().clear();
         f.destroy_space(&mut sys, SpaceId(5)).unwrap();
         assert_eq!(only_ops(&sys), []);
@@ -1288,7 +1311,7 @@ pub(crate) mod tests {
         // No space runs: none is reported running, not even the one whose
         // number is the "nobody" marker's.
         assert!(!f.runs(SpaceId(0)) && !f.runs(SpaceId(u16::MAX)));
-        f.create_space(SpaceId(0)).unwrap();
+        f.add_space(SpaceId(0)).unwrap();
         map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
         assert_eq!(
@@ -1313,11 +1336,11 @@ pub(crate) mod tests {
             Err(FassError::NotPrivate(VirtAddr::new(0xC000_0000)))
         );
         assert_eq!(
-            f.create_space(SpaceId(0)),
+            f.add_space(SpaceId(0)),
             Err(FassError::SpaceExists(SpaceId(0)))
         );
         assert_eq!(
-            f.create_space(SpaceId(64)),
+            f.add_space(SpaceId(64)),
             Err(FassError::SpaceIdOutOfRange(SpaceId(64)))
         );
         assert_eq!(
@@ -1330,7 +1353,7 @@ pub(crate) mod tests {
     fn unmapping_the_last_page_of_an_owned_slot_clears_the_cpd_copy() {
         let mut mem = table_mem();
         let (mut f, mut sys) = setup(&mut mem, Layout::DEMO, DomainSet::EMPTY);
-        f.create_space(SpaceId(0)).unwrap();
+        f.add_space(SpaceId(0)).unwrap();
         map(&mut f, &mut sys, 0, 0x8000, 0x0010_0000);
         f.switch_to(&mut sys, SpaceId(0)).unwrap();
         let _ = f

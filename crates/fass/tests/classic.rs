@@ -85,6 +85,10 @@ impl Cp15 for Sys {
     }
 }
 
+// SAFETY: every maintenance method forwards to the model machine, whose
+// maintenance is trusted (its walker reads only its own memory).
+unsafe impl mmu_armv5::maint::TrustedMaintenance for Sys {}
+
 impl CacheMaintenance for Sys {
     const DCACHE_LINE: u32 = <Machine as CacheMaintenance>::DCACHE_LINE;
 

@@ -136,7 +136,7 @@ fn ring(n: u16, rounds: u32, rule: RecycleRule) -> (armv5_sim::Counters, fass::S
     let mut m = machine();
     let mut f = fass_with(&mut m, Layout::DEMO, rule);
     for s in 0..n {
-        f.create_space(SpaceId(s)).unwrap();
+        f.add_space(SpaceId(s)).unwrap();
         for p in 0..2u32 {
             let pa = (u32::from(s) * 2 + p + 1) * PAGE;
             f.map_page(
@@ -265,7 +265,7 @@ fn spaces_with_low_page(n: u16, rule: RecycleRule) -> (Machine, FassModel) {
     let mut m = machine();
     let mut f = fass_with(&mut m, Layout::DEMO, rule);
     for s in 0..n {
-        f.create_space(SpaceId(s)).unwrap();
+        f.add_space(SpaceId(s)).unwrap();
         f.map_page(
             &mut m,
             SpaceId(s),
@@ -386,7 +386,7 @@ fn destroying_a_space_whose_recycled_lines_may_be_cached_flushes_before_its_fram
     assert_eq!(destroy.full_flushes, 1, "{destroy:?}");
     assert!(!f.window_lines().any());
     // A space given the dead space's PID finds nothing of it either.
-    f.create_space(SpaceId(0)).unwrap();
+    f.add_space(SpaceId(0)).unwrap();
     assert_eq!(f.pid_of(SpaceId(0)).unwrap(), pid);
     f.map_page(
         &mut m,
@@ -520,7 +520,7 @@ fn the_fast_fault_path_needs_a_pinned_cpd() {
     assert_eq!(cpd.read_pinned(0), None);
     let mut f: FassModel =
         Fass::new(cpd, DomainSet::EMPTY, CleanFirstRoundRobin::default()).unwrap();
-    f.create_space(SpaceId(0)).unwrap();
+    f.add_space(SpaceId(0)).unwrap();
     f.map_page(
         &mut m,
         SpaceId(0),
@@ -567,7 +567,7 @@ fn the_fast_path_relocates_low_fault_addresses_by_the_running_pid() {
     };
     // Three spaces: the last one runs at a PID of 2 or more.
     for s in 0..3 {
-        f.create_space(SpaceId(s)).unwrap();
+        f.add_space(SpaceId(s)).unwrap();
     }
     let s = 2;
     let pid = u32::from(f.pid_of(SpaceId(s)).unwrap().get());

@@ -45,6 +45,8 @@
 //! architectural answer and the demo kernel's differential test names the
 //! deviation.
 #![no_std]
+// docs.rs (`--cfg docsrs`): badges naming the feature or target an item needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]

@@ -607,8 +607,9 @@ mod sequences {
                 .prop_map(|(t, slot, what, from)| Op::SetL1 { t, slot, what, from }),
             1 => (0..SLOTS, 0..2u8).prop_map(|(first, count)| Op::Share { first, count }),
             1 => (t.clone(), slot.clone(), slot.clone()).prop_map(|(t, from, to)| Op::Move { t, from, to }),
-            2 => (t, slot, any::<u16>()).prop_map(|(t, slot, kib)| Op::Lookup { t, slot, kib }),
+            2 => (t.clone(), slot.clone(), any::<u16>()).prop_map(|(t, slot, kib)| Op::Lookup { t, slot, kib }),
             1 => Just(Op::Flush),
+            1 => (t, slot).prop_map(|(t, slot)| Op::Foreign { t, slot }),
         ]
     }
 
@@ -1084,4 +1085,101 @@ fn a_range_ending_inside_a_page_is_refused() {
         Err(TableError::PartialPage(Mva::new(0x0061_0000)))
     );
     assert!(t.lookup(&p, Mva::new(0x0060_1000)).unwrap().is_some());
+}
+
+/// Regression (issue 26, item 1): two pools built (safely) over one
+/// physical base. A flush token of pool A's table flushed with pool B freed
+/// into B a coarse table that B's table `u` still linked; the next table of
+/// B took that memory and `t.map(&mut b)` wrote into `u`'s table. Tables
+/// and tokens now carry their pool's `AllocId`: a table refuses another
+/// pool, and a token frees nothing into it.
+#[test]
+fn tables_and_tokens_stay_with_their_pool() {
+    let (mut ma, mut mb) = (mem::<4>(), mem::<4>());
+    let mut a = pool(&mut ma);
+    let mut b = pool(&mut mb);
+    assert_ne!(a.alloc_id(), b.alloc_id());
+    let mut t = PageTable::new(&mut a).unwrap();
+    let mut u = PageTable::new(&mut b).unwrap();
+    assert_eq!(t.root(), u.root(), "one physical base: the same addresses");
+    let small = SizePolicy::Exactly(PageSizeKind::Small);
+    for (pt, p) in [(&mut t, &mut a), (&mut u, &mut b)] {
+        map_now(
+            pt,
+            p,
+            Mva::new(0x10_0000),
+            PhysAddr::new(0x40_0000),
+            0x1000,
+            attrs(0),
+            small,
+        );
+    }
+    let free_b = b.free_units();
+    // The token's coarse table is A's: flushed with B it is not freed there.
+    let f = t.unmap(&mut a, Mva::new(0x10_0000), 0x1000).unwrap();
+    assert_eq!(f.tables_to_free(), 1);
+    assert_eq!(f.check_alloc(&b), Err(TableError::WrongAllocator));
+    assert_eq!(f.check_alloc(&a), Ok(()));
+    f.flush(&mut maint(), &mut b);
+    assert_eq!(b.free_units(), free_b, "nothing freed into B");
+    let u_entry = u.lookup(&b, Mva::new(0x10_0000)).unwrap();
+    assert!(u_entry.is_some(), "u's table is intact");
+    // A's table refuses B for every operation, reads included.
+    let attrs0 = attrs(0);
+    assert_eq!(
+        t.map(
+            &mut b,
+            Mva::new(0x20_0000),
+            PhysAddr::new(0),
+            0x1000,
+            attrs0,
+            small
+        )
+        .err(),
+        Some(TableError::WrongAllocator)
+    );
+    assert_eq!(
+        t.unmap(&mut b, Mva::new(0x10_0000), 0x1000).err(),
+        Some(TableError::WrongAllocator)
+    );
+    assert_eq!(t.lookup(&b, Mva::new(0)), Err(TableError::WrongAllocator));
+    assert_eq!(t.l1_entry(&b, 0), Err(TableError::WrongAllocator));
+    assert_eq!(
+        u.share_from(&b, &mut t, Mva::new(0xC000_0000), 1 << 20)
+            .err(),
+        Some(TableError::WrongAllocator)
+    );
+    assert_eq!(u.lookup(&b, Mva::new(0x10_0000)).unwrap(), u_entry);
+}
+
+/// Regression (issue 26, item 1): a pool dropped and a new one built over
+/// the same memory knows none of the old tables; the old table must not
+/// be used with it (the new pool would hand its memory out again).
+#[test]
+fn a_new_pool_over_the_same_memory_refuses_the_old_tables() {
+    let mut m = mem::<2>();
+    let mut t = {
+        let mut a = pool(&mut m);
+        PageTable::new(&mut a).unwrap()
+    };
+    let mut b = pool(&mut m);
+    let small = SizePolicy::Exactly(PageSizeKind::Small);
+    assert_eq!(
+        t.map(
+            &mut b,
+            Mva::new(0),
+            PhysAddr::new(0),
+            0x1000,
+            attrs(0),
+            small
+        )
+        .err(),
+        Some(TableError::WrongAllocator)
+    );
+    let u = PageTable::new(&mut b).unwrap();
+    assert_eq!(u.root(), t.root(), "B hands the same memory out again");
+    assert!(
+        u.mappings(&b).next().is_none(),
+        "and t did not write into it"
+    );
 }

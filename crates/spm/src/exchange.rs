@@ -60,8 +60,15 @@
 //!   sides; of every page for a page directory) are still busy and in the
 //!   state the exchange put or found them in: the first frame of each side
 //!   exactly as recorded, the others busy with the same state. A frame
-//!   that was freed, handed to another space, changed by
-//!   [`crate::ops`] or by [`FrameTable::init_range`] fails this.
+//!   that was freed, handed to another space or changed fails this. The
+//!   crate's own calls cannot change a busy frame: [`crate::ops`] refuses
+//!   with `Busy`, [`FrameTable::init_range`] with
+//!   [`FrameError::Busy`], and a second
+//!   [`Exchange::begin`] with [`ExchangeError::Busy`]; so no other
+//!   exchange can put the frames back into the state this one expects.
+//!   These checks run at every step, the first of each page included
+//!   (`Start`, where the page's frames are checked against what `begin`
+//!   left before anything is protected or copied).
 //! * **The mappings**: while [`Mappings::generation`] returns the value
 //!   under which the current page was last checked, nothing was mapped,
 //!   unmapped, re-pointed or given write access (the fast path: one
@@ -396,7 +403,12 @@ impl PageFrames {
 /// or call [`Exchange::cancel`]. It is not `Clone`: a copy would hold the
 /// same busy frames.
 ///
-/// Moving a task's writable page into DTCM, step by step, with the
+/// The round trip: a task's writable page moved into DTCM step by step,
+/// and back. After an exchange the old frame (now mapped at the resource
+/// address) is still the task's page (`User(task)`): it holds a copy of
+/// the task's data until the kernel gives it back as a resource with
+/// [`ops::change_state`](crate::ops::change_state) (`Set(Resource)` at the
+/// resource address, as the kernel), which the way back needs. With the
 /// ready-made pieces: [`crate::TableMappings`] over one page table (the
 /// task at FCSE PID 1), [`crate::Hw`] over a recording ARM926EJ-S and host
 /// buffers standing for RAM and DTCM (the crate docs walk through the
@@ -414,6 +426,7 @@ impl PageFrames {
 /// use spm::{AddressSpace, Exchange, ExchangeRequest, FrameDesc, FrameState, FrameTable, Hw};
 /// use spm::{InitialUse, Location, Mappings, PhysRegion, PhysWindows, Progress};
 /// use spm::{RecordingIrq, Rights, SectionSummary, SpaceId, TableMappings};
+/// use spm::ops::{self, StateRequest};
 ///
 /// let ram = PhysRegion::new(PhysAddr::new(0), 64 << 10, Location::Ram, InitialUse::Kernel)?;
 /// let dtcm = PhysRegion::new(PhysAddr::new(0x0300_0000), 32 << 10, Location::Dtcm, InitialUse::Resource)?;
@@ -491,6 +504,31 @@ impl PageFrames {
 /// // Interrupts were masked only inside steps, 256 bytes of copying at most each.
 /// assert!(!irq.is_masked() && irq.windows() >= 1);
 /// assert_eq!(ex.stats().bytes_copied, 4096);
+///
+/// // And back to RAM. The old frame is still the task's page, so a second
+/// // exchange would refuse it (`NotResource`): the kernel, which maps it
+/// // at the resource address, first gives it back as a resource.
+/// let back = ExchangeRequest { rights: Rights::RW, ..req };
+/// assert!(matches!(
+///     Exchange::begin(&mut table, &maps, back, DEFAULT_CHUNK),
+///     Err(spm::ExchangeError::NotResource { .. })
+/// ));
+/// let kernel_va = VirtAddr::new(0xC300_0000);
+/// // SAFETY: as above (the frame table, the mappings and `hw` are one machine).
+/// unsafe { ops::change_state(&mut table, &maps, &mut hw, AddressSpace::Kernel, kernel_va, StateRequest::Set(FrameState::Resource)) }?;
+/// let mut ex = Exchange::begin(&mut table, &maps, back, DEFAULT_CHUNK)?;
+/// // SAFETY: as above.
+/// unsafe { ex.run(&mut table, &mut maps, &mut hw, &mut irq) }?;
+/// assert!(ex.is_done());
+/// let t = maps.translate(me, VirtAddr::new(0x8123)).unwrap();
+/// assert_eq!((t.page, t.writable), (PhysAddr::new(0x5000), true));
+/// hw.phys.read(PhysAddr::new(0x5123), &mut byte)?;
+/// assert_eq!(byte, [42]);
+/// // The DTCM frame, at the resource address again, is given back the same way.
+/// // SAFETY: as above.
+/// unsafe { ops::change_state(&mut table, &maps, &mut hw, AddressSpace::Kernel, kernel_va, StateRequest::Set(FrameState::Resource)) }?;
+/// assert_eq!(table.desc(PhysAddr::new(0x0300_0000))?.state(), FrameState::Resource);
+/// assert_eq!(table.desc(PhysAddr::new(0x5000))?.state(), FrameState::User(task));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[must_use = "a begun exchange holds its frames busy until it is run to the end or cancelled"]
@@ -516,10 +554,10 @@ pub struct Exchange {
     /// The mappings of the current page's two frames.
     known: Known,
     /// [`Mappings::generation`] when `begin` translated the pages.
-    begin_gen: Option<u32>,
+    begin_gen: Option<u64>,
     /// [`Mappings::generation`] when the current page's mappings were last
     /// checked (`None`: check at the next step).
-    checked: Option<u32>,
+    checked: Option<u64>,
     /// Where the frame table describes the current page's first old and
     /// new frame (found once, at its start).
     at: [FrameSlot; 2],
@@ -549,7 +587,7 @@ const NO_MAPPING: ReverseMapping = ReverseMapping {
 /// two indices instead of the lists.
 #[derive(Clone, Copy, Debug)]
 struct Known {
-    gen: Option<u32>,
+    gen: Option<u64>,
     list: [[ReverseMapping; KNOWN]; 2],
     n: [u8; 2],
     slot: [u8; 2],
@@ -578,7 +616,7 @@ impl Known {
     fn collect<M: Mappings + ?Sized>(
         &mut self,
         maps: &M,
-        gen: Option<u32>,
+        gen: Option<u64>,
         old: PhysAddr,
         new: PhysAddr,
         size: PageSizeKind,
@@ -976,6 +1014,10 @@ impl Exchange {
     {
         self.stats.steps += 1;
         let gen = maps.generation();
+        // At `Start` the page's frames are checked by `start` itself
+        // (against what `begin` recorded for the first page, busy and in
+        // their state for the others): `self.at` and `self.expect` still
+        // name the previous page's frames there.
         if self.phase != Phase::Start && !self.unchanged(table, gen) {
             // What the earlier steps of this page relied on, in full.
             self.check_frames(table)?;
@@ -1054,7 +1096,7 @@ impl Exchange {
     /// whose two frames are exactly as this exchange left them, and a
     /// mapping generation equal to the one its mappings were checked under.
     #[inline(always)]
-    fn unchanged<const R: usize>(&self, table: &FrameTable<'_, R>, gen: Option<u32>) -> bool {
+    fn unchanged<const R: usize>(&self, table: &FrameTable<'_, R>, gen: Option<u64>) -> bool {
         gen.is_some()
             && gen == self.checked
             && self.req.size == PageSizeKind::Small
@@ -1146,7 +1188,7 @@ impl Exchange {
     fn check_mappings<M: Mappings + ?Sized>(
         &mut self,
         maps: &M,
-        gen: Option<u32>,
+        gen: Option<u64>,
     ) -> Result<u32, ExchangeError> {
         if gen.is_some() && gen == self.checked {
             return Ok(0);
@@ -1214,7 +1256,7 @@ impl Exchange {
         maps: &mut M,
         hw: &mut H,
         irq: &mut I,
-        gen: Option<u32>,
+        gen: Option<u64>,
     ) -> Result<(), ExchangeError>
     where
         M: Mappings + ?Sized,

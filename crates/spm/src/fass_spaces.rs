@@ -42,11 +42,13 @@
 //! # let mut mem = Box::new([PoolBlock::ZERO; 8]);
 //! # let pool = TablePool::new(&mut *mem, Pa::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000))?;
 //! # let mut sys = Split::new(SharedCpu(&cpu), pool);
-//! # let root = TableRef::allocate(&mut sys, TableKind::L1)?;
-//! # // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
-//! # unsafe { root.write(&sys, 0xC00, 0x0000_0412) }?;
+//! # // The kernel's RAM at 3 GiB, one section, built through the mapper.
+//! # let mut kt = mmu_armv5::table::PageTable::new(&mut sys)?;
+//! # let ram = mmu_armv5::table::MapAttrs::new(mmu_armv5::Domain::default(), mmu_armv5::descriptor::AccessPermission::PrivRw, mmu_armv5::descriptor::CachePolicy::WriteBack);
+//! # let (at, to) = (mmu_armv5::ModifiedVirtAddr::new(0xC000_0000), mmu_armv5::PhysAddr::new(0));
+//! # kt.map(&mut sys, at, to, 1 << 20, ram, mmu_armv5::table::SizePolicy::Largest)?.flush_on(&mut sys);
 //! # // SAFETY: `MockCp15` only records register writes (see `KernelTable::new`).
-//! # let kernel = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, &Layout::DEMO, Domain::default()) }?;
+//! # let kernel = unsafe { KernelTable::new(&sys, kt.root(), L1Encoding::Arm9, &Layout::DEMO, Domain::default()) }?;
 //! # let mut fass: Fass<DefaultPolicy, 8, 8, 4> = Fass::new(Cpd::new(kernel), DomainSet::EMPTY, DefaultPolicy::default())?;
 //! use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy};
 //! use mmu_armv5::size::{Frame, Page, PageSizeKind};
@@ -56,7 +58,7 @@
 //! use spm::{Hw, InitialUse, Location, Mappings, PhysRegion, PhysWindows, RecordingIrq, Rights, SectionSummary, SharedCpu, SpaceId};
 //! let (t1, t2, wb) = (SpaceId(1), SpaceId(2), CachePolicy::WriteBack);
 //! for t in [t1, t2] {
-//!     fass.create_space(t)?;
+//!     fass.add_space(t)?;
 //!     fass.map_page(&mut sys, t, Page::from_start(Va::new(0x8000))?, Frame::from_start(Pa::new(0x5000))?, Ap::ReadWrite, wb)?;
 //! }
 //! let (slot, dtcm) = (Page::from_start(Va::new(0x0010_0000))?, Frame::from_start(Pa::new(0x0300_0000))?);
@@ -249,11 +251,13 @@ fn va_of(mva: ModifiedVirtAddr, pid_window: u32) -> VirtAddr {
 /// # let mut mem = Box::new([PoolBlock::ZERO; 8]);
 /// # let pool = TablePool::new(&mut *mem, PhysAddr::new(0x0100_0000), ModifiedVirtAddr::new(0xC100_0000))?;
 /// # let mut sys = Split::new(Arm926::new(MockCp15::arm926()), pool);
-/// # let root = TableRef::allocate(&mut sys, TableKind::L1)?;
-/// # // SAFETY: a fresh table no `PageTable` manages; a section, no table link.
-/// # unsafe { root.write(&sys, 0xC00, 0x0000_0412) }?;
+/// # // The kernel's RAM at 3 GiB, one section, built through the mapper.
+/// # let mut kt = mmu_armv5::table::PageTable::new(&mut sys)?;
+/// # let ram = mmu_armv5::table::MapAttrs::new(mmu_armv5::Domain::default(), mmu_armv5::descriptor::AccessPermission::PrivRw, mmu_armv5::descriptor::CachePolicy::WriteBack);
+/// # let (at, to) = (mmu_armv5::ModifiedVirtAddr::new(0xC000_0000), mmu_armv5::PhysAddr::new(0));
+/// # kt.map(&mut sys, at, to, 1 << 20, ram, mmu_armv5::table::SizePolicy::Largest)?.flush_on(&mut sys);
 /// # // SAFETY: `MockCp15` only records register writes (see `KernelTable::new`).
-/// # let kernel = unsafe { KernelTable::new(&sys, root.pa, L1Encoding::Arm9, &Layout::DEMO, Domain::default()) }?;
+/// # let kernel = unsafe { KernelTable::new(&sys, kt.root(), L1Encoding::Arm9, &Layout::DEMO, Domain::default()) }?;
 /// // A FASS manager (set up as in `fass`'s docs) with two tasks sharing a frame.
 /// let mut fass: Fass<DefaultPolicy, 8, 8, 4> = Fass::new(Cpd::new(kernel), DomainSet::EMPTY, DefaultPolicy::default())?;
 /// use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy};
@@ -263,7 +267,7 @@ fn va_of(mva: ModifiedVirtAddr, pid_window: u32) -> VirtAddr {
 /// let (a, b) = (SpaceId(1), SpaceId(2));
 /// let (page, frame) = (Page::from_start(VirtAddr::new(0x8000))?, Frame::from_start(PhysAddr::new(0x5000))?);
 /// for s in [a, b] {
-///     fass.create_space(s)?;
+///     fass.add_space(s)?;
 ///     fass.map_page(&mut sys, s, page, frame, Ap::ReadWrite, CachePolicy::WriteBack)?;
 /// }
 /// let maps = FassMappings::new(&mut fass, &mut sys);
@@ -285,7 +289,7 @@ pub struct FassMappings<
     fass: &'f mut Fass<P, SPACES, SLOTS, SEGMENTS>,
     sys: &'f mut S,
     saved: heapless::Vec<Saved, MAX_PROTECTED>,
-    generation: u32,
+    generation: u64,
     error: Cell<Option<FassMappingsError>>,
     /// The last two pages walked, most recent first.
     memo: Cell<Memo>,
@@ -359,6 +363,8 @@ where
     }
 
     fn changed(&mut self) {
+        // A `u64` that only goes up: it cannot come back to a value an
+        // exchange trusts within 2^64 changes (see `Mappings::generation`).
         self.generation = self.generation.wrapping_add(1);
         self.memo.set(Memo::new(NO_SITE));
     }
@@ -538,7 +544,7 @@ where
         })
     }
 
-    fn generation(&self) -> Option<u32> {
+    fn generation(&self) -> Option<u64> {
         Some(self.generation)
     }
 

@@ -359,6 +359,9 @@ pub enum FrameError {
     /// A user page's owner above [`MAX_SPACE_ID`], which a [`FrameDesc`]
     /// cannot record.
     SpaceIdOutOfRange(SpaceId),
+    /// The frame is part of an exchange in progress (its busy flag is
+    /// set): only the exchange changes it, until it ends or is cancelled.
+    Busy(PhysAddr),
 }
 
 impl fmt::Display for FrameError {
@@ -382,6 +385,7 @@ impl fmt::Display for FrameError {
             FrameError::SpaceIdOutOfRange(id) => {
                 write!(f, "address space {} is above {MAX_SPACE_ID}", id.0)
             }
+            FrameError::Busy(pa) => write!(f, "frame {pa} is part of an exchange in progress"),
         }
     }
 }
@@ -792,7 +796,10 @@ impl<'a, const R: usize> FrameTable<'a, R> {
     /// movability (e.g. the kernel image as kernel pages, a DMA pool as
     /// pinned, user memory handed to sigma0). Not an operation for address
     /// spaces: it checks no ownership. A range not wholly described fails
-    /// with [`FrameError::NotDescribed`] and changes nothing.
+    /// with [`FrameError::NotDescribed`], one with a frame under an
+    /// exchange in progress with [`FrameError::Busy`] (clearing the busy
+    /// flag would let a second exchange begin on the same frames), and
+    /// either changes nothing.
     pub fn init_range(
         &mut self,
         frames: impl Into<FrameRange<Size4KiB>>,
@@ -802,7 +809,10 @@ impl<'a, const R: usize> FrameTable<'a, R> {
         let frames = frames.into();
         // Check first, so a failure changes nothing.
         for f in frames {
-            self.index(f.start())?;
+            let (i, _) = self.index(f.start())?;
+            if self.frames.get(i).is_some_and(|d| d.is_busy()) {
+                return Err(FrameError::Busy(f.start()));
+            }
         }
         let desc = FrameDesc::new(state)?.with_movable(movable);
         for f in frames {

@@ -37,7 +37,7 @@ use core::cell::RefCell;
 use core::fmt;
 use core::ptr::NonNull;
 use mmu_armv5::irq::{self, IrqState};
-use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::maint::{CacheMaintenance, TrustedMaintenance};
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr};
 
@@ -82,6 +82,10 @@ impl<C, P: PhysMemory> PhysMemory for Hw<C, P> {
 }
 
 impl<C: CacheMaintenance, P> LineMaintenance for Hw<C, P> {}
+
+// SAFETY: every maintenance method forwards to `self.cpu`, which keeps
+// the promise.
+unsafe impl<C: TrustedMaintenance, P> TrustedMaintenance for Hw<C, P> {}
 
 impl<C: CacheMaintenance, P> CacheMaintenance for Hw<C, P> {
     const DCACHE_LINE: u32 = C::DCACHE_LINE;
@@ -206,6 +210,10 @@ impl<C> Clone for SharedCpu<'_, C> {
 }
 
 impl<C> Copy for SharedCpu<'_, C> {}
+
+// SAFETY: every method forwards to the shared value, which keeps the
+// promise.
+unsafe impl<C: TrustedMaintenance> TrustedMaintenance for SharedCpu<'_, C> {}
 
 impl<C: CacheMaintenance> CacheMaintenance for SharedCpu<'_, C> {
     const DCACHE_LINE: u32 = C::DCACHE_LINE;

@@ -191,6 +191,8 @@
 //!
 //! `no_std`, no allocator.
 #![no_std]
+// docs.rs (`--cfg docsrs`): badges naming the feature or target an item needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -218,6 +220,7 @@ pub(crate) fn proptest_config() -> proptest::test_runner::Config {
 
 pub mod exchange;
 #[cfg(feature = "fass")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fass")))]
 pub mod fass_spaces;
 pub mod frame;
 pub mod hw;
@@ -240,6 +243,7 @@ pub use exchange::{
     Exchange, ExchangeError, ExchangeRequest, ExchangeStats, Progress, MAX_SCATTERED,
 };
 #[cfg(feature = "fass")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fass")))]
 pub use fass_spaces::{FassMappings, FassMappingsError};
 pub use frame::{
     FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, MAX_SPACE_ID,

@@ -91,7 +91,14 @@ pub trait Mappings {
     /// made by `spm` itself through [`Mappings::write_protect`],
     /// [`Mappings::restore_write`] and [`Mappings::swap`] need not change it
     /// (an exchange accounts for them).
-    fn generation(&self) -> Option<u32> {
+    ///
+    /// The value must not come back to one an exchange may still hold: an
+    /// exchange that sees the value it checked its mappings under trusts
+    /// them. The crate's adapters count changes in a `u64` that only goes
+    /// up, so a value repeats only after 2^64 changes (584 years at one
+    /// change per nanosecond); an implementation that cannot promise as
+    /// much returns `None`.
+    fn generation(&self) -> Option<u64> {
         None
     }
 
@@ -174,7 +181,7 @@ impl<T: Mappings + ?Sized> Mappings for &mut T {
     fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
         (**self).translate(space, va)
     }
-    fn generation(&self) -> Option<u32> {
+    fn generation(&self) -> Option<u64> {
         (**self).generation()
     }
     fn for_each_mapping(

@@ -85,7 +85,7 @@ use core::fmt;
 use mmu_armv5::descriptor::{
     AccessPermission, CoarseTableDesc, FineTableDesc, L1Descriptor, SubpageAp,
 };
-use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::maint::TrustedMaintenance;
 use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::Mapping as TableEntry;
 use mmu_armv5::table::{PageTable, TableAlloc, TableError, TableFlush, TableKind};
@@ -236,7 +236,7 @@ pub struct TableMappings<'t, A: TableAlloc + ?Sized, C, const N: usize = 4> {
     tables: heapless::Vec<&'t mut PageTable, N>,
     spaces: heapless::Vec<Space, N>,
     saved: heapless::Vec<Saved, MAX_PROTECTED>,
-    generation: u32,
+    generation: u64,
     error: Cell<Option<TablesError>>,
     /// The last two pages walked, most recent first.
     memo: Cell<Memo>,
@@ -269,7 +269,7 @@ pub struct TableEdit<'e, A: ?Sized, C> {
     pub pid: FcsePid,
 }
 
-impl<'t, A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> TableMappings<'t, A, C, N> {
+impl<'t, A: TableAlloc + ?Sized, C: TrustedMaintenance, const N: usize> TableMappings<'t, A, C, N> {
     /// No spaces yet, over the tables of `alloc`, with `maint` for the
     /// maintenance after each descriptor change.
     pub fn new(alloc: &'t mut A, maint: C) -> Self {
@@ -389,6 +389,8 @@ impl<'t, A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> TableMappi
     }
 
     fn changed(&mut self) {
+        // A `u64` that only goes up: it cannot come back to a value an
+        // exchange trusts within 2^64 changes (see `Mappings::generation`).
         self.generation = self.generation.wrapping_add(1);
         self.memo.set(Memo::new(NO_SITE));
     }
@@ -592,7 +594,7 @@ impl<'t, A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> TableMappi
     }
 }
 
-impl<A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> Mappings
+impl<A: TableAlloc + ?Sized, C: TrustedMaintenance, const N: usize> Mappings
     for TableMappings<'_, A, C, N>
 {
     fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
@@ -611,7 +613,7 @@ impl<A: TableAlloc + ?Sized, C: CacheMaintenance, const N: usize> Mappings
         })
     }
 
-    fn generation(&self) -> Option<u32> {
+    fn generation(&self) -> Option<u64> {
         Some(self.generation)
     }
 

@@ -268,7 +268,7 @@ pub struct Maps {
     pub dirs: Vec<(AddressSpace, u32)>,
     /// What [`Mappings::generation`] reports (`Some`, counting `map` calls,
     /// unless a test sets `None`).
-    pub generation: Option<u32>,
+    pub generation: Option<u64>,
     /// Calls of [`Mappings::for_each_mapping`] so far.
     pub walks: Cell<u32>,
     ops: Ops,
@@ -335,7 +335,7 @@ impl Maps {
 }
 
 impl Mappings for Maps {
-    fn generation(&self) -> Option<u32> {
+    fn generation(&self) -> Option<u64> {
         self.generation
     }
 

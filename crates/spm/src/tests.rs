@@ -385,6 +385,52 @@ fn frames_in_an_exchange_can_only_be_queried() {
     assert!(!w.any_busy());
 }
 
+/// Regression (issue 26, item 3): `init_range` cleared the busy flags of
+/// frames under an exchange, so a second `begin` on the same frames was
+/// accepted and the first exchange's next step found its frames exactly as
+/// it expected (busy, same state). `init_range` refuses busy frames now,
+/// changing none of the range, and the second `begin` stays refused.
+#[test]
+fn init_range_refuses_frames_under_an_exchange() {
+    let mut st = Storage::new();
+    let mut w = world(&mut st);
+    w.user_page(1, 0x8000, 0x5000, true);
+    w.maps
+        .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
+    let r = w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW);
+    let mut x = w.begin(r).unwrap();
+    let before = w.table.desc(pa(0x4000)).unwrap();
+    assert_eq!(
+        w.table.init_range(
+            FrameRange::from_bytes(pa(0x4000), 0x2000).unwrap(),
+            FrameState::User(sp(1)),
+            true
+        ),
+        Err(FrameError::Busy(pa(0x5000)))
+    );
+    assert_eq!(w.table.desc(pa(0x4000)).unwrap(), before, "nothing changed");
+    assert_eq!(
+        w.table.init_range(
+            Frame::from_start(pa(ITCM)).unwrap(),
+            FrameState::Resource,
+            true
+        ),
+        Err(FrameError::Busy(pa(ITCM)))
+    );
+    assert!(w.table.desc(pa(0x5000)).unwrap().is_busy());
+    assert_eq!(w.begin(r).err(), Some(ExchangeError::Busy(pa(0x5000))));
+    w.run(&mut x);
+    assert!(x.is_done() && !w.any_busy());
+    // Once the exchange is over the frames are the kernel's to set again.
+    w.table
+        .init_range(
+            Frame::from_start(pa(0x5000)).unwrap(),
+            FrameState::Resource,
+            true,
+        )
+        .unwrap();
+}
+
 // ------------------------------------------------------------------ exchange
 
 fn content(i: u32, seed: u8) -> u8 {

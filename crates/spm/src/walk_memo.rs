@@ -13,7 +13,7 @@ use mmu_armv5::PhysAddr;
 #[derive(Clone, Copy, Debug)]
 struct Entry<T: Copy, const N: usize> {
     /// The generation they were found under (`None`: empty slot).
-    gen: Option<u32>,
+    gen: Option<u64>,
     page: PhysAddr,
     size: PageSizeKind,
     n: usize,
@@ -40,7 +40,7 @@ impl<T: Copy, const N: usize> WalkMemo<T, N> {
     }
 
     /// The sites of the `size` page at `page` remembered under `gen`.
-    pub(crate) fn sites(&self, gen: u32, page: PhysAddr, size: PageSizeKind) -> Option<&[T]> {
+    pub(crate) fn sites(&self, gen: u64, page: PhysAddr, size: PageSizeKind) -> Option<&[T]> {
         let e = self
             .entries
             .iter()
@@ -53,7 +53,7 @@ impl<T: Copy, const N: usize> WalkMemo<T, N> {
     /// maps the page); `None` if nothing is remembered or `at` refuses one.
     pub(crate) fn recall<F>(
         &self,
-        gen: u32,
+        gen: u64,
         page: PhysAddr,
         size: PageSizeKind,
         mut at: impl FnMut(T) -> Option<F>,
@@ -69,7 +69,7 @@ impl<T: Copy, const N: usize> WalkMemo<T, N> {
     /// in front of the most recent other page remembered.
     pub(crate) fn remember(
         &mut self,
-        gen: u32,
+        gen: u64,
         page: PhysAddr,
         size: PageSizeKind,
         sites: impl IntoIterator<Item = T>,

@@ -74,7 +74,7 @@ impl Mappings for Log {
             writable: true,
         })
     }
-    fn generation(&self) -> Option<u32> {
+    fn generation(&self) -> Option<u64> {
         Some(7)
     }
     fn for_each_mapping(&self, _: PhysAddr, _: PageSizeKind, f: &mut dyn FnMut(&ReverseMapping)) {

@@ -149,7 +149,7 @@ fn a_frame_of_two_fass_spaces_moves_into_dtcm_and_back() {
     let (mut sys, mut f) = platform(&cpu, &mut mem);
     let (rw, wb) = (Ap::ReadWrite, CachePolicy::WriteBack);
     for s in [A, B] {
-        f.create_space(s).unwrap();
+        f.add_space(s).unwrap();
         f.map_page(&mut sys, s, pg(VA), fr(SHARED), rw, wb).unwrap();
     }
     // The DTCM frame is A's resource slot, mapped privileged-only.
@@ -311,7 +311,7 @@ fn what_fass_mappings_cannot_do_is_refused_and_reported() {
     let (rw, wb) = (Ap::ReadWrite, CachePolicy::WriteBack);
     // Nine spaces map one frame: one more than `MAX_SITES`.
     for s in 1..=9 {
-        f.create_space(SpaceId(s)).unwrap();
+        f.add_space(SpaceId(s)).unwrap();
         f.map_page(&mut sys, SpaceId(s), pg(VA), fr(SHARED), rw, wb)
             .unwrap();
     }
@@ -539,7 +539,7 @@ fn both_spaces_dirty_halves_reach_dtcm_on_the_model() {
         ModelFass::new(Cpd::new(kernel), DomainSet::EMPTY, DefaultPolicy::default()).unwrap();
     let (rw, wb) = (Ap::ReadWrite, CachePolicy::WriteBack);
     for s in [A, B] {
-        f.create_space(s).unwrap();
+        f.add_space(s).unwrap();
         f.map_page(&mut sys, s, pg(VA), fr(FRAME), rw, wb).unwrap();
     }
     f.map_page(&mut sys, A, pg(RES), fr(common::DTCM), Ap::PrivRw, wb)

@@ -15,8 +15,8 @@ use mmu_armv5::size::Frame;
 use mmu_armv5::size::PageSizeKind;
 use spm::ops::{self, OpError};
 use spm::{
-    Exchange, ExchangeError, FrameDesc, FrameState, FrameTable, InitialUse, KernelUse, Location,
-    Mappings, PhysRegion, Progress, Rights, SectionSummary, MAX_SCATTERED,
+    Exchange, ExchangeError, FrameDesc, FrameError, FrameState, FrameTable, InitialUse, KernelUse,
+    Location, Mappings, PhysRegion, Progress, Rights, SectionSummary, MAX_SCATTERED,
 };
 
 const TARGET: u32 = 0x8000;
@@ -71,23 +71,33 @@ fn the_target_unmapped_between_steps_is_changed() {
 /// The issue's breach: the old frame is freed and handed to another space
 /// mid-exchange; the switch must not move that space's mapping.
 #[test]
-fn a_frame_freed_and_handed_to_another_space_is_not_redirected() {
+fn a_frame_under_an_exchange_is_handed_on_only_once_released() {
     for remember in [true, false] {
         let mut st = Storage::new();
         let mut k = Kernel::new(&mut st);
         let mut x = begun(&mut k, remember);
         assert_eq!(k.step(&mut x), Ok(Progress::Pending));
-        // The kernel frees the frame (clearing its busy flag) and hands it
-        // to task 2, which keeps a secret in it.
+        // The kernel unmaps the target and tries to hand its frame to
+        // task 2: refused while the exchange holds it (issue 26, item 3;
+        // it used to clear the busy flag).
         k.maps.unmap(us(1), TARGET, PageSizeKind::Small);
-        k.user_page(2, 0x3000, OLD, PageSizeKind::Small, true);
-        k.fill(us(2), 0x3000, 0x1000, 0x77);
+        assert_eq!(
+            k.table.init_range(
+                Frame::from_start(pa(OLD)).unwrap(),
+                FrameState::User(sp(2)),
+                true
+            ),
+            Err(FrameError::Busy(pa(OLD)))
+        );
         let mut r = Ok(Progress::Pending);
         while r == Ok(Progress::Pending) {
             r = k.step(&mut x);
         }
         assert_eq!(r, Err(ExchangeError::Changed(va(TARGET))));
         assert!(k.maps.swaps.is_empty());
+        // Released: now task 2 gets it and keeps a secret in it.
+        k.user_page(2, 0x3000, OLD, PageSizeKind::Small, true);
+        k.fill(us(2), 0x3000, 0x1000, 0x77);
         assert_eq!(maps_to(&k, us(2), 0x3000), Some(OLD));
         k.expect(us(2), 0x3000, 0x1000, 0x77);
         k.store(us(2), 0x3000, 0x78).unwrap();
@@ -138,7 +148,7 @@ fn a_target_unmapped_after_the_switch_never_ends_done() {
 }
 
 #[test]
-fn a_state_change_behind_the_exchange_is_changed() {
+fn a_state_change_behind_the_exchange_is_refused() {
     let mut st = Storage::new();
     let mut k = Kernel::new(&mut st);
     let mut x = begun(&mut k, true);
@@ -151,19 +161,24 @@ fn a_state_change_behind_the_exchange_is_changed() {
     let r = unsafe { ops::create_user_page(&mut k.table, &k.maps, &mut k.hw, sp(1), va(RES)) };
     assert_eq!(r, Err(OpError::Busy(pa(ITCM))));
     assert_eq!(k.step(&mut x), Ok(Progress::Pending));
-    // The kernel's boot-time setter is not refused: the resource frame
-    // becomes a kernel page behind the exchange's back.
-    k.table
-        .init_range(
+    // The kernel's boot-time setter is refused too (issue 26, item 3: it
+    // made the resource frame a kernel page behind the exchange's back).
+    assert_eq!(
+        k.table.init_range(
             Frame::from_start(pa(ITCM)).unwrap(),
             FrameState::Kernel(KernelUse::Plain),
             true,
-        )
-        .unwrap();
-    assert_eq!(k.step(&mut x), Err(ExchangeError::Changed(va(RES))));
-    assert!(k.maps.swaps.is_empty());
-    assert_eq!(k.state(ITCM), FrameState::Kernel(KernelUse::Plain));
-    released(&mut k, OLD);
+        ),
+        Err(FrameError::Busy(pa(ITCM)))
+    );
+    assert_eq!(k.state(ITCM), FrameState::Resource);
+    let mut r = Ok(Progress::Pending);
+    while r == Ok(Progress::Pending) {
+        r = k.step(&mut x);
+    }
+    assert_eq!(r, Ok(Progress::Done));
+    assert!(!any_busy(&k, &[OLD, ITCM]));
+    k.expect(us(1), TARGET, 0x1000, SEED);
 }
 
 #[test]
@@ -251,10 +266,10 @@ fn write_access_given_back_mid_copy_is_changed() {
     }
 }
 
-/// A frame of a 64 KiB resource is freed and handed to another space
-/// mid-copy: the copy must not write into it.
+/// A frame of a 64 KiB resource cannot be handed to another space
+/// mid-copy (it used to be, and then the copy had to notice).
 #[test]
-fn a_frame_of_a_large_page_handed_on_is_not_copied_into() {
+fn a_frame_of_a_large_page_cannot_be_handed_on_mid_copy() {
     let mut st = Storage::new();
     let mut k = Kernel::new(&mut st);
     k.user_page(1, 0x4_0000, 0x4_0000, PageSizeKind::Large, true);
@@ -265,30 +280,27 @@ fn a_frame_of_a_large_page_handed_on_is_not_copied_into() {
     let mut x = k.begin(r, 1024).unwrap();
     assert_eq!(k.step(&mut x), Ok(Progress::Pending));
     let victim = DTCM + 0x5000;
-    k.table
-        .init_range(
+    assert_eq!(
+        k.table.init_range(
             Frame::from_start(pa(victim)).unwrap(),
             FrameState::User(sp(2)),
             true,
-        )
-        .unwrap();
-    for i in 0..0x1000 {
-        k.set_phys(victim + i, 0x99);
-    }
-    assert_eq!(k.step(&mut x), Err(ExchangeError::Changed(va(RES))));
-    assert!(
-        (0..0x1000).all(|i| k.phys(victim + i) == 0x99),
-        "copied into it"
+        ),
+        Err(FrameError::Busy(pa(victim)))
     );
-    assert_eq!(maps_to(&k, us(1), 0x4_0000), Some(0x4_0000));
+    assert_eq!(k.state(victim), FrameState::Resource);
+    let mut r = Ok(Progress::Pending);
+    while r == Ok(Progress::Pending) {
+        r = k.step(&mut x);
+    }
+    assert_eq!(r, Ok(Progress::Done));
+    assert_eq!(maps_to(&k, us(1), 0x4_0000), Some(DTCM));
     k.expect(us(1), 0x4_0000, 0x1_0000, 0x11);
-    k.store(us(1), 0x4_0000, 1).unwrap();
-    // Every frame of both pages released, the handed-on one left alone.
+    // Every frame of both pages released.
     for f in 0..16 {
         assert!(!k.table.desc(pa(0x4_0000 + f * 0x1000)).unwrap().is_busy());
         assert!(!k.table.desc(pa(DTCM + f * 0x1000)).unwrap().is_busy());
     }
-    assert_eq!(k.state(victim), FrameState::User(sp(2)));
 }
 
 /// Page 1's address is re-mapped, before its start, to a frame another

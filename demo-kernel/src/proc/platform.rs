@@ -85,6 +85,10 @@ pub fn counts() -> HwCounts {
 /// counting maintenance and context registers.
 pub struct CountingCp15<C = HwCp15>(C);
 
+// SAFETY: every read, write and operation goes to the wrapped backend as
+// asked (a counter is bumped beside), which is trusted.
+unsafe impl<C: mmu_armv5::table::TrustedCp15> mmu_armv5::table::TrustedCp15 for CountingCp15<C> {}
+
 impl<C: Cp15> Cp15 for CountingCp15<C> {
     fn read(&self, reg: Cp15Reg) -> u32 {
         self.0.read(reg)

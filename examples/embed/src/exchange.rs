@@ -2,7 +2,7 @@
 
 use core::cell::RefCell;
 
-use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::maint::TrustedMaintenance;
 use mmu_armv5::regs::Cp15;
 use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::table::{PageTable, TableAlloc};
@@ -48,7 +48,7 @@ pub unsafe fn move_to_dtcm<A, H, P, const R: usize>(
 ) -> Result<ExchangeStats, Error>
 where
     A: TableAlloc + ?Sized,
-    H: Cp15 + CacheMaintenance,
+    H: Cp15 + TrustedMaintenance,
     P: PhysMemory + ?Sized,
 {
     // One CPU for the mappings (they clean the table lines they write) and

@@ -33,7 +33,7 @@ pub fn spawn<S: Platform + ?Sized, const R: usize>(
     // wrapping input is refused (`Error::Addr`) before anything changes.
     let pages = PageRange::from_bytes(va, len)?;
     let first = Frame::from_start(pa)?;
-    vm.create_space(id)?;
+    vm.add_space(id)?;
     let (ap, cache) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
     vm.map_pages(sys, id, pages, first, ap, cache)?;
     frames.init_range(FrameRange::from_bytes(pa, len)?, FrameState::User(id), true)?;

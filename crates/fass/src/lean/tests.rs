@@ -65,7 +65,7 @@ fn events(sys: &Sys<'_>) -> Vec<Cp15Event> {
 fn fass_ring(mem: &mut Mem, n: u16) -> (F, Sys<'_>) {
     let (mut f, mut sys) = setup(mem, Layout::DEMO, DomainSet::EMPTY);
     for s in 0..n {
-        f.create_space(SpaceId(s)).unwrap();
+        f.add_space(SpaceId(s)).unwrap();
         map(
             &mut f,
             &mut sys,
@@ -234,9 +234,9 @@ fn the_fass_generation_changes_exactly_on_the_events_that_stale_a_record() {
     f.create_segment(SegmentId(0), seg_spec(0)).unwrap();
     let sw = |f: &mut F, sys: &mut Sys<'_>, s: u16| f.switch_to(sys, SpaceId(s)).unwrap();
     gen_change(&mut f, &mut sys, false, "create", |f, _| {
-        f.create_space(SpaceId(0)).unwrap();
-        f.create_space(SpaceId(1)).unwrap();
-        f.create_space(SpaceId(2)).unwrap();
+        f.add_space(SpaceId(0)).unwrap();
+        f.add_space(SpaceId(1)).unwrap();
+        f.add_space(SpaceId(2)).unwrap();
     });
     gen_change(&mut f, &mut sys, false, "map", |f, sys| {
         map(f, sys, 0, 0x8000, 0x0010_0000)
@@ -286,7 +286,7 @@ fn the_fass_generation_changes_exactly_on_the_events_that_stale_a_record() {
             f.destroy_space(sys, SpaceId(0)).unwrap();
         },
     );
-    f.create_space(SpaceId(3)).unwrap();
+    f.add_space(SpaceId(3)).unwrap();
     gen_change(
         &mut f,
         &mut sys,

@@ -181,6 +181,75 @@ pub trait CacheMaintenance {
     }
 }
 
+/// A [`CacheMaintenance`] whose operations can be relied on: what
+/// [`TableFlush::flush`](crate::table::TableFlush::flush) needs before it
+/// frees the tables a change unlinked.
+///
+/// [`CacheMaintenance`] is a safe trait, so an implementation may do
+/// nothing at all; a flush token discharged through it would return tables
+/// to the allocator while the walker or the TLB can still reach them. This
+/// marker is the implementer's promise that it does not.
+///
+/// Implemented for [`Arm926`], [`XScale`] and [`Sa1100`] over a
+/// [`TrustedCp15`](crate::table::TrustedCp15) backend (`HwCp15` on
+/// bare-metal ARM, [`MockCp15`](crate::regs::MockCp15) elsewhere, not a
+/// mock on ARM), and for `&mut T` of such a `T`.
+///
+/// # Safety
+/// Wherever the implementation can be used, each method performs the
+/// operation it names (at least: a whole-cache or whole-TLB operation in
+/// place of a per-line or per-entry one is fine) on the CPU whose MMU walks
+/// the translation tables the program builds; or no ARMv5 MMU walks the
+/// program's memory there (a host, a model whose walker reads only its own
+/// memory and whose maintenance is the model's).
+///
+/// A maintenance that skips its work cannot discharge a token (issue 26,
+/// item 2: it could free tables the walker still reaches):
+///
+/// ```compile_fail,E0277
+/// use mmu_armv5::maint::CacheMaintenance;
+/// use mmu_armv5::table::{PageTable, PoolBlock, TablePool};
+/// use mmu_armv5::{ModifiedVirtAddr as Mva, PhysAddr};
+///
+/// /// Claims every operation, does none.
+/// struct Nothing;
+/// impl CacheMaintenance for Nothing {
+///     const DCACHE_LINE: u32 = 32;
+///     fn clean_invalidate_dcache(&mut self) {}
+///     fn invalidate_icache(&mut self) {}
+///     fn clean_dcache_line(&mut self, _: Mva) {}
+///     fn clean_invalidate_dcache_line(&mut self, _: Mva) {}
+///     unsafe fn invalidate_dcache_line(&mut self, _: Mva) {}
+///     fn invalidate_icache_line(&mut self, _: Mva) {}
+///     fn drain_write_buffer(&mut self) {}
+///     fn invalidate_tlb(&mut self) {}
+///     fn invalidate_tlb_entry(&mut self, _: Mva) {}
+/// }
+///
+/// let mut mem = Box::new([PoolBlock::ZERO; 2]);
+/// let mut pool = TablePool::new(&mut *mem, PhysAddr::new(0x10_0000), Mva::new(0x10_0000)).unwrap();
+/// let mut t = PageTable::new(&mut pool).unwrap();
+/// let token = t.unmap(&mut pool, Mva::new(0), 0x1000).unwrap_or_default();
+/// token.flush(&mut Nothing, &mut pool); // refused: `Nothing` is not trusted
+/// ```
+pub unsafe trait TrustedMaintenance: CacheMaintenance {}
+
+// SAFETY: every method goes to the borrowed value, which keeps the promise.
+unsafe impl<T: TrustedMaintenance + ?Sized> TrustedMaintenance for &mut T {}
+
+// SAFETY: `Arm926` performs each operation with the CP15 operation the
+// ARM926EJ-S TRM names, through its backend, which is trusted to reach the
+// running CPU's CP15 (`TrustedCp15`).
+unsafe impl<C: crate::table::TrustedCp15> TrustedMaintenance for Arm926<C> {}
+
+// SAFETY: as for `Arm926`, with the XScale operations.
+unsafe impl<C: crate::table::TrustedCp15> TrustedMaintenance for XScale<C> {}
+
+// SAFETY: as for `Arm926`, with the SA-1100 operations; the D-cache clean
+// reads the flush region through `R`, whose reads the `unsafe`
+// `Sa1100::new`'s contract makes real.
+unsafe impl<C: crate::table::TrustedCp15, R: FlushRead> TrustedMaintenance for Sa1100<C, R> {}
+
 /// The maintenance of a CPU lent by exclusive reference: every method,
 /// including the provided ones, goes to the borrowed value (so its own
 /// overrides are kept).

@@ -83,7 +83,8 @@ impl<C: Cp15, R: FlushRead> Sa1100<C, R> {
     ///
     /// # Safety
     /// For as long as this value is used, both halves of `region` are mapped
-    /// cacheable (write-back) at those MVAs and `reader` can read them; no
+    /// cacheable (write-back) at those MVAs and `reader` reads them (each
+    /// [`FlushRead::read_line`] loads the line at that address); no
     /// one writes there, so reading it never makes a line dirty.
     /// `region.cache_size()` is at least the D-cache size (8 KiB).
     #[inline]

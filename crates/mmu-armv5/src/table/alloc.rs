@@ -9,7 +9,86 @@
 
 use crate::addr::{Align, ModifiedVirtAddr, PhysAddr};
 use core::fmt;
+use core::num::NonZeroU64;
 use core::ptr::NonNull;
+
+/// Which table allocator a table or a flush token came from
+/// ([`TableAlloc::alloc_id`]).
+///
+/// A [`PageTable`](super::PageTable) remembers the id of the allocator it
+/// was built with and refuses any other
+/// ([`TableError::WrongAllocator`](super::TableError::WrongAllocator)); a
+/// [`TableFlush`](super::TableFlush) frees a table only into the allocator
+/// it came from. Two allocators may well hand out the same physical
+/// addresses (two [`TablePool`](super::TablePool)s built over one base),
+/// so an address alone does not say whose table it is.
+///
+/// Ids come from a process-wide counter ([`AllocId::fresh`]): a 64-bit
+/// value that only goes up, so an id is never handed out twice (2^64 ids:
+/// centuries at one allocator per nanosecond).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AllocId(NonZeroU64);
+
+impl AllocId {
+    /// A new id, never returned before in this program.
+    ///
+    /// `None` only where no atomic operation is available (ARMv4/ARMv5)
+    /// and interrupts could not be masked around the counter's update
+    /// (the caller runs in user mode with IRQ or FIQ enabled): taking an
+    /// id there could race with an interrupt handler taking one.
+    #[must_use]
+    pub fn fresh() -> Option<AllocId> {
+        next_id().and_then(NonZeroU64::new).map(AllocId)
+    }
+
+    /// The id as a number (for logs).
+    #[must_use]
+    pub const fn get(self) -> u64 {
+        self.0.get()
+    }
+}
+
+#[cfg(target_has_atomic = "64")]
+fn next_id() -> Option<u64> {
+    use core::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    // Relaxed: only uniqueness matters, which the read-modify-write gives.
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    // 2^64 - 1 ids are never reached (see `AllocId`); refuse rather than wrap.
+    (id != u64::MAX).then_some(id)
+}
+
+#[cfg(not(target_has_atomic = "64"))]
+fn next_id() -> Option<u64> {
+    use core::cell::UnsafeCell;
+    /// The counter, touched only with IRQ and FIQ masked.
+    struct Counter(UnsafeCell<u64>);
+    // SAFETY: the cell is accessed only in `next_id`, with IRQ and FIQ
+    // masked on a single-core ARMv4/ARMv5 CPU (the only targets without
+    // 64-bit atomics this crate supports), so accesses never overlap.
+    unsafe impl Sync for Counter {}
+    static NEXT: Counter = Counter(UnsafeCell::new(1));
+    crate::irq::without_interrupts(|| {
+        let now = crate::irq::current();
+        if !now.irq_masked() || !now.fiq_masked() {
+            // User mode: the mask did not take; an interrupt handler
+            // could update the counter between our read and write.
+            return None;
+        }
+        // SAFETY: IRQ and FIQ are masked on a single core: nothing else
+        // runs until they are restored, so this is the only access.
+        unsafe {
+            let p = NEXT.0.get();
+            let id = *p;
+            if id == u64::MAX {
+                return None;
+            }
+            *p = id + 1;
+            Some(id)
+        }
+    })
+}
 
 /// The three kinds of translation table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -82,6 +161,14 @@ impl core::error::Error for AllocError {}
 ///
 /// [`TableAlloc::table_mva`] returns the address the CPU's D-cache knows that
 /// memory by, so the table code can clean the lines the hardware walker reads.
+///
+/// [`TableAlloc::alloc_id`] returns `Some` only with an id no other
+/// allocator returns (one from [`AllocId::fresh`], kept for the allocator's
+/// life and passed on by wrappers that forward every call to one
+/// allocator); the table code then refuses to use this allocator's tables
+/// with another one. `None` (the default) opts out of that check: tables
+/// built with such an allocator are accepted only by allocators that
+/// return `None` too.
 pub unsafe trait TableAlloc {
     /// Allocates a table of `kind`.
     fn allocate(&mut self, kind: TableKind) -> Result<PhysAddr, AllocError>;
@@ -99,6 +186,12 @@ pub unsafe trait TableAlloc {
 
     /// The modified virtual address of the table at `pa`, for cache maintenance.
     fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr;
+
+    /// Which allocator this is (see [`AllocId`]); `None` if it does not say.
+    #[inline]
+    fn alloc_id(&self) -> Option<AllocId> {
+        None
+    }
 }
 
 // SAFETY: every method goes to the borrowed allocator, which keeps the
@@ -121,5 +214,9 @@ unsafe impl<A: TableAlloc + ?Sized> TableAlloc for &mut A {
     #[inline]
     fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
         (**self).table_mva(pa)
+    }
+    #[inline]
+    fn alloc_id(&self) -> Option<AllocId> {
+        (**self).alloc_id()
     }
 }

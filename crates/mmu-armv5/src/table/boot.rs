@@ -106,7 +106,10 @@ use core::fmt;
 ///   M, set exactly when that MMU is on);
 /// * while a value is exclusively borrowed, that SCTLR is written only
 ///   through it: no other handle to the same CP15 exists or is used (for
-///   `HwCp15`, what its constructor's contract already requires).
+///   `HwCp15`, what its constructor's contract already requires);
+/// * every [`Cp15::op`] and register write it is asked for reaches that
+///   CPU's CP15 as asked, so maintenance built on it
+///   ([`TrustedMaintenance`](crate::maint::TrustedMaintenance)) is done.
 ///
 /// A backend that reaches no hardware keeps this only where no MMU walks
 /// the program's memory as ARMv5 tables (a host, a model whose walker reads
@@ -123,12 +126,14 @@ unsafe impl<T: TrustedCp15 + ?Sized> TrustedCp15 for &mut T {}
 // SAFETY: `HwCp15` reads the running CPU's SCTLR with `MRC`, and its
 // constructor's contract makes it the only owner of CP15 state changes.
 #[cfg(all(target_arch = "arm", target_os = "none"))]
+#[cfg_attr(docsrs, doc(cfg(all(target_arch = "arm", target_os = "none"))))]
 unsafe impl TrustedCp15 for crate::regs::HwCp15 {}
 
 // SAFETY: off bare-metal ARM no ARMv5 MMU walks this program's memory, so
 // no table built here is ever walked and skipping its maintenance cannot
 // affect memory safety, whatever the mock's SCTLR says.
 #[cfg(not(all(target_arch = "arm", target_os = "none")))]
+#[cfg_attr(docsrs, doc(cfg(not(all(target_arch = "arm", target_os = "none")))))]
 unsafe impl TrustedCp15 for crate::regs::MockCp15 {}
 
 // SAFETY: `Arm926` forwards every read and write to the backend it owns

@@ -48,6 +48,7 @@ impl PageTable {
         mva: ModifiedVirtAddr,
         ap: SubpageAp,
     ) -> Result<TableFlush, TableError> {
+        self.check_alloc(alloc)?;
         self.edit_page(alloc, mva, |e| match e {
             Entry::Section(s) => Ok(Entry::Section(SectionDesc { ap: ap.get(0), ..s })),
             Entry::Page(L2Descriptor::Large(l)) => {
@@ -81,6 +82,7 @@ impl PageTable {
         mva: ModifiedVirtAddr,
         pa: PhysAddr,
     ) -> Result<TableFlush, TableError> {
+        self.check_alloc(alloc)?;
         self.edit_page(alloc, mva, |e| match e {
             Entry::Section(s) => Ok(Entry::Section(SectionDesc {
                 frame: Frame::from_start(pa)?,

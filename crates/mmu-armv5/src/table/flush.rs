@@ -12,12 +12,12 @@
 //! [`MmuOff`] witness, [`TableFlush::discard_mmu_off`]
 //! discharges a token safely.
 
-use super::alloc::{TableAlloc, TableKind};
+use super::alloc::{AllocId, TableAlloc, TableKind};
 use super::boot::MmuOff;
 use super::raw::TableRef;
 use super::TableError;
 use crate::addr::{Align, ModifiedVirtAddr, PhysAddr};
-use crate::maint::{line_step, CacheMaintenance};
+use crate::maint::{line_step, CacheMaintenance, TrustedMaintenance};
 use crate::regs::Cp15;
 
 /// Largest number of per-entry TLB invalidations before the whole TLB is invalidated instead.
@@ -161,6 +161,8 @@ impl TlbInvalidate {
 struct FreeChain {
     head: TableRef,
     count: u32,
+    /// The allocator the tables came from: they are freed into no other.
+    owner: Option<AllocId>,
 }
 
 /// Bits \[3:2\] of a chain link: the kind of the next table (0: end of chain).
@@ -279,25 +281,53 @@ impl TableFlush {
         alloc: &A,
         table: TableRef,
     ) -> Result<(), TableError> {
-        let next = self.frees.last().map(|c| c.head);
+        let owner = alloc.alloc_id();
+        let same = self.frees.last().filter(|c| c.owner == owner);
+        if same.is_none() && self.frees.is_full() {
+            // No room for a chain of another allocator: leaked, as `merge`
+            // does past its chains. Nothing is written.
+            table.read(alloc, 0)?;
+            self.leaked = self.leaked.saturating_add(1);
+            return Ok(());
+        }
+        let next = same.map(|c| c.head);
         // SAFETY: the caller gives the table up to this token; entry 0 becomes
         // a fault descriptor (bits [1:0] clear), so a walker that still
         // reaches it before the maintenance finds a translation fault.
         unsafe { table.write(alloc, 0, link(next))? };
-        match self.frees.last_mut() {
+        match self.frees.last_mut().filter(|c| c.owner == owner) {
             Some(c) => {
                 c.head = table;
                 c.count += 1;
             }
             None => {
-                // Cannot fail: the vector is empty.
+                // Cannot fail: checked above.
                 let _ = self.frees.push(FreeChain {
                     head: table,
                     count: 1,
+                    owner,
                 });
             }
         }
         Ok(())
+    }
+
+    /// Checks that every table this token will free came from `alloc`.
+    ///
+    /// [`TableFlush::flush`] frees tables only into the allocator they came
+    /// from, and leaks (never frees) the others; this says beforehand
+    /// whether that would happen.
+    ///
+    /// # Errors
+    /// [`TableError::WrongAllocator`] if a table came from another
+    /// allocator (see [`AllocId`]).
+    pub fn check_alloc<A: TableAlloc + ?Sized>(&self, alloc: &A) -> Result<(), TableError> {
+        let id = alloc.alloc_id();
+        if self.frees.iter().all(|c| c.owner == id) {
+            Ok(())
+        } else {
+            Err(TableError::WrongAllocator)
+        }
     }
 
     /// Combines two tokens into one covering both.
@@ -356,9 +386,18 @@ impl TableFlush {
     /// the write buffer, then invalidate the stale TLB entries), then frees
     /// the tables the change unlinked.
     ///
+    /// Tables are freed only into the allocator they came from (compared
+    /// by [`TableAlloc::alloc_id`]): given another, they are leaked, never
+    /// freed (see [`TableFlush::check_alloc`]).
+    ///
     /// `m` and `alloc` are the CPU's maintenance and the allocator of the
     /// table memory; use [`TableFlush::flush_on`] when one value is both.
-    pub fn flush<M: CacheMaintenance + ?Sized, A: TableAlloc + ?Sized>(
+    /// `m` is a [`TrustedMaintenance`]: the tables are freed on the word of
+    /// its maintenance, so a `CacheMaintenance` that does nothing (a mock
+    /// on the ARM target) cannot discharge a token; with such a one, do the
+    /// maintenance yourself and use the `unsafe` [`TableFlush::ignore`] or
+    /// [`TableFlush::ignore_and_free`].
+    pub fn flush<M: TrustedMaintenance + ?Sized, A: TableAlloc + ?Sized>(
         self,
         m: &mut M,
         alloc: &mut A,
@@ -369,7 +408,7 @@ impl TableFlush {
 
     /// [`TableFlush::flush`] for a value that is both the maintenance and
     /// the allocator (a platform, or the `armv5-sim` machine).
-    pub fn flush_on<S: CacheMaintenance + TableAlloc + ?Sized>(self, sys: &mut S) {
+    pub fn flush_on<S: TrustedMaintenance + TableAlloc + ?Sized>(self, sys: &mut S) {
         self.maintain(sys);
         self.free_tables(sys);
     }
@@ -413,8 +452,16 @@ impl TableFlush {
     /// Returns every chained table to `alloc`. A link that does not decode
     /// to a reachable table ends its chain: the rest is leaked, never freed
     /// at a wrong address.
+    ///
+    /// A chain whose tables came from another allocator (another
+    /// [`AllocId`]) is leaked: freeing it into `alloc` would release
+    /// whatever `alloc` keeps at those addresses.
     fn free_tables<A: TableAlloc + ?Sized>(self, alloc: &mut A) {
+        let id = alloc.alloc_id();
         for chain in self.frees {
+            if chain.owner != id {
+                continue;
+            }
             let mut cur = Some(chain.head);
             for _ in 0..chain.count {
                 let Some(t) = cur else { break };

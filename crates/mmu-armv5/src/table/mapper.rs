@@ -20,7 +20,7 @@
 //! it. Safe code cannot link a table into a second slot:
 //! [`PageTable::set_l1_entry`] refuses table descriptors.
 
-use super::alloc::{TableAlloc, TableKind};
+use super::alloc::{AllocId, TableAlloc, TableKind};
 use super::flush::TableFlush;
 use super::raw::TableRef;
 use super::TableError;
@@ -147,6 +147,8 @@ pub struct PageTable {
     root: TableRef,
     encoding: L1Encoding,
     owns_root: bool,
+    /// The allocator the table was built with (see [`AllocId`]).
+    owner: Owner,
     /// Bit `slot`: the table linked at `slot`, if any, was allocated by this
     /// `PageTable` and is freed by it when unlinked.
     owned: [u32; SLOT_WORDS],
@@ -164,6 +166,16 @@ impl fmt::Debug for PageTable {
             )
             .finish()
     }
+}
+
+/// Which allocator a [`PageTable`] accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    /// Only the one with this id (`None`: one that gives no id).
+    Of(Option<AllocId>),
+    /// Any: an adopted root ([`PageTable::from_root`]), whose contract
+    /// names the allocator.
+    Adopted,
 }
 
 /// Tables allocated by [`PageTable::map`] before it writes anything, in the
@@ -411,6 +423,7 @@ impl PageTable {
             root: TableRef::allocate(alloc, TableKind::L1)?,
             encoding,
             owns_root: true,
+            owner: Owner::Of(alloc.alloc_id()),
             owned: [0; SLOT_WORDS],
         })
     }
@@ -431,14 +444,47 @@ impl PageTable {
     /// allocated; two of them managing one root could free a table the
     /// other linked since (the hardware would walk freed memory), or give a
     /// table away (e.g. [`PageTable::share_l1_entries`]) that its real owner
-    /// frees later.
+    /// frees later. The allocator passed to its methods is the one whose
+    /// memory holds the table: an adopted table accepts any allocator
+    /// ([`PageTable::check_alloc`] has no id to compare).
     pub unsafe fn from_root(root: PhysAddr, encoding: L1Encoding) -> Result<PageTable, TableError> {
         Ok(PageTable {
             root: TableRef::new(TableKind::L1, root)?,
             encoding,
             owns_root: false,
+            owner: Owner::Adopted,
             owned: [0; SLOT_WORDS],
         })
+    }
+
+    /// Checks that `alloc` is the allocator this table was built with.
+    ///
+    /// Every method that takes an allocator starts with this check: a
+    /// table is never read, changed or freed through another allocator,
+    /// which could hand the same physical addresses to other tables (two
+    /// [`TablePool`](super::TablePool)s over one base).
+    ///
+    /// # Errors
+    /// [`TableError::WrongAllocator`] if `alloc`'s [`TableAlloc::alloc_id`]
+    /// is not the one the table was built with. A table adopted with
+    /// [`PageTable::from_root`] accepts any (its contract names the
+    /// allocator).
+    #[inline]
+    pub fn check_alloc<A: TableAlloc + ?Sized>(&self, alloc: &A) -> Result<(), TableError> {
+        match self.owner {
+            Owner::Of(id) if id != alloc.alloc_id() => Err(TableError::WrongAllocator),
+            _ => Ok(()),
+        }
+    }
+
+    /// The id of the allocator this table was built with, if it gave one
+    /// (`None` as well for a table adopted with [`PageTable::from_root`]).
+    #[must_use]
+    pub const fn alloc_id(&self) -> Option<AllocId> {
+        match self.owner {
+            Owner::Of(id) => id,
+            Owner::Adopted => None,
+        }
     }
 
     /// Physical address of the L1 table (the translation table base to load).
@@ -498,6 +544,7 @@ impl PageTable {
         alloc: &A,
         index: usize,
     ) -> Result<L1Descriptor, TableError> {
+        self.check_alloc(alloc)?;
         Ok(L1Descriptor::from_bits(self.root.read(alloc, index)?))
     }
 
@@ -546,6 +593,7 @@ impl PageTable {
         index: usize,
         desc: L1Descriptor,
     ) -> Result<TableFlush, TableError> {
+        self.check_alloc(alloc)?;
         if desc.table().is_some() {
             return Err(TableError::TableLinkRefused(index));
         }
@@ -586,6 +634,7 @@ impl PageTable {
         index: usize,
         desc: L1Descriptor,
     ) -> Result<(TableFlush, Option<TableRef>), TableError> {
+        self.check_alloc(alloc)?;
         let old = self.owned_table(alloc, index)?;
         let mut f = TableFlush::new();
         self.write_l1(alloc, index, desc.encode(self.encoding), &mut f)?;
@@ -606,6 +655,7 @@ impl PageTable {
         from: usize,
         to: usize,
     ) -> Result<TableFlush, TableError> {
+        self.check_alloc(alloc)?;
         let word = self.root.read(alloc, from)?;
         if self.l1_entry(alloc, to)?.is_valid() {
             return Err(TableError::AlreadyMapped(ModifiedVirtAddr::new(
@@ -643,6 +693,7 @@ impl PageTable {
         into: &mut PageTable,
         slots: Range<usize>,
     ) -> Result<TableFlush, TableError> {
+        self.check_alloc(alloc)?;
         if slots.end > SLOTS {
             return Err(TableError::IndexOutOfRange(slots.end));
         }
@@ -682,6 +733,7 @@ impl PageTable {
         attrs: MapAttrs,
         policy: SizePolicy,
     ) -> Result<TableFlush, TableError> {
+        self.check_alloc(alloc)?;
         kib_range(mva, pa, len)?;
         // Pass 1: check every chunk; note which MiBs need a new table, and
         // which of those a fine one.
@@ -848,6 +900,7 @@ impl PageTable {
         alloc: &A,
         mva: ModifiedVirtAddr,
     ) -> Result<Option<Mapping>, TableError> {
+        self.check_alloc(alloc)?;
         let m = mva.as_u32();
         let l1 = self.l1_entry(alloc, (m >> 20) as usize)?;
         match l1 {
@@ -909,6 +962,7 @@ impl PageTable {
         mva: ModifiedVirtAddr,
         len: u32,
     ) -> Result<TableFlush, TableError> {
+        self.check_alloc(alloc)?;
         let mut step = MIB;
         self.for_each_page(alloc, mva, len, |m| {
             step = step.min(m.size.size());
@@ -980,6 +1034,7 @@ impl PageTable {
         ap: AccessPermission,
         cache: CachePolicy,
     ) -> Result<TableFlush, TableError> {
+        self.check_alloc(alloc)?;
         let mut step = MIB;
         self.for_each_page(alloc, mva, len, |m| {
             step = step.min(m.size.size());
@@ -1055,6 +1110,7 @@ impl PageTable {
     /// table or its owned second-level tables, and the TLB must hold no entry
     /// from them once the memory is reused.
     pub unsafe fn release<A: TableAlloc + ?Sized>(self, alloc: &mut A) -> Result<(), TableError> {
+        self.check_alloc(alloc)?;
         for slot in 0..SLOTS {
             if let Some(t) = self.owned_table(alloc, slot)? {
                 // SAFETY: the caller promises nothing points at this table any more.

@@ -23,7 +23,7 @@ pub mod pool;
 pub mod raw;
 mod share;
 
-pub use alloc::{AllocError, TableAlloc, TableKind};
+pub use alloc::{AllocError, AllocId, TableAlloc, TableKind};
 pub use boot::{MmuOff, MmuOn, TrustedCp15};
 pub use flush::{TableFlush, TlbInvalidate, TlbPages, MAX_TLB_ENTRY_OPS};
 pub use mapper::{write_l2_page, MapAttrs, Mapping, MappingIter, PageTable, SizePolicy};
@@ -76,6 +76,12 @@ pub enum TableError {
     TableLinkRefused(usize),
     /// A first-level table where a second-level one is needed.
     NotSecondLevel(PhysAddr),
+    /// A table used with an allocator other than the one it was built with
+    /// (see [`AllocId`]): nothing was read or written.
+    WrongAllocator,
+    /// No [`AllocId`] could be taken for a new allocator
+    /// ([`AllocId::fresh`]).
+    NoAllocatorId,
 }
 
 impl From<AddrError> for TableError {
@@ -113,6 +119,10 @@ impl fmt::Display for TableError {
                 f,
                 "slot {i}: a second-level table link needs the mapper or a sharing call"
             ),
+            TableError::WrongAllocator => {
+                f.write_str("the table belongs to another table allocator")
+            }
+            TableError::NoAllocatorId => f.write_str("no allocator id could be taken"),
             TableError::NotSecondLevel(pa) => {
                 write!(
                     f,

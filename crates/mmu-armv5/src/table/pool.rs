@@ -6,8 +6,9 @@
 //! static array and the array's physical address; host tests give it heap
 //! memory and any 16 KiB-aligned "physical" base they like.
 
-use super::alloc::{AllocError, TableAlloc, TableKind};
-use crate::addr::{AddrError, Align, ModifiedVirtAddr, PhysAddr};
+use super::alloc::{AllocError, AllocId, TableAlloc, TableKind};
+use super::TableError;
+use crate::addr::{Align, ModifiedVirtAddr, PhysAddr};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
@@ -24,8 +25,14 @@ impl PoolBlock {
 }
 
 /// Table allocator over `BLOCKS` caller-provided [`PoolBlock`]s.
+///
+/// Each pool has its own [`AllocId`]: tables built with it and the flush
+/// tokens of their changes are refused by (never freed into) any other
+/// allocator, a pool over the same physical base or over the same memory
+/// later included.
 pub struct TablePool<'m, const BLOCKS: usize> {
     mem: NonNull<PoolBlock>,
+    id: AllocId,
     used: [u16; BLOCKS],
     phys_base: PhysAddr,
     mva_base: ModifiedVirtAddr,
@@ -36,21 +43,60 @@ impl<'m, const BLOCKS: usize> TablePool<'m, BLOCKS> {
     /// A pool over `mem`, whose first byte has physical address `phys_base`
     /// and is known to the D-cache as `mva_base`. `phys_base` must be 16 KiB
     /// aligned and the whole pool must fit below 4 GiB.
+    ///
+    /// # Errors
+    /// [`TableError::Misaligned`] for a misaligned base or a pool passing
+    /// 4 GiB; [`TableError::NoAllocatorId`] if no [`AllocId`] can be taken
+    /// (see [`AllocId::fresh`]: only in user mode with interrupts enabled
+    /// on a CPU without atomics).
     pub fn new(
         mem: &'m mut [PoolBlock; BLOCKS],
         phys_base: PhysAddr,
         mva_base: ModifiedVirtAddr,
-    ) -> Result<Self, AddrError> {
+    ) -> Result<Self, TableError> {
         PhysAddr::new_aligned(phys_base.as_u32(), Align::KIB_16)?;
         let bytes = (BLOCKS as u64) * BLOCK as u64;
         PhysAddr::try_new(phys_base.as_u32() as u64 + bytes)?;
         Ok(TablePool {
             mem: NonNull::from(mem).cast(),
+            id: AllocId::fresh().ok_or(TableError::NoAllocatorId)?,
             used: [0; BLOCKS],
             phys_base,
             mva_base,
             _mem: PhantomData,
         })
+    }
+
+    /// Where the pool reaches its memory now (for [`TablePool::relocate`]
+    /// and for diagnostics).
+    #[must_use]
+    pub fn memory(&self) -> NonNull<[PoolBlock; BLOCKS]> {
+        self.mem.cast()
+    }
+
+    /// Moves the pool to a new address of the same memory: the tables it
+    /// handed out, its [`AllocId`] and its physical base stay, and from now
+    /// on it reaches the memory through `mem` and cleans it by `mva_base`.
+    ///
+    /// The boot hand-off: a pool built with the MMU off reaches its memory
+    /// at the identity-mapped physical address; once the kernel runs at its
+    /// own addresses and the identity map is dropped, it moves to the
+    /// memory's kernel address (see `fass::kernel_table` for the whole
+    /// sequence).
+    ///
+    /// # Safety
+    /// `mem` points at the same physical memory the pool was built over
+    /// (the same `BLOCKS` blocks at its physical base), readable and
+    /// writable at that address for the rest of `'m`, and reached by
+    /// nothing but the pool (as the original borrow was); `mva_base` is
+    /// the address the D-cache knows it by.
+    pub unsafe fn relocate(
+        &mut self,
+        mem: NonNull<[PoolBlock; BLOCKS]>,
+        mva_base: ModifiedVirtAddr,
+    ) {
+        self.mem = mem.cast();
+        self.mva_base = mva_base;
     }
 
     /// Number of free 1 KiB units.
@@ -125,6 +171,10 @@ unsafe impl<const BLOCKS: usize> TableAlloc for TablePool<'_, BLOCKS> {
         let off = pa.as_u32().wrapping_sub(self.phys_base.as_u32());
         ModifiedVirtAddr::new(self.mva_base.as_u32().wrapping_add(off))
     }
+
+    fn alloc_id(&self) -> Option<AllocId> {
+        Some(self.id)
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +230,33 @@ mod tests {
         unsafe { p.deallocate(TableKind::Coarse, c) };
         assert_eq!(
             p.allocate(TableKind::Fine).unwrap(),
+            PhysAddr::new(0x0400_4000)
+        );
+    }
+
+    /// Issue 26, item 5: a pool moved to another address of its memory
+    /// keeps its tables, its id and its physical addresses.
+    #[test]
+    fn a_relocated_pool_keeps_its_tables() {
+        let mut mem = Box::new([PoolBlock::ZERO, PoolBlock::ZERO]);
+        let mut p = TablePool::new(
+            &mut mem,
+            PhysAddr::new(0x0400_0000),
+            ModifiedVirtAddr::new(0x0400_0000),
+        )
+        .unwrap();
+        let id = p.alloc_id();
+        let l1 = p.allocate(TableKind::L1).unwrap();
+        let before = p.table_ptr(TableKind::L1, l1);
+        let at = p.memory();
+        // SAFETY: the same memory (a host has one address for it).
+        unsafe { p.relocate(at, ModifiedVirtAddr::new(0xC400_0000)) };
+        assert_eq!(p.alloc_id(), id);
+        assert_eq!(p.table_ptr(TableKind::L1, l1), before);
+        assert_eq!(p.table_mva(l1), ModifiedVirtAddr::new(0xC400_0000));
+        assert_eq!(p.free_units(), 16);
+        assert_eq!(
+            p.allocate(TableKind::Coarse).unwrap(),
             PhysAddr::new(0x0400_4000)
         );
     }

@@ -145,6 +145,8 @@ impl PageTable {
         mva: ModifiedVirtAddr,
         len: u32,
     ) -> Result<TableFlush, TableError> {
+        self.check_alloc(alloc)?;
+        kernel.check_alloc(alloc)?;
         let slots = slots_of(mva, len)?;
         check_free(self, alloc, slots.clone(), |i| kernel.l1_entry(alloc, i))?;
         let mut flush = TableFlush::new();
@@ -192,6 +194,7 @@ impl PageTable {
         mva: ModifiedVirtAddr,
         len: u32,
     ) -> Result<TableFlush, TableError> {
+        self.check_alloc(alloc)?;
         let slots = slots_of(mva, len)?;
         let source = TableRef::new(TableKind::L1, root)?;
         let read = |i| source.read(alloc, i).map(L1Descriptor::from_bits);

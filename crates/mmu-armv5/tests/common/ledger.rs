@@ -134,10 +134,18 @@ unsafe impl<const N: usize> TableAlloc for LedgerAlloc<'_, N> {
     fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
         self.pool.table_mva(pa)
     }
+
+    fn alloc_id(&self) -> Option<mmu_armv5::table::AllocId> {
+        self.pool.alloc_id()
+    }
 }
 
 /// Maintenance that only records what it is asked to do.
 pub struct LedgerMaint(Ledger);
+
+// SAFETY: a host test: no ARMv5 MMU walks these tables. The ledger checks
+// that every table is freed only after the maintenance recorded here.
+unsafe impl mmu_armv5::maint::TrustedMaintenance for LedgerMaint {}
 
 impl CacheMaintenance for LedgerMaint {
     const DCACHE_LINE: u32 = 32;

@@ -85,6 +85,10 @@ pub enum Op {
     Lookup { t: usize, slot: u8, kib: u16 },
     /// Flush the tokens merged so far.
     Flush,
+    /// Use table `t` and the pending token with a second pool over the same
+    /// physical base (issue 26, item 1): every operation is refused with
+    /// [`TableError::WrongAllocator`], the token frees nothing into it.
+    Foreign { t: usize, slot: u8 },
 }
 
 /// What happens to an operation's token.
@@ -228,6 +232,60 @@ impl<'m> Sequence<'m> {
             .map(|(_, p)| p)
             .filter(|p| p.size != PageSizeKind::Section)
             .collect()
+    }
+
+    /// [`Op::Foreign`].
+    fn foreign(&mut self, t: usize, slot: u8) -> Result<(), String> {
+        let mut m = super::ledger::mem::<1>();
+        let mut b = mmu_armv5::table::TablePool::new(
+            &mut m,
+            PhysAddr::new(super::ledger::BASE),
+            Mva::new(0xC400_0000),
+        )
+        .map_err(|e| e.to_string())?;
+        let mva = Mva::new(u32::from(slot % SLOTS) << 20);
+        let attrs = MapAttrs::new(
+            Domain::new(1).unwrap(),
+            Ap::ReadWrite,
+            CachePolicy::WriteBack,
+        );
+        let wrong = Err(TableError::WrongAllocator);
+        let tab = &mut self.tables[t];
+        let map = tab.map(
+            &mut b,
+            mva,
+            PhysAddr::new(0),
+            0x1000,
+            attrs,
+            SizePolicy::Largest,
+        );
+        ensure!(
+            map.as_ref().err() == Some(&TableError::WrongAllocator),
+            "map with a foreign pool: {map:?}"
+        );
+        let unmap = tab.unmap(&mut b, mva, 0x1000);
+        ensure!(
+            unmap.as_ref().err() == Some(&TableError::WrongAllocator),
+            "unmap with a foreign pool: {unmap:?}"
+        );
+        ensure!(
+            tab.lookup(&b, mva).map(|_| ()) == wrong,
+            "lookup with a foreign pool"
+        );
+        ensure!(
+            tab.l1_entry(&b, 0).map(|_| ()) == wrong,
+            "l1_entry with a foreign pool"
+        );
+        let carries = self.pending.tables_to_free() > 0;
+        ensure!(
+            self.pending.check_alloc(&b).is_err() == carries,
+            "the pending token's tables are the ledger pool's"
+        );
+        let id = mmu_armv5::table::TableAlloc::alloc_id(&b);
+        let ours = mmu_armv5::table::TableAlloc::alloc_id(&self.a);
+        ensure!(id.is_some() && id != ours, "pools have their own ids");
+        ensure!(b.free_units() == 16, "the foreign pool is untouched");
+        Ok(())
     }
 
     /// Runs one operation and checks it.
@@ -378,6 +436,10 @@ impl<'m> Sequence<'m> {
             Op::Flush => {
                 let f = core::mem::take(&mut self.pending);
                 self.flush(f)?;
+                None
+            }
+            Op::Foreign { t, slot } => {
+                self.foreign(t % 2, slot)?;
                 None
             }
         };

@@ -409,6 +409,23 @@ fn the_generation_counts_the_kernels_changes() {
     assert_ne!(maps.generation(), Some(g1));
 }
 
+/// Regression (issue 26, item 4): the generation was a wrapping `u32`, so
+/// 2^32 changes brought it back to a value an exchange trusts. It is a
+/// `u64` now: past 2^32 - 1 it goes on to 2^32, not to 0.
+#[test]
+fn the_generation_does_not_come_back_after_2_pow_32_changes() {
+    let mut mem = mem();
+    let mut pool = pool(&mut mem);
+    let (mut k, mut t2) = world(&mut pool);
+    let mut maps = register(&mut pool, &mut k, &mut t2);
+    let g0 = maps.generation().unwrap();
+    maps.generation = g0 + u64::from(u32::MAX);
+    maps.bump_generation();
+    let g = maps.generation().unwrap();
+    assert_eq!(g, g0 + (1 << 32));
+    assert_ne!(g as u32 as u64, g, "the value needs more than 32 bits");
+}
+
 #[test]
 fn protection_past_its_memory_leaves_the_rest_writable_and_says_so() {
     let mut mem = mem();

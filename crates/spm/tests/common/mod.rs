@@ -211,7 +211,7 @@ pub struct Maps {
     /// What [`Mappings::generation`] reports: `Some`, counting every
     /// `map` and `unmap` (so an exchange remembers mappings between steps),
     /// or `None` (set by a test: the exchange asks for every step).
-    pub generation: Option<u32>,
+    pub generation: Option<u64>,
     /// Descriptor words written (not counted by the model).
     pub table_words: u64,
 }
@@ -328,7 +328,7 @@ impl Maps {
 }
 
 impl Mappings for Maps {
-    fn generation(&self) -> Option<u32> {
+    fn generation(&self) -> Option<u64> {
         self.generation
     }
 
@@ -463,6 +463,10 @@ impl PhysMemory for Hw {
 }
 
 impl spm::LineMaintenance for Hw {}
+
+// SAFETY: every method forwards to the model machine, whose maintenance is
+// trusted (its walker reads only its own memory).
+unsafe impl mmu_armv5::maint::TrustedMaintenance for Hw {}
 
 impl CacheMaintenance for Hw {
     const DCACHE_LINE: u32 = 32;

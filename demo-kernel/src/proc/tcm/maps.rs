@@ -56,7 +56,7 @@ pub(super) struct RIndex {
     home: u32,
     /// Bumped whenever a user mapping is added or removed
     /// ([`Mappings::generation`]).
-    generation: u32,
+    generation: u64,
     /// The last two frames looked up ([`Maps::found`]): an exchange asks
     /// about the same two frames at every phase.
     hot: [Option<Found>; 2],
@@ -173,7 +173,7 @@ struct Who {
 #[derive(Clone, Copy)]
 struct Found {
     pa: u32,
-    generation: u32,
+    generation: u64,
     who: Who,
     entry: Option<(*mut u32, u32)>,
 }
@@ -398,7 +398,7 @@ fn cacheable(desc: u32) -> bool {
 }
 
 impl Mappings for Maps<'_> {
-    fn generation(&self) -> Option<u32> {
+    fn generation(&self) -> Option<u64> {
         // User mappings are added and removed only with a `note_mapper`,
         // and never given write access except by `spm`; kernel mapping
         // records never change except through `swap`. A space's FCSE PID
