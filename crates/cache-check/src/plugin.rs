@@ -1,0 +1,283 @@
+//! The plugin's state behind the FFI: safe, and driven by the tests the
+//! same way QEMU drives it.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use armv5_sim::coherence::{Checker, Cpu, ViolationKind};
+
+use crate::args::{Args, CpuPreset};
+use crate::ram::HostMap;
+use crate::trace::{Fetch, Mem, Tracer};
+use crate::transit::{Kind, Stats as TStats};
+
+/// First line of every report.
+pub const REPORT_HEADER: &str = "cache-check report v1";
+
+/// One translated instruction, looked up by the index QEMU passes back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Insn {
+    va: u32,
+    pa: Option<u32>,
+    insn: u32,
+    size: u8,
+}
+
+/// The plugin.
+#[derive(Debug)]
+pub struct Plugin {
+    args: Args,
+    map: HostMap,
+    insns: Vec<Insn>,
+    known: HashMap<(u32, Option<u32>, u32), u32>,
+    tracer: Tracer<Checker>,
+}
+
+fn cpu(p: CpuPreset) -> Cpu {
+    match p {
+        CpuPreset::Arm926 => Cpu::Arm926,
+        CpuPreset::Sa1110 => Cpu::Sa1110,
+        CpuPreset::Pxa255 => Cpu::Pxa255,
+    }
+}
+
+impl Plugin {
+    /// A plugin for `args`.
+    pub fn new(args: Args) -> Plugin {
+        Plugin {
+            map: HostMap::new(args.ram_base, args.ram_size, args.kernel_base),
+            insns: Vec::new(),
+            known: HashMap::new(),
+            tracer: Tracer::new(
+                Checker::new(cpu(args.cpu)),
+                args.model,
+                args.transits,
+                args.kernel_base,
+                args.ram_base,
+                args.ram_size,
+            ),
+            args,
+        }
+    }
+
+    /// The arguments.
+    pub fn args(&self) -> &Args {
+        &self.args
+    }
+
+    /// An instruction being translated: its virtual address, the host
+    /// address of its bytes (`None` if QEMU gave none) and its bytes.
+    /// Returns the handle its callbacks carry.
+    pub fn translate(&mut self, va: u64, host: Option<u64>, bytes: &[u8]) -> u32 {
+        let va = va as u32;
+        let mut w = [0u8; 4];
+        let n = bytes.len().min(4);
+        w[..n].copy_from_slice(&bytes[..n]);
+        let insn = Insn {
+            va,
+            pa: self.map.translate(va, host),
+            insn: u32::from_le_bytes(w),
+            size: bytes.len().min(255) as u8,
+        };
+        let key = (insn.va, insn.pa, insn.insn);
+        if let Some(&i) = self.known.get(&key) {
+            return i;
+        }
+        let i = self.insns.len() as u32;
+        self.insns.push(insn);
+        self.known.insert(key, i);
+        i
+    }
+
+    /// The instruction with handle `i` starts.
+    pub fn exec(&mut self, i: u32) {
+        if let Some(x) = self.insns.get(i as usize) {
+            self.tracer.fetch(Fetch {
+                va: x.va,
+                pa: x.pa,
+                insn: x.insn,
+                size: x.size,
+            });
+        }
+    }
+
+    /// A data access at `va` (physical `pa`, 2^`shift` bytes).
+    pub fn mem(&mut self, va: u64, pa: u64, shift: u32, store: bool, io: bool) {
+        self.tracer.mem(Mem {
+            va: va as u32,
+            pa,
+            size: 1u8 << shift.min(3),
+            store,
+            io,
+        });
+    }
+
+    /// Total violations so far.
+    pub fn violations(&self) -> u64 {
+        self.tracer.sink.counts().total()
+    }
+
+    /// The report, machine-readable: one record per line, `key=value`
+    /// words (the format `cargo xtask` parses; see the crate docs).
+    pub fn report(&mut self) -> String {
+        self.tracer.finish();
+        let s = &self.tracer.stats;
+        let c = &self.tracer.sink;
+        let mut o = String::new();
+        let _ = writeln!(o, "{REPORT_HEADER}");
+        let _ = writeln!(
+            o,
+            "run cpu={} ram_base={:#x} ram_size={:#x} kernel_base={:#x} model={} transits={}",
+            self.args.cpu.name(),
+            self.args.ram_base,
+            self.args.ram_size,
+            self.args.kernel_base,
+            if self.args.model { "on" } else { "off" },
+            if self.args.transits { "on" } else { "off" },
+        );
+        let _ = writeln!(
+            o,
+            "stats insns={} privileged={} loads={} stores={} io={} markers={} marker_errors={} \
+             reexecuted={} fetch_unknown_pa={} fetch_pa_checked={} fetch_pa_mismatches={} \
+             data_pa_checked={} data_pa_mismatches={} model_instructions={} cycles={} translated={}",
+            s.insns,
+            s.privileged,
+            s.loads,
+            s.stores,
+            s.io,
+            s.markers,
+            s.marker_errors,
+            s.reexecuted,
+            s.fetch_unknown_pa,
+            self.map.checked,
+            self.map.mismatches,
+            s.data_pa_checked,
+            s.data_pa_mismatches,
+            c.instructions(),
+            c.cycles(),
+            self.insns.len(),
+        );
+        for (pc, e) in &s.first_marker_errors {
+            let _ = writeln!(o, "marker_error pc={pc:#010x} error={e:?}");
+        }
+        let counts = c.counts();
+        for k in ViolationKind::ALL {
+            let _ = writeln!(o, "count kind={} n={}", k.name(), counts.of(k));
+        }
+        for v in c.violations().iter().take(self.args.first) {
+            let _ = writeln!(
+                o,
+                "violation kind={} pc={:#010x} va={:#010x} mva={:#010x} pa={:#010x} mode={} space={} scenario={}",
+                v.kind.name(),
+                v.pc,
+                v.va,
+                v.mva,
+                v.pa,
+                if v.privileged { "svc" } else { "usr" },
+                v.space,
+                v.scenario
+            );
+        }
+        if let Some(t) = self.tracer.transits.as_ref() {
+            let _ = writeln!(o, "windows n={}", t.windows());
+            for ((w, kind), smp) in t.samples() {
+                let (Some(i), Some(cy)) = (TStats::of(&smp.insns), TStats::of(&smp.cycles)) else {
+                    continue;
+                };
+                let win = w.map_or_else(|| "none".to_string(), |w| w.to_string());
+                let _ = writeln!(
+                    o,
+                    "transit window={win} kind={} n={} min={} median={} max={} mean={:.1} \
+                     cycles_min={} cycles_median={} cycles_max={} cycles_mean={:.1}",
+                    kind.name(),
+                    i.n,
+                    i.min,
+                    i.median,
+                    i.max,
+                    i.mean,
+                    cy.min,
+                    cy.median,
+                    cy.max,
+                    cy.mean
+                );
+            }
+            for (w, tot) in t.totals() {
+                let _ = writeln!(
+                    o,
+                    "window index={w} insns={} cycles={} switches={}",
+                    tot.insns, tot.cycles, tot.switches
+                );
+            }
+        }
+        o
+    }
+
+    /// A few lines for QEMU's log (`qemu_plugin_outs`).
+    pub fn summary(&self) -> String {
+        let s = &self.tracer.stats;
+        let c = &self.tracer.sink;
+        let mut o = format!(
+            "cache-check: {} instructions, {} loads, {} stores, {} markers, {} violations ({})\n",
+            s.insns,
+            s.loads,
+            s.stores,
+            s.markers,
+            c.counts().total(),
+            c.counts()
+        );
+        if let Some(t) = self.tracer.transits.as_ref() {
+            let n: usize = t
+                .samples()
+                .iter()
+                .filter(|((_, k), _)| *k != Kind::Mark)
+                .map(|(_, s)| s.insns.len())
+                .sum();
+            let _ = writeln!(o, "cache-check: {n} transits in {} windows", t.windows());
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plugin(extra: &[&str]) -> Plugin {
+        let mut a = vec!["cpu=arm926", "ram_base=0", "ram_size=0x8000000"];
+        a.extend(extra);
+        Plugin::new(crate::args::parse(a).unwrap())
+    }
+
+    #[test]
+    fn translations_are_shared_and_the_report_has_every_record() {
+        let mut p = plugin(&["transits=on"]);
+        let host = 0x7000_0000_0000u64;
+        let nop = 0xE1A0_0000u32.to_le_bytes();
+        let a = p.translate(0x0010_0000, Some(host + 0x10_0000), &nop);
+        let b = p.translate(0xC010_0000, Some(host + 0x10_0000), &nop);
+        assert_ne!(a, b);
+        assert_eq!(p.translate(0xC010_0000, Some(host + 0x10_0000), &nop), b);
+        p.exec(a);
+        p.exec(b);
+        p.mem(0xC000_0100, 0x100, 2, true, false);
+        p.exec(999); // an unknown handle is ignored
+        let r = p.report();
+        assert!(r.starts_with(REPORT_HEADER), "{r}");
+        assert!(
+            r.contains("stats insns=2 privileged=2 loads=0 stores=1 "),
+            "{r}"
+        );
+        assert!(
+            r.contains("fetch_pa_checked=2 fetch_pa_mismatches=0"),
+            "{r}"
+        );
+        assert!(r.contains("data_pa_checked=1 data_pa_mismatches=0"), "{r}");
+        for k in ViolationKind::ALL {
+            assert!(r.contains(&format!("count kind={} n=0", k.name())), "{r}");
+        }
+        assert!(r.contains("windows n=0"), "{r}");
+        assert!(p.summary().contains("2 instructions"));
+        assert_eq!(p.violations(), 0);
+        assert_eq!(p.args().first, 20);
+    }
+}
