@@ -1,82 +1,154 @@
-//! A coherence checker: replays a guest's real accesses (from the
-//! `cache-check` QEMU plugin) through a version model of the CPU's VIVT
-//! caches and TLB and reports where the real CPU would have returned
-//! something else than QEMU did.
+//! A coherence checker for a guest running under QEMU: replays the guest's
+//! real instruction fetches, loads, stores and CP15 operations through a
+//! *version model* of the CPU's virtually indexed, virtually tagged caches
+//! and of its TLB, and reports every access for which the real CPU would
+//! have returned (or written) something else than QEMU did.
 //!
-//! (Skeleton: the API is final, the model follows.)
+//! QEMU models no caches and gives a plugin no data values, but QEMU itself
+//! is coherent: what a load returns there is the newest store to that
+//! physical word. So each store makes a new *version* of the words it
+//! writes; the checker keeps, per physical word, the newest version and the
+//! version RAM holds, and per cache line the versions the line holds. A read
+//! that would get anything but the newest version on the modelled CPU is a
+//! violation ([`ViolationKind`]):
+//!
+//! | kind | when |
+//! |---|---|
+//! | `StaleAlias` | a tag hit (load, store or fetch) on a line filled from another physical line: a homonym, on hardware another space's data |
+//! | `StaleLine` | a D-side hit on the right line holding an older version (a write through another alias or an uncached window not followed by invalidating this line) |
+//! | `StaleRam` | a D-side miss or uncached read while RAM does not hold the newest version (dirty under another alias: a missing clean; or lost when an older line was written back over it) |
+//! | `StaleFetch` | a fetch that gets an older version, from a stale I-line or from RAM (code written through the D-cache without clean, or an I-line not invalidated) |
+//! | `StaleTlb` | a model-TLB hit whose physical page differs from QEMU's, or a translation fault (DFSR 0x5/0x7 then FAR read) on a page the model TLB still holds |
+//! | `StaleWalk` | a model-TLB miss whose first-level descriptor (at `(TTBR & !0x3FFF) + (MVA >> 20) * 4`) is not clean in RAM |
+//! | `IncompleteClean` | an [`Event::AssertClean`](mmu_armv5::marker::Event::AssertClean) while a D-line is dirty |
+//!
+//! After reporting, the model puts the offending line or entry back in
+//! QEMU's state (a homonym line is cleaned and refilled, a stale word takes
+//! the newest version, a stale TLB entry is refilled), so one missing
+//! operation is reported where it is first observed, not at every later
+//! access. Uncached reads are not corrected: each one that gets stale RAM is
+//! reported. Counts ([`Counts`]) are never capped; the list
+//! ([`Checker::violations`]) keeps the first [`MAX_VIOLATIONS`].
+//!
+//! # Input
+//!
+//! The `cache-check` plugin calls [`Checker::access`] for every fetch, load
+//! and store (the virtual address as the guest used it, before FCSE
+//! relocation, and QEMU's physical address), and [`Checker::marker`] for
+//! every decoded [`mmu_armv5::marker`] marker, in program order. Marker
+//! window accesses never reach `access`.
+//!
+//! ```
+//! use armv5_sim::coherence::{Access, AccessKind, Checker, Cpu, ViolationKind};
+//! use mmu_armv5::marker::Key;
+//!
+//! let cp15 = |crn, crm, opc2| Key::Cp15 { read: false, crn, crm, opc2 };
+//! let mut c = Checker::new(Cpu::Arm926);
+//! c.marker(cp15(2, 0, 0), 0x4000, 0); // TTBR
+//! c.marker(cp15(1, 0, 0), 0x1005, 0); // SCTLR: M, C, I
+//! let load = |va, pa| Access { pc: 0xC000_8000, va, pa, size: 4,
+//!                              kind: AccessKind::Load, io: false, privileged: true };
+//! let store = |va, pa| Access { kind: AccessKind::Store, ..load(va, pa) };
+//! // The kernel zeroes a frame through its linear map (read-allocate, then
+//! // the stores hit the line and leave it dirty) ...
+//! c.access(&load(0xC010_0000, 0x0010_0000));
+//! c.access(&store(0xC010_0000, 0x0010_0000));
+//! // ... and the new owner reads it through its own alias, from RAM.
+//! c.access(&Access { privileged: false, ..load(0x0001_0000, 0x0010_0000) });
+//! assert_eq!(c.counts().of(ViolationKind::StaleRam), 1);
+//! ```
+//!
+//! # What is modelled
+//!
+//! Geometry and replacement come from [`crate::presets`]:
+//! * **ARM926EJ-S** (`versatilepb`): 16 KiB I + 16 KiB D, 4-way, 32-byte
+//!   lines, pseudo-random replacement (seeded), 64-entry unified TLB.
+//!   \[ARM926 TRM, DDI 0198D §4.1\]: caches 4–128 KiB, four-way, eight-word
+//!   lines, "two dirty bits in the DCache", allocate on read miss, the PA
+//!   kept in the tag RAM for write-backs. QEMU's `arm926` claims cache type
+//!   0x01DD20D2 (the value of its ARM1136 models; it decodes to a 4 KiB I
+//!   and 64 KiB D cache, which no ARM926EJ-S product pairs), so the sizes
+//!   are the preset's, not QEMU's.
+//! * **SA-1110** (`collie`): 16 KiB I and 8 KiB D, 32-way, 32-byte lines,
+//!   round-robin, write-back, 32-entry I- and D-TLBs (\[W05\] in
+//!   [`crate::presets`]). The 512-byte mini data cache (pages with C=1,
+//!   B=0) is **not** modelled: every cacheable access goes to the main
+//!   D-cache.
+//! * **PXA255** (`connex`): 32 KiB I and D, 32-way, 32-byte lines,
+//!   round-robin with a pointer per set that advances on every fill
+//!   \[XScale Core Developer's Manual §6.2.4\], two dirty bits per line (one
+//!   per 16 bytes) \[PXA255 User's Manual §6.1.1\], 32-entry I- and D-TLBs.
+//!   The 2 KiB mini data cache and write-allocate pages (X bit) are **not**
+//!   modelled.
+//!
+//! Common to the three: lines are tagged by MVA and keep the physical line
+//! they were filled from; two dirty bits per line (half-line write-back,
+//! as the ARM926EJ-S and XScale manuals state; taken to hold for the
+//! SA-1110 as well); read-allocate, write-back, no write allocate: a store
+//! that misses goes to RAM. The D-cache caches only with SCTLR.M and .C set
+//! (all three treat data as non-cacheable with the MMU off); the I-cache
+//! caches whenever SCTLR.I is set. Accesses QEMU marks as I/O, and accesses
+//! to VA ranges the guest declared with `UncachedBegin`/`UncachedEnd`, go
+//! to RAM. Everything else in RAM is taken as cacheable write-back: page
+//! attributes are not visible to the plugin.
+//!
+//! CP15 operations applied (from markers): SCTLR (c1), TTBR (c2), DACR (c3,
+//! kept only for reports), FCSEIDR (c13: MVA = VA + PID for VA < 32 MiB),
+//! DFSR/IFSR and FAR reads (c5, c6), cache operations c7 (whole I, whole D,
+//! whole I+D invalidate; I line by MVA and set/way; D line clean, invalidate
+//! and clean+invalidate by MVA and by set/way; drain; the ARM926
+//! test-and-clean loops `MRC c7,c10,3` / `c7,c14,3` reported as one marker
+//! meaning "clean (and invalidate) the whole D-cache"; XScale line allocate
+//! c7,c2,5, whose line holds undefined data), and TLB operations c8 (whole
+//! and by MVA, I, D or both; on the ARM926's unified TLB every form acts
+//! on the one TLB). By-MVA operands are taken as MVAs, as the hardware does.
+//!
+//! # The TLB model
+//!
+//! Page sizes are not visible, so an entry is one 1 MiB MVA region with one
+//! VA->PA offset and a bitmap of the 4 KiB pages accessed through it: the
+//! pages of a section (or of a linear run of pages) share one entry, as a
+//! section does on hardware; pages with their own offsets take one entry
+//! each. Replacement is round-robin over the preset's entry count. An entry
+//! is dropped only by a TLB operation or an eviction. Invalidate by MVA
+//! drops the entries that hold that page, or, when none does, every entry
+//! of that MiB (one of them may be the section covering the page). The walk
+//! check reads the first-level descriptor only: the second-level
+//! descriptor's address is in the first-level descriptor's *value*, which
+//! the plugin cannot see. Domains and access permissions in TLB entries are
+//! not modelled (QEMU flushes its own TLB on every DACR write, so a stale
+//! domain cannot show in QEMU either). Prefetch-abort translation faults
+//! are not checked (ARMv5 has no IFAR to read the address from).
+//!
+//! # Not modelled
+//!
+//! Write-buffer contents (a drain only costs cycles; stores are in RAM at
+//! once), write-through pages, cache lockdown, TCM (declare it uncached),
+//! the ARM926 I-line prefetch (c7,c13,1, ignored), byte granularity (a
+//! version covers a 32-bit word: a byte store makes a new version of its
+//! word), DMA.
+//!
+//! # Cycles
+//!
+//! [`Checker::cycles`] is a running total of modelled cycles with the
+//! preset's [`CostModel`](crate::CostModel): per access `access` (so an
+//! instruction costs at least its fetch), plus `tlb_miss` per model-TLB
+//! miss, `line_fill` per line fill, `write_back` per line written back,
+//! `uncached_read`/`uncached_write` per uncached access or store miss,
+//! `line_op`, `whole_cache_op`, `tlb_invalidate`, `drain`, `cp15_write` per
+//! operation, and `fault` per FSR read. A whole-cache clean costs what it
+//! does to the modelled lines: one `line_op` per dirty line (plus the last
+//! test) and one `write_back` per line written back, never a preset
+//! estimate.
 
+mod checker;
 mod types;
+mod vcache;
+mod versions;
+mod vtlb;
 
+pub use checker::{Checker, Stats};
 pub use types::{Access, AccessKind, Counts, Cpu, Violation, ViolationKind};
 
-use mmu_armv5::marker::Key;
-
-/// How many violations [`Checker::violations`] keeps (counts go on).
+/// How many violations [`Checker::violations`] keeps (the counts go on).
 pub const MAX_VIOLATIONS: usize = 1000;
-
-/// The checker.
-#[derive(Debug)]
-pub struct Checker {
-    cpu: Cpu,
-    violations: Vec<Violation>,
-    counts: Counts,
-    cycles: u64,
-    instructions: u64,
-}
-
-impl Checker {
-    /// A checker for `cpu`, in the reset state: MMU and caches off.
-    #[must_use]
-    pub fn new(cpu: Cpu) -> Checker {
-        Checker {
-            cpu,
-            violations: Vec::new(),
-            counts: Counts::default(),
-            cycles: 0,
-            instructions: 0,
-        }
-    }
-
-    /// The modelled CPU.
-    #[must_use]
-    pub fn cpu(&self) -> Cpu {
-        self.cpu
-    }
-
-    /// One fetch, load or store.
-    pub fn access(&mut self, a: &Access) {
-        if a.kind == AccessKind::Fetch {
-            self.instructions += 1;
-        }
-        self.cycles += 1;
-    }
-
-    /// One decoded marker: `key` with `value`, issued by the instruction at `pc`.
-    pub fn marker(&mut self, key: Key, value: u32, pc: u32) {
-        let _ = (key, value, pc);
-    }
-
-    /// The first [`MAX_VIOLATIONS`] violations, in order.
-    #[must_use]
-    pub fn violations(&self) -> &[Violation] {
-        &self.violations
-    }
-
-    /// Violation counts per kind.
-    #[must_use]
-    pub fn counts(&self) -> Counts {
-        self.counts
-    }
-
-    /// Modelled cycles so far.
-    #[must_use]
-    pub fn cycles(&self) -> u64 {
-        self.cycles
-    }
-
-    /// Instructions (fetches) so far.
-    #[must_use]
-    pub fn instructions(&self) -> u64 {
-        self.instructions
-    }
-}
