@@ -36,11 +36,14 @@ options (run):
   --append TEXT     kernel command line (e.g. \"test\", \"test only=NAME\", \"demo\",
                     \"scenario=tcm mode=fass\")
   --icount SHIFT    deterministic instruction counting (-icount shift=SHIFT,sleep=off)
+  --cache-check     build the kernel with the cache-check markers and boot it under the
+                    cache-check QEMU plugin (VIVT cache and TLB model of the board's CPU);
+                    prints the violations, exits non-zero on any (default command line: test)
 options (test):
   --timeout SECS    time limit of each QEMU run (default 60)
   --skip KEY        do not run a stage (repeatable; keys: fmt clippy host-tests
                     model-bench docs package arm-v5te arm-v4 embed msrv miri fuzz
-                    kernel integration); skipped stages do not count as passed
+                    kernel cache-check integration); skipped stages do not count as passed
 options (mutants):
   --file PATH       mutate this file (repeatable; default: the critical files,
                     `xtask::mutants::DEFAULT_FILES`)
@@ -68,6 +71,8 @@ pub struct RunOpts {
     pub icount: Option<u8>,
     /// The board.
     pub board: Board,
+    /// Boot under the cache-check plugin.
+    pub cache_check: bool,
 }
 
 /// A parsed `cargo xtask` command.
@@ -128,12 +133,14 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                 append: None,
                 icount: None,
                 board: Board::default(),
+                cache_check: false,
             };
             while let Some(a) = it.next() {
                 match a {
                     "--board" => opts.board = Board::parse(value(&mut it, a)?)?,
                     "--timeout" => opts.timeout = parse_timeout(value(&mut it, a)?)?,
                     "--append" => opts.append = Some(value(&mut it, a)?.to_string()),
+                    "--cache-check" => opts.cache_check = true,
                     "--icount" => {
                         let v = value(&mut it, a)?;
                         opts.icount =
@@ -287,6 +294,7 @@ mod tests {
                 append: None,
                 icount: None,
                 board: Board::Versatilepb,
+                cache_check: false,
             })
         );
         assert_eq!(
@@ -307,6 +315,17 @@ mod tests {
                 append: Some("test only=x".into()),
                 icount: Some(10),
                 board: Board::Collie,
+                cache_check: false,
+            })
+        );
+        assert_eq!(
+            parse(["run", "--cache-check", "--board", "connex"]).unwrap(),
+            Command::Run(RunOpts {
+                timeout: DEFAULT_TIMEOUT,
+                append: None,
+                icount: None,
+                board: Board::Connex,
+                cache_check: true,
             })
         );
         assert!(parse(["run", "--board", "zaurus"]).is_err());

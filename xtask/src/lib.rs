@@ -5,6 +5,7 @@
 //! * [`setup`]: installs what a fresh machine lacks (`rust-src`, QEMU);
 //! * [`bench`](mod@bench): `cargo xtask bench` (model, microbenchmarks, QEMU instruction counts);
 //! * [`board`](mod@board): the QEMU boards (target, flags, QEMU arguments);
+//! * [`cachecheck`]: the cache-check plugin's runs (`run --cache-check`, the stage, the overhead);
 //! * [`cargo`]: host and ARM cargo invocations, artifact paths;
 //! * [`defmt_log`]: decoding the kernel's defmt stream;
 //! * [`edge`]: the check that the demo kernel leaves CP15 access to `mmu-armv5`;
@@ -17,6 +18,7 @@
 
 pub mod bench;
 pub mod board;
+pub mod cachecheck;
 pub mod cargo;
 pub mod cli;
 pub mod defmt_log;

@@ -1,0 +1,828 @@
+//! The cache check: the demo kernel built with the `cache-check` feature
+//! (marker accesses after every CP15 operation), booted under the
+//! `cache-check` QEMU plugin (`crates/cache-check`), which runs every
+//! fetch, load and store through `armv5-sim`'s coherence checker.
+//!
+//! * `cargo xtask run --cache-check [--board B] [--append "..."]`: one boot,
+//!   its report, a non-zero exit on any violation ([`run`]);
+//! * the `cache-check` stage of `cargo xtask test`: the in-kernel tests and
+//!   the scenarios, every mode, every board, with no violation, and one
+//!   boot per injected omission (`omit=NAME`) that must report it by kind
+//!   ([`stage`]);
+//! * [`overhead`]: the plugin's run time against the plain QEMU run of the
+//!   same boot.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::board::Board;
+use crate::cargo::{self, run_checked};
+use crate::qemu::{Ending, QemuOutcome, QemuRun};
+use crate::{Error, Result};
+
+/// The plugin's package.
+pub const PLUGIN_PACKAGE: &str = "cache-check";
+/// The plugin's library file (`cargo build --release -p cache-check`).
+pub const PLUGIN_FILE: &str = "libcache_check.so";
+/// The kernel feature that adds the marker accesses.
+pub const KERNEL_FEATURE: &str = "cache-check";
+/// First line of the plugin's report.
+pub const REPORT_HEADER: &str = "cache-check report v1";
+/// The scenarios of the stage (those `tests/tests/boards.rs` boots on
+/// every board; the TCM ones report "not applicable" where there is none).
+pub const SCENARIOS: &str = "ring,ipc,collide,share,faults,badcalls,fuzz,tcm,tcmops,hostile";
+/// The stage's scenario command line: every scenario, every mode, short.
+pub fn scenario_cmdline() -> String {
+    format!("scenario={SCENARIOS} mode=naive,fcse,fass n=4 passes=4 rounds=4 calls=200")
+}
+
+/// An injected omission (`omit=NAME`), the boot that shows it and the
+/// violation kind the plugin must report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Omission {
+    /// The name after `omit=`.
+    pub name: &'static str,
+    /// The maintenance operation removed.
+    pub what: &'static str,
+    /// The command line (without `omit=`).
+    pub cmdline: &'static str,
+    /// The violation kind expected (`armv5_sim::coherence::ViolationKind` name).
+    pub kind: &'static str,
+}
+
+/// Every omission the kernel can inject, on versatilepb.
+pub const OMISSIONS: [Omission; 5] = [
+    Omission {
+        name: "naive-clean",
+        what: "the naive switch's D-cache clean and invalidation",
+        cmdline: "scenario=ring mode=naive n=2 passes=4",
+        kind: "StaleAlias",
+    },
+    Omission {
+        name: "tlb-unmap",
+        what: "the TLB invalidation after an unmap",
+        cmdline: "scenario=tcmops mode=fass",
+        kind: "StaleTlb",
+    },
+    Omission {
+        name: "frame-clean",
+        what: "the D-cache clean after zeroing a frame",
+        cmdline: "scenario=ring mode=fass n=2 passes=4",
+        kind: "StaleRam",
+    },
+    Omission {
+        name: "icache-load",
+        what: "the I-cache invalidation after loading a process's code",
+        cmdline: "scenario=ring mode=fass n=2 passes=4",
+        kind: "StaleFetch",
+    },
+    Omission {
+        name: "recycle-clean",
+        what: "the D-cache clean of a recycled FASS domain",
+        cmdline: "scenario=ring mode=fass n=20 passes=4",
+        kind: "StaleAlias",
+    },
+];
+
+/// What the plugin is told about a board: CPU preset, RAM.
+pub fn board_args(board: Board) -> (&'static str, u32, u32) {
+    match board {
+        Board::Versatilepb => ("arm926", 0, 128 << 20),
+        Board::Collie => ("sa1110", 0xC000_0000, 128 << 20),
+        Board::Connex => ("pxa255", 0xA000_0000, 64 << 20),
+    }
+}
+
+/// Builds the plugin (host, release) and returns the library's path.
+pub fn build_plugin() -> Result<PathBuf> {
+    run_checked(cargo::cargo().args(["build", "--release", "-p", PLUGIN_PACKAGE]))?;
+    let lib = cargo::target_dir()?.join("release").join(PLUGIN_FILE);
+    if lib.is_file() {
+        Ok(lib)
+    } else {
+        Err(Error::Missing(format!(
+            "plugin build succeeded but {} does not exist",
+            lib.display()
+        )))
+    }
+}
+
+/// Builds the kernel for `board` with the `cache-check` feature and returns
+/// a copy of its ELF under `<target>/<arch>/release/boards/<board>+cache-check/`.
+pub fn build_kernel(board: Board) -> Result<PathBuf> {
+    let mut cmd = cargo::kernel_cargo_for("build", board)?;
+    cmd.args(["--features", KERNEL_FEATURE]);
+    run_checked(&mut cmd)?;
+    let release = cargo::target_dir()?.join(board.target()).join("release");
+    let built = release.join(cargo::KERNEL);
+    let dir = release
+        .join("boards")
+        .join(format!("{}+{KERNEL_FEATURE}", board.name()));
+    let elf = dir.join(cargo::KERNEL);
+    let io = |source| Error::Io {
+        what: format!("copying {} to {}", built.display(), elf.display()),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let tmp = dir.join(format!("{}.{}.tmp", cargo::KERNEL, std::process::id()));
+    std::fs::copy(&built, &tmp).map_err(io)?;
+    std::fs::rename(&tmp, &elf).map_err(io)?;
+    Ok(elf)
+}
+
+/// QEMU's `-plugin` arguments for `board`, the report going to `out`.
+pub fn plugin_args(
+    plugin: &Path,
+    board: Board,
+    out: &Path,
+    transits: bool,
+    model: bool,
+) -> Vec<String> {
+    let (cpu, base, size) = board_args(board);
+    let onoff = |b: bool| if b { "on" } else { "off" };
+    vec![
+        "-plugin".into(),
+        format!(
+            "file={},cpu={cpu},ram_base={base:#x},ram_size={size:#x},out={},transits={},model={}",
+            plugin.display(),
+            out.display(),
+            onoff(transits),
+            onoff(model)
+        ),
+    ]
+}
+
+/// One violation as the report lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Kind name.
+    pub kind: String,
+    /// The instruction.
+    pub pc: u32,
+    /// The record's other fields, as written (`va`, `mva`, `pa`, `mode`,
+    /// `space`, `scenario`).
+    pub fields: Vec<(String, String)>,
+}
+
+/// One `transit` record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransitRow {
+    /// The window (`None`: outside every window).
+    pub window: Option<u32>,
+    /// The kind name.
+    pub kind: String,
+    /// Transits.
+    pub n: u64,
+    /// Fewest instructions.
+    pub min: u64,
+    /// Median instructions.
+    pub median: u64,
+    /// Most instructions.
+    pub max: u64,
+    /// Mean instructions.
+    pub mean: f64,
+    /// Median modelled cycles.
+    pub cycles_median: u64,
+    /// Mean modelled cycles.
+    pub cycles_mean: f64,
+}
+
+/// The plugin's report, parsed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// The `stats` record.
+    pub stats: BTreeMap<String, u64>,
+    /// Violations per kind, in the report's order.
+    pub counts: Vec<(String, u64)>,
+    /// The first violations.
+    pub violations: Vec<Violation>,
+    /// Marker protocol errors (the first few), as written.
+    pub marker_errors: Vec<String>,
+    /// Windows opened (`MARK 0` .. `MARK 1`).
+    pub windows: u32,
+    /// The `transit` records.
+    pub transits: Vec<TransitRow>,
+    /// `window` records: index -> (kernel instructions, switches).
+    pub window_totals: BTreeMap<u32, (u64, u64)>,
+}
+
+fn kv(words: &str) -> BTreeMap<&str, &str> {
+    words
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .collect()
+}
+
+fn hex(s: &str) -> Option<u32> {
+    u32::from_str_radix(s.strip_prefix("0x")?, 16).ok()
+}
+
+fn bad(line: &str) -> Error {
+    Error::Check(format!("malformed cache-check report line `{line}`"))
+}
+
+impl Report {
+    /// Parses the report text.
+    pub fn parse(text: &str) -> Result<Report> {
+        let mut lines = text.lines();
+        if lines.next() != Some(REPORT_HEADER) {
+            return Err(Error::Check(format!(
+                "not a cache-check report (first line is not `{REPORT_HEADER}`)"
+            )));
+        }
+        let mut r = Report::default();
+        for line in lines {
+            let (tag, rest) = line.split_once(' ').unwrap_or((line, ""));
+            let f = kv(rest);
+            let num = |k: &str| {
+                f.get(k)
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .ok_or_else(|| bad(line))
+            };
+            match tag {
+                "run" => {}
+                "stats" => {
+                    for (k, v) in &f {
+                        r.stats
+                            .insert(k.to_string(), v.parse().map_err(|_| bad(line))?);
+                    }
+                }
+                "marker_error" => r.marker_errors.push(rest.to_string()),
+                "count" => {
+                    let k = f.get("kind").ok_or_else(|| bad(line))?;
+                    r.counts.push((k.to_string(), num("n")?));
+                }
+                "violation" => {
+                    let kind = f.get("kind").ok_or_else(|| bad(line))?.to_string();
+                    let pc = f.get("pc").and_then(|v| hex(v)).ok_or_else(|| bad(line))?;
+                    let fields = f
+                        .iter()
+                        .filter(|(k, _)| **k != "kind" && **k != "pc")
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect();
+                    r.violations.push(Violation { kind, pc, fields });
+                }
+                "windows" => r.windows = num("n")? as u32,
+                "transit" => {
+                    let window = match f.get("window") {
+                        Some(&"none") => None,
+                        Some(w) => Some(w.parse().map_err(|_| bad(line))?),
+                        None => return Err(bad(line)),
+                    };
+                    let float = |k: &str| {
+                        f.get(k)
+                            .and_then(|v| v.parse::<f64>().ok())
+                            .ok_or_else(|| bad(line))
+                    };
+                    r.transits.push(TransitRow {
+                        window,
+                        kind: f.get("kind").ok_or_else(|| bad(line))?.to_string(),
+                        n: num("n")?,
+                        min: num("min")?,
+                        median: num("median")?,
+                        max: num("max")?,
+                        mean: float("mean")?,
+                        cycles_median: num("cycles_median")?,
+                        cycles_mean: float("cycles_mean")?,
+                    });
+                }
+                "window" => {
+                    r.window_totals
+                        .insert(num("index")? as u32, (num("insns")?, num("switches")?));
+                }
+                _ => return Err(bad(line)),
+            }
+        }
+        if r.counts.is_empty() || r.stats.is_empty() {
+            return Err(Error::Check(
+                "cache-check report without counts or stats".into(),
+            ));
+        }
+        Ok(r)
+    }
+
+    /// Violations over every kind.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().map(|(_, n)| n).sum()
+    }
+
+    /// The count of kind `k`.
+    pub fn count(&self, k: &str) -> u64 {
+        self.counts
+            .iter()
+            .find(|(n, _)| n == k)
+            .map_or(0, |(_, c)| *c)
+    }
+
+    fn stat(&self, k: &str) -> u64 {
+        self.stats.get(k).copied().unwrap_or(0)
+    }
+
+    /// Whether the run can be trusted: the instruction addresses' physical
+    /// translation was checked and never disagreed, nor did a data
+    /// access's, and the marker stream kept its protocol.
+    pub fn trusted(&self) -> Result<()> {
+        let mut why = Vec::new();
+        if self.stat("fetch_pa_checked") == 0 {
+            why.push("no instruction fetch from the kernel's linear map was checked".to_string());
+        }
+        for k in ["fetch_pa_mismatches", "data_pa_mismatches", "marker_errors"] {
+            if self.stat(k) != 0 {
+                why.push(format!("{k}={}", self.stat(k)));
+            }
+        }
+        if why.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Check(format!(
+                "cache-check report not trusted: {}",
+                why.join(", ")
+            )))
+        }
+    }
+
+    /// The violation counts per kind on one line.
+    pub fn counts_line(&self) -> String {
+        self.counts
+            .iter()
+            .map(|(k, n)| format!("{k}={n}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The report for a reader: counts, the first `first` violations with
+    /// their PC's function (from `symbols`).
+    pub fn render(&self, symbols: &Symbols, first: usize) -> String {
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "cache check: {} instructions ({} privileged), {} loads, {} stores, {} markers; \
+             {} violations: {}",
+            self.stat("insns"),
+            self.stat("privileged"),
+            self.stat("loads"),
+            self.stat("stores"),
+            self.stat("markers"),
+            self.total(),
+            self.counts_line()
+        );
+        for v in self.violations.iter().take(first) {
+            let f: Vec<String> = v.fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(
+                o,
+                "  {} pc={:#010x} ({}) {}",
+                v.kind,
+                v.pc,
+                symbols.name(v.pc).unwrap_or("?"),
+                f.join(" ")
+            );
+        }
+        for e in &self.marker_errors {
+            let _ = writeln!(o, "  marker protocol error: {e}");
+        }
+        o
+    }
+}
+
+/// Function symbols of a kernel ELF, for naming PCs.
+#[derive(Clone, Debug, Default)]
+pub struct Symbols {
+    funcs: Vec<(u32, u32, String)>,
+}
+
+/// Rust's legacy mangling (`_ZN` len-prefixed parts `E`) to `a::b::c`,
+/// without the hash; other names unchanged.
+pub fn demangle(name: &str) -> String {
+    let Some(mut rest) = name.strip_prefix("_ZN") else {
+        return name.to_string();
+    };
+    let mut parts = Vec::new();
+    while let Some(d) = rest.find(|c: char| !c.is_ascii_digit()) {
+        if d == 0 {
+            break;
+        }
+        let Ok(len) = rest[..d].parse::<usize>() else {
+            break;
+        };
+        let Some(part) = rest.get(d..d + len) else {
+            break;
+        };
+        parts.push(part);
+        rest = &rest[d + len..];
+    }
+    if parts
+        .last()
+        .is_some_and(|p| p.len() == 17 && p.starts_with('h'))
+    {
+        parts.pop();
+    }
+    if parts.is_empty() {
+        return name.to_string();
+    }
+    parts
+        .join("::")
+        .replace("$LT$", "<")
+        .replace("$GT$", ">")
+        .replace("$u20$", " ")
+        .replace("..", "::")
+}
+
+impl Symbols {
+    /// The function symbols of `elf`.
+    pub fn of(elf: &Path) -> Result<Symbols> {
+        use object::{Object, ObjectSymbol, SymbolKind};
+        let data = std::fs::read(elf).map_err(|source| Error::Io {
+            what: format!("reading {}", elf.display()),
+            source,
+        })?;
+        let file = object::File::parse(&*data)
+            .map_err(|e| Error::Check(format!("{}: not an ELF file: {e}", elf.display())))?;
+        let mut funcs: Vec<(u32, u32, String)> = file
+            .symbols()
+            .filter(|s| s.kind() == SymbolKind::Text)
+            .filter_map(|s| {
+                Some((
+                    s.address() as u32 & !1,
+                    s.size() as u32,
+                    demangle(s.name().ok()?),
+                ))
+            })
+            .collect();
+        funcs.sort();
+        Ok(Symbols { funcs })
+    }
+
+    /// The function containing `pc` (or the nearest text symbol before a
+    /// size-less assembly label).
+    pub fn name(&self, pc: u32) -> Option<&str> {
+        let i = self.funcs.partition_point(|(a, _, _)| *a <= pc);
+        let (a, size, name) = self.funcs.get(i.checked_sub(1)?)?;
+        (*size == 0 || pc - a < *size).then_some(name.as_str())
+    }
+}
+
+/// One boot under the plugin.
+#[derive(Debug)]
+pub struct Checked {
+    /// The boot.
+    pub outcome: QemuOutcome,
+    /// The plugin's report.
+    pub report: Report,
+    /// Wall-clock time of the boot.
+    pub elapsed: Duration,
+}
+
+/// Where a boot's report goes: `<target>/cache-check/<board>-<pid>-<n>.txt`.
+fn report_path(board: Board) -> Result<PathBuf> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = cargo::target_dir()?.join("cache-check");
+    std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
+        what: format!("creating {}", dir.display()),
+        source,
+    })?;
+    Ok(dir.join(format!(
+        "{}-{}-{}.txt",
+        board.name(),
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )))
+}
+
+/// Options of one boot under the plugin.
+#[derive(Clone, Debug)]
+pub struct Boot<'a> {
+    /// QEMU.
+    pub qemu: &'a Path,
+    /// The plugin library.
+    pub plugin: &'a Path,
+    /// The board.
+    pub board: Board,
+    /// The kernel ELF.
+    pub elf: &'a Path,
+    /// The command line.
+    pub append: Option<&'a str>,
+    /// Time limit.
+    pub timeout: Duration,
+    /// Count transits.
+    pub transits: bool,
+    /// Feed the cache model.
+    pub model: bool,
+    /// `-icount shift=N,sleep=off`.
+    pub icount: Option<u8>,
+    /// Print the log as it arrives.
+    pub echo: bool,
+}
+
+impl Boot<'_> {
+    /// Boots and reads the report.
+    pub fn run(&self) -> Result<Checked> {
+        let out = report_path(self.board)?;
+        let _ = std::fs::remove_file(&out);
+        let mut run = QemuRun::new(self.qemu, self.elf, self.timeout);
+        run.board = self.board;
+        run.append = self.append.map(str::to_string);
+        run.icount = self.icount;
+        run.echo = self.echo;
+        run.extra_args = plugin_args(self.plugin, self.board, &out, self.transits, self.model);
+        let start = Instant::now();
+        let outcome = run.run()?;
+        let elapsed = start.elapsed();
+        let text = std::fs::read_to_string(&out).map_err(|e| {
+            Error::Check(format!(
+                "the plugin wrote no report ({}: {e}); QEMU ended with {:?}{}",
+                out.display(),
+                outcome.ending,
+                if outcome.stderr.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(", stderr:\n{}", outcome.stderr.trim_end())
+                }
+            ))
+        })?;
+        let report = Report::parse(&text)?;
+        let _ = std::fs::remove_file(&out);
+        Ok(Checked {
+            outcome,
+            report,
+            elapsed,
+        })
+    }
+}
+
+/// `cargo xtask run --cache-check`: builds the plugin and the kernel, boots
+/// `append` (default: the in-kernel tests), prints the report; an error if
+/// the kernel failed, the report is not trusted, or any violation.
+pub fn run(board: Board, append: Option<&str>, timeout: Duration) -> Result<Checked> {
+    let plugin = build_plugin()?;
+    let elf = build_kernel(board)?;
+    let qemu = crate::setup::ensure_qemu()?;
+    let c = Boot {
+        qemu: &qemu,
+        plugin: &plugin,
+        board,
+        elf: &elf,
+        append: Some(append.unwrap_or(crate::stages::KERNEL_TEST_CMDLINE)),
+        timeout,
+        transits: false,
+        model: true,
+        icount: None,
+        echo: true,
+    }
+    .run()?;
+    let symbols = Symbols::of(&elf)?;
+    print!("{}", c.report.render(&symbols, 10));
+    println!("({:.1} s under the plugin)", c.elapsed.as_secs_f64());
+    verdict(&c, board, append.unwrap_or("test"))?;
+    Ok(c)
+}
+
+fn verdict(c: &Checked, board: Board, cmdline: &str) -> Result<()> {
+    if c.outcome.ending != Ending::Exited(0) {
+        return Err(Error::Check(format!(
+            "{} `{cmdline}` under the plugin ended with {:?}",
+            board.name(),
+            c.outcome.ending
+        )));
+    }
+    c.report.trusted()?;
+    if c.report.total() > 0 {
+        return Err(Error::Check(format!(
+            "{} `{cmdline}`: {} coherence violations ({})",
+            board.name(),
+            c.report.total(),
+            c.report.counts_line()
+        )));
+    }
+    Ok(())
+}
+
+/// The `cache-check` stage of `cargo xtask test`: on every board the
+/// in-kernel tests and every scenario in every mode with no violation;
+/// then on versatilepb each omission reported with its kind.
+pub fn stage(timeout: Duration) -> Result<()> {
+    let plugin = build_plugin()?;
+    let qemu = crate::setup::ensure_qemu()?;
+    for board in Board::ALL {
+        let elf = build_kernel(board)?;
+        let symbols = Symbols::of(&elf)?;
+        for cmdline in [
+            crate::stages::KERNEL_TEST_CMDLINE.to_string(),
+            scenario_cmdline(),
+        ] {
+            let c = Boot {
+                qemu: &qemu,
+                plugin: &plugin,
+                board,
+                elf: &elf,
+                append: Some(&cmdline),
+                timeout,
+                transits: false,
+                model: true,
+                icount: None,
+                echo: false,
+            }
+            .run()?;
+            println!(
+                "{} `{cmdline}`: {} violations, {} markers ({:.1} s)",
+                board.name(),
+                c.report.total(),
+                c.report.stat("markers"),
+                c.elapsed.as_secs_f64()
+            );
+            if c.report.total() > 0 {
+                print!("{}", c.report.render(&symbols, 10));
+            }
+            verdict(&c, board, &cmdline)?;
+        }
+    }
+    let board = Board::Versatilepb;
+    let elf = build_kernel(board)?;
+    for o in OMISSIONS {
+        let cmdline = format!("{} omit={}", o.cmdline, o.name);
+        let c = Boot {
+            qemu: &qemu,
+            plugin: &plugin,
+            board,
+            elf: &elf,
+            append: Some(&cmdline),
+            timeout,
+            transits: false,
+            model: true,
+            icount: None,
+            echo: false,
+        }
+        .run()?;
+        c.report.trusted()?;
+        let n = c.report.count(o.kind);
+        println!(
+            "omit={}: {} {} of {} violations ({:.1} s)",
+            o.name,
+            n,
+            o.kind,
+            c.report.total(),
+            c.elapsed.as_secs_f64()
+        );
+        if n == 0 {
+            return Err(Error::Check(format!(
+                "omit={} ({}) was not reported as {}: {}",
+                o.name,
+                o.what,
+                o.kind,
+                c.report.counts_line()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The plugin's overhead on one boot: wall-clock seconds of the plain QEMU
+/// run and of the run under the plugin (cache model on, transits off).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Overhead {
+    /// Plain QEMU, seconds.
+    pub plain: f64,
+    /// Under the plugin, seconds.
+    pub plugin: f64,
+}
+
+impl Overhead {
+    /// `plugin / plain`.
+    pub fn ratio(&self) -> f64 {
+        self.plugin / self.plain
+    }
+}
+
+/// The boot [`overhead`] measures.
+pub const OVERHEAD_CMDLINE: &str = "scenario=ring,ipc mode=naive,fcse,fass n=8 passes=10 rounds=10";
+
+/// Measures the plugin's overhead on versatilepb's cache-check kernel:
+/// the same boot ([`OVERHEAD_CMDLINE`]) without and with the plugin, the
+/// faster of two runs each.
+pub fn overhead(timeout: Duration) -> Result<Overhead> {
+    let plugin = build_plugin()?;
+    let board = Board::Versatilepb;
+    let elf = build_kernel(board)?;
+    let qemu = crate::setup::ensure_qemu()?;
+    let mut plain = f64::INFINITY;
+    let mut with = f64::INFINITY;
+    for _ in 0..2 {
+        let mut run = QemuRun::new(&qemu, &elf, timeout);
+        run.board = board;
+        run.append = Some(OVERHEAD_CMDLINE.into());
+        let t = Instant::now();
+        let o = run.run()?;
+        if o.ending != Ending::Exited(0) {
+            return Err(Error::Check(format!(
+                "plain boot ended with {:?}",
+                o.ending
+            )));
+        }
+        plain = plain.min(t.elapsed().as_secs_f64());
+        let c = Boot {
+            qemu: &qemu,
+            plugin: &plugin,
+            board,
+            elf: &elf,
+            append: Some(OVERHEAD_CMDLINE),
+            timeout,
+            transits: false,
+            model: true,
+            icount: None,
+            echo: false,
+        }
+        .run()?;
+        verdict(&c, board, OVERHEAD_CMDLINE)?;
+        with = with.min(c.elapsed.as_secs_f64());
+    }
+    Ok(Overhead {
+        plain,
+        plugin: with,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REPORT: &str = "cache-check report v1
+run cpu=arm926 ram_base=0x0 ram_size=0x8000000 kernel_base=0xc0000000 model=on transits=on
+stats insns=100 privileged=90 loads=10 stores=5 io=1 markers=4 marker_errors=0 reexecuted=0 fetch_unknown_pa=0 fetch_pa_checked=80 fetch_pa_mismatches=0 data_pa_checked=9 data_pa_mismatches=0 model_instructions=100 cycles=300 translated=50
+count kind=StaleAlias n=2
+count kind=StaleRam n=0
+violation kind=StaleAlias pc=0xc0001234 va=0x00008000 mva=0x02008000 pa=0x00400000 mode=usr space=2 scenario=1
+windows n=1
+transit window=none kind=mark n=2 min=5 median=5 max=6 mean=5.5 cycles_min=9 cycles_median=9 cycles_max=9 cycles_mean=9.0
+transit window=0 kind=yield n=3 min=179 median=181 max=183 mean=181.0 cycles_min=1 cycles_median=2 cycles_max=3 cycles_mean=2.0
+window index=0 insns=543 cycles=6 switches=3
+";
+
+    #[test]
+    fn a_report_parses_and_judges() {
+        let r = Report::parse(REPORT).unwrap();
+        assert_eq!(r.total(), 2);
+        assert_eq!(r.count("StaleAlias"), 2);
+        assert_eq!(r.count("StaleTlb"), 0);
+        assert_eq!(r.violations[0].pc, 0xC000_1234);
+        assert_eq!(r.windows, 1);
+        assert_eq!(r.transits[1].window, Some(0));
+        assert_eq!(r.transits[1].median, 181);
+        assert_eq!(r.window_totals[&0], (543, 3));
+        assert!(r.trusted().is_ok());
+        let shown = r.render(&Symbols::default(), 5);
+        assert!(
+            shown.contains("2 violations: StaleAlias=2 StaleRam=0"),
+            "{shown}"
+        );
+        assert!(shown.contains("StaleAlias pc=0xc0001234 (?)"), "{shown}");
+
+        let untrusted = REPORT.replace("fetch_pa_mismatches=0", "fetch_pa_mismatches=3");
+        assert!(Report::parse(&untrusted).unwrap().trusted().is_err());
+        let unchecked = REPORT.replace("fetch_pa_checked=80", "fetch_pa_checked=0");
+        assert!(Report::parse(&unchecked).unwrap().trusted().is_err());
+        for broken in [
+            "something else\n",
+            "cache-check report v1\nbogus line\n",
+            "cache-check report v1\ncount kind=X\n",
+            "cache-check report v1\n",
+        ] {
+            assert!(Report::parse(broken).is_err(), "{broken}");
+        }
+    }
+
+    #[test]
+    fn names_demangle_and_symbols_resolve() {
+        assert_eq!(
+            demangle("_ZN11demo_kernel4proc6kernel6Kernel3end17h0123456789abcdefE"),
+            "demo_kernel::proc::kernel::Kernel::end"
+        );
+        assert_eq!(demangle("__return_marked"), "__return_marked");
+        let s = Symbols {
+            funcs: vec![(0x100, 0x10, "a".into()), (0x200, 0, "label".into())],
+        };
+        assert_eq!(s.name(0x108), Some("a"));
+        assert_eq!(s.name(0x110), None);
+        assert_eq!(s.name(0x204), Some("label"));
+        assert_eq!(s.name(0x50), None);
+    }
+
+    #[test]
+    fn plugin_arguments_name_the_board() {
+        let a = plugin_args(
+            Path::new("/p.so"),
+            Board::Collie,
+            Path::new("/r.txt"),
+            true,
+            false,
+        );
+        assert_eq!(a[0], "-plugin");
+        assert_eq!(
+            a[1],
+            "file=/p.so,cpu=sa1110,ram_base=0xc0000000,ram_size=0x8000000,out=/r.txt,transits=on,model=off"
+        );
+        assert_eq!(OMISSIONS.len(), 5);
+        assert!(scenario_cmdline().contains("mode=naive,fcse,fass"));
+    }
+}
