@@ -25,6 +25,9 @@ commands:
   build   build the demo kernel only (prints the ELF path; --board as for run)
   bench   benchmarks: model tables and plots (docs/), criterion microbenchmarks
           (short configuration), QEMU instruction counts; updates docs/benchmarks.md
+  outside the benchmark contract's boots counted from outside the kernel (cache-check
+          plugin, transits): writes <target>/bench/outside.csv, compares with the
+          kernel's BENCH lines (--board and --timeout as for bench)
   mutants mutation testing (cargo-mutants, installed if missing) of the isolation-,
           permission- and flush-critical files; prints the score per file
   fuzz    the cargo-fuzz targets (mapper, fass, spm; nightly and cargo-fuzz installed
@@ -96,6 +99,13 @@ pub enum Command {
         /// QEMU time limit per scenario.
         timeout: Duration,
         /// Boards measured besides versatilepb (`--board`, repeatable).
+        boards: Vec<Board>,
+    },
+    /// The outside-counted benchmark figures.
+    Outside {
+        /// QEMU time limit per boot.
+        timeout: Duration,
+        /// Boards besides versatilepb.
         boards: Vec<Board>,
     },
     /// Mutation testing.
@@ -180,6 +190,27 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                 }
             }
             Ok(Command::Test { timeout, skip })
+        }
+        "outside" => {
+            let mut timeout = DEFAULT_TIMEOUT;
+            let mut boards = Vec::new();
+            while let Some(a) = it.next() {
+                match a {
+                    "--board" => {
+                        let b = Board::parse(value(&mut it, a)?)?;
+                        if b != Board::Versatilepb && !boards.contains(&b) {
+                            boards.push(b);
+                        }
+                    }
+                    "--timeout" => timeout = parse_timeout(value(&mut it, a)?)?,
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "unknown option `{a}` for outside\n\n{USAGE}"
+                        )))
+                    }
+                }
+            }
+            Ok(Command::Outside { timeout, boards })
         }
         "bench" => {
             let mut full = false;
@@ -403,6 +434,17 @@ mod tests {
     }
 
     #[test]
+    fn outside_options() {
+        assert_eq!(
+            parse(["outside", "--board", "collie", "--timeout", "9"]).unwrap(),
+            Command::Outside {
+                timeout: Duration::from_secs(9),
+                boards: vec![Board::Collie]
+            }
+        );
+    }
+
+    #[test]
     fn fuzz_options() {
         assert_eq!(
             parse(["fuzz"]).unwrap(),
@@ -459,6 +501,7 @@ mod tests {
             &["test", "--skip"],
             &["build", "extra"],
             &["bench", "--quick"],
+            &["outside", "--full"],
             &["mutants", "--shard", "2/2"],
             &["mutants", "--jobs", "0"],
             &["mutants", "--file"],

@@ -13,6 +13,7 @@
 //! * [`fuzz`]: `cargo xtask fuzz` (the cargo-fuzz targets under `fuzz/`);
 //! * [`miri`]: the Miri stage of `cargo xtask test`;
 //! * [`mutants`]: `cargo xtask mutants` (cargo-mutants runs and scores);
+//! * [`outside`]: benchmark figures counted from outside the kernel (the plugin's transits);
 //! * [`qemu`]: booting the kernel with a timeout and collecting its log;
 //! * [`stages`]: the checks `cargo xtask test` runs, in order.
 
@@ -28,6 +29,7 @@ pub mod embed;
 pub mod fuzz;
 pub mod miri;
 pub mod mutants;
+pub mod outside;
 pub mod qemu;
 pub mod setup;
 pub mod stages;

@@ -84,6 +84,12 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
         },
+        Command::Outside { timeout, boards } => {
+            match xtask::outside::bench_hook(timeout, &boards) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => fail(e),
+            }
+        }
         Command::Fuzz(opts) => match xtask::fuzz::run(&opts) {
             Ok(_) => ExitCode::SUCCESS,
             Err(e) => fail(e),

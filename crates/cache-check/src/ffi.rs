@@ -9,9 +9,10 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::plugin::Plugin;
+use crate::plugin::{Plugin, Watch};
 
 type PluginId = u64;
 type MemInfo = u32;
@@ -49,6 +50,11 @@ pub struct HwAddr {
 const CB_NO_REGS: c_int = 0;
 /// `QEMU_PLUGIN_MEM_RW`.
 const MEM_RW: c_int = 3;
+/// `QEMU_PLUGIN_INLINE_ADD_U64`.
+const INLINE_ADD_U64: c_int = 0;
+
+/// Privileged instructions counted inline by QEMU's generated code.
+static INLINE: AtomicU64 = AtomicU64::new(0);
 
 extern "C" {
     fn qemu_plugin_register_vcpu_tb_trans_cb(id: PluginId, cb: extern "C" fn(PluginId, *mut Tb));
@@ -68,6 +74,12 @@ extern "C" {
         cb: extern "C" fn(c_uint, *mut c_void),
         flags: c_int,
         userdata: *mut c_void,
+    );
+    fn qemu_plugin_register_vcpu_insn_exec_inline(
+        insn: *mut Insn,
+        op: c_int,
+        ptr: *mut c_void,
+        imm: u64,
     );
     fn qemu_plugin_register_vcpu_mem_cb(
         insn: *mut Insn,
@@ -173,19 +185,37 @@ extern "C" fn tb_trans(_id: PluginId, tb: *mut Tb) {
             (insn, qemu_plugin_insn_vaddr(insn), host, bytes)
         };
         let host = (!host.is_null()).then_some(host as u64);
-        let handle = p.translate(va, host, bytes) as usize as *mut c_void;
+        let (handle, watch) = p.translate(va, host, bytes);
+        let handle = handle as usize as *mut c_void;
         // SAFETY: `insn` is this callback's handle; the user data is an
-        // index, never dereferenced.
+        // index, never dereferenced; the inline counter is a static that
+        // only the vCPU thread writes (QEMU's generated code) and reads
+        // (our callbacks).
         unsafe {
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_exec, CB_NO_REGS, handle);
-            qemu_plugin_register_vcpu_mem_cb(insn, mem_access, CB_NO_REGS, MEM_RW, handle);
+            match watch {
+                Watch::Full => {
+                    qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_exec, CB_NO_REGS, handle);
+                    qemu_plugin_register_vcpu_mem_cb(insn, mem_access, CB_NO_REGS, MEM_RW, handle);
+                }
+                Watch::Start => {
+                    qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_exec, CB_NO_REGS, handle);
+                }
+                Watch::Inline => {
+                    qemu_plugin_register_vcpu_insn_exec_inline(
+                        insn,
+                        INLINE_ADD_U64,
+                        INLINE.as_ptr().cast(),
+                        1,
+                    );
+                }
+            }
         }
     }
 }
 
 extern "C" fn insn_exec(_vcpu: c_uint, userdata: *mut c_void) {
     if let Some(p) = plugin().as_mut() {
-        p.exec(userdata as usize as u32);
+        p.exec(userdata as usize as u32, INLINE.load(Ordering::Relaxed));
     }
 }
 
@@ -214,7 +244,7 @@ extern "C" fn mem_access(_vcpu: c_uint, info: MemInfo, vaddr: u64, _userdata: *m
 extern "C" fn at_exit(_id: PluginId, _userdata: *mut c_void) {
     let mut guard = plugin();
     let Some(p) = guard.as_mut() else { return };
-    let report = p.report();
+    let report = p.report(INLINE.load(Ordering::Relaxed));
     if let Some(path) = p.args().out.clone() {
         if let Err(e) = std::fs::write(&path, &report) {
             eprintln!("cache-check: writing {path}: {e}");

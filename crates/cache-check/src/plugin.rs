@@ -1,7 +1,7 @@
 //! The plugin's state behind the FFI: safe, and driven by the tests the
 //! same way QEMU drives it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use armv5_sim::coherence::{Checker, Cpu, ViolationKind};
@@ -9,10 +9,22 @@ use armv5_sim::coherence::{Checker, Cpu, ViolationKind};
 use crate::args::{Args, CpuPreset};
 use crate::ram::HostMap;
 use crate::trace::{Fetch, Mem, Tracer};
-use crate::transit::{Kind, Stats as TStats};
+use crate::transit::{Kind, Samples, Stats as TStats, VECTORS};
 
 /// First line of every report.
 pub const REPORT_HEADER: &str = "cache-check report v1";
+
+/// How QEMU is to watch one translated instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Watch {
+    /// A callback when it starts and one per data access (model on).
+    Full,
+    /// A callback when it starts (model off: user instructions and the
+    /// exception vectors, where transits start and end).
+    Start,
+    /// Only counted, inline (model off: the kernel's other instructions).
+    Inline,
+}
 
 /// One translated instruction, looked up by the index QEMU passes back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +43,7 @@ pub struct Plugin {
     insns: Vec<Insn>,
     known: HashMap<(u32, Option<u32>, u32), u32>,
     tracer: Tracer<Checker>,
+    high: bool,
 }
 
 fn cpu(p: CpuPreset) -> Cpu {
@@ -57,6 +70,7 @@ impl Plugin {
                 args.ram_size,
             ),
             args,
+            high: false,
         }
     }
 
@@ -67,9 +81,22 @@ impl Plugin {
 
     /// An instruction being translated: its virtual address, the host
     /// address of its bytes (`None` if QEMU gave none) and its bytes.
-    /// Returns the handle its callbacks carry.
-    pub fn translate(&mut self, va: u64, host: Option<u64>, bytes: &[u8]) -> u32 {
+    /// Returns the handle its callbacks carry and how to watch it.
+    pub fn translate(&mut self, va: u64, host: Option<u64>, bytes: &[u8]) -> (u32, Watch) {
         let va = va as u32;
+        let high = va >= self.args.kernel_base;
+        if high {
+            self.high = true;
+            self.tracer.saw_high();
+        }
+        let watch = if self.args.model {
+            Watch::Full
+        } else if self.args.transits && (va & !0x1F == VECTORS || (!high && self.high)) {
+            // A user instruction (below the kernel, after boot) or a vector.
+            Watch::Start
+        } else {
+            Watch::Inline
+        };
         let mut w = [0u8; 4];
         let n = bytes.len().min(4);
         w[..n].copy_from_slice(&bytes[..n]);
@@ -81,16 +108,18 @@ impl Plugin {
         };
         let key = (insn.va, insn.pa, insn.insn);
         if let Some(&i) = self.known.get(&key) {
-            return i;
+            return (i, watch);
         }
         let i = self.insns.len() as u32;
         self.insns.push(insn);
         self.known.insert(key, i);
-        i
+        (i, watch)
     }
 
-    /// The instruction with handle `i` starts.
-    pub fn exec(&mut self, i: u32) {
+    /// The instruction with handle `i` starts; `inline` privileged
+    /// instructions have been counted inline so far.
+    pub fn exec(&mut self, i: u32, inline: u64) {
+        self.tracer.kernel_inline = inline;
         if let Some(x) = self.insns.get(i as usize) {
             self.tracer.fetch(Fetch {
                 va: x.va,
@@ -118,8 +147,10 @@ impl Plugin {
     }
 
     /// The report, machine-readable: one record per line, `key=value`
-    /// words (the format `cargo xtask` parses; see the crate docs).
-    pub fn report(&mut self) -> String {
+    /// words (the format `cargo xtask` parses; see the crate docs);
+    /// `inline` privileged instructions were counted inline.
+    pub fn report(&mut self, inline: u64) -> String {
+        self.tracer.kernel_inline = inline;
         self.tracer.finish();
         let s = &self.tracer.stats;
         let c = &self.tracer.sink;
@@ -140,8 +171,8 @@ impl Plugin {
             "stats insns={} privileged={} loads={} stores={} io={} markers={} marker_errors={} \
              reexecuted={} fetch_unknown_pa={} fetch_pa_checked={} fetch_pa_mismatches={} \
              data_pa_checked={} data_pa_mismatches={} model_instructions={} cycles={} translated={}",
-            s.insns,
-            s.privileged,
+            s.insns + inline,
+            s.privileged + inline,
             s.loads,
             s.stores,
             s.io,
@@ -180,25 +211,27 @@ impl Plugin {
         }
         if let Some(t) = self.tracer.transits.as_ref() {
             let _ = writeln!(o, "windows n={}", t.windows());
+            // Every IPC transit of a window together, as kind `ipc_all`.
+            let mut all: BTreeMap<Option<u32>, Samples> = BTreeMap::new();
             for ((w, kind), smp) in t.samples() {
+                if matches!(kind, Kind::IpcHandoff | Kind::IpcQueued) {
+                    let a = all.entry(*w).or_default();
+                    a.insns.extend(&smp.insns);
+                    a.cycles.extend(&smp.cycles);
+                }
+            }
+            let merged = all.iter().map(|(w, s)| ((*w, "ipc_all"), s));
+            let each = t.samples().iter().map(|((w, k), s)| ((*w, k.name()), s));
+            for ((w, kind), smp) in each.chain(merged) {
                 let (Some(i), Some(cy)) = (TStats::of(&smp.insns), TStats::of(&smp.cycles)) else {
                     continue;
                 };
                 let win = w.map_or_else(|| "none".to_string(), |w| w.to_string());
                 let _ = writeln!(
                     o,
-                    "transit window={win} kind={} n={} min={} median={} max={} mean={:.1} \
+                    "transit window={win} kind={kind} n={} min={} median={} max={} mean={:.1} \
                      cycles_min={} cycles_median={} cycles_max={} cycles_mean={:.1}",
-                    kind.name(),
-                    i.n,
-                    i.min,
-                    i.median,
-                    i.max,
-                    i.mean,
-                    cy.min,
-                    cy.median,
-                    cy.max,
-                    cy.mean
+                    i.n, i.min, i.median, i.max, i.mean, cy.min, cy.median, cy.max, cy.mean
                 );
             }
             for (w, tot) in t.totals() {
@@ -253,15 +286,16 @@ mod tests {
         let mut p = plugin(&["transits=on"]);
         let host = 0x7000_0000_0000u64;
         let nop = 0xE1A0_0000u32.to_le_bytes();
-        let a = p.translate(0x0010_0000, Some(host + 0x10_0000), &nop);
-        let b = p.translate(0xC010_0000, Some(host + 0x10_0000), &nop);
+        let (a, wa) = p.translate(0x0010_0000, Some(host + 0x10_0000), &nop);
+        p.exec(a, 0);
+        let (b, _) = p.translate(0xC010_0000, Some(host + 0x10_0000), &nop);
         assert_ne!(a, b);
-        assert_eq!(p.translate(0xC010_0000, Some(host + 0x10_0000), &nop), b);
-        p.exec(a);
-        p.exec(b);
+        assert_eq!(wa, Watch::Full);
+        assert_eq!(p.translate(0xC010_0000, Some(host + 0x10_0000), &nop).0, b);
+        p.exec(b, 0);
         p.mem(0xC000_0100, 0x100, 2, true, false);
-        p.exec(999); // an unknown handle is ignored
-        let r = p.report();
+        p.exec(999, 0); // an unknown handle is ignored
+        let r = p.report(0);
         assert!(r.starts_with(REPORT_HEADER), "{r}");
         assert!(
             r.contains("stats insns=2 privileged=2 loads=0 stores=1 "),
@@ -279,5 +313,53 @@ mod tests {
         assert!(p.summary().contains("2 instructions"));
         assert_eq!(p.violations(), 0);
         assert_eq!(p.args().first, 20);
+    }
+
+    /// Drives `p` through two user instructions of two processes around a
+    /// yield of `kernel` privileged instructions, the way QEMU would with
+    /// the watch each translation asks for.
+    fn yield_transit(p: &mut Plugin, kernel: u64) -> String {
+        let host = 0x7000_0000_0000u64;
+        let mut inline = 0;
+        let mut run = |p: &mut Plugin, va: u32, pa: u64, insn: u32| {
+            let (i, w) = p.translate(u64::from(va), Some(host + pa), &insn.to_le_bytes());
+            match w {
+                Watch::Inline => inline += 1,
+                Watch::Start | Watch::Full => p.exec(i, inline),
+            }
+        };
+        run(p, 0x0010_0000, 0x0010_0000, 0xE1A0_0000); // boot, MMU off
+        run(p, 0xC010_0000, 0x0010_0000, 0xE1A0_0000);
+        run(p, 0x8000, 0x0300_0000, 0xE3A0_7000); // mov r7, #0 (YIELD)
+        run(p, 0x8004, 0x0300_0004, 0xEF00_0000); // svc #0
+        run(p, 0xFFFF_0008, 0x0010_2008, 0xE59F_F018); // the SVC vector
+        for k in 1..kernel {
+            run(
+                p,
+                0xC010_1000 + 4 * k as u32,
+                0x0010_1000 + 4 * k,
+                0xE1A0_0000,
+            );
+        }
+        run(p, 0x8008, 0x0400_0008, 0xE1A0_0000); // another process
+        p.report(inline)
+    }
+
+    #[test]
+    fn inline_counting_gives_the_callbacks_figures() {
+        let full = yield_transit(&mut plugin(&["transits=on"]), 181);
+        let fast = yield_transit(&mut plugin(&["transits=on", "model=off"]), 181);
+        let line = |r: &str| {
+            r.lines()
+                .find(|l| l.starts_with("transit window=none kind=yield"))
+                .map(|l| l.split(" cycles_").next().unwrap_or("").to_string())
+        };
+        assert_eq!(
+            line(&full),
+            Some("transit window=none kind=yield n=1 min=181 median=181 max=181 mean=181.0".into())
+        );
+        assert_eq!(line(&full), line(&fast));
+        assert!(fast.contains("stats insns=186 privileged=183 "), "{fast}");
+        assert!(full.contains("stats insns=186 privileged=183 "), "{full}");
     }
 }

@@ -102,7 +102,10 @@ pub struct Tracer<S> {
     ram_size: u32,
     high: bool,
     decoder: Decoder,
-    pending: Option<Fetch>,
+    pending: Option<(Fetch, u64, bool)>,
+    /// Privileged instructions QEMU counted inline, without a callback
+    /// (the plugin's fast transit mode; 0 otherwise).
+    pub kernel_inline: u64,
     pc: u32,
     privileged: bool,
     /// What went through.
@@ -132,6 +135,7 @@ impl<S: Sink> Tracer<S> {
             high: false,
             decoder: Decoder::new(),
             pending: None,
+            kernel_inline: 0,
             pc: 0,
             privileged: true,
             stats: Stats::default(),
@@ -150,21 +154,29 @@ impl<S: Sink> Tracer<S> {
         va >= self.kernel_base || !self.high
     }
 
+    /// Tells the tracer the kernel has run at its linear map (the plugin
+    /// calls it when it translates such an instruction, which then runs
+    /// before any other).
+    pub fn saw_high(&mut self) {
+        self.high = true;
+    }
+
     /// An instruction about to execute.
     pub fn fetch(&mut self, f: Fetch) {
-        if let Some(p) = self.pending.take() {
+        if let Some((p, k, privileged)) = self.pending.take() {
             if p.va == f.va && p.size == 4 && insn::is_memory(p.insn) {
                 // Started, then abandoned before its access: QEMU runs it again.
                 self.stats.reexecuted += 1;
             } else {
-                self.deliver(p);
+                self.deliver(p, k, privileged);
             }
         }
-        self.pending = Some(f);
+        let k = self.kernel_inline + self.stats.privileged;
+        let privileged = self.privileged_at(f.va);
+        self.pending = Some((f, k, privileged));
     }
 
-    fn deliver(&mut self, f: Fetch) {
-        let privileged = self.privileged_at(f.va);
+    fn deliver(&mut self, f: Fetch, k: u64, privileged: bool) {
         self.pc = f.va;
         self.privileged = privileged;
         self.stats.insns += 1;
@@ -172,9 +184,9 @@ impl<S: Sink> Tracer<S> {
         if let Some(t) = self.transits.as_mut() {
             let cycles = self.sink.cycles();
             if privileged {
-                t.kernel(f.va, cycles);
+                t.kernel(f.va, cycles, k);
             } else {
-                t.user(f.pa, f.insn, usize::from(f.size), cycles);
+                t.user(f.pa, f.insn, usize::from(f.size), cycles, k);
             }
         }
         match f.pa {
@@ -194,8 +206,8 @@ impl<S: Sink> Tracer<S> {
 
     /// A data access of the instruction last fetched.
     pub fn mem(&mut self, m: Mem) {
-        if let Some(p) = self.pending.take() {
-            self.deliver(p);
+        if let Some((p, k, privileged)) = self.pending.take() {
+            self.deliver(p, k, privileged);
         }
         if marker::in_window(m.va) {
             match self.decoder.feed(m.va) {
@@ -247,8 +259,8 @@ impl<S: Sink> Tracer<S> {
 
     /// Delivers the last instruction (at exit).
     pub fn finish(&mut self) {
-        if let Some(p) = self.pending.take() {
-            self.deliver(p);
+        if let Some((p, k, privileged)) = self.pending.take() {
+            self.deliver(p, k, privileged);
         }
     }
 }

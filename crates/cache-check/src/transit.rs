@@ -147,7 +147,7 @@ struct Open {
     from: Option<u32>,
     call: Option<u32>,
     arg0: Option<u32>,
-    insns: u64,
+    k0: u64,
     cycles0: u64,
     window: Option<u32>,
 }
@@ -228,18 +228,20 @@ impl Counter {
 
     /// A user-mode instruction at `pa` (`None`: unknown), with encoding
     /// `insn` of `size` bytes, about to execute; `cycles` is the model's
-    /// cycle count before it.
-    pub fn user(&mut self, pa: Option<u32>, insn: u32, size: usize, cycles: u64) {
+    /// cycle count before it, `k` the number of privileged instructions
+    /// executed before it.
+    pub fn user(&mut self, pa: Option<u32>, insn: u32, size: usize, cycles: u64, k: u64) {
         if let Some(o) = self.open.take() {
-            self.close(o, pa, cycles);
+            self.close(o, pa, cycles, k);
         }
         self.regs.step(insn, size);
         self.last = Some((pa, insn));
     }
 
-    /// A privileged instruction at `va` about to execute; `cycles` as for
-    /// [`Counter::user`].
-    pub fn kernel(&mut self, va: u32, cycles: u64) {
+    /// A privileged instruction at `va` about to execute; `cycles` and `k`
+    /// as for [`Counter::user`]. Only the first of a transit is needed (the
+    /// plugin counts the others inline when the model is off).
+    pub fn kernel(&mut self, va: u32, cycles: u64, k: u64) {
         if self.open.is_none() {
             let Some((from, last)) = self.last else {
                 return; // booting: no user instruction yet
@@ -262,17 +264,15 @@ impl Counter {
                 from,
                 call,
                 arg0,
-                insns: 0,
+                k0: k,
                 cycles0: cycles,
                 window: self.window,
             });
         }
-        if let Some(o) = self.open.as_mut() {
-            o.insns += 1;
-        }
     }
 
-    fn close(&mut self, o: Open, to: Option<u32>, cycles: u64) {
+    fn close(&mut self, o: Open, to: Option<u32>, cycles: u64, k: u64) {
+        let insns = k.saturating_sub(o.k0);
         let same = matches!((o.from, to), (Some(a), Some(b)) if page(a) == page(b));
         let resumed_from = to.and_then(|pa| self.waiting.remove(&pa));
         let kind = match (o.vector, o.call) {
@@ -295,11 +295,11 @@ impl Counter {
         // The harness's own calls belong to no window.
         let window = if kind == Kind::Mark { None } else { o.window };
         let s = self.samples.entry((window, kind)).or_default();
-        s.insns.push(o.insns);
+        s.insns.push(insns);
         s.cycles.push(spent);
         if let Some(w) = window {
             let t = self.totals.entry(w).or_default();
-            t.insns += o.insns;
+            t.insns += insns;
             t.cycles += spent;
             t.switches += u64::from(!same);
         }
@@ -339,7 +339,38 @@ impl Counter {
 
 #[cfg(test)]
 mod tests {
+    use super::Counter as Inner;
     use super::*;
+
+    /// The counter, with the privileged instructions counted as the
+    /// tracer does.
+    #[derive(Default)]
+    struct Counter {
+        c: Inner,
+        k: u64,
+    }
+
+    impl Counter {
+        fn new() -> Counter {
+            Counter::default()
+        }
+        fn user(&mut self, pa: Option<u32>, insn: u32, size: usize, cycles: u64) {
+            self.c.user(pa, insn, size, cycles, self.k);
+        }
+        fn kernel(&mut self, va: u32, cycles: u64) {
+            self.c.kernel(va, cycles, self.k);
+            self.k += 1;
+        }
+        fn samples(&self) -> &BTreeMap<(Option<u32>, Kind), Samples> {
+            self.c.samples()
+        }
+        fn totals(&self) -> &BTreeMap<u32, Totals> {
+            self.c.totals()
+        }
+        fn windows(&self) -> u32 {
+            self.c.windows()
+        }
+    }
 
     const SVC0: u32 = 0xEF00_0000;
     const NOP: u32 = 0xE1A0_0000; // mov r0, r0
