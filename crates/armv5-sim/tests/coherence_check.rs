@@ -520,3 +520,72 @@ fn cycles_count_fills_and_hits() {
     assert_eq!(t.0.cycles() - c1, m.access);
     assert_eq!(t.0.stats().dfills, 1);
 }
+
+#[test]
+fn fault_status_and_address_pair_in_either_order() {
+    let mut t = T::on(Cpu::Arm926);
+    t.uload(USER, FRAME);
+    // A permission fault elsewhere leaves nothing pending ...
+    t.op(mrc(5, 0, 0), 0xF);
+    t.op(mrc(6, 0, 0), USER);
+    t.none();
+    // ... so FAR first, then a translation status, pairs with this FAR.
+    t.op(mrc(6, 0, 0), USER + 4);
+    t.op(mrc(5, 0, 0), 0x5);
+    t.only(StaleTlb, 1);
+}
+
+#[test]
+fn presets_build_and_bad_geometry_is_an_error() {
+    for cpu in Cpu::ALL {
+        let p = cpu.preset();
+        assert!(Checker::from_preset(cpu, &p).is_ok(), "{}", cpu.name());
+        let mut bad = p.clone();
+        bad.config.dcache.line = 0;
+        assert!(matches!(
+            Checker::from_preset(cpu, &bad),
+            Err(armv5_sim::ConfigError::BadLineSize { .. })
+        ));
+        let mut bad = p;
+        bad.config.tlb = armv5_sim::TlbLayout::Unified(armv5_sim::TlbConfig {
+            entries: 0,
+            replacement: armv5_sim::TlbReplacement::RoundRobin,
+        });
+        assert!(Checker::from_preset(cpu, &bad).is_err());
+    }
+}
+
+#[test]
+fn arm926_follows_the_round_robin_bit() {
+    // 16 KiB, 4 ways: lines 4 KiB apart share a set. With SCTLR.RR, four
+    // more fills of the set evict the dirty line; AssertClean then holds.
+    let mut t = T::on(Cpu::Arm926);
+    t.op(mcr(1, 0, 0), 0x1005 | (1 << 14));
+    t.kwrite(FRAME);
+    for k in 1..=4 {
+        t.kload(FRAME + k * 4096);
+    }
+    t.op(Key::Event(Event::AssertClean), 0);
+    t.none();
+    // The written-back word is in RAM: the user reads it.
+    t.uload(USER, FRAME);
+    t.none();
+}
+
+#[test]
+fn caches_can_be_assumed_on_for_a_guest_that_leaves_them_off() {
+    for assume in [false, true] {
+        let mut c = Checker::new(Cpu::Arm926);
+        c.set_assume_caches_on(assume);
+        c.marker(mcr(2, 0, 0), TTBR, 0);
+        c.marker(mcr(1, 0, 0), 0x1, 0); // MMU on, caches off
+        let mut t = T(c);
+        t.kwrite(FRAME);
+        t.uload(USER, FRAME);
+        if assume {
+            t.only(StaleRam, 1);
+        } else {
+            t.none();
+        }
+    }
+}

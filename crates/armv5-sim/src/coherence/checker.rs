@@ -6,15 +6,17 @@ use super::vcache::{VCache, UNKNOWN_PA};
 use super::versions::Versions;
 use super::vtlb::{Lookup, VTlb};
 use super::MAX_VIOLATIONS;
-use crate::config::{CacheConfig, TlbLayout};
+use crate::config::{Replacement, TlbLayout};
 use crate::cost::CostModel;
-use crate::presets;
+use crate::error::{CacheSide, ConfigError};
+use crate::presets::Preset;
 use mmu_armv5::marker::{Event, Key};
 
 /// SCTLR bits the checker follows.
 const SCTLR_M: u32 = 1 << 0;
 const SCTLR_C: u32 = 1 << 2;
 const SCTLR_I: u32 = 1 << 12;
+const SCTLR_RR: u32 = 1 << 14;
 
 /// FCSE: addresses below 32 MiB are relocated by the PID.
 const FCSE_LIMIT: u32 = 32 << 20;
@@ -53,6 +55,8 @@ pub struct Stats {
 pub struct Checker {
     cpu: Cpu,
     cost: CostModel,
+    follow_rr: bool,
+    assume_caches_on: bool,
     sctlr: u32,
     ttbr: u32,
     dacr: u32,
@@ -69,7 +73,10 @@ pub struct Checker {
     space: u32,
     scenario: u32,
     omit: u32,
-    translation_fault: bool,
+    /// A DFSR read not yet paired with a FAR read.
+    dfsr: Option<u32>,
+    /// A FAR read (value, pc) not yet paired with a DFSR read.
+    far: Option<(u32, u32)>,
     violations: Vec<Violation>,
     counts: Counts,
     cycles: u64,
@@ -84,36 +91,52 @@ enum Side {
 }
 
 impl Checker {
-    /// A checker for `cpu`, in the reset state: MMU and caches off, caches
-    /// and TLBs empty, every word of RAM at version 0.
+    /// A checker for `cpu` with its preset (see [`Cpu::preset`]), in the
+    /// reset state: MMU and caches off, caches and TLBs empty, every word of
+    /// RAM at version 0.
     #[must_use]
     pub fn new(cpu: Cpu) -> Checker {
-        let p = match cpu {
-            Cpu::Arm926 => presets::arm926ejs(),
-            Cpu::Sa1110 => presets::sa1100(),
-            Cpu::Pxa255 => presets::pxa255(),
-        };
-        Checker::with_geometry(cpu, p.config.icache, p.config.dcache, p.config.tlb, p.cost)
+        // The built-in presets are valid (a test checks them).
+        Checker::build(cpu, &cpu.preset())
     }
 
-    /// A checker with an explicit geometry and cost model (tests, what-ifs).
-    /// Geometries that [`CacheConfig::validate`] rejects are clamped to one
-    /// line per way; build from a validated configuration.
-    #[must_use]
-    pub fn with_geometry(
-        cpu: Cpu,
-        icache: CacheConfig,
-        dcache: CacheConfig,
-        tlb: TlbLayout,
-        cost: CostModel,
-    ) -> Checker {
+    /// A checker for `cpu` with another geometry or cost model (what-ifs).
+    ///
+    /// # Errors
+    /// The [`ConfigError`] of a cache or TLB geometry the model cannot build.
+    pub fn from_preset(cpu: Cpu, preset: &Preset) -> Result<Checker, ConfigError> {
+        preset.config.icache.validate(CacheSide::Instruction)?;
+        preset.config.dcache.validate(CacheSide::Data)?;
+        match preset.config.tlb {
+            TlbLayout::Split { itlb, dtlb } => {
+                itlb.validate()?;
+                dtlb.validate()?;
+            }
+            TlbLayout::Unified(t) => t.validate()?,
+        }
+        Ok(Checker::build(cpu, preset))
+    }
+
+    fn build(cpu: Cpu, preset: &Preset) -> Checker {
+        let (icache, dcache, tlb) = (
+            preset.config.icache,
+            preset.config.dcache,
+            preset.config.tlb,
+        );
+        // The ARM926EJ-S picks random or round-robin replacement by
+        // SCTLR.RR (bit 14) [ARM926 TRM §4.1]; the others are round-robin.
+        let follow_rr = cpu == Cpu::Arm926
+            && icache.replacement != Replacement::Lru
+            && dcache.replacement != Replacement::Lru;
         let (itlb, dtlb) = match tlb {
             TlbLayout::Split { itlb, dtlb } => (Some(VTlb::new(itlb, 1)), VTlb::new(dtlb, 2)),
             TlbLayout::Unified(t) => (None, VTlb::new(t, 2)),
         };
         Checker {
             cpu,
-            cost,
+            cost: preset.cost,
+            follow_rr,
+            assume_caches_on: false,
             sctlr: 0,
             ttbr: 0,
             dacr: 0,
@@ -128,12 +151,27 @@ impl Checker {
             space: 0,
             scenario: 0,
             omit: 0,
-            translation_fault: false,
+            dfsr: None,
+            far: None,
             violations: Vec::new(),
             counts: Counts::default(),
             cycles: 0,
             stats: Stats::default(),
         }
+    }
+
+    /// A what-if: with `on`, the I- and D-cache cache whenever the MMU is
+    /// on, whatever SCTLR.C and .I say. For a guest that runs with its
+    /// caches off (coherent, and slow, on hardware): the check then shows
+    /// what the same code would do with them on. Off by default.
+    pub fn set_assume_caches_on(&mut self, on: bool) {
+        self.assume_caches_on = on;
+    }
+
+    /// Whether [`Checker::set_assume_caches_on`] is in force.
+    #[must_use]
+    pub fn assumes_caches_on(&self) -> bool {
+        self.assume_caches_on
     }
 
     /// The modelled CPU.
@@ -291,8 +329,8 @@ impl Checker {
             return;
         }
         let cached = match a.kind {
-            AccessKind::Fetch => self.sctlr & SCTLR_I != 0,
-            _ => mmu && self.sctlr & SCTLR_C != 0,
+            AccessKind::Fetch => self.sctlr & SCTLR_I != 0 || (mmu && self.assume_caches_on),
+            _ => mmu && (self.sctlr & SCTLR_C != 0 || self.assume_caches_on),
         } && !self.in_uncached(a.va);
         // Words touched: ARMv5 aligns word accesses down (an unaligned LDR
         // reads the aligned word and rotates); 8-byte accesses are two words.
@@ -303,9 +341,11 @@ impl Checker {
         };
         for k in 0..n {
             let off = 4 * k;
-            let pa = (a.pa & !3).wrapping_add(off);
-            let wmva = (mva & !3).wrapping_add(off);
-            let wva = (a.va & !3).wrapping_add(off);
+            // The model works on words (it masks the low bits); reports
+            // keep the address as accessed.
+            let pa = a.pa.wrapping_add(off);
+            let wmva = mva.wrapping_add(off);
+            let wva = a.va.wrapping_add(off);
             match (a.kind, cached) {
                 (AccessKind::Fetch, true) => self.cached_read(a, Side::I, wva, wmva, pa),
                 (AccessKind::Load, true) => self.cached_read(a, Side::D, wva, wmva, pa),
@@ -322,7 +362,7 @@ impl Checker {
             (AccessKind::Fetch, Some(i)) => i,
             _ => &mut self.dtlb,
         };
-        match tlb.access(mva, a.pa) {
+        match tlb.access(mva, a.pa, a.kind == AccessKind::Fetch) {
             Lookup::Hit => {}
             Lookup::Stale(_) => {
                 self.report(ViolationKind::StaleTlb, a.pc, a.va, mva, a.pa, a.privileged);
@@ -519,19 +559,35 @@ impl Checker {
 
     fn cp15(&mut self, read: bool, crn: u8, crm: u8, opc2: u8, value: u32, pc: u32) {
         match (crn, crm, opc2, read) {
-            (1, 0, 0, _) => self.sctlr = value,
+            (1, 0, 0, _) => {
+                self.sctlr = value;
+                if self.follow_rr {
+                    let p = if value & SCTLR_RR != 0 {
+                        Replacement::RoundRobin
+                    } else {
+                        Replacement::Random
+                    };
+                    self.icache.set_policy(p);
+                    self.dcache.set_policy(p);
+                }
+            }
             (2, 0, 0, _) => self.ttbr = value,
             (3, 0, 0, _) => self.dacr = value,
             (13, 0, 0, _) => self.fcse = value & FCSE_MASK,
-            // DFSR read: remember a translation fault (section 0x5, page 0x7).
+            // DFSR and FAR reads, paired in either order: after a
+            // translation fault, check the faulting address.
             (5, 0, 0, true) => {
                 self.cycles += self.cost.fault;
-                self.translation_fault = matches!(value & 0xF, 0x5 | 0x7);
+                match self.far.take() {
+                    Some((far, far_pc)) => self.fault_address(value, far, far_pc),
+                    None => self.dfsr = Some(value),
+                }
             }
             (5, 0, 1, true) => self.cycles += self.cost.fault,
-            // FAR read after a translation fault: the real CPU would not
-            // have faulted if its TLB still held the page.
-            (6, 0, 0, true) => self.fault_address(value, pc),
+            (6, 0, 0, true) => match self.dfsr.take() {
+                Some(dfsr) => self.fault_address(dfsr, value, pc),
+                None => self.far = Some((value, pc)),
+            },
             (7, ..) => self.cache_op(read, crm, opc2, value),
             (8, ..) if !read => self.tlb_op(crm, opc2, value),
             _ => {}
@@ -541,10 +597,11 @@ impl Checker {
         }
     }
 
-    /// FAR read: after a translation fault, the real CPU would not have
-    /// faulted if its TLB still held the page.
-    fn fault_address(&mut self, far: u32, pc: u32) {
-        if !core::mem::take(&mut self.translation_fault) {
+    /// A DFSR/FAR pair: after a translation fault, the real CPU would not
+    /// have faulted if its TLB still held the page.
+    fn fault_address(&mut self, dfsr: u32, far: u32, pc: u32) {
+        // Translation faults: section 0x5, page 0x7.
+        if !matches!(dfsr & 0xF, 0x5 | 0x7) {
             return;
         }
         // QEMU reports the VA (a deviation: the TRMs say the MVA); a FAR

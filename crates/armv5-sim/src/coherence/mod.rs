@@ -65,10 +65,12 @@
 //!   lines, pseudo-random replacement (seeded), 64-entry unified TLB.
 //!   \[ARM926 TRM, DDI 0198D §4.1\]: caches 4–128 KiB, four-way, eight-word
 //!   lines, "two dirty bits in the DCache", allocate on read miss, the PA
-//!   kept in the tag RAM for write-backs. QEMU's `arm926` claims cache type
-//!   0x01DD20D2 (the value of its ARM1136 models; it decodes to a 4 KiB I
-//!   and 64 KiB D cache, which no ARM926EJ-S product pairs), so the sizes
-//!   are the preset's, not QEMU's.
+//!   kept in the tag RAM for write-backs. QEMU 7.2's `arm926` claims cache
+//!   type 0x01DD20D2, the value of its ARM1136 models: in the ARMv5 format
+//!   a 4 KiB I- and a 64 KiB D-cache, 4-way, 32-byte lines, cache type 0
+//!   (write-through). That is no ARM926EJ-S product's configuration (and
+//!   the D-cache is write-back on every part), so the sizes are the
+//!   preset's, not QEMU's.
 //! * **SA-1110** (`collie`): 16 KiB I and 8 KiB D, 32-way, 32-byte lines,
 //!   round-robin, write-back, 32-entry I- and D-TLBs (\[W05\] in
 //!   [`crate::presets`]). The 512-byte mini data cache (pages with C=1,
@@ -99,20 +101,26 @@
 //! and clean+invalidate by MVA and by set/way; drain; the ARM926
 //! test-and-clean loops `MRC c7,c10,3` / `c7,c14,3` reported as one marker
 //! meaning "clean (and invalidate) the whole D-cache"; XScale line allocate
-//! c7,c2,5, whose line holds undefined data), and TLB operations c8 (whole
+//! c7,c2,5: no effect if the line is resident, else the victim is written
+//! back and the new line holds undefined data and is *not* dirty \[XScale
+//! Core Developer's Manual, chapter 7, register 7 "line-allocate"\]; its physical address
+//! is the model TLB's, or the first access's), and TLB operations c8 (whole
 //! and by MVA, I, D or both; on the ARM926's unified TLB every form acts
 //! on the one TLB). By-MVA operands are taken as MVAs, as the hardware does.
 //!
 //! # The TLB model
 //!
 //! Page sizes are not visible, so an entry is one 1 MiB MVA region with one
-//! VA->PA offset and a bitmap of the 4 KiB pages accessed through it: the
-//! pages of a section (or of a linear run of pages) share one entry, as a
-//! section does on hardware; pages with their own offsets take one entry
-//! each. Replacement is round-robin over the preset's entry count. An entry
-//! is dropped only by a TLB operation or an eviction. Invalidate by MVA
-//! drops the entries that hold that page, or, when none does, every entry
-//! of that MiB (one of them may be the section covering the page). The walk
+//! VA->PA offset and a bitmap of the 1 KiB blocks (tiny-page granularity)
+//! accessed through it: the blocks of a section, of a large page or of a
+//! linear run of pages share one entry, as a section does on hardware;
+//! pages with their own offsets take one entry each. Replacement is
+//! round-robin over the preset's entry count. An entry is dropped only by a
+//! TLB operation or an eviction. Invalidate by MVA drops the entries that
+//! hold a block of the 4 KiB page named, or, when none does, every entry of
+//! that MiB (one of them may be the section or large page covering it):
+//! it errs on dropping too much, which can hide a missing invalidation but
+//! never reports one that was done. The walk
 //! check reads the first-level descriptor only: the second-level
 //! descriptor's address is in the first-level descriptor's *value*, which
 //! the plugin cannot see. Domains and access permissions in TLB entries are
@@ -127,6 +135,13 @@
 //! the ARM926 I-line prefetch (c7,c13,1, ignored), byte granularity (a
 //! version covers a 32-bit word: a byte store makes a new version of its
 //! word), DMA.
+//!
+//! # Memory
+//!
+//! Versions live in a sparse map over the whole 32-bit physical space (a
+//! 4 MiB page directory, then 8 KiB per 4 KiB page written): no RAM base or
+//! size is needed, and a guest that writes 64 MiB costs 128 MiB of host
+//! memory.
 //!
 //! # Cycles
 //!

@@ -18,6 +18,18 @@ impl Cpu {
     /// Every modelled CPU.
     pub const ALL: [Cpu; 3] = [Cpu::Arm926, Cpu::Sa1110, Cpu::Pxa255];
 
+    /// The CPU's preset: geometry, replacement and cost model. The SA-1110
+    /// has the SA-1100's core, caches and TLBs, so it takes
+    /// [`presets::sa1100`](crate::presets::sa1100).
+    #[must_use]
+    pub fn preset(self) -> crate::presets::Preset {
+        match self {
+            Cpu::Arm926 => crate::presets::arm926ejs(),
+            Cpu::Sa1110 => crate::presets::sa1100(),
+            Cpu::Pxa255 => crate::presets::pxa255(),
+        }
+    }
+
     /// A short name for reports.
     #[must_use]
     pub const fn name(self) -> &'static str {

@@ -69,6 +69,11 @@ impl VCache {
         }
     }
 
+    /// Changes the replacement policy (the ARM926EJ-S's SCTLR.RR).
+    pub(crate) fn set_policy(&mut self, policy: Replacement) {
+        self.policy = policy;
+    }
+
     /// Mask of the offset within a line.
     #[inline]
     pub(crate) fn line_mask(&self) -> u32 {
