@@ -50,6 +50,8 @@ mod difftest;
 #[cfg(target_os = "none")]
 mod logger;
 #[cfg(target_os = "none")]
+mod marker;
+#[cfg(target_os = "none")]
 mod mmu;
 #[cfg(target_os = "none")]
 mod probe;
@@ -80,6 +82,8 @@ pub extern "C" fn kmain() -> ! {
     // assembly that cannot be lent it use `proc::kernel::trap_cp15`, under
     // the same argument; the fatal exception report reads its own.)
     let mut cp15 = unsafe { mmu_armv5::regs::HwCp15::new() };
+    #[cfg(feature = "cache-check")]
+    marker::boot_report(&cp15);
     bootinfo::log(&cp15);
     if let Err(e) = mmu::init(&mut cp15) {
         defmt::error!("cannot build the kernel page table: {}", e);

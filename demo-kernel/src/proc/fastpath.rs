@@ -249,7 +249,7 @@ const P_TTBR: usize = offset_of!(Proc, fast) + offset_of!(Fast, ttbr);
 const P_LINKS: usize = offset_of!(Proc, ipc);
 
 core::arch::global_asm!(
-    include_str!("../asm/fastpath.s"),
+    crate::marker::asm_with_markers!("src/asm/fastpath.s"),
     kernel = sym KERNEL,
     v5te = const cfg!(target_feature = "v5te") as u32,
     proc_size = const size_of::<Proc>(),

@@ -274,6 +274,33 @@ const KNOWN: [&str; 14] = [
     "hostile", "yield", "preempt", "sendrecv",
 ];
 
+/// Reports the start of one scenario run to the cache check
+/// ([`Event::Scenario`](mmu_armv5::marker::Event::Scenario), numbered from
+/// 1 in the order the runs start, the number logged with the run).
+fn scenario_marker(cp15: &HwCp15, name: &str, mode: &str, n: u32) {
+    #[cfg(feature = "cache-check")]
+    {
+        static NEXT: crate::global::Global<u32> = crate::global::Global::new(0);
+        // SAFETY: thread context, single core, not re-entered.
+        let i = unsafe {
+            NEXT.with(|i| {
+                *i += 1;
+                *i
+            })
+        };
+        defmt::info!(
+            "cache-check: scenario {=u32} is {=str} mode {=str} n={=u32}",
+            i,
+            name,
+            mode,
+            n
+        );
+        cp15.marker(mmu_armv5::marker::Event::Scenario, i);
+    }
+    #[cfg(not(feature = "cache-check"))]
+    let _ = (cp15, name, mode, n);
+}
+
 /// Runs every scenario of `p` under every mode, each kernel over the CP15
 /// owner `cp15` ([`kernel::Lease`]); `false` if one could not be set up.
 pub fn run(cp15: &mut HwCp15, p: &Params) -> bool {
@@ -319,6 +346,7 @@ pub fn run(cp15: &mut HwCp15, p: &Params) -> bool {
 
 fn run_one(cp15: &mut HwCp15, name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
     let m = mode.name();
+    scenario_marker(cp15, name, m, n);
     let before = baseline();
     // Uninstalls the kernel when dropped, on every path out of here.
     let _lease = match kernel::Lease::install(cp15, mode) {
