@@ -109,27 +109,10 @@ pub fn build_plugin() -> Result<PathBuf> {
     }
 }
 
-/// Builds the kernel for `board` with the `cache-check` feature and returns
-/// a copy of its ELF under `<target>/<arch>/release/boards/<board>+cache-check/`.
+/// Builds the kernel for `board` with the `cache-check` feature (a copy of
+/// its ELF under `boards/<board>+cache-check/`).
 pub fn build_kernel(board: Board) -> Result<PathBuf> {
-    let mut cmd = cargo::kernel_cargo_for("build", board)?;
-    cmd.args(["--features", KERNEL_FEATURE]);
-    run_checked(&mut cmd)?;
-    let release = cargo::target_dir()?.join(board.target()).join("release");
-    let built = release.join(cargo::KERNEL);
-    let dir = release
-        .join("boards")
-        .join(format!("{}+{KERNEL_FEATURE}", board.name()));
-    let elf = dir.join(cargo::KERNEL);
-    let io = |source| Error::Io {
-        what: format!("copying {} to {}", built.display(), elf.display()),
-        source,
-    };
-    std::fs::create_dir_all(&dir).map_err(io)?;
-    let tmp = dir.join(format!("{}.{}.tmp", cargo::KERNEL, std::process::id()));
-    std::fs::copy(&built, &tmp).map_err(io)?;
-    std::fs::rename(&tmp, &elf).map_err(io)?;
-    Ok(elf)
+    cargo::build_kernel_features(board, &[KERNEL_FEATURE])
 }
 
 /// QEMU's `-plugin` arguments for `board`, the report going to `out`.
@@ -194,6 +177,8 @@ pub struct TransitRow {
 pub struct Report {
     /// The `stats` record.
     pub stats: BTreeMap<String, u64>,
+    /// The `model` record (the cache model's own counts).
+    pub model: BTreeMap<String, u64>,
     /// Violations per kind, in the report's order.
     pub counts: Vec<(String, u64)>,
     /// The first violations.
@@ -249,7 +234,14 @@ impl Report {
                             .insert(k.to_string(), v.parse().map_err(|_| bad(line))?);
                     }
                 }
+                "model" => {
+                    for (k, v) in &f {
+                        let n = v.parse().ok().or_else(|| hex(v).map(u64::from));
+                        r.model.insert(k.to_string(), n.ok_or_else(|| bad(line))?);
+                    }
+                }
                 "marker_error" => r.marker_errors.push(rest.to_string()),
+                "uncached" | "fetch_linear_other" => {}
                 "count" => {
                     let k = f.get("kind").ok_or_else(|| bad(line))?;
                     r.counts.push((k.to_string(), num("n")?));
@@ -326,9 +318,20 @@ impl Report {
     pub fn trusted(&self) -> Result<()> {
         let mut why = Vec::new();
         if self.stat("fetch_pa_checked") == 0 {
-            why.push("no instruction fetch from the kernel's linear map was checked".to_string());
+            why.push(
+                "no instruction's physical address was checked against a literal load".to_string(),
+            );
         }
-        for k in ["fetch_pa_mismatches", "data_pa_mismatches", "marker_errors"] {
+        // A kernel that reported its CP15 operations turned the caches on:
+        // a model that filled no line was not checking anything.
+        let model = |k: &str| self.model.get(k).copied().unwrap_or(0);
+        if self.stat("markers") > 0 && (model("dfills") == 0 || model("ifills") == 0) {
+            why.push(
+                "the cache model filled no line although the kernel reported its CP15 operations"
+                    .to_string(),
+            );
+        }
+        for k in ["fetch_pa_mismatches", "marker_errors"] {
             if self.stat(k) != 0 {
                 why.push(format!("{k}={}", self.stat(k)));
             }
@@ -750,6 +753,8 @@ mod tests {
     const REPORT: &str = "cache-check report v1
 run cpu=arm926 ram_base=0x0 ram_size=0x8000000 kernel_base=0xc0000000 model=on transits=on
 stats insns=100 privileged=90 loads=10 stores=5 io=1 markers=4 marker_errors=0 reexecuted=0 fetch_unknown_pa=0 fetch_pa_checked=80 fetch_pa_mismatches=0 data_pa_checked=9 data_pa_mismatches=0 model_instructions=100 cycles=300 translated=50
+model fetches=100 loads=10 stores=5 io=1 ifills=7 dfills=3 write_backs=1 uncached_reads=4 uncached_writes=1 tlb_misses=2 markers=4 sctlr=0x92179
+uncached begin=0xf0000000 end=0xf0200000
 count kind=StaleAlias n=2
 count kind=StaleRam n=0
 violation kind=StaleAlias pc=0xc0001234 va=0x00008000 mva=0x02008000 pa=0x00400000 mode=usr space=2 scenario=1
@@ -778,10 +783,14 @@ window index=0 insns=543 cycles=6 switches=3
         );
         assert!(shown.contains("StaleAlias pc=0xc0001234 (?)"), "{shown}");
 
+        let untrusted = REPORT.replace("marker_errors=0", "marker_errors=1");
+        assert!(Report::parse(&untrusted).unwrap().trusted().is_err());
         let untrusted = REPORT.replace("fetch_pa_mismatches=0", "fetch_pa_mismatches=3");
         assert!(Report::parse(&untrusted).unwrap().trusted().is_err());
         let unchecked = REPORT.replace("fetch_pa_checked=80", "fetch_pa_checked=0");
         assert!(Report::parse(&unchecked).unwrap().trusted().is_err());
+        let cold = REPORT.replace("dfills=3", "dfills=0");
+        assert!(Report::parse(&cold).unwrap().trusted().is_err());
         for broken in [
             "something else\n",
             "cache-check report v1\nbogus line\n",

@@ -13,6 +13,7 @@
 //! | `first` | how many violations the report lists one by one | 20 |
 //! | `transits` | `on`: count the instructions of every kernel transit | `off` |
 //! | `model` | `off`: feed nothing to the cache model (transit counting alone, faster) | `on` |
+//! | `assume_caches` | `on`: the model caches whenever the MMU is on, whatever SCTLR.C/I say (the demo kernel runs with them off; the check shows what its code does with them on); `off`: as SCTLR says | `on` |
 //!
 //! Numbers are decimal or `0x` hexadecimal.
 
@@ -69,6 +70,8 @@ pub struct Args {
     pub transits: bool,
     /// Whether the cache model is fed.
     pub model: bool,
+    /// Whether the model caches with the MMU on whatever SCTLR.C/I say.
+    pub assume_caches: bool,
 }
 
 /// Why the arguments were refused.
@@ -153,6 +156,7 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Args, ArgErr
         first: 20,
         transits: false,
         model: true,
+        assume_caches: true,
     };
     for arg in args {
         let (k, v) = arg
@@ -167,6 +171,7 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Args, ArgErr
             "first" => a.first = u32_value(k, v)? as usize,
             "transits" => a.transits = switch(k, v)?,
             "model" => a.model = switch(k, v)?,
+            "assume_caches" => a.assume_caches = switch(k, v)?,
             _ => return Err(ArgError::UnknownKey(k.into())),
         }
     }
@@ -194,6 +199,7 @@ mod tests {
             "first=5",
             "transits=on",
             "model=off",
+            "assume_caches=off",
         ])
         .unwrap();
         assert_eq!(a.cpu, CpuPreset::Sa1110);
@@ -201,7 +207,7 @@ mod tests {
         assert_eq!(a.kernel_base, 0xC000_0000);
         assert_eq!(a.out.as_deref(), Some("/tmp/r.txt"));
         assert_eq!(a.first, 5);
-        assert!(a.transits && !a.model);
+        assert!(a.transits && !a.model && !a.assume_caches);
         let m = parse(["cpu=arm926", "ram_base=0", "ram_size=128"]).unwrap();
         assert_eq!(
             (m.kernel_base, m.first, m.transits, m.model),

@@ -57,12 +57,14 @@ fn cpu(p: CpuPreset) -> Cpu {
 impl Plugin {
     /// A plugin for `args`.
     pub fn new(args: Args) -> Plugin {
+        let mut checker = Checker::new(cpu(args.cpu));
+        checker.set_assume_caches_on(args.assume_caches);
         Plugin {
             map: HostMap::new(args.ram_base, args.ram_size, args.kernel_base),
             insns: Vec::new(),
             known: HashMap::new(),
             tracer: Tracer::new(
-                Checker::new(cpu(args.cpu)),
+                checker,
                 args.model,
                 args.transits,
                 args.kernel_base,
@@ -158,19 +160,21 @@ impl Plugin {
         let _ = writeln!(o, "{REPORT_HEADER}");
         let _ = writeln!(
             o,
-            "run cpu={} ram_base={:#x} ram_size={:#x} kernel_base={:#x} model={} transits={}",
+            "run cpu={} ram_base={:#x} ram_size={:#x} kernel_base={:#x} model={} transits={} assume_caches={}",
             self.args.cpu.name(),
             self.args.ram_base,
             self.args.ram_size,
             self.args.kernel_base,
             if self.args.model { "on" } else { "off" },
             if self.args.transits { "on" } else { "off" },
+            if self.args.assume_caches { "on" } else { "off" },
         );
         let _ = writeln!(
             o,
             "stats insns={} privileged={} loads={} stores={} io={} markers={} marker_errors={} \
              reexecuted={} fetch_unknown_pa={} fetch_pa_checked={} fetch_pa_mismatches={} \
-             data_pa_checked={} data_pa_mismatches={} model_instructions={} cycles={} translated={}",
+             fetch_linear={} fetch_linear_other={} data_linear={} data_linear_other={} \
+             model_instructions={} cycles={} translated={}",
             s.insns + inline,
             s.privileged + inline,
             s.loads,
@@ -180,14 +184,48 @@ impl Plugin {
             s.marker_errors,
             s.reexecuted,
             s.fetch_unknown_pa,
+            s.fetch_pa_checked,
+            s.fetch_pa_mismatches,
             self.map.checked,
             self.map.mismatches,
-            s.data_pa_checked,
-            s.data_pa_mismatches,
+            s.data_linear,
+            s.data_linear_other,
             c.instructions(),
             c.cycles(),
             self.insns.len(),
         );
+        let m = c.stats();
+        let _ = writeln!(
+            o,
+            "model fetches={} loads={} stores={} io={} ifills={} dfills={} write_backs={} \
+             uncached_reads={} uncached_writes={} tlb_misses={} markers={} sctlr={:#x} ttbr={:#x} \
+             dacr={:#x} fcseidr={:#x} uncached_ranges={}",
+            m.fetches,
+            m.loads,
+            m.stores,
+            m.io,
+            m.ifills,
+            m.dfills,
+            m.write_backs,
+            m.uncached_reads,
+            m.uncached_writes,
+            m.tlb_misses,
+            m.markers,
+            c.registers()[0],
+            c.registers()[1],
+            c.registers()[2],
+            c.registers()[3],
+            c.uncached_ranges().len()
+        );
+        for (b, e) in c.uncached_ranges() {
+            let _ = writeln!(o, "uncached begin={b:#010x} end={e:#010x}");
+        }
+        for (va, pa, host) in &self.map.first_mismatches {
+            let _ = writeln!(
+                o,
+                "fetch_linear_other va={va:#010x} pa={pa:#010x} host={host:#x}"
+            );
+        }
         for (pc, e) in &s.first_marker_errors {
             let _ = writeln!(o, "marker_error pc={pc:#010x} error={e:?}");
         }
@@ -301,11 +339,8 @@ mod tests {
             r.contains("stats insns=2 privileged=2 loads=0 stores=1 "),
             "{r}"
         );
-        assert!(
-            r.contains("fetch_pa_checked=2 fetch_pa_mismatches=0"),
-            "{r}"
-        );
-        assert!(r.contains("data_pa_checked=1 data_pa_mismatches=0"), "{r}");
+        assert!(r.contains("fetch_linear=2 fetch_linear_other=0"), "{r}");
+        assert!(r.contains("data_linear=1 data_linear_other=0"), "{r}");
         for k in ViolationKind::ALL {
             assert!(r.contains(&format!("count kind={} n=0", k.name())), "{r}");
         }

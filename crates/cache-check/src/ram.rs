@@ -7,11 +7,16 @@
 //! learns it from the first translated instruction whose address lies in
 //! RAM: every board resets with the MMU off and enters the kernel at its
 //! physical load address, so that instruction's virtual address is its
-//! physical address. It then checks the constant on every later fetch
-//! from the kernel's linear map (`kernel_base + x` maps `ram_base + x` on
-//! every board): [`HostMap::checked`] counts the fetches checked,
-//! [`HostMap::mismatches`] those that disagreed; a report with mismatches
-//! or without checks is not trusted by `cargo xtask`.
+//! physical address.
+//!
+//! The check that counts is the tracer's (`trace::Stats::fetch_pa_checked`):
+//! a PC-relative literal load reads the instruction's own 1 KiB block, and
+//! QEMU translates that data address itself, so the fetch's physical
+//! address must be the load's minus their distance. Here, for information,
+//! fetches from the kernel's linear map are compared with it
+//! ([`HostMap::checked`], [`HostMap::mismatches`]): pages the kernel maps
+//! elsewhere (the emulated TCM bank over kernel text on versatilepb) differ
+//! legitimately.
 
 /// Host-to-physical translation of instruction addresses.
 #[derive(Clone, Debug)]
@@ -25,6 +30,8 @@ pub struct HostMap {
     pub checked: u64,
     /// Checked fetches whose physical address was not the linear map's.
     pub mismatches: u64,
+    /// The first few: (virtual, physical found, host address).
+    pub first_mismatches: Vec<(u32, u32, u64)>,
 }
 
 impl HostMap {
@@ -38,6 +45,7 @@ impl HostMap {
             offset: None,
             checked: 0,
             mismatches: 0,
+            first_mismatches: Vec::new(),
         }
     }
 
@@ -74,6 +82,9 @@ impl HostMap {
             self.checked += 1;
             if pa != self.ram_base.wrapping_add(lin) {
                 self.mismatches += 1;
+                if self.first_mismatches.len() < 8 {
+                    self.first_mismatches.push((va, pa, host));
+                }
             }
         }
         Some(pa)
