@@ -96,6 +96,7 @@ pub extern "C" fn kmain() -> ! {
             exit::exit(exit::EXIT_USAGE);
         }
     };
+    omit(cmd.omit);
     match cmd.mode {
         cmdline::Mode::Test => {
             if let Some(s) = cmd.seed {
@@ -127,6 +128,34 @@ pub extern "C" fn kmain() -> ! {
             demo::run(&mut cp15);
             exit::exit(exit::EXIT_OK);
         }
+    }
+}
+
+/// Applies `omit=NAME` (a cache-check build's injected omission, reported
+/// to the observer at boot, "none" included); exits with the usage status
+/// for an unknown name, or for any `omit=` in a kernel built without the
+/// feature `cache-check` (a shipped kernel has no such switch).
+#[cfg(target_os = "none")]
+fn omit(name: Option<&str>) {
+    let o = match name.map(marker::Omit::parse) {
+        None => marker::Omit::None,
+        Some(Some(o)) => o,
+        Some(None) => {
+            defmt::error!("omit={=str}: no such omission", name.unwrap_or(""));
+            exit::exit(exit::EXIT_USAGE);
+        }
+    };
+    #[cfg(feature = "cache-check")]
+    {
+        if o != marker::Omit::None {
+            defmt::warn!("cache check: leaving out {=str} on purpose", o.name());
+        }
+        marker::set_omit(o);
+    }
+    #[cfg(not(feature = "cache-check"))]
+    if o != marker::Omit::None {
+        defmt::error!("omit= needs a kernel built with the feature cache-check");
+        exit::exit(exit::EXIT_USAGE);
     }
 }
 

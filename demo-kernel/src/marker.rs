@@ -92,3 +92,118 @@ pub fn boot_report(cp15: &mmu_armv5::regs::HwCp15) {
         uncached(USER_RES_VA, (RES_SLOTS as u32) * 4096);
     }
 }
+
+/// A maintenance operation a cache-check build can leave out on purpose
+/// (`omit=NAME` on the command line), so the check's own tests see it
+/// report the violation that follows. The value is the code
+/// [`Event::Omit`] carries.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, defmt::Format)]
+#[repr(u32)]
+pub enum Omit {
+    /// Nothing left out.
+    None = 0,
+    /// `naive-clean`: the D-cache clean and invalidate of the naive lean
+    /// switch (`fast_flush_caches`).
+    NaiveClean = 1,
+    /// `tlb-unmap`: the TLB invalidations of the `UNMAP` system call's
+    /// unmap.
+    TlbUnmap = 2,
+    /// `frame-clean`: the D-cache clean after zeroing a new frame.
+    FrameClean = 3,
+    /// `icache-load`: the I-cache invalidation after loading code.
+    IcacheLoad = 4,
+    /// `recycle-clean`: the D-cache clean of FASS's first flush for a
+    /// recycled dirty domain.
+    RecycleClean = 5,
+}
+
+impl Omit {
+    /// Every omission, [`Omit::None`] first.
+    pub const ALL: [Omit; 6] = [
+        Omit::None,
+        Omit::NaiveClean,
+        Omit::TlbUnmap,
+        Omit::FrameClean,
+        Omit::IcacheLoad,
+        Omit::RecycleClean,
+    ];
+
+    /// The command-line name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Omit::None => "none",
+            Omit::NaiveClean => "naive-clean",
+            Omit::TlbUnmap => "tlb-unmap",
+            Omit::FrameClean => "frame-clean",
+            Omit::IcacheLoad => "icache-load",
+            Omit::RecycleClean => "recycle-clean",
+        }
+    }
+
+    /// The omission named `name`.
+    pub fn parse(name: &str) -> Option<Omit> {
+        Omit::ALL.into_iter().find(|o| o.name() == name)
+    }
+}
+
+#[cfg(feature = "cache-check")]
+static OMIT: crate::global::Global<Omit> = crate::global::Global::new(Omit::None);
+
+/// Sets the boot's omission and reports it ([`Event::Omit`]). Call once,
+/// at boot.
+#[cfg(feature = "cache-check")]
+pub fn set_omit(o: Omit) {
+    // SAFETY: thread context at boot, single core, not re-entered.
+    unsafe { OMIT.with(|v| *v = o) };
+    event(Event::Omit, o as u32);
+}
+
+/// Whether this boot leaves `o` out: never without the feature
+/// `cache-check` (a constant `false`, so the branch is compiled away).
+#[inline(always)]
+pub fn omitted(o: Omit) -> bool {
+    #[cfg(feature = "cache-check")]
+    {
+        // SAFETY: a copy; written only at boot (`set_omit`).
+        o != Omit::None && unsafe { OMIT.get() } == o
+    }
+    #[cfg(not(feature = "cache-check"))]
+    {
+        let _ = o;
+        false
+    }
+}
+
+#[cfg(feature = "cache-check")]
+static TLB_OFF: crate::global::Global<bool> = crate::global::Global::new(false);
+
+/// Runs `f`; if this boot leaves `o` out, with every TLB invalidation
+/// through the counting platform dropped meanwhile
+/// ([`tlb_omitted_now`]).
+#[inline(always)]
+pub fn omitting_tlb<R>(o: Omit, f: impl FnOnce() -> R) -> R {
+    #[cfg(feature = "cache-check")]
+    if omitted(o) {
+        // SAFETY: thread context, single core; `f` does not re-enter.
+        unsafe { TLB_OFF.with(|v| *v = true) };
+        let r = f();
+        // SAFETY: as above.
+        unsafe { TLB_OFF.with(|v| *v = false) };
+        return r;
+    }
+    let _ = o;
+    f()
+}
+
+/// Whether TLB invalidations are being left out now ([`omitting_tlb`]);
+/// a constant `false` without the feature `cache-check`.
+#[inline(always)]
+pub fn tlb_omitted_now() -> bool {
+    #[cfg(feature = "cache-check")]
+    {
+        // SAFETY: a copy of a flag written only by `omitting_tlb`.
+        unsafe { TLB_OFF.get() }
+    }
+    #[cfg(not(feature = "cache-check"))]
+    false
+}

@@ -142,7 +142,9 @@ pub extern "C" fn fast_flush_caches() {
     // of the installed kernel, or by `switch::apply_table`, which does not
     // use its own handle during the call; dropped on return.
     let mut m = platform::counting_on(unsafe { super::kernel::trap_cp15() });
-    m.clean_invalidate_dcache();
+    if !crate::marker::omitted(crate::marker::Omit::NaiveClean) {
+        m.clean_invalidate_dcache();
+    }
     m.invalidate_icache();
 }
 

@@ -269,9 +269,9 @@ fn takes_n(name: &str) -> bool {
     matches!(name, "ring" | "ipc" | "yield" | "preempt")
 }
 
-const KNOWN: [&str; 14] = [
+const KNOWN: [&str; 15] = [
     "ring", "ipc", "collide", "share", "faults", "badcalls", "fuzz", "fault", "tcm", "tcmops",
-    "hostile", "yield", "preempt", "sendrecv",
+    "hostile", "yield", "preempt", "sendrecv", "kstate",
 ];
 
 /// Reports the start of one scenario run to the cache check
@@ -362,6 +362,15 @@ fn run_one(cp15: &mut HwCp15, name: &str, mode: SwitchMode, n: u32, p: &Params) 
         return false;
     };
     let domains_before = k.strategy.free_domains();
+    if name == "kstate" {
+        // The kernel's own bookkeeping, no process run (`kstate`).
+        let ok = super::kstate::run(k, m);
+        for i in 0..MAX_PROCS {
+            k.end(i, Exit::Code(0));
+        }
+        teardown();
+        return ok;
+    }
     let setup = spawn_all(k, name, n, p);
     let procs = k.procs.iter().filter(|p| p.alive()).count();
     if let Err(e) = setup {
