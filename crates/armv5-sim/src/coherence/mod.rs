@@ -134,7 +134,11 @@
 //! once), write-through pages, cache lockdown, TCM (declare it uncached),
 //! the ARM926 I-line prefetch (c7,c13,1, ignored), byte granularity (a
 //! version covers a 32-bit word: a byte store makes a new version of its
-//! word), DMA.
+//! word), DMA. Values: the plugin sees none, so a store makes a new version
+//! even when it writes the value the word already holds; a rewrite left
+//! dirty (a table restored to what it was, without a clean) is reported
+//! like a change. Such a report names code that would be wrong the day it
+//! writes a different value.
 //!
 //! # Memory
 //!
