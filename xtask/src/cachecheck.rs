@@ -366,7 +366,7 @@ impl Report {
                 "  {} pc={:#010x} ({}) {}",
                 v.kind,
                 v.pc,
-                symbols.name(v.pc).unwrap_or("?"),
+                symbols.name(v.pc).as_deref().unwrap_or("?"),
                 f.join(" ")
             );
         }
@@ -414,12 +414,16 @@ impl Symbols {
         Ok(Symbols { funcs })
     }
 
-    /// The function containing `pc` (or the nearest text symbol before a
-    /// size-less assembly label).
-    pub fn name(&self, pc: u32) -> Option<&str> {
+    /// The function containing `pc`, or `label+0xoffset` from the nearest
+    /// text symbol before it (assembly labels carry no size).
+    pub fn name(&self, pc: u32) -> Option<String> {
         let i = self.funcs.partition_point(|(a, _, _)| *a <= pc);
         let (a, size, name) = self.funcs.get(i.checked_sub(1)?)?;
-        (*size == 0 || pc - a < *size).then_some(name.as_str())
+        if pc - a < *size || (*size == 0 && pc == *a) {
+            Some(name.clone())
+        } else {
+            Some(format!("{name}+{:#x}", pc - a))
+        }
     }
 }
 
@@ -794,9 +798,10 @@ window index=0 insns=543 cycles=6 switches=3
         let s = Symbols {
             funcs: vec![(0x100, 0x10, "a".into()), (0x200, 0, "label".into())],
         };
-        assert_eq!(s.name(0x108), Some("a"));
-        assert_eq!(s.name(0x110), None);
-        assert_eq!(s.name(0x204), Some("label"));
+        assert_eq!(s.name(0x108).as_deref(), Some("a"));
+        assert_eq!(s.name(0x110).as_deref(), Some("a+0x10"));
+        assert_eq!(s.name(0x200).as_deref(), Some("label"));
+        assert_eq!(s.name(0x204).as_deref(), Some("label+0x4"));
         assert_eq!(s.name(0x50), None);
     }
 
