@@ -179,6 +179,8 @@ pub struct Report {
     pub transits: Vec<TransitRow>,
     /// `window` records: index -> (kernel instructions, switches).
     pub window_totals: BTreeMap<u32, (u64, u64)>,
+    /// `window` records: index -> modelled cycles of the kernel's transits.
+    pub window_cycles: BTreeMap<u32, u64>,
 }
 
 fn kv(words: &str) -> BTreeMap<&str, &str> {
@@ -269,8 +271,9 @@ impl Report {
                     });
                 }
                 "window" => {
-                    r.window_totals
-                        .insert(num("index")? as u32, (num("insns")?, num("switches")?));
+                    let i = num("index")? as u32;
+                    r.window_totals.insert(i, (num("insns")?, num("switches")?));
+                    r.window_cycles.insert(i, num("cycles")?);
                 }
                 _ => return Err(bad(line)),
             }
@@ -758,6 +761,7 @@ window index=0 insns=543 cycles=6 switches=3
         assert_eq!(r.transits[1].window, Some(0));
         assert_eq!(r.transits[1].median, 181);
         assert_eq!(r.window_totals[&0], (543, 3));
+        assert_eq!(r.window_cycles[&0], 6);
         assert!(r.trusted().is_ok());
         let shown = r.render(&Symbols::default(), 5);
         assert!(

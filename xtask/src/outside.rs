@@ -346,6 +346,92 @@ pub fn collect(timeout: Duration, extra: &[Board]) -> Result<Outside> {
     Ok(out)
 }
 
+/// The modelled lat_ctx figure: kernel cycles per switch of the ring
+/// (`scenario=ring`, touch 0) under naive and FASS, from the cache-check
+/// kernel's own accesses through the board CPU's model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Modelled {
+    /// Board (its CPU's preset).
+    pub board: &'static str,
+    /// Processes.
+    pub n: u32,
+    /// Modelled cycles per switch, naive.
+    pub naive: f64,
+    /// Modelled cycles per switch, FASS.
+    pub fass: f64,
+}
+
+/// The ring's boot for [`modelled`]: naive then FASS, `ns` processes.
+pub fn modelled_cmdline(ns: &[u32]) -> String {
+    let ns: Vec<String> = ns.iter().map(u32::to_string).collect();
+    format!(
+        "scenario=ring mode=naive,fass n={} touch=0 passes=20",
+        ns.join(",")
+    )
+}
+
+/// Boots the ring under naive and FASS on `board`'s cache-check kernel
+/// with the model and transit counting on, and returns the modelled
+/// cycles per switch (every kernel transit of the window).
+pub fn modelled(timeout: Duration, board: Board, ns: &[u32]) -> Result<Vec<Modelled>> {
+    let plugin = crate::cachecheck::build_plugin()?;
+    let qemu = crate::setup::ensure_qemu()?;
+    let elf = crate::cachecheck::build_kernel(board)?;
+    let cmdline = modelled_cmdline(ns);
+    let c = Boot {
+        qemu: &qemu,
+        plugin: &plugin,
+        board,
+        elf: &elf,
+        append: Some(&cmdline),
+        timeout,
+        transits: true,
+        model: true,
+        icount: None,
+        echo: false,
+    }
+    .run()?;
+    c.report.trusted()?;
+    let runs: Vec<(Mode, u32)> = [Mode::Naive, Mode::Fass]
+        .iter()
+        .flat_map(|&m| ns.iter().map(move |&n| (m, n)))
+        .collect();
+    if c.report.windows as usize != runs.len() {
+        return Err(Error::Check(format!(
+            "`{cmdline}`: {} windows for {} runs",
+            c.report.windows,
+            runs.len()
+        )));
+    }
+    let per_switch = |w: usize| {
+        let (_, switches) = c
+            .report
+            .window_totals
+            .get(&(w as u32))
+            .copied()
+            .unwrap_or((0, 0));
+        let cycles = c
+            .report
+            .window_cycles
+            .get(&(w as u32))
+            .copied()
+            .unwrap_or(0);
+        (switches > 0).then(|| cycles as f64 / switches as f64)
+    };
+    let mut out = Vec::new();
+    for (i, &n) in ns.iter().enumerate() {
+        if let (Some(naive), Some(fass)) = (per_switch(i), per_switch(ns.len() + i)) {
+            out.push(Modelled {
+                board: board.name(),
+                n,
+                naive,
+                fass,
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// Writes `<target>/bench/outside.csv` and returns its path.
 pub fn write_csv(rows: &[Row]) -> Result<PathBuf> {
     let dir = cargo::target_dir()?.join("bench");
@@ -372,6 +458,17 @@ pub fn bench_hook(timeout: Duration, extra: &[Board]) -> Result<Outside> {
         oh.plugin,
         oh.ratio()
     );
+    for m in modelled(timeout, Board::Collie, &[2])? {
+        println!(
+            "modelled lat_ctx on {} (SA-1110 preset, the cache-check kernel's own accesses, \
+             n={}): naive {:.0}, FASS {:.0} cycles per switch, naive/FASS {:.1}x (paper: 57x)",
+            m.board,
+            m.n,
+            m.naive,
+            m.fass,
+            m.naive / m.fass
+        );
+    }
     let o = collect(timeout, extra)?;
     let path = write_csv(&o.rows)?;
     println!(
@@ -456,6 +553,14 @@ mod tests {
         assert!(
             text.contains("versatilepb,yield,naive,8,0,179,179,183\n"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn the_modelled_boot_runs_naive_then_fass() {
+        assert_eq!(
+            modelled_cmdline(&[2, 16]),
+            "scenario=ring mode=naive,fass n=2,16 touch=0 passes=20"
         );
     }
 
