@@ -223,6 +223,8 @@ pub fn init(cp15: &mut HwCp15) -> Result<(), TableError> {
         l1.add((HIGH_VECTORS >> 20) as usize)
             .write_volatile(link.to_bits())
     };
+    // The table walker reads memory, not the D-cache.
+    clean_table(cp15, l1 as u32 + (HIGH_VECTORS >> 20) * 4, 4);
     let ttbr = Ttbr::new(table.root())?;
     // SAFETY: the new table maps everything the kernel uses (its image and
     // stacks in the RAM linear map, the devices, the vector page) exactly as
@@ -258,9 +260,20 @@ pub fn entry(va: u32) -> u32 {
 /// Must not unmap or change anything the kernel uses (its linear map at
 /// [`kernel_virt_offset`], the device MiBs, the vector page).
 pub unsafe fn write_entry(cp15: &mut HwCp15, va: u32, desc: u32) {
+    let e = l1().wrapping_add((va >> 20) as usize);
     // SAFETY: in bounds as in `entry`; the caller vouches for the mapping.
-    unsafe { l1().add((va >> 20) as usize).write_volatile(desc) };
+    unsafe { e.write_volatile(desc) };
+    clean_table(cp15, e as u32, 4);
     cp15::flush_tlb(cp15);
+}
+
+/// Cleans the D-cache lines of `len` bytes of translation table at `va`
+/// (in the linear map) and drains the write buffer: the hardware table
+/// walker reads memory, so a descriptor still dirty in a write-back
+/// D-cache would be walked stale (found by the cache check).
+fn clean_table(cp15: &mut HwCp15, va: u32, len: u32) {
+    use mmu_armv5::maint::CacheMaintenance;
+    crate::board::maint(&mut *cp15).clean_dcache_range(ModifiedVirtAddr::new(va), len);
 }
 
 /// DACR, FCSEIDR and SCTLR as saved by [`snapshot`], with the first-level table.
@@ -292,6 +305,7 @@ pub fn restore(cp15: &mut HwCp15, s: &Snapshot) {
         cp15.set_sctlr(s.sctlr);
         core::ptr::copy_nonoverlapping(BACKUP.as_ptr().cast::<u32>(), table, L1_ENTRIES);
     }
+    clean_table(cp15, table as u32, (L1_ENTRIES * 4) as u32);
     crate::board::sctlr_written();
     cp15::flush_tlb(cp15);
 }
