@@ -25,6 +25,9 @@ commands:
   build   build the demo kernel only (prints the ELF path; --board as for run)
   bench   benchmarks: model tables and plots (docs/), criterion microbenchmarks
           (short configuration), QEMU instruction counts; updates docs/benchmarks.md
+  outside the benchmark contract's boots counted from outside the kernel (cache-check
+          plugin, transits): writes <target>/bench/outside.csv, compares with the
+          kernel's BENCH lines (--board and --timeout as for bench)
   mutants mutation testing (cargo-mutants, installed if missing) of the isolation-,
           permission- and flush-critical files; prints the score per file
   fuzz    the cargo-fuzz targets (mapper, fass, spm; nightly and cargo-fuzz installed
@@ -36,11 +39,14 @@ options (run):
   --append TEXT     kernel command line (e.g. \"test\", \"test only=NAME\", \"demo\",
                     \"scenario=tcm mode=fass\")
   --icount SHIFT    deterministic instruction counting (-icount shift=SHIFT,sleep=off)
+  --cache-check     build the kernel with the cache-check markers and boot it under the
+                    cache-check QEMU plugin (VIVT cache and TLB model of the board's CPU);
+                    prints the violations, exits non-zero on any (default command line: test)
 options (test):
   --timeout SECS    time limit of each QEMU run (default 60)
   --skip KEY        do not run a stage (repeatable; keys: fmt clippy host-tests
                     model-bench docs package arm-v5te arm-v4 embed msrv miri fuzz
-                    kernel integration); skipped stages do not count as passed
+                    kernel cache-check integration); skipped stages do not count as passed
 options (mutants):
   --file PATH       mutate this file (repeatable; default: the critical files,
                     `xtask::mutants::DEFAULT_FILES`)
@@ -68,6 +74,8 @@ pub struct RunOpts {
     pub icount: Option<u8>,
     /// The board.
     pub board: Board,
+    /// Boot under the cache-check plugin.
+    pub cache_check: bool,
 }
 
 /// A parsed `cargo xtask` command.
@@ -91,6 +99,13 @@ pub enum Command {
         /// QEMU time limit per scenario.
         timeout: Duration,
         /// Boards measured besides versatilepb (`--board`, repeatable).
+        boards: Vec<Board>,
+    },
+    /// The outside-counted benchmark figures.
+    Outside {
+        /// QEMU time limit per boot.
+        timeout: Duration,
+        /// Boards besides versatilepb.
         boards: Vec<Board>,
     },
     /// Mutation testing.
@@ -128,12 +143,14 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                 append: None,
                 icount: None,
                 board: Board::default(),
+                cache_check: false,
             };
             while let Some(a) = it.next() {
                 match a {
                     "--board" => opts.board = Board::parse(value(&mut it, a)?)?,
                     "--timeout" => opts.timeout = parse_timeout(value(&mut it, a)?)?,
                     "--append" => opts.append = Some(value(&mut it, a)?.to_string()),
+                    "--cache-check" => opts.cache_check = true,
                     "--icount" => {
                         let v = value(&mut it, a)?;
                         opts.icount =
@@ -173,6 +190,27 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                 }
             }
             Ok(Command::Test { timeout, skip })
+        }
+        "outside" => {
+            let mut timeout = DEFAULT_TIMEOUT;
+            let mut boards = Vec::new();
+            while let Some(a) = it.next() {
+                match a {
+                    "--board" => {
+                        let b = Board::parse(value(&mut it, a)?)?;
+                        if b != Board::Versatilepb && !boards.contains(&b) {
+                            boards.push(b);
+                        }
+                    }
+                    "--timeout" => timeout = parse_timeout(value(&mut it, a)?)?,
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "unknown option `{a}` for outside\n\n{USAGE}"
+                        )))
+                    }
+                }
+            }
+            Ok(Command::Outside { timeout, boards })
         }
         "bench" => {
             let mut full = false;
@@ -287,6 +325,7 @@ mod tests {
                 append: None,
                 icount: None,
                 board: Board::Versatilepb,
+                cache_check: false,
             })
         );
         assert_eq!(
@@ -307,6 +346,17 @@ mod tests {
                 append: Some("test only=x".into()),
                 icount: Some(10),
                 board: Board::Collie,
+                cache_check: false,
+            })
+        );
+        assert_eq!(
+            parse(["run", "--cache-check", "--board", "connex"]).unwrap(),
+            Command::Run(RunOpts {
+                timeout: DEFAULT_TIMEOUT,
+                append: None,
+                icount: None,
+                board: Board::Connex,
+                cache_check: true,
             })
         );
         assert!(parse(["run", "--board", "zaurus"]).is_err());
@@ -384,6 +434,17 @@ mod tests {
     }
 
     #[test]
+    fn outside_options() {
+        assert_eq!(
+            parse(["outside", "--board", "collie", "--timeout", "9"]).unwrap(),
+            Command::Outside {
+                timeout: Duration::from_secs(9),
+                boards: vec![Board::Collie]
+            }
+        );
+    }
+
+    #[test]
     fn fuzz_options() {
         assert_eq!(
             parse(["fuzz"]).unwrap(),
@@ -440,6 +501,7 @@ mod tests {
             &["test", "--skip"],
             &["build", "extra"],
             &["bench", "--quick"],
+            &["outside", "--full"],
             &["mutants", "--shard", "2/2"],
             &["mutants", "--jobs", "0"],
             &["mutants", "--file"],
