@@ -29,7 +29,7 @@
 //! omission).
 //!
 //! Everything here is plain arithmetic, host-testable: the kernel's
-//! assembly and [`crate::regs::HwCp15`] encode with [`first`] and
+//! assembly and `HwCp15` (bare-metal ARM only) encode with [`first`] and
 //! [`second`]; the plugin decodes with [`Decoder`].
 //!
 //! ```
