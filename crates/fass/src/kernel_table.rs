@@ -144,7 +144,16 @@ impl From<TableError> for KernelTableError {
 /// The kernel's first-level table, checked against a [`Layout`] and vouched
 /// for by the caller of [`KernelTable::new`] (see the [module docs](self)).
 ///
-/// Neither `Clone` nor `Copy`: one witness, one strategy.
+/// Neither `Clone` nor `Copy`: one witness, one strategy. Promise 3 of
+/// [`KernelTable::new`] is that only the strategy built on it writes the
+/// CPU's translation registers while it lives; two strategies sharing one
+/// witness would both write them from safe methods, each trusting its own
+/// idea of what is loaded (which table, which domains open, which TLB
+/// entries can be stale). Comparing strategies on one CPU (as the
+/// benchmarks do) therefore takes one vouch per strategy: each `unsafe`
+/// call is the promise that this strategy alone drives the registers
+/// while it is used, which only the caller can keep (e.g. by dropping or
+/// parking one before using the other).
 #[derive(Debug, PartialEq, Eq)]
 pub struct KernelTable {
     table: TableRef,
