@@ -108,7 +108,8 @@ pub enum Omit {
     /// `tlb-unmap`: the TLB invalidations of the `UNMAP` system call's
     /// unmap.
     TlbUnmap = 2,
-    /// `frame-clean`: the D-cache clean after zeroing a new frame.
+    /// `frame-clean`: the D-cache clean of a new frame's kernel alias, after
+    /// zeroing it and (an image page) after filling it.
     FrameClean = 3,
     /// `icache-load`: the I-cache invalidation after loading code.
     IcacheLoad = 4,

@@ -874,7 +874,9 @@ impl Kernel {
         fill(crate::mmu::phys_to_virt(pa) as *mut u8);
         // What `fill` wrote (the image) to RAM before the process reads or
         // fetches it through its own alias; code: no stale instructions.
-        clean_kernel_alias(pa);
+        if !crate::marker::omitted(crate::marker::Omit::FrameClean) {
+            clean_kernel_alias(pa);
+        }
         if exec && !crate::marker::omitted(crate::marker::Omit::IcacheLoad) {
             mmu_armv5::maint::CacheMaintenance::invalidate_icache(&mut platform::counting_on(
                 &mut self.cp15,
