@@ -297,6 +297,13 @@ kernel_test!(
         mmu_armv5::maint::CacheMaintenance::clean_invalidate_dcache_line(&mut m, mva);
         mmu_armv5::maint::CacheMaintenance::invalidate_tlb_entry(&mut m, mva);
         let by_mva = probe_read(LOW_VA, Privilege::User).unwrap_or(0);
+        // Where QEMU kept the stale entry (the deviation counted below),
+        // that load cached the old frame under the MVA again: drop it, or
+        // the next load would hit it (a line of another frame).
+        mmu_armv5::maint::CacheMaintenance::clean_invalidate_dcache_line(
+            &mut crate::board::maint(&mut *c),
+            mva,
+        );
         crate::proc::platform::invalidate_tlb_entry_on(c, mva);
         let by_kernel = probe_read(LOW_VA, Privilege::User).unwrap_or(0);
         set_pid(c, 0)?;
