@@ -113,8 +113,8 @@ pub enum Omit {
     FrameClean = 3,
     /// `icache-load`: the I-cache invalidation after loading code.
     IcacheLoad = 4,
-    /// `recycle-clean`: the D-cache clean of FASS's first flush for a
-    /// recycled dirty domain.
+    /// `recycle-clean`: the D-cache clean of FASS's flushes for a recycled
+    /// dirty domain.
     RecycleClean = 5,
 }
 

@@ -224,6 +224,8 @@ pub fn init(cp15: &mut HwCp15) -> Result<(), TableError> {
         l1.add((HIGH_VECTORS >> 20) as usize)
             .write_volatile(link.to_bits())
     };
+    // The table walker reads memory, not the D-cache.
+    clean_table(cp15, l1 as u32 + (HIGH_VECTORS >> 20) * 4, 4);
     let ttbr = Ttbr::new(table.root())?;
     // SAFETY: the new table maps everything the kernel uses (its image and
     // stacks in the RAM linear map, the devices, the vector page) exactly as
@@ -274,13 +276,6 @@ fn enable_caches(cp15: &mut HwCp15) {
     );
 }
 
-/// Makes `len` bytes of table memory at kernel virtual address `va`, just
-/// written through the (write-back) linear map, visible to the table walker,
-/// which reads RAM: cleans their D-cache lines and drains the write buffer.
-fn clean_table(cp15: &mut HwCp15, va: u32, len: u32) {
-    crate::board::maint(cp15).clean_dcache_range(ModifiedVirtAddr::new(va), len);
-}
-
 fn l1() -> *mut u32 {
     let root = with_tables(|t, _| t.root().as_u32());
     phys_to_virt(root) as *mut u32
@@ -305,12 +300,19 @@ pub fn entry(va: u32) -> u32 {
 /// Must not unmap or change anything the kernel uses (its linear map at
 /// [`kernel_virt_offset`], the device MiBs, the vector page).
 pub unsafe fn write_entry(cp15: &mut HwCp15, va: u32, desc: u32) {
+    let e = l1().wrapping_add((va >> 20) as usize);
     // SAFETY: in bounds as in `entry`; the caller vouches for the mapping.
-    let slot = unsafe { l1().add((va >> 20) as usize) };
-    // SAFETY: as above.
-    unsafe { slot.write_volatile(desc) };
-    clean_table(cp15, slot as u32, 4);
+    unsafe { e.write_volatile(desc) };
+    clean_table(cp15, e as u32, 4);
     cp15::flush_tlb(cp15);
+}
+
+/// Cleans the D-cache lines of `len` bytes of translation table at `va`
+/// (in the linear map) and drains the write buffer: the hardware table
+/// walker reads memory, so a descriptor still dirty in a write-back
+/// D-cache would be walked stale (found by the cache check).
+fn clean_table(cp15: &mut HwCp15, va: u32, len: u32) {
+    crate::board::maint(&mut *cp15).clean_dcache_range(ModifiedVirtAddr::new(va), len);
 }
 
 /// DACR, FCSEIDR and SCTLR as saved by [`snapshot`], with the first-level table.

@@ -179,6 +179,8 @@ pub struct Report {
     pub transits: Vec<TransitRow>,
     /// `window` records: index -> (kernel instructions, switches).
     pub window_totals: BTreeMap<u32, (u64, u64)>,
+    /// `window` records: index -> modelled cycles of the kernel's transits.
+    pub window_cycles: BTreeMap<u32, u64>,
 }
 
 fn kv(words: &str) -> BTreeMap<&str, &str> {
@@ -269,8 +271,9 @@ impl Report {
                     });
                 }
                 "window" => {
-                    r.window_totals
-                        .insert(num("index")? as u32, (num("insns")?, num("switches")?));
+                    let i = num("index")? as u32;
+                    r.window_totals.insert(i, (num("insns")?, num("switches")?));
+                    r.window_cycles.insert(i, num("cycles")?);
                 }
                 _ => return Err(bad(line)),
             }
@@ -366,7 +369,7 @@ impl Report {
                 "  {} pc={:#010x} ({}) {}",
                 v.kind,
                 v.pc,
-                symbols.name(v.pc).unwrap_or("?"),
+                symbols.name(v.pc).as_deref().unwrap_or("?"),
                 f.join(" ")
             );
         }
@@ -414,12 +417,16 @@ impl Symbols {
         Ok(Symbols { funcs })
     }
 
-    /// The function containing `pc` (or the nearest text symbol before a
-    /// size-less assembly label).
-    pub fn name(&self, pc: u32) -> Option<&str> {
+    /// The function containing `pc`, or `label+0xoffset` from the nearest
+    /// text symbol before it (assembly labels carry no size).
+    pub fn name(&self, pc: u32) -> Option<String> {
         let i = self.funcs.partition_point(|(a, _, _)| *a <= pc);
         let (a, size, name) = self.funcs.get(i.checked_sub(1)?)?;
-        (*size == 0 || pc - a < *size).then_some(name.as_str())
+        if pc - a < *size || (*size == 0 && pc == *a) {
+            Some(name.clone())
+        } else {
+            Some(format!("{name}+{:#x}", pc - a))
+        }
     }
 }
 
@@ -754,6 +761,7 @@ window index=0 insns=543 cycles=6 switches=3
         assert_eq!(r.transits[1].window, Some(0));
         assert_eq!(r.transits[1].median, 181);
         assert_eq!(r.window_totals[&0], (543, 3));
+        assert_eq!(r.window_cycles[&0], 6);
         assert!(r.trusted().is_ok());
         let shown = r.render(&Symbols::default(), 5);
         assert!(
@@ -794,9 +802,10 @@ window index=0 insns=543 cycles=6 switches=3
         let s = Symbols {
             funcs: vec![(0x100, 0x10, "a".into()), (0x200, 0, "label".into())],
         };
-        assert_eq!(s.name(0x108), Some("a"));
-        assert_eq!(s.name(0x110), None);
-        assert_eq!(s.name(0x204), Some("label"));
+        assert_eq!(s.name(0x108).as_deref(), Some("a"));
+        assert_eq!(s.name(0x110).as_deref(), Some("a+0x10"));
+        assert_eq!(s.name(0x200).as_deref(), Some("label"));
+        assert_eq!(s.name(0x204).as_deref(), Some("label+0x4"));
         assert_eq!(s.name(0x50), None);
     }
 

@@ -15,10 +15,13 @@
 //!
 //! Output: `<target>/bench/outside.csv`, header
 //! `board,kind,mode,n,touch,min,median,max` (instructions), one row per
-//! (board, kind, mode, n, touch); `ring` is the lmbench figure, every
-//! kernel instruction of the window divided by its switches (one value:
-//! min = median = max); the plugin's `ipc_all` is every IPC transit (hand-offs and
-//! queued together).
+//! (board, kind, mode, n, touch): each scenario's boot files the kinds of
+//! [`kinds_of`] (the ring's hand-offs as `ipc_oneway`, the ring figure
+//! `ring`: every kernel instruction of the window divided by its switches,
+//! one value, min = median = max; the ipc boot's `ipc_all` (every IPC
+//! transit), `ipc_handoff` and `ipc_queued`; `yield`, `preempt`, `fault`,
+//! `tcm` from their boots). The fault scenario marks no window: its one
+//! run's transits are those outside any window.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -98,7 +101,7 @@ impl Comparison {
 pub fn counterpart(kind: Kind) -> Option<&'static str> {
     match kind {
         Kind::Yield => Some("yield"),
-        Kind::IpcOneway => Some("ipc_handoff"),
+        Kind::IpcOneway => Some("ipc_oneway"),
         Kind::Preempt => Some("preempt"),
         Kind::Ring => Some("ring"),
         Kind::Tcm => Some("tcm"),
@@ -114,30 +117,58 @@ pub fn runs(s: &Scenario) -> Vec<(Mode, u32)> {
         .collect()
 }
 
-/// The rows of one boot's report: window `i` is `runs[i]`. An error if the
-/// plugin saw another number of windows.
+/// The outside kinds a scenario's boot files, each under the CSV name it
+/// gets: one row per (board, kind, mode, n, touch) over all boots.
+pub fn kinds_of(scenario: &str) -> &'static [(&'static str, &'static str)] {
+    match scenario {
+        // Every pass is a hand-off to a member waiting in receive.
+        "ring" => &[("ipc_handoff", "ipc_oneway"), ("ring", "ring")],
+        "yield" => &[("yield", "yield")],
+        "preempt" => &[("preempt", "preempt")],
+        "ipc" => &[
+            ("ipc_all", "ipc_all"),
+            ("ipc_handoff", "ipc_handoff"),
+            ("ipc_queued", "ipc_queued"),
+        ],
+        "fault" => &[("fault", "fault")],
+        "tcm" => &[("tcm", "tcm")],
+        _ => &[],
+    }
+}
+
+/// The rows of one boot of scenario `scenario`: window `i` is `runs[i]`
+/// (a boot of one run that opened no window: its transits outside any
+/// window). An error if the plugin saw another number of windows.
 pub fn rows_of(
     board: &'static str,
+    scenario: &str,
     touch: u32,
     runs: &[(Mode, u32)],
     report: &Report,
 ) -> Result<Vec<Row>> {
-    if report.windows as usize != runs.len() {
+    let unmarked = runs.len() == 1 && report.windows == 0;
+    if report.windows as usize != runs.len() && !unmarked {
         return Err(Error::Check(format!(
             "{} measurement windows for {} runs",
             report.windows,
             runs.len()
         )));
     }
+    let run_of = |w: Option<u32>| match (w, unmarked) {
+        (None, true) => Some(runs[0]),
+        (Some(w), false) => runs.get(w as usize).copied(),
+        _ => None,
+    };
+    let kinds = kinds_of(scenario);
+    let csv_name = |k: &str| kinds.iter().find(|(from, _)| *from == k).map(|(_, to)| *to);
     let mut rows = Vec::new();
     for t in &report.transits {
-        let Some(w) = t.window else { continue };
-        let Some(&(mode, n)) = runs.get(w as usize) else {
+        let (Some((mode, n)), Some(kind)) = (run_of(t.window), csv_name(&t.kind)) else {
             continue;
         };
         rows.push(Row {
             board,
-            kind: t.kind.clone(),
+            kind: kind.into(),
             mode,
             n,
             touch,
@@ -149,23 +180,25 @@ pub fn rows_of(
         });
     }
     // The ring figure.
-    for (w, &(mode, n)) in runs.iter().enumerate() {
-        if let Some(&(insns, switches)) = report.window_totals.get(&(w as u32)) {
-            if switches > 0 {
-                let v = insns as f64 / switches as f64;
-                let r = v.round() as u64;
-                rows.push(Row {
-                    board,
-                    kind: "ring".into(),
-                    mode,
-                    n,
-                    touch,
-                    count: switches,
-                    min: r,
-                    median: r,
-                    max: r,
-                    mean: v,
-                });
+    if csv_name("ring").is_some() {
+        for (w, &(mode, n)) in runs.iter().enumerate() {
+            if let Some(&(insns, switches)) = report.window_totals.get(&(w as u32)) {
+                if switches > 0 {
+                    let v = insns as f64 / switches as f64;
+                    let r = v.round() as u64;
+                    rows.push(Row {
+                        board,
+                        kind: "ring".into(),
+                        mode,
+                        n,
+                        touch,
+                        count: switches,
+                        min: r,
+                        median: r,
+                        max: r,
+                        mean: v,
+                    });
+                }
             }
         }
     }
@@ -286,7 +319,7 @@ pub fn collect(timeout: Duration, extra: &[Board]) -> Result<Outside> {
                 }
                 .run()?;
                 let runs = runs(s);
-                let rows = match rows_of(board.name(), touch, &runs, &c.report) {
+                let rows = match rows_of(board.name(), s.name, touch, &runs, &c.report) {
                     Ok(r) => r,
                     Err(e) => {
                         out.skipped
@@ -308,6 +341,92 @@ pub fn collect(timeout: Duration, extra: &[Board]) -> Result<Outside> {
                 out.comparisons.extend(compare(board.name(), &bench, &rows));
                 out.rows.extend(rows);
             }
+        }
+    }
+    Ok(out)
+}
+
+/// The modelled lat_ctx figure: kernel cycles per switch of the ring
+/// (`scenario=ring`, touch 0) under naive and FASS, from the cache-check
+/// kernel's own accesses through the board CPU's model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Modelled {
+    /// Board (its CPU's preset).
+    pub board: &'static str,
+    /// Processes.
+    pub n: u32,
+    /// Modelled cycles per switch, naive.
+    pub naive: f64,
+    /// Modelled cycles per switch, FASS.
+    pub fass: f64,
+}
+
+/// The ring's boot for [`modelled`]: naive then FASS, `ns` processes.
+pub fn modelled_cmdline(ns: &[u32]) -> String {
+    let ns: Vec<String> = ns.iter().map(u32::to_string).collect();
+    format!(
+        "scenario=ring mode=naive,fass n={} touch=0 passes=20",
+        ns.join(",")
+    )
+}
+
+/// Boots the ring under naive and FASS on `board`'s cache-check kernel
+/// with the model and transit counting on, and returns the modelled
+/// cycles per switch (every kernel transit of the window).
+pub fn modelled(timeout: Duration, board: Board, ns: &[u32]) -> Result<Vec<Modelled>> {
+    let plugin = crate::cachecheck::build_plugin()?;
+    let qemu = crate::setup::ensure_qemu()?;
+    let elf = crate::cachecheck::build_kernel(board)?;
+    let cmdline = modelled_cmdline(ns);
+    let c = Boot {
+        qemu: &qemu,
+        plugin: &plugin,
+        board,
+        elf: &elf,
+        append: Some(&cmdline),
+        timeout,
+        transits: true,
+        model: true,
+        icount: None,
+        echo: false,
+    }
+    .run()?;
+    c.report.trusted()?;
+    let runs: Vec<(Mode, u32)> = [Mode::Naive, Mode::Fass]
+        .iter()
+        .flat_map(|&m| ns.iter().map(move |&n| (m, n)))
+        .collect();
+    if c.report.windows as usize != runs.len() {
+        return Err(Error::Check(format!(
+            "`{cmdline}`: {} windows for {} runs",
+            c.report.windows,
+            runs.len()
+        )));
+    }
+    let per_switch = |w: usize| {
+        let (_, switches) = c
+            .report
+            .window_totals
+            .get(&(w as u32))
+            .copied()
+            .unwrap_or((0, 0));
+        let cycles = c
+            .report
+            .window_cycles
+            .get(&(w as u32))
+            .copied()
+            .unwrap_or(0);
+        (switches > 0).then(|| cycles as f64 / switches as f64)
+    };
+    let mut out = Vec::new();
+    for (i, &n) in ns.iter().enumerate() {
+        if let (Some(naive), Some(fass)) = (per_switch(i), per_switch(ns.len() + i)) {
+            out.push(Modelled {
+                board: board.name(),
+                n,
+                naive,
+                fass,
+            });
         }
     }
     Ok(out)
@@ -339,6 +458,17 @@ pub fn bench_hook(timeout: Duration, extra: &[Board]) -> Result<Outside> {
         oh.plugin,
         oh.ratio()
     );
+    for m in modelled(timeout, Board::Collie, &[2])? {
+        println!(
+            "modelled lat_ctx on {} (SA-1110 preset, the cache-check kernel's own accesses, \
+             n={}): naive {:.0}, FASS {:.0} cycles per switch, naive/FASS {:.1}x (paper: 57x)",
+            m.board,
+            m.n,
+            m.naive,
+            m.fass,
+            m.naive / m.fass
+        );
+    }
     let o = collect(timeout, extra)?;
     let path = write_csv(&o.rows)?;
     println!(
@@ -393,8 +523,17 @@ mod tests {
              transit window=1 kind=ipc_all n=4 min=100 median=100 max=500 mean=250.0 cycles_min=0 cycles_median=0 cycles_max=0 cycles_mean=0.0\n\
              window index=1 insns=1000 cycles=0 switches=8\n",
         );
-        let rows = rows_of("versatilepb", 0, &r[..2], &rep).unwrap();
+        let rows = rows_of("versatilepb", "yield", 0, &r[..2], &rep).unwrap();
         let y = rows.iter().find(|x| x.kind == "yield").unwrap();
+        // The yield boot files its yields only.
+        assert!(rows.iter().all(|x| x.kind == "yield"), "{rows:?}");
+        let rows = rows_of("versatilepb", "ipc", 0, &r[..2], &rep).unwrap();
+        assert!(!rows.iter().any(|x| x.kind == "yield" || x.kind == "ring"));
+        let ring = rows_of("versatilepb", "ring", 0, &r[..2], &rep).unwrap();
+        assert_eq!(
+            ring.iter().find(|x| x.kind == "ipc_oneway").unwrap().count,
+            2
+        );
         assert_eq!(
             (y.mode, y.n, y.min, y.median, y.max),
             (Mode::Naive, 8, 179, 179, 183)
@@ -404,16 +543,52 @@ mod tests {
             (all.count, all.min, all.max, all.mean),
             (4, 100, 500, 250.0)
         );
-        let ring = rows.iter().find(|x| x.kind == "ring").unwrap();
+        let ring = ring.iter().find(|x| x.kind == "ring").unwrap();
         assert_eq!((ring.median, ring.mean), (125, 125.0));
         assert!(!rows.iter().any(|x| x.kind == "mark"));
-        assert!(rows_of("versatilepb", 0, &r[..3], &rep).is_err());
+        assert!(rows_of("versatilepb", "yield", 0, &r[..3], &rep).is_err());
+        let rows = rows_of("versatilepb", "yield", 0, &r[..2], &rep).unwrap();
         let text = csv(&rows);
         assert!(text.starts_with("board,kind,mode,n,touch,min,median,max\n"));
         assert!(
             text.contains("versatilepb,yield,naive,8,0,179,179,183\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_modelled_boot_runs_naive_then_fass() {
+        assert_eq!(
+            modelled_cmdline(&[2, 16]),
+            "scenario=ring mode=naive,fass n=2,16 touch=0 passes=20"
+        );
+    }
+
+    #[test]
+    fn a_boot_of_one_unmarked_run_files_its_transits() {
+        let s = contract::SCENARIOS
+            .iter()
+            .find(|s| s.name == "fault")
+            .unwrap();
+        let rep = report(
+            0,
+            "transit window=none kind=fault n=40 min=150 median=212 max=400 mean=220.0 cycles_min=0 cycles_median=0 cycles_max=0 cycles_mean=0.0\n",
+        );
+        let rows = rows_of("versatilepb", "fault", 0, &runs(s), &rep).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            (rows[0].mode, rows[0].n, rows[0].median),
+            (Mode::Fass, 2, 212)
+        );
+        // Two runs without windows cannot be told apart.
+        assert!(rows_of(
+            "versatilepb",
+            "fault",
+            0,
+            &[(Mode::Fass, 2), (Mode::Fass, 4)],
+            &rep
+        )
+        .is_err());
     }
 
     #[test]

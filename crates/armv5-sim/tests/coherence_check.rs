@@ -589,3 +589,55 @@ fn caches_can_be_assumed_on_for_a_guest_that_leaves_them_off() {
         }
     }
 }
+
+#[test]
+fn invalidating_dirty_lines_loses_their_data() {
+    // c7,c7,0 and c7,c6,0 discard dirty lines: the write never reaches RAM.
+    for op in [mcr(7, 7, 0), mcr(7, 6, 0)] {
+        let mut t = T::on(Cpu::Arm926);
+        t.kwrite(FRAME);
+        t.op(op, 0);
+        t.kload(FRAME);
+        t.only(StaleRam, 1);
+    }
+}
+
+#[test]
+fn split_tlbs_are_invalidated_side_by_side() {
+    // SA-1110: separate I- and D-TLBs. A remapped code page whose D-TLB
+    // entry alone was invalidated still fetches through the old I-TLB entry.
+    for itlb_too in [false, true] {
+        let mut t = T::on(Cpu::Sa1110);
+        t.ufetch(USER, FRAME);
+        t.op(mcr(8, 6, 1), USER);
+        if itlb_too {
+            t.op(mcr(8, 5, 0), 0);
+        }
+        t.op(mcr(7, 5, 0), 0);
+        t.ufetch(USER, OTHER);
+        if itlb_too {
+            t.none();
+        } else {
+            t.only(StaleTlb, 1);
+        }
+    }
+    // ARM926: one unified TLB, so the D form reaches the fetch side too.
+    let mut t = T::on(Cpu::Arm926);
+    t.ufetch(USER, FRAME);
+    t.op(mcr(8, 6, 1), USER);
+    t.op(mcr(7, 5, 0), 0);
+    t.ufetch(USER, OTHER);
+    t.none();
+}
+
+#[test]
+fn clean_invalidate_by_set_way_writes_back_and_drops() {
+    let mut t = T::on(Cpu::Arm926);
+    t.kwrite(FRAME + 0x60); // set 3
+    for way in 0..4u32 {
+        t.op(mcr(7, 14, 2), (way << 30) | (3 << 5));
+    }
+    assert_eq!(t.0.dirty_lines(), 0);
+    t.uload(USER + 0x60, FRAME + 0x60);
+    t.none();
+}

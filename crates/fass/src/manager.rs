@@ -387,13 +387,13 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         self.rule = rule;
     }
 
-    /// Feature `cache-check` only, for the cache check's own tests: the
-    /// next full flush for a recycled dirty domain leaves out its D-cache
-    /// clean and invalidate (once; see [`crate::omit`]). Never in a
+    /// Feature `cache-check` only, for the cache check's own tests: from
+    /// now on, every full flush for a recycled dirty domain leaves out its
+    /// D-cache clean and invalidate (see [`crate::omit`]). Never in a
     /// shipped kernel: that flush is what keeps the recycled domain's
     /// lines from the next owner.
     #[cfg(feature = "cache-check")]
-    pub fn skip_next_recycle_clean(&mut self) {
+    pub fn skip_recycle_cleans(&mut self) {
         self.skip_recycle_clean = true;
     }
 
@@ -724,7 +724,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         }
         if e.was_dirty {
             #[cfg(feature = "cache-check")]
-            if recycled && core::mem::take(&mut self.skip_recycle_clean) {
+            if recycled && self.skip_recycle_clean {
                 self.full_flush(&mut crate::omit::SkipClean(sys));
                 return;
             }
@@ -1167,6 +1167,13 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         self.release_domain(sys, Owner::Space(id))?;
         let pid = self.space(id)?.pid.pid();
         if self.windows.may_hold_lines_of(pid, id) {
+            #[cfg(feature = "cache-check")]
+            if self.skip_recycle_clean {
+                self.full_flush(&mut crate::omit::SkipClean(sys));
+            } else {
+                self.full_flush(sys);
+            }
+            #[cfg(not(feature = "cache-check"))]
             self.full_flush(sys);
         }
         if self.current == Some(id) {

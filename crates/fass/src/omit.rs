@@ -3,9 +3,12 @@
 //! maintenance operation out on purpose, so the check's own tests see that
 //! the missing clean is reported.
 //!
-//! Only one hook: [`Fass::skip_next_recycle_clean`](crate::manager::Fass::skip_next_recycle_clean),
-//! the D-cache clean of the next full flush for a recycled dirty domain
-//! (the I-cache and TLB invalidations of that flush stay), done by the
+//! Only one hook: [`Fass::skip_recycle_cleans`](crate::manager::Fass::skip_recycle_cleans),
+//! the D-cache clean of every full flush for a recycled dirty domain,
+//! eager (taking a domain back from a space that shares its FCSE window)
+//! or deferred (a fault in a window where a recycled domain left lines,
+//! or the end of a space whose recycled domain left lines);
+//! the I-cache and TLB invalidations of that flush stay. Done by the
 //! maintenance wrapper here.
 
 use mmu_armv5::maint::CacheMaintenance;

@@ -349,6 +349,14 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             if !prev_dirty {
                 self.stats.record(Event::WindowFlush);
             }
+            #[cfg(feature = "cache-check")]
+            if !prev_dirty && self.skip_recycle_clean {
+                // The deferred clean of the lines a recycled domain left.
+                self.full_flush(&mut crate::omit::SkipClean(sys));
+            } else {
+                self.full_flush(sys);
+            }
+            #[cfg(not(feature = "cache-check"))]
             self.full_flush(sys);
             Flushed::Full
         } else if prev.is_some() {

@@ -109,7 +109,7 @@ impl Strategy {
                 let mut f = Fass::new(cpd, DomainSet::EMPTY, DefaultPolicy::default())?;
                 #[cfg(feature = "cache-check")]
                 if crate::marker::omitted(crate::marker::Omit::RecycleClean) {
-                    f.skip_next_recycle_clean();
+                    f.skip_recycle_cleans();
                 }
                 Strategy::Fass(f)
             }
