@@ -723,7 +723,14 @@ pub fn overhead(timeout: Duration) -> Result<Overhead> {
             echo: false,
         }
         .run()?;
-        verdict(&c, board, OVERHEAD_CMDLINE)?;
+        // Timed, not judged: violations are the stage's business.
+        if c.outcome.ending != Ending::Exited(0) {
+            return Err(Error::Check(format!(
+                "the boot under the plugin ended with {:?}",
+                c.outcome.ending
+            )));
+        }
+        c.report.trusted()?;
         with = with.min(c.elapsed.as_secs_f64());
     }
     Ok(Overhead {
