@@ -120,7 +120,7 @@ fn collect_qemu(timeout: Duration, extra: &[Board]) -> Result<(Figures, Vec<Boot
     let mut boots = Vec::new();
     let boards = std::iter::once(Board::Versatilepb).chain(extra.iter().copied());
     for board in boards {
-        let elf = cargo::build_kernel_for(board)?;
+        let elf = cargo::build_measuring_kernel_for(board)?;
         for cmdline in contract::cmdlines() {
             let started = Instant::now();
             let mut run = QemuRun::new(&qemu, &elf, timeout);

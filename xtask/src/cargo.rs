@@ -172,10 +172,37 @@ pub fn build_kernel() -> Result<PathBuf> {
 /// `board` and returns the path of a copy of its ELF under
 /// `<target>/release/boards/<board>/` (versatilepb and connex share a
 /// target, so cargo's own output path holds whichever was built last).
+/// This is the kernel a user builds: no measurement bookkeeping on its
+/// paths, no `BENCH` lines ([`build_measuring_kernel_for`] has them).
 pub fn build_kernel_for(board: Board) -> Result<PathBuf> {
+    build_kernel_variant(board, false)
+}
+
+/// The feature of the demo kernel's measuring build (transit stamps and
+/// their accounting on the trap and switch paths, the scenarios' `BENCH`,
+/// `TRANSITS` and `SWITCHPATH` lines).
+pub const MEASURE_FEATURE: &str = "measure";
+
+/// The measuring build of the demo kernel for `board` (the
+/// [`MEASURE_FEATURE`] feature), built in its own target directory
+/// `<target>/measure/` so that it never replaces the shipped build's
+/// output (nor the other way round); the path of a copy of its ELF under
+/// `<target>/measure/<triple>/release/boards/<board>/`.
+pub fn build_measuring_kernel_for(board: Board) -> Result<PathBuf> {
+    build_kernel_variant(board, true)
+}
+
+fn build_kernel_variant(board: Board, measuring: bool) -> Result<PathBuf> {
     let mut cmd = kernel_cargo_for("build", board)?;
+    let mut target = target_dir()?;
+    if measuring {
+        target = target.join("measure");
+        cmd.args(["--features", MEASURE_FEATURE])
+            .arg("--target-dir")
+            .arg(&target);
+    }
     run_checked(&mut cmd)?;
-    let release = target_dir()?.join(board.target()).join("release");
+    let release = target.join(board.target()).join("release");
     let built = release.join(KERNEL);
     if !built.is_file() {
         return Err(Error::Missing(format!(

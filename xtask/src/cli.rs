@@ -36,6 +36,8 @@ options (run):
   --append TEXT     kernel command line (e.g. \"test\", \"test only=NAME\", \"demo\",
                     \"scenario=tcm mode=fass\")
   --icount SHIFT    deterministic instruction counting (-icount shift=SHIFT,sleep=off)
+  --measure         boot the measuring build (feature `measure`: transit stamps on the
+                    kernel paths, BENCH/TRANSITS/SWITCHPATH lines; what bench boots)
 options (test):
   --timeout SECS    time limit of each QEMU run (default 60)
   --skip KEY        do not run a stage (repeatable; keys: fmt clippy host-tests
@@ -68,6 +70,9 @@ pub struct RunOpts {
     pub icount: Option<u8>,
     /// The board.
     pub board: Board,
+    /// Boot the measuring build (`--measure`:
+    /// [`crate::cargo::build_measuring_kernel_for`]).
+    pub measure: bool,
 }
 
 /// A parsed `cargo xtask` command.
@@ -128,12 +133,14 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                 append: None,
                 icount: None,
                 board: Board::default(),
+                measure: false,
             };
             while let Some(a) = it.next() {
                 match a {
                     "--board" => opts.board = Board::parse(value(&mut it, a)?)?,
                     "--timeout" => opts.timeout = parse_timeout(value(&mut it, a)?)?,
                     "--append" => opts.append = Some(value(&mut it, a)?.to_string()),
+                    "--measure" => opts.measure = true,
                     "--icount" => {
                         let v = value(&mut it, a)?;
                         opts.icount =
@@ -287,6 +294,7 @@ mod tests {
                 append: None,
                 icount: None,
                 board: Board::Versatilepb,
+                measure: false,
             })
         );
         assert_eq!(
@@ -299,7 +307,8 @@ mod tests {
                 "--icount",
                 "10",
                 "--board",
-                "collie"
+                "collie",
+                "--measure"
             ])
             .unwrap(),
             Command::Run(RunOpts {
@@ -307,6 +316,7 @@ mod tests {
                 append: Some("test only=x".into()),
                 icount: Some(10),
                 board: Board::Collie,
+                measure: true,
             })
         );
         assert!(parse(["run", "--board", "zaurus"]).is_err());

@@ -12,7 +12,6 @@ use mmu_armv5::regs::{Cp15Ext, HwCp15, Ttbr};
 use super::kernel::{Exit, Fast, Kernel, State, TrapFrame};
 use super::sched::Wish;
 use super::strategy::{dispatch, Strategy, MAX_PROCS};
-use super::timer;
 
 impl Kernel {
     /// Decides on the process to run after a trap and switches to it
@@ -48,7 +47,7 @@ impl Kernel {
     #[inline(always)]
     pub(super) fn switch_ready(&mut self, next: usize) -> *mut TrapFrame {
         let next = next & (MAX_PROCS - 1);
-        let t0 = timer::now();
+        let t0 = super::clock::switch_stamp();
         if self.current == Some(next) {
             return &mut self.procs[next].ctx;
         }
@@ -73,7 +72,7 @@ impl Kernel {
             self.current = Some(next);
             self.counters.switches += 1;
             self.counters.lean_switches += 1;
-            self.clock.t0 = Some(t0);
+            self.clock.begin(t0);
             return &mut self.procs[next].ctx;
         }
         self.switch_slow(next, t0)
@@ -110,7 +109,7 @@ impl Kernel {
                         .and_then(|rec| Fast::table(self.gen, &rec))
                         .unwrap_or(Fast::NONE),
                 };
-                self.clock.t0 = Some(t0);
+                self.clock.begin(t0);
                 true
             }
             Err(e) => {

@@ -488,6 +488,7 @@ mod tests {
                 n,
                 touch,
                 value,
+                range: None,
             })
             .collect();
         let mut f = Figures::new();
