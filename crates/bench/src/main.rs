@@ -14,7 +14,8 @@
 //!
 //! Writes `DIR/model.md` (Markdown tables, every figure modelled),
 //! `DIR/model.csv` (one line per run) and the PNGs
-//! `switch_cost.png` and `policies.png` into `--plots` (default `DIR`).
+//! `switch_cost.png`, `policies.png` and `lat_ctx.png` into `--plots`
+//! (default `DIR`).
 //! `--host-ns` names a file of `benchmark<TAB>ns` lines from this run's
 //! criterion microbenchmarks (`cargo xtask bench` writes it): the last
 //! tie-breaker of the recommended default. `--qemu-csv` names this run's
@@ -168,6 +169,7 @@ fn run(a: &Args) -> Result<(), BenchError> {
     std::fs::write(a.out.join("model.csv"), report::csv(&r))?;
     plot::switch_cost(&r, &plots.join("switch_cost.png"))?;
     plot::policies(&r, &plots.join("policies.png"))?;
+    plot::lat_ctx(&r, &plots.join("lat_ctx.png"))?;
     print!("{md}");
     println!(
         "wrote {}, {}, {} and {} ({:.1} s)",

@@ -317,10 +317,9 @@ impl Sum {
 
 /// `a / b` rounded to the nearest integer (halves up); 0 if `b` is 0.
 pub const fn div_round(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        0
-    } else {
-        (a + b / 2) / b
+    match (a + b / 2).checked_div(b) {
+        Some(q) => q,
+        None => 0,
     }
 }
 
