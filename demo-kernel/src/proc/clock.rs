@@ -55,6 +55,26 @@ pub const FAULT_ENTRY_INSTRUCTIONS: u64 = 11;
 /// ([`TRANSIT_TAIL_INSTRUCTIONS`]).
 pub const FAST_RETURN_TAIL_INSTRUCTIONS: u64 = 3;
 
+/// Instructions of the measuring build's own inside a transit's window
+/// that the shipped build does not run, all fixed assembly: `SAVE_USER`'s
+/// counter read and stamp store (4), the return's mark (`mov r5` or
+/// `MARK_TRANSIT`, 1) and counter read (2). Subtracted from every transit
+/// filed through [`return_accounting`], so that the figures are the shipped
+/// kernel's (checked against a single-step trace of both builds:
+/// `docs/benchmarks/method.md`).
+pub const MEASURE_TRANSIT_INSTRUCTIONS: u64 = 7;
+/// The same for an abort resolved on the fast path: the abort stub's
+/// counter read (1 more than the shipped `mov r5, #0`) and
+/// `__return_fast`'s (2). A general-path abort returns through
+/// `__return_to_user`, one more (its `mov r5, #0`).
+pub const MEASURE_ABORT_INSTRUCTIONS: u64 = 3;
+/// The switch-tail stamp of the assembly fast path (`SWITCH_REGS`:
+/// `READ_COUNTER`, `mov r8, #1` and the store of `Some(t0)`, one `strd` on
+/// ARMv5TE, two `str` on ARMv4), subtracted from every transit the fast
+/// path files. The Rust paths' stamp and marks (a few instructions the
+/// compiler places) are not subtracted.
+pub const MEASURE_FAST_STAMP_INSTRUCTIONS: u64 = if cfg!(target_feature = "v5te") { 4 } else { 5 };
+
 /// Ticks of `n` instructions under `-icount shift=10`.
 #[cfg(feature = "measure")]
 const fn ticks(n: u64) -> u32 {
@@ -214,7 +234,17 @@ pub extern "C" fn return_accounting(t_out: u32, fast_mark: u32) {
         }
         // SAFETY: written only by `SAVE_USER` at this transit's entry.
         let t_in = unsafe { core::ptr::addr_of!(__in_stamp).read_volatile() };
-        tr.add(tr.bucket as usize, t_out.wrapping_sub(t_in));
+        let own = if tr.bucket == Transit::Fault as u32 {
+            MEASURE_ABORT_INSTRUCTIONS + 1
+        } else if fast_mark != 0 {
+            MEASURE_TRANSIT_INSTRUCTIONS + MEASURE_FAST_STAMP_INSTRUCTIONS
+        } else {
+            MEASURE_TRANSIT_INSTRUCTIONS
+        };
+        tr.add(
+            tr.bucket as usize,
+            t_out.wrapping_sub(t_in).wrapping_sub(ticks(own)),
+        );
         tr.bucket = tr.default;
     }
     // SAFETY: on the way back to user mode, after the trap handler's
@@ -474,7 +504,7 @@ pub extern "C" fn fast_return_accounting(t_out: u32, t0: u32, prefetch: bool) {
         };
         tr.add(
             Transit::Fault as usize,
-            t_out.wrapping_sub(t0) + ticks(early),
+            (t_out.wrapping_sub(t0) + ticks(early)).wrapping_sub(ticks(MEASURE_ABORT_INSTRUCTIONS)),
         );
     }
     // SAFETY: on the fast path's way back to user mode, after its

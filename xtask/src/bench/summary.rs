@@ -71,7 +71,10 @@ const SAME_GENERATION: &[u32] = &[2, 8, 14];
 /// recycling on every switch, refill faults included; a collision resolved
 /// without a flush), the TCM goals, and the old goal on the switch tail
 /// (secondary).
-pub const GOALS: [Goal; 14] = [
+/// (No flatness goal for `ipc_roundtrip`: it counts every IPC transit, and
+/// at n=14 a third of the calls queue behind a busy server, the slow path;
+/// the hand-off itself is held flat by `ipc_oneway`'s.)
+pub const GOALS: [Goal; 13] = [
     Goal {
         kind: Kind::Yield,
         ns: SAME_GENERATION,
@@ -96,11 +99,6 @@ pub const GOALS: [Goal; 14] = [
         kind: Kind::IpcRoundtrip,
         ns: SAME_GENERATION,
         rule: Rule::AtMost(200.0),
-    },
-    Goal {
-        kind: Kind::IpcRoundtrip,
-        ns: &[2, 14],
-        rule: FLAT,
     },
     Goal {
         kind: Kind::Preempt,
@@ -558,14 +556,13 @@ mod tests {
         assert_eq!(limit(Kind::Ring, 64), Some(Rule::AtMost(600.0)));
         assert_eq!(limit(Kind::Fault, 2), Some(Rule::AtMost(150.0)));
         assert_eq!(limit(Kind::Yield, 16), None);
-        for k in [
-            Kind::Yield,
-            Kind::IpcOneway,
-            Kind::IpcRoundtrip,
-            Kind::Preempt,
-        ] {
+        for k in [Kind::Yield, Kind::IpcOneway, Kind::Preempt] {
             assert!(GOALS.iter().any(|g| g.kind == k && g.rule == FLAT), "{k:?}");
         }
+        // Over every IPC transit the round trip grows with queued callers.
+        assert!(!GOALS
+            .iter()
+            .any(|g| g.kind == Kind::IpcRoundtrip && g.rule == FLAT));
     }
 
     #[test]
@@ -636,7 +633,7 @@ mod tests {
                     t.contains("| `tcm` n=1 | n/a | n/a | 2,500 | – | – | <= 2,500 | met |"),
                     "{t}"
                 );
-                assert!(t.contains("Goals: 2 met, 0 NOT met, 12 not measured (of 14)."));
+                assert!(t.contains("Goals: 2 met, 0 NOT met, 11 not measured (of 13)."));
             } else {
                 assert!(
                     t.contains("| `tcm` n=1 | n/a | n/a | n/a (no TCM) | – | – | <= 2,500 | n/a (no TCM) |"),
@@ -644,7 +641,7 @@ mod tests {
                 );
                 assert!(t.contains("| `tcm_window` n=1 | n/a | n/a | n/a (no TCM) | – | – | <= 300 | n/a (no TCM) |"));
                 assert!(
-                    t.contains("Goals: 0 met, 0 NOT met, 12 not measured (of 12; 2 n/a: no TCM)."),
+                    t.contains("Goals: 0 met, 0 NOT met, 11 not measured (of 11; 2 n/a: no TCM)."),
                     "{t}"
                 );
             }
@@ -667,7 +664,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("Goals: 0 met, 0 NOT met, 14 not measured (of 14)."),
+            t.contains("Goals: 0 met, 0 NOT met, 13 not measured (of 13)."),
             "{t}"
         );
         // The legacy kind appears only when printed.
