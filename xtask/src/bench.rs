@@ -455,13 +455,21 @@ pub fn run(full: bool, timeout: Duration, extra: &[Board]) -> Result<()> {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut summary_md = summary::table(&figs, Board::Versatilepb);
-    for b in extra {
-        summary_md.push('\n');
-        summary_md.push_str(&summary::table(&figs, *b));
+    let boards: Vec<Board> = std::iter::once(Board::Versatilepb)
+        .chain(extra.iter().copied())
+        .collect();
+    let mut modelled = Vec::new();
+    for n in [2, 64] {
+        modelled.push((n, crate::demo::model_for(n, Some(&csv), true)?));
     }
+    let summary_md = summary::headline(&figs, &boards, &modelled);
     let mut body = provenance(full, &rustc, threads, &root, &target);
     body.push('\n');
+    body.push_str("## Every figure per board (measured)\n\n");
+    for b in &boards {
+        body.push_str(&summary::table(&figs, *b));
+        body.push('\n');
+    }
     body.push_str("## QEMU instruction counts\n\n");
     body.push_str(&qemu_section(&figs, &boots, &version));
     body.push_str("### Cross-check against the outside counts\n\n");
@@ -662,10 +670,11 @@ mod tests {
 
     #[test]
     fn the_doc_carries_the_contract_verbatim() {
-        let doc = std::fs::read_to_string(crate::repo_root().join("docs/benchmarks.md")).unwrap();
+        let doc =
+            std::fs::read_to_string(crate::repo_root().join("docs/benchmarks/method.md")).unwrap();
         assert!(
             doc.contains(&contract::markdown()),
-            "docs/benchmarks.md does not carry the contract of xtask/src/bench/contract.rs; paste:\n{}",
+            "docs/benchmarks/method.md does not carry the contract of xtask/src/bench/contract.rs; paste:\n{}",
             contract::markdown()
         );
     }

@@ -80,16 +80,29 @@ pub fn parse_switch_cost(text: &str) -> Result<Vec<(String, f64)>> {
 }
 
 /// Runs `bench-model --switch-cost N` (the dev profile, as `cargo xtask
-/// test`'s model stage builds it).
+/// test`'s model stage builds it) for the demonstration's ring.
 pub fn model() -> Result<Vec<(String, f64)>> {
-    let out = crate::cargo::cargo()
-        .args(["run", "-q", "-p", "bench", "--bin", "bench-model", "--"])
-        .args(["--switch-cost", &N.to_string()])
-        .output()
-        .map_err(|source| Error::Io {
-            what: "running bench-model --switch-cost".into(),
-            source,
-        })?;
+    model_for(N, None, false)
+}
+
+/// Runs `bench-model --switch-cost n`, with this run's kernel path
+/// lengths (`qemu_csv`) if given; `release`: the release build (as `cargo
+/// xtask bench` builds it).
+pub fn model_for(n: u32, qemu_csv: Option<&Path>, release: bool) -> Result<Vec<(String, f64)>> {
+    let mut cmd = crate::cargo::cargo();
+    cmd.args(["run", "-q"]);
+    if release {
+        cmd.arg("--release");
+    }
+    cmd.args(["-p", "bench", "--bin", "bench-model", "--"])
+        .args(["--switch-cost", &n.to_string()]);
+    if let Some(q) = qemu_csv {
+        cmd.arg("--qemu-csv").arg(q);
+    }
+    let out = cmd.output().map_err(|source| Error::Io {
+        what: "running bench-model --switch-cost".into(),
+        source,
+    })?;
     if !out.status.success() {
         return Err(Error::Check(format!(
             "bench-model --switch-cost failed: {}",

@@ -1,7 +1,7 @@
 //! The contract between `cargo xtask bench` and the demo kernel: which
 //! command lines the bench boots and which `BENCH` kinds each must print.
 //!
-//! This module is the one place that defines it; `docs/benchmarks.md`
+//! This module is the one place that defines it; `docs/benchmarks/method.md`
 //! carries the same table ([`markdown`], checked by a test), and the
 //! kernel's scenarios follow it.
 //!
@@ -185,7 +185,8 @@ pub fn printed_by(kind: Kind) -> Option<&'static Scenario> {
 }
 
 /// The contract as Markdown: the command lines and what each prints, then
-/// the definition of every kind. `docs/benchmarks.md` carries it verbatim.
+/// the definition of every kind. `docs/benchmarks/method.md` carries it
+/// verbatim.
 pub fn markdown() -> String {
     let mut out = String::from(
         "| command line (one boot each) | what runs | prints, for every mode and n of the line |\n|---|---|---|\n",
