@@ -33,11 +33,12 @@ pub fn cmdline() -> String {
 /// What each column is: printed under the table.
 pub const LEGEND: &str = "\
 columns: yield / one-way IPC = mean instructions of one YIELD / one SEND_RECV hand-off \
-(ring), from the trap vector to the return to user mode of the next process, \
-min-max in brackets (measured: the kernel's measuring build under -icount); \
-SA-1100 cycles/switch = a ring of 8 with the cache and TLB model (modelled); \
-naive/mode = naive's modelled cycles over this mode's; flushes and TLB \
-invalidations = counts over the whole boot (measured).";
+(ring of 8) from the trap vector to the return to user mode of the next process, min-max \
+in brackets (MEASURED under -icount by the kernel's measuring build with its own \
+bookkeeping subtracted, i.e. the kernel users build; counted inside the kernel until the \
+outside counts are in); SA-1100 cycles/switch = MODELLED cycles per switch of a ring of 8 \
+touching nothing (cache and TLB model of armv5-sim); naive/mode = naive's modelled cycles \
+over this mode's; cache flushes, TLB invalidations = counts over the whole boot (MEASURED).";
 
 fn fields(text: &str, prefix: &str) -> Option<HashMap<String, String>> {
     let rest = text.strip_prefix(prefix)?.strip_prefix(' ')?;
