@@ -165,6 +165,19 @@ fn check_ring(out: &QemuOutcome, touch: &str, measuring: bool) {
         }
         return;
     }
+    // Past the 15 free domains FASS recycles, and the refill faults that
+    // follow (most resolved on the fast abort path) are transits of the
+    // window, in `ring` (issue 25).
+    let transits = records(out, "TRANSITS");
+    for n in RING_NS.iter().filter(|n| **n > 15) {
+        let ns = n.to_string();
+        let t = find(
+            &transits,
+            &[("name", "ring"), ("mode", "fass"), ("n", ns.as_str())],
+        )
+        .unwrap_or_else(|| panic!("no TRANSITS ring fass n={n}"));
+        assert!(num(t, "fault") > 0, "{t:?}");
+    }
     // One ring and one switch_tail figure per (mode, n).
     let bench = records(out, "BENCH");
     for kind in ["ring", "switch_tail"] {

@@ -29,6 +29,8 @@ commands:
           permission- and flush-critical files; prints the score per file
   fuzz    the cargo-fuzz targets (mapper, fass, spm; nightly and cargo-fuzz installed
           if missing), from the committed corpus, new inputs under target/fuzz/
+  miri    the library crates' tests under Miri: the set `cargo xtask test` runs, or with
+          --full every test it leaves out too (docs/testing.md, \"Miri\")
 
 options (run):
   --board NAME      versatilepb (default), collie or connex (also for build)
@@ -102,6 +104,11 @@ pub enum Command {
     Mutants(crate::mutants::MutantsOpts),
     /// Fuzzing.
     Fuzz(crate::fuzz::FuzzOpts),
+    /// The Miri runs (`--full`: [`crate::miri::Set::Full`]).
+    Miri {
+        /// Every test, not only the stage's set.
+        full: bool,
+    },
     /// Print usage.
     Help,
 }
@@ -235,6 +242,20 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
             }
             Ok(Command::Mutants(opts))
         }
+        "miri" => {
+            let mut full = false;
+            for a in it {
+                match a {
+                    "--full" => full = true,
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "unknown option `{a}` for miri\n\n{USAGE}"
+                        )))
+                    }
+                }
+            }
+            Ok(Command::Miri { full })
+        }
         "fuzz" => {
             let mut opts = crate::fuzz::FuzzOpts::default();
             while let Some(a) = it.next() {
@@ -279,6 +300,15 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn miri_takes_the_stage_set_or_full() {
+        assert_eq!(parse(["miri"]).unwrap(), Command::Miri { full: false });
+        assert_eq!(
+            parse(["miri", "--full"]).unwrap(),
+            Command::Miri { full: true }
+        );
+    }
 
     #[test]
     fn no_arguments_is_help() {
@@ -453,6 +483,7 @@ mod tests {
             &["mutants", "--shard", "2/2"],
             &["mutants", "--jobs", "0"],
             &["mutants", "--file"],
+            &["miri", "--quick"],
         ] {
             assert!(
                 matches!(parse(args.iter().copied()), Err(Error::Usage(_))),

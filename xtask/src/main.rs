@@ -83,6 +83,17 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
         },
+        Command::Miri { full } => {
+            let set = if full {
+                xtask::miri::Set::Full
+            } else {
+                xtask::miri::Set::Stage
+            };
+            match xtask::miri::run(set) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(e),
+            }
+        }
         Command::Fuzz(opts) => match xtask::fuzz::run(&opts) {
             Ok(_) => ExitCode::SUCCESS,
             Err(e) => fail(e),

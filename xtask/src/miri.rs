@@ -8,6 +8,13 @@
 //! and a few tests that repeat, on large tables, code paths that other tests
 //! of the same run already take are skipped ([`MiriRun::skip`], each with
 //! its reason). `docs/testing.md` lists what runs and the time it takes.
+//!
+//! Two sets ([`Set`]): the stage of `cargo xtask test` ([`Set::Stage`])
+//! leaves out, besides [`MiriRun::skip`], the tests of
+//! [`MiriRun::stage_skip`]: each repeats on more data an unsafe path that a
+//! test kept in the stage already takes, so the stage finds the same
+//! undefined behaviour in about half the time; `cargo xtask miri --full`
+//! ([`Set::Full`]) runs them too.
 
 use crate::cargo::run_checked;
 use crate::setup::{ensure_toolchain, toolchain_cargo, NIGHTLY};
@@ -24,6 +31,10 @@ pub struct MiriRun {
     pub targets: &'static [&'static str],
     /// Full names of tests not run under Miri, each with why.
     pub skip: &'static [(&'static str, &'static str)],
+    /// Full names of tests the stage of `cargo xtask test` leaves out
+    /// ([`Set::Stage`]; `cargo xtask miri --full` runs them), each with the
+    /// test of the stage that takes the same unsafe path.
+    pub stage_skip: &'static [(&'static str, &'static str)],
     /// Which of the two lanes runs it: the lanes run side by side (Miri
     /// interprets on one core), each run after run.
     pub lane: u8,
@@ -35,30 +46,35 @@ pub const RUNS: &[MiriRun] = &[
         package: "mmu-armv5",
         targets: &["--lib"],
         skip: &[],
+        stage_skip: &[],
         lane: 0,
     },
     MiriRun {
         package: "mmu-armv5",
         targets: &["--test", "translate"],
         skip: &[],
+        stage_skip: &[],
         lane: 0,
     },
     MiriRun {
         package: "armv5-sim",
         targets: &["--lib"],
         skip: &[],
+        stage_skip: &[],
         lane: 0,
     },
     MiriRun {
         package: "armv5-sim",
         targets: &["--test", "model"],
         skip: &[],
+        stage_skip: &[],
         lane: 0,
     },
     MiriRun {
         package: "fass",
         targets: &["--lib"],
         lane: 1,
+        stage_skip: &[],
         skip: &[
             (
                 "lean::tests::the_comparison_sees_lean_switches_of_every_strategy",
@@ -210,25 +226,40 @@ pub const RUNS: &[MiriRun] = &[
                 "three begun 16 KiB page-directory moves on the byte-wise host doubles",
             ),
         ],
+        stage_skip: &[],
         lane: 0,
     },
 ];
+
+/// Which tests a Miri run takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Set {
+    /// The stage of `cargo xtask test`: every run without its
+    /// [`MiriRun::skip`] and [`MiriRun::stage_skip`] tests.
+    Stage,
+    /// `cargo xtask miri --full`: without [`MiriRun::skip`] only.
+    Full,
+}
 
 /// Cases of every property test that takes proptest's default
 /// configuration (`PROPTEST_CASES`); the crates' own helpers cap theirs
 /// under `cfg(miri)` too.
 pub const PROPTEST_CASES: &str = "8";
 
-/// The `cargo miri test` arguments of `r` (after `cargo`).
-pub fn args(r: &MiriRun) -> Vec<String> {
+/// The `cargo miri test` arguments of `r` in `set` (after `cargo`).
+pub fn args(r: &MiriRun, set: Set) -> Vec<String> {
     let mut a: Vec<String> = ["miri", "test", "-p", r.package]
         .iter()
         .map(|s| s.to_string())
         .collect();
     a.extend(r.targets.iter().map(|s| s.to_string()));
-    if !r.skip.is_empty() {
+    let stage: &[(&str, &str)] = match set {
+        Set::Stage => r.stage_skip,
+        Set::Full => &[],
+    };
+    if !r.skip.is_empty() || !stage.is_empty() {
         a.push("--".into());
-        for (name, _) in r.skip {
+        for (name, _) in r.skip.iter().chain(stage) {
             a.push("--skip".into());
             a.push((*name).into());
         }
@@ -237,16 +268,17 @@ pub fn args(r: &MiriRun) -> Vec<String> {
     a
 }
 
-/// Runs [`RUNS`] under Miri, the two lanes side by side; each run's output
-/// is printed when it ends. Any failure fails the stage (after both lanes).
-pub fn run() -> Result<()> {
+/// Runs [`RUNS`] under Miri, the tests of `set`, the two lanes side by
+/// side; each run's output is printed when it ends. Any failure fails the
+/// stage (after both lanes).
+pub fn run(set: Set) -> Result<()> {
     ensure_toolchain(NIGHTLY, &["miri", "rust-src"])?;
     run_checked(toolchain_cargo(NIGHTLY).args(["miri", "setup"]))?;
     let lane = |n: u8| -> Result<()> {
         for r in RUNS.iter().filter(|r| r.lane == n) {
             let mut cmd = toolchain_cargo(NIGHTLY);
-            cmd.args(args(r)).env("PROPTEST_CASES", PROPTEST_CASES);
-            let command = format!("cargo +{NIGHTLY} {}", args(r).join(" "));
+            cmd.args(args(r, set)).env("PROPTEST_CASES", PROPTEST_CASES);
+            let command = format!("cargo +{NIGHTLY} {}", args(r, set).join(" "));
             let start = std::time::Instant::now();
             let out = cmd.output().map_err(|source| Error::Spawn {
                 command: command.clone(),
@@ -284,12 +316,20 @@ mod tests {
     #[test]
     fn skipped_tests_are_named_exactly() {
         let fass = RUNS.iter().find(|r| r.package == "fass").unwrap();
-        let a = args(fass);
+        let a = args(fass, Set::Full);
         assert_eq!(&a[..5], ["miri", "test", "-p", "fass", "--lib"]);
         assert_eq!(a[5], "--");
         assert_eq!(a.last().unwrap(), "--exact");
         assert_eq!(a.iter().filter(|s| *s == "--skip").count(), fass.skip.len());
-        let plain = args(&RUNS[0]);
+        let a = args(fass, Set::Stage);
+        assert_eq!(
+            a.iter().filter(|s| *s == "--skip").count(),
+            fass.skip.len() + fass.stage_skip.len()
+        );
+        for (name, _) in fass.stage_skip {
+            assert!(a.iter().any(|s| s == name), "{name}");
+        }
+        let plain = args(&RUNS[0], Set::Full);
         assert_eq!(plain, ["miri", "test", "-p", "mmu-armv5", "--lib"]);
     }
 
@@ -310,7 +350,7 @@ mod tests {
     #[test]
     fn every_skipped_test_exists() {
         for r in RUNS {
-            for (name, why) in r.skip {
+            for (name, why) in r.skip.iter().chain(r.stage_skip) {
                 let f = name.rsplit("::").next().unwrap();
                 let dir = crate::repo_root()
                     .join("crates")

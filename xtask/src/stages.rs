@@ -122,7 +122,7 @@ fn embed(_: &Settings) -> Result<()> {
 }
 
 fn miri(_: &Settings) -> Result<()> {
-    crate::miri::run()
+    crate::miri::run(crate::miri::Set::Stage)
 }
 
 fn fuzz_short(_: &Settings) -> Result<()> {
