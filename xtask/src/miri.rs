@@ -74,7 +74,38 @@ pub const RUNS: &[MiriRun] = &[
         package: "fass",
         targets: &["--lib"],
         lane: 1,
-        stage_skip: &[],
+        // The property tests of the modules without `unsafe` code
+        // (domain, pid, slots, layout, policy: plain safe Rust over
+        // arrays, no raw pointer, no container with unsafe internals):
+        // random operation sequences over code whose every memory access
+        // the same modules' example tests (kept) already make under Miri;
+        // natively they run with proptest's full case count.
+        stage_skip: &[
+            (
+                "domain::tests::slot_bookkeeping_matches_a_model",
+                "safe code only; the example tests of domain.rs (claim, evict, the fast path's move) run",
+            ),
+            (
+                "pid::tests::best_effort_never_misses_a_needed_flush",
+                "safe code only; the example tests of pid.rs run",
+            ),
+            (
+                "slots::tests::behaves_like_a_btreeset",
+                "safe code only; the example tests of slots.rs run",
+            ),
+            (
+                "layout::tests::overlap_is_symmetric_and_matches_slot_sets",
+                "safe code only; the example tests of layout.rs run",
+            ),
+            (
+                "layout::tests::valid_layouts_are_disjoint",
+                "safe code only; the example tests of layout.rs run",
+            ),
+            (
+                "policy::tests::choice_is_always_eligible_and_clean_if_possible",
+                "safe code only; the example tests of policy.rs run",
+            ),
+        ],
         skip: &[
             (
                 "lean::tests::the_comparison_sees_lean_switches_of_every_strategy",
@@ -345,6 +376,47 @@ mod tests {
                     .unwrap_or(false)
             }
         })
+    }
+
+    #[test]
+    fn the_stage_set_leaves_out_tests_the_full_set_runs() {
+        let fass = RUNS.iter().find(|r| r.package == "fass").unwrap();
+        assert!(!fass.stage_skip.is_empty());
+        for r in RUNS {
+            for (name, _) in r.stage_skip {
+                assert!(
+                    !r.skip.iter().any(|(s, _)| s == name),
+                    "{name} is in both lists"
+                );
+                // The stage skips it, the full set does not.
+                assert!(args(r, Set::Stage).iter().any(|a| a == name));
+                assert!(!args(r, Set::Full).iter().any(|a| a == name));
+            }
+        }
+    }
+
+    /// A stage-skipped test must live in a module without `unsafe`: the
+    /// stage leaves out only tests of code Miri has nothing of its own to
+    /// check in.
+    #[test]
+    fn stage_skipped_tests_are_of_modules_without_unsafe() {
+        for r in RUNS {
+            for (name, _) in r.stage_skip {
+                let module = name.split("::").next().unwrap();
+                let file = crate::repo_root()
+                    .join("crates")
+                    .join(r.package)
+                    .join("src")
+                    .join(format!("{module}.rs"));
+                let text = std::fs::read_to_string(&file)
+                    .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+                assert!(
+                    !text.contains("unsafe"),
+                    "{} has unsafe code",
+                    file.display()
+                );
+            }
+        }
     }
 
     #[test]
