@@ -4,9 +4,13 @@
 //! `_start_high` (virtual, MMU on); `asm/vectors.s` holds the vector page and
 //! the exception entry stubs; `asm/probe.s` the probe instructions;
 //! `asm/trap.s` the user-mode trap frames and the way into user mode.
+//! The files with CP15 accesses get the cache-check marker macros
+//! ([`asm_with_markers`]).
 
-core::arch::global_asm!(include_str!("asm/boot.s"), options(raw));
-core::arch::global_asm!(include_str!("asm/vectors.s"), options(raw));
+use crate::marker::asm_with_markers;
+
+core::arch::global_asm!(asm_with_markers!("src/asm/boot.s"), options(raw));
+core::arch::global_asm!(asm_with_markers!("src/asm/vectors.s"), options(raw));
 core::arch::global_asm!(include_str!("asm/probe.s"), options(raw));
 /// `MEASURE` for `asm/trap.s`: 1 in the measuring build (the `measure`
 /// feature: the transit stamps and their accounting), 0 in the shipped one.

@@ -5,6 +5,8 @@
 //! spaces; the kernel path and unknown words are ignored. `scenario=NAMES`
 //! selects the process scenarios ([`crate::proc::scenario`]), with
 //! `mode=`, `n=`, `touch=`, `passes=`, `rounds=`, `seed=`, `calls=`, `slice=`.
+//! `omit=NAME` (a `cache-check` build only) leaves one maintenance
+//! operation out on purpose ([`crate::marker::Omit`]).
 
 use crate::exit::semihosting;
 use crate::global::Global;
@@ -36,6 +38,9 @@ pub struct Cmdline {
     pub seed: Option<&'static str>,
     /// Scenario parameters.
     pub params: crate::proc::scenario::Params,
+    /// `omit=NAME`: the maintenance operation to leave out
+    /// ([`crate::marker::Omit`]; only a `cache-check` build accepts it).
+    pub omit: Option<&'static str>,
 }
 
 /// Why the command line could not be read.
@@ -82,6 +87,7 @@ fn parse(text: &'static str) -> Cmdline {
         only: None,
         seed: None,
         params: crate::proc::scenario::Params::DEFAULT,
+        omit: None,
     };
     let p = &mut cmd.params;
     for word in text.split(' ') {
@@ -90,6 +96,7 @@ fn parse(text: &'static str) -> Cmdline {
             None if word == "test" => cmd.mode = Mode::Test,
             None if word == "demo" => cmd.mode = Mode::Demo,
             Some(("only", name)) => cmd.only = Some(name),
+            Some(("omit", name)) => cmd.omit = Some(name),
             Some(("scenario", names)) => {
                 cmd.mode = Mode::Scenario;
                 p.scenarios = names;

@@ -145,6 +145,27 @@ fn next_after(all: &[&'static TestCase], prev: Option<&TestCase>) -> Option<&'st
         .min_by(|a, b| key(a).cmp(&key(b)))
 }
 
+/// Reports the start of test `name` to the cache check
+/// ([`Event::Scenario`](mmu_armv5::marker::Event::Scenario), numbered from
+/// 1 in the order the tests run, the number logged with the name).
+fn scenario_marker(name: &str) {
+    #[cfg(feature = "cache-check")]
+    {
+        static NEXT: crate::global::Global<u32> = crate::global::Global::new(0);
+        // SAFETY: thread context, single core, not re-entered.
+        let n = unsafe {
+            NEXT.with(|n| {
+                *n += 1;
+                *n
+            })
+        };
+        defmt::info!("cache-check: scenario {=u32} is test {=str}", n, name);
+        crate::marker::event(mmu_armv5::marker::Event::Scenario, n);
+    }
+    #[cfg(not(feature = "cache-check"))]
+    let _ = name;
+}
+
 /// Runs the tests (all non-manual ones, or just `only`), lending each the
 /// kernel's CP15 owner `cp15`. Returns whether the run passed: at least one
 /// test ran and none failed.
@@ -169,6 +190,7 @@ pub fn run(cp15: &mut mmu_armv5::regs::HwCp15, only: Option<&str>) -> bool {
             continue;
         }
         defmt::info!("test {=str} ...", t.name);
+        scenario_marker(t.name);
         let saved = mmu::snapshot(cp15);
         let result = (t.func)(cp15);
         mmu::restore(cp15, &saved);

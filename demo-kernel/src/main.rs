@@ -50,6 +50,8 @@ mod difftest;
 #[cfg(target_os = "none")]
 mod logger;
 #[cfg(target_os = "none")]
+mod marker;
+#[cfg(target_os = "none")]
 mod mmu;
 #[cfg(target_os = "none")]
 mod probe;
@@ -80,6 +82,8 @@ pub extern "C" fn kmain() -> ! {
     // assembly that cannot be lent it use `proc::kernel::trap_cp15`, under
     // the same argument; the fatal exception report reads its own.)
     let mut cp15 = unsafe { mmu_armv5::regs::HwCp15::new() };
+    #[cfg(feature = "cache-check")]
+    marker::boot_report(&cp15);
     bootinfo::log(&cp15);
     if let Err(e) = mmu::init(&mut cp15) {
         defmt::error!("cannot build the kernel page table: {}", e);
@@ -92,6 +96,7 @@ pub extern "C" fn kmain() -> ! {
             exit::exit(exit::EXIT_USAGE);
         }
     };
+    omit(cmd.omit);
     match cmd.mode {
         cmdline::Mode::Test => {
             if let Some(s) = cmd.seed {
@@ -123,6 +128,34 @@ pub extern "C" fn kmain() -> ! {
             demo::run(&mut cp15);
             exit::exit(exit::EXIT_OK);
         }
+    }
+}
+
+/// Applies `omit=NAME` (a cache-check build's injected omission, reported
+/// to the observer at boot, "none" included); exits with the usage status
+/// for an unknown name, or for any `omit=` in a kernel built without the
+/// feature `cache-check` (a shipped kernel has no such switch).
+#[cfg(target_os = "none")]
+fn omit(name: Option<&str>) {
+    let o = match name.map(marker::Omit::parse) {
+        None => marker::Omit::None,
+        Some(Some(o)) => o,
+        Some(None) => {
+            defmt::error!("omit={=str}: no such omission", name.unwrap_or(""));
+            exit::exit(exit::EXIT_USAGE);
+        }
+    };
+    #[cfg(feature = "cache-check")]
+    {
+        if o != marker::Omit::None {
+            defmt::warn!("cache check: leaving out {=str} on purpose", o.name());
+        }
+        marker::set_omit(o);
+    }
+    #[cfg(not(feature = "cache-check"))]
+    if o != marker::Omit::None {
+        defmt::error!("omit= needs a kernel built with the feature cache-check");
+        exit::exit(exit::EXIT_USAGE);
     }
 }
 

@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | `0xC000_0000` + the board's RAM | the board's RAM | sections, domain 0, AP=01 (kernel only), write-back |
 //! | [`DEVICE_VIRT`] + 1 MiB per device MiB | the board's device MiBs | sections, domain 0, AP=01, uncached (devices) |
+//! | `0xE000_0000` + 16 MiB (feature `cache-check` only) | the first 16 RAM MiBs | sections, domain 0, AP=01, uncached (the marker window) |
 //! | `0xFFFF_0000` | the `.vectors` page | a small page in the boot code's coarse table (high vectors) |
 //!
 //! and loads it into the TTBR. The boot-time identity mapping of the start-up
@@ -186,6 +187,21 @@ pub fn init(cp15: &mut HwCp15) -> Result<(), TableError> {
             )?
             .flush(&mut m, &mut pool);
     }
+    // The cache check's marker window (`mmu_armv5::marker`): kernel-only,
+    // uncached, onto the first RAM MiBs (the loads' results are discarded),
+    // as the boot table maps it, so markers work in every address space
+    // that shares the kernel's entries.
+    #[cfg(feature = "cache-check")]
+    table
+        .map(
+            &mut pool,
+            ModifiedVirtAddr::new(mmu_armv5::marker::WINDOW_BASE),
+            PhysAddr::new(ram),
+            mmu_armv5::marker::WINDOW_SIZE,
+            kernel(CachePolicy::Uncached),
+            section,
+        )?
+        .flush(&mut m, &mut pool);
     // The high-vector page: the boot code's coarse table (outside the pool,
     // already mapping the `.vectors` page) is linked, not a pool table. The
     // per-table switching strategies copy the kernel's first-level entries

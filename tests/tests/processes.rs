@@ -543,6 +543,22 @@ fn records_before(out: &QemuOutcome, kind: &str, to: &str) -> Vec<HashMap<String
         .collect()
 }
 
+/// Regressions of issue 24: a refused unmap keeps the frame and its
+/// record; a dead process keeps no page record (TCM resource pages and
+/// exchange targets included); a new frame is cleaned after zeroing, a
+/// spawn cleans what it loaded and invalidates the I-cache for code.
+/// In-kernel checks on the installed kernel (`proc/kstate.rs`), in every
+/// mode.
+#[test]
+fn kernel_page_bookkeeping_regressions() {
+    let out = run("scenario=kstate mode=naive,fcse,fass");
+    let ks = records(&out, "KSTATE");
+    for mode in ["naive", "fcse", "fass"] {
+        let r = find(&ks, &[("mode", mode)]).unwrap_or_else(|| panic!("{}", show(&out)));
+        assert_eq!(r["failed"], "0x0", "{mode}: {}", show(&out));
+    }
+}
+
 #[test]
 fn tcm_page_operations_follow_spm_rules() {
     let out = run("scenario=tcmops mode=naive,fcse,fass");
@@ -555,7 +571,7 @@ fn tcm_page_operations_follow_spm_rules() {
         let procs = proc_lines(&out, "BASELINE", &to);
         let user = procs.iter().find(|p| p["role"] == "11").unwrap();
         // Every check passed: the created DTCM page read as zero over the
-        // old pattern, deleting a page that is no longer ours gave EPERM,
+        // old pattern, giving a mapped page up as a resource gave EPERM,
         // undefined gave ESTATE and kernel page EPERM, ...
         assert_eq!(user["code"], "0", "{mode}: {user:?}");
         // ... and the eleven refusals it provokes are its only errors.

@@ -444,6 +444,13 @@ pub fn run(full: bool, timeout: Duration, extra: &[Board]) -> Result<()> {
     let (figs, boots, version) = collect_qemu(timeout, extra)?;
     let csv = out.join("qemu.csv");
     std::fs::write(&csv, figs.csv()).map_err(io(format!("writing {}", csv.display())))?;
+    // Counted from outside the kernel: the shipped build's boots of the
+    // same contract under the cache-check plugin (transit counting on).
+    let outside = crate::outside::collect(timeout, extra)?;
+    for s in &outside.skipped {
+        println!("  outside: not counted: {s}");
+    }
+    crate::outside::write_csv(&outside.rows)?;
     let (cross_md, cross_failed) = cross_check(&figs, &outside_csv)?;
     model(false, &out, &docs, Some(&host_ns), Some(&csv))?;
     sim_throughput(false)?;

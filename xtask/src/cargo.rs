@@ -154,13 +154,33 @@ pub fn kernel_cargo(subcommand: &str) -> Result<Command> {
 /// [`kernel_cargo`] for `board`: its target and flags, the user program
 /// built for the same CPU, `--no-default-features --features board-NAME`.
 pub fn kernel_cargo_for(subcommand: &str, board: Board) -> Result<Command> {
+    kernel_cargo_with(subcommand, board, &[])
+}
+
+/// [`kernel_cargo_for`] with the kernel's extra cargo `features` (e.g.
+/// `cache-check`) besides the board's.
+pub fn kernel_cargo_with(subcommand: &str, board: Board, features: &[&str]) -> Result<Command> {
     let user = build_user_for(board)?;
     let mut cmd = board_cargo(subcommand, board);
     cmd.args(["--release", "-p", KERNEL])
-        .args(["--no-default-features", "--features", &board.feature()])
+        .args([
+            "--no-default-features",
+            "--features",
+            &feature_list(board, features),
+        ])
         .env("DEFMT_LOG", KERNEL_DEFMT_LOG)
         .env(USER_ELF_ENV, user);
     Ok(cmd)
+}
+
+/// The `--features` value: the board's feature, then `extra`.
+fn feature_list(board: Board, extra: &[&str]) -> String {
+    let mut list = board.feature();
+    for f in extra {
+        list.push(',');
+        list.push_str(f);
+    }
+    list
 }
 
 /// Builds the demo kernel for versatilepb and returns its ELF path.
@@ -175,7 +195,7 @@ pub fn build_kernel() -> Result<PathBuf> {
 /// This is the kernel a user builds: no measurement bookkeeping on its
 /// paths, no `BENCH` lines ([`build_measuring_kernel_for`] has them).
 pub fn build_kernel_for(board: Board) -> Result<PathBuf> {
-    build_kernel_variant(board, false)
+    build_kernel_features(board, &[])
 }
 
 /// The feature of the demo kernel's measuring build (transit stamps and
@@ -187,19 +207,29 @@ pub const MEASURE_FEATURE: &str = "measure";
 /// [`MEASURE_FEATURE`] feature), built in its own target directory
 /// `<target>/measure/` so that it never replaces the shipped build's
 /// output (nor the other way round); the path of a copy of its ELF under
-/// `<target>/measure/<triple>/release/boards/<board>/`.
+/// `<target>/measure/<triple>/release/boards/<board>+measure/`.
 pub fn build_measuring_kernel_for(board: Board) -> Result<PathBuf> {
-    build_kernel_variant(board, true)
+    build_kernel_in(board, &[MEASURE_FEATURE], Some("measure"))
 }
 
-fn build_kernel_variant(board: Board, measuring: bool) -> Result<PathBuf> {
-    let mut cmd = kernel_cargo_for("build", board)?;
+/// [`build_kernel_for`] with the kernel's extra cargo `features`, e.g.
+/// `&["cache-check"]` (the marker accesses of the cache-check plugin, and
+/// the `omit=` command-line option). The copy of the ELF goes to
+/// `<target>/release/boards/<board>[+feature...]/`, so kernels built with
+/// different features do not overwrite each other.
+pub fn build_kernel_features(board: Board, features: &[&str]) -> Result<PathBuf> {
+    build_kernel_in(board, features, None)
+}
+
+/// Builds with `features`, in `<target>/<subdir>` if given (its own
+/// cargo target directory), and copies the ELF as [`build_kernel_features`]
+/// says.
+fn build_kernel_in(board: Board, features: &[&str], subdir: Option<&str>) -> Result<PathBuf> {
+    let mut cmd = kernel_cargo_with("build", board, features)?;
     let mut target = target_dir()?;
-    if measuring {
-        target = target.join("measure");
-        cmd.args(["--features", MEASURE_FEATURE])
-            .arg("--target-dir")
-            .arg(&target);
+    if let Some(d) = subdir {
+        target = target.join(d);
+        cmd.arg("--target-dir").arg(&target);
     }
     run_checked(&mut cmd)?;
     let release = target.join(board.target()).join("release");
@@ -210,7 +240,7 @@ fn build_kernel_variant(board: Board, measuring: bool) -> Result<PathBuf> {
             built.display()
         )));
     }
-    let dir = release.join("boards").join(board.name());
+    let dir = release.join("boards").join(board_dir(board, features));
     let elf = dir.join(KERNEL);
     let io = |source| Error::Io {
         what: format!("copying {} to {}", built.display(), elf.display()),
@@ -223,6 +253,17 @@ fn build_kernel_variant(board: Board, measuring: bool) -> Result<PathBuf> {
     std::fs::copy(&built, &tmp).map_err(io)?;
     std::fs::rename(&tmp, &elf).map_err(io)?;
     Ok(elf)
+}
+
+/// The directory name of a kernel built for `board` with `features`:
+/// `versatilepb`, `collie+cache-check`.
+fn board_dir(board: Board, features: &[&str]) -> String {
+    let mut name = board.name().to_string();
+    for f in features {
+        name.push('+');
+        name.push_str(f);
+    }
+    name
 }
 
 #[cfg(test)]
@@ -238,6 +279,21 @@ mod tests {
         );
         assert!(target_dir_from_metadata(b"{}").is_err());
         assert!(target_dir_from_metadata(b"not json").is_err());
+    }
+
+    #[test]
+    fn extra_features_follow_the_board_and_name_the_copy() {
+        let b = Board::default();
+        assert_eq!(feature_list(b, &[]), b.feature());
+        assert_eq!(
+            feature_list(b, &["cache-check"]),
+            format!("{},cache-check", b.feature())
+        );
+        assert_eq!(board_dir(b, &[]), b.name());
+        assert_eq!(
+            board_dir(b, &["cache-check"]),
+            format!("{}+cache-check", b.name())
+        );
     }
 
     #[test]

@@ -25,6 +25,9 @@ commands:
   build   build the demo kernel only (prints the ELF path; --board as for run)
   bench   benchmarks: model tables and plots (docs/), criterion microbenchmarks
           (short configuration), QEMU instruction counts; updates docs/benchmarks.md
+  outside the benchmark contract's boots counted from outside the kernel (cache-check
+          plugin, transits): writes <target>/bench/outside.csv, compares with the
+          kernel's BENCH lines (--board and --timeout as for bench)
   mutants mutation testing (cargo-mutants, installed if missing) of the isolation-,
           permission- and flush-critical files; prints the score per file
   fuzz    the cargo-fuzz targets (mapper, fass, spm; nightly and cargo-fuzz installed
@@ -40,11 +43,14 @@ options (run):
   --icount SHIFT    deterministic instruction counting (-icount shift=SHIFT,sleep=off)
   --measure         boot the measuring build (feature `measure`: transit stamps on the
                     kernel paths, BENCH/TRANSITS/SWITCHPATH lines; what bench boots)
+  --cache-check     build the kernel with the cache-check markers and boot it under the
+                    cache-check QEMU plugin (VIVT cache and TLB model of the board's CPU);
+                    prints the violations, exits non-zero on any (default command line: test)
 options (test):
   --timeout SECS    time limit of each QEMU run (default 60)
   --skip KEY        do not run a stage (repeatable; keys: fmt clippy host-tests
                     model-bench docs package arm-v5te arm-v4 embed msrv miri fuzz
-                    kernel integration); skipped stages do not count as passed
+                    kernel cache-check integration); skipped stages do not count as passed
 options (mutants):
   --file PATH       mutate this file (repeatable; default: the critical files,
                     `xtask::mutants::DEFAULT_FILES`)
@@ -75,6 +81,8 @@ pub struct RunOpts {
     /// Boot the measuring build (`--measure`:
     /// [`crate::cargo::build_measuring_kernel_for`]).
     pub measure: bool,
+    /// Boot under the cache-check plugin.
+    pub cache_check: bool,
 }
 
 /// A parsed `cargo xtask` command.
@@ -98,6 +106,13 @@ pub enum Command {
         /// QEMU time limit per scenario.
         timeout: Duration,
         /// Boards measured besides versatilepb (`--board`, repeatable).
+        boards: Vec<Board>,
+    },
+    /// The outside-counted benchmark figures.
+    Outside {
+        /// QEMU time limit per boot.
+        timeout: Duration,
+        /// Boards besides versatilepb.
         boards: Vec<Board>,
     },
     /// Mutation testing.
@@ -141,6 +156,7 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                 icount: None,
                 board: Board::default(),
                 measure: false,
+                cache_check: false,
             };
             while let Some(a) = it.next() {
                 match a {
@@ -148,6 +164,7 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                     "--timeout" => opts.timeout = parse_timeout(value(&mut it, a)?)?,
                     "--append" => opts.append = Some(value(&mut it, a)?.to_string()),
                     "--measure" => opts.measure = true,
+                    "--cache-check" => opts.cache_check = true,
                     "--icount" => {
                         let v = value(&mut it, a)?;
                         opts.icount =
@@ -187,6 +204,27 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                 }
             }
             Ok(Command::Test { timeout, skip })
+        }
+        "outside" => {
+            let mut timeout = DEFAULT_TIMEOUT;
+            let mut boards = Vec::new();
+            while let Some(a) = it.next() {
+                match a {
+                    "--board" => {
+                        let b = Board::parse(value(&mut it, a)?)?;
+                        if b != Board::Versatilepb && !boards.contains(&b) {
+                            boards.push(b);
+                        }
+                    }
+                    "--timeout" => timeout = parse_timeout(value(&mut it, a)?)?,
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "unknown option `{a}` for outside\n\n{USAGE}"
+                        )))
+                    }
+                }
+            }
+            Ok(Command::Outside { timeout, boards })
         }
         "bench" => {
             let mut full = false;
@@ -325,6 +363,7 @@ mod tests {
                 icount: None,
                 board: Board::Versatilepb,
                 measure: false,
+                cache_check: false,
             })
         );
         assert_eq!(
@@ -347,6 +386,18 @@ mod tests {
                 icount: Some(10),
                 board: Board::Collie,
                 measure: true,
+                cache_check: false,
+            })
+        );
+        assert_eq!(
+            parse(["run", "--cache-check", "--board", "connex"]).unwrap(),
+            Command::Run(RunOpts {
+                timeout: DEFAULT_TIMEOUT,
+                append: None,
+                icount: None,
+                board: Board::Connex,
+                measure: false,
+                cache_check: true,
             })
         );
         assert!(parse(["run", "--board", "zaurus"]).is_err());
@@ -424,6 +475,17 @@ mod tests {
     }
 
     #[test]
+    fn outside_options() {
+        assert_eq!(
+            parse(["outside", "--board", "collie", "--timeout", "9"]).unwrap(),
+            Command::Outside {
+                timeout: Duration::from_secs(9),
+                boards: vec![Board::Collie]
+            }
+        );
+    }
+
+    #[test]
     fn fuzz_options() {
         assert_eq!(
             parse(["fuzz"]).unwrap(),
@@ -480,6 +542,7 @@ mod tests {
             &["test", "--skip"],
             &["build", "extra"],
             &["bench", "--quick"],
+            &["outside", "--full"],
             &["mutants", "--shard", "2/2"],
             &["mutants", "--jobs", "0"],
             &["mutants", "--file"],

@@ -5,6 +5,7 @@
 //! * [`setup`]: installs what a fresh machine lacks (`rust-src`, QEMU);
 //! * [`bench`](mod@bench): `cargo xtask bench` (model, microbenchmarks, QEMU instruction counts);
 //! * [`board`](mod@board): the QEMU boards (target, flags, QEMU arguments);
+//! * [`cachecheck`]: the cache-check plugin's runs (`run --cache-check`, the stage, the overhead);
 //! * [`cargo`]: host and ARM cargo invocations, artifact paths;
 //! * [`defmt_log`]: decoding the kernel's defmt stream;
 //! * [`edge`]: the check that the demo kernel leaves CP15 access to `mmu-armv5`;
@@ -12,11 +13,13 @@
 //! * [`fuzz`]: `cargo xtask fuzz` (the cargo-fuzz targets under `fuzz/`);
 //! * [`miri`]: the Miri stage of `cargo xtask test`;
 //! * [`mutants`]: `cargo xtask mutants` (cargo-mutants runs and scores);
+//! * [`outside`]: benchmark figures counted from outside the kernel (the plugin's transits);
 //! * [`qemu`]: booting the kernel with a timeout and collecting its log;
 //! * [`stages`]: the checks `cargo xtask test` runs, in order.
 
 pub mod bench;
 pub mod board;
+pub mod cachecheck;
 pub mod cargo;
 pub mod cli;
 pub mod defmt_log;
@@ -26,6 +29,7 @@ pub mod embed;
 pub mod fuzz;
 pub mod miri;
 pub mod mutants;
+pub mod outside;
 pub mod qemu;
 pub mod setup;
 pub mod stages;

@@ -27,6 +27,12 @@ fn main() -> ExitCode {
             }
             Err(e) => fail(e),
         },
+        Command::Run(opts) if opts.cache_check => {
+            match xtask::cachecheck::run(opts.board, opts.append.as_deref(), opts.timeout) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => fail(e),
+            }
+        }
         Command::Run(opts) if opts.append.is_none() && opts.icount.is_none() => {
             // The demonstration: every mode, one table.
             match cargo::build_measuring_kernel_for(opts.board).and_then(|elf| {
@@ -91,6 +97,12 @@ fn main() -> ExitCode {
             };
             match xtask::miri::run(set) {
                 Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(e),
+            }
+        }
+        Command::Outside { timeout, boards } => {
+            match xtask::outside::bench_hook(timeout, &boards) {
+                Ok(_) => ExitCode::SUCCESS,
                 Err(e) => fail(e),
             }
         }

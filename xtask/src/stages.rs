@@ -110,6 +110,11 @@ pub fn all() -> Vec<Stage> {
             run: kernel_tests,
         },
         Stage {
+            name: "cache check under the QEMU plugin (versatilepb, collie, connex; every omission reported)",
+            key: "cache-check",
+            run: cache_check,
+        },
+        Stage {
             name: "QEMU integration tests",
             key: "integration",
             run: integration,
@@ -346,6 +351,10 @@ fn kernel_tests(s: &Settings) -> Result<()> {
         println!("in-kernel tests on {}: {passed} passed", board.name());
     }
     Ok(())
+}
+
+fn cache_check(s: &Settings) -> Result<()> {
+    crate::cachecheck::stage(s.qemu_timeout)
 }
 
 fn integration(_: &Settings) -> Result<()> {

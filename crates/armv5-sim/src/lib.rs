@@ -41,7 +41,9 @@
 //! [`walk`] (the table walk), [`protection`] (domain and AP checks), `tlb`,
 //! `cache`, [`cp15`] (register and maintenance effects), `frames` (frame pool
 //! and `TableAlloc`), [`counters`], [`cost`], [`presets`], [`replay`],
-//! [`encode`] (raw descriptors for tests).
+//! [`encode`] (raw descriptors for tests), [`coherence`] (a checker that
+//! replays a real guest's accesses, traced by QEMU, through a version model
+//! of these caches and TLBs and reports where the hardware would differ).
 //!
 //! Deviations from hardware, all deliberate: TLBs are fully associative (the
 //! ARM926EJ-S main TLB is 2-way with lockdown) and there are no micro-TLBs or
@@ -53,6 +55,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod cache;
+pub mod coherence;
 pub mod config;
 pub mod cost;
 pub mod counters;

@@ -201,6 +201,8 @@ pub mod layout;
 pub mod lean;
 pub mod lookup;
 pub mod manager;
+#[cfg(feature = "cache-check")]
+pub mod omit;
 pub mod pid;
 pub mod platform;
 pub mod policy;

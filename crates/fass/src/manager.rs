@@ -229,6 +229,9 @@ pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const 
     /// Per space, its precomputed switch ([`crate::lean`]).
     pub(crate) lean: LeanTable<SPACES>,
     pub(crate) spaces: [Option<SpaceState<SLOTS>>; SPACES],
+    /// Omission hook of the cache check ([`crate::omit`]).
+    #[cfg(feature = "cache-check")]
+    pub(crate) skip_recycle_clean: bool,
 }
 
 /// What the fast fault path ([`Fass::resolve_fast`]) needs to know of the
@@ -335,6 +338,8 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             excl_stale: false,
             windows: WindowLines::new(),
             generation: 0,
+            #[cfg(feature = "cache-check")]
+            skip_recycle_clean: false,
         })
     }
 
@@ -380,6 +385,16 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     /// already left in windows stay recorded and guarded under either rule.
     pub fn set_recycle_rule(&mut self, rule: RecycleRule) {
         self.rule = rule;
+    }
+
+    /// Feature `cache-check` only, for the cache check's own tests: the
+    /// next full flush for a recycled dirty domain leaves out its D-cache
+    /// clean and invalidate (once; see [`crate::omit`]). Never in a
+    /// shipped kernel: that flush is what keeps the recycled domain's
+    /// lines from the next owner.
+    #[cfg(feature = "cache-check")]
+    pub fn skip_next_recycle_clean(&mut self) {
+        self.skip_recycle_clean = true;
     }
 
     /// The recycling rule in force.
@@ -708,6 +723,11 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             });
         }
         if e.was_dirty {
+            #[cfg(feature = "cache-check")]
+            if recycled && core::mem::take(&mut self.skip_recycle_clean) {
+                self.full_flush(&mut crate::omit::SkipClean(sys));
+                return;
+            }
             self.full_flush(sys);
         } else if e.slots > 0 {
             sys.invalidate_tlb();

@@ -10,6 +10,8 @@
 @     DEVICE_VIRT (0xF0000000), in the kernel's region, out of every FCSE window;
 @   - 0xFFF00000 through a coarse table whose only entry maps the high-vector
 @     page 0xFFFF0000 onto the physical page of `.vectors`.
+@   - with the feature `cache-check`, the marker window: 16 uncached
+@     sections from 0xE0000000 onto the first 16 RAM MiBs (`MARKER_WINDOW`).
 @ All in domain 0 (client), AP=01 (privileged read/write, no user access).
 @ Then sets DACR, TTBR and FCSEIDR, enables the MMU with high vectors, and
 @ jumps to `_start_high` (linked high).
@@ -85,6 +87,7 @@ _start:
     add     r2, r2, #4
     b       1b
 2:
+    MARKER_WINDOW r4                @ cache-check builds only (`marker.rs`)
 
     @ High vectors: L1[0xFFF] -> coarse table; coarse[0xF0] -> vector page.
     orr     r1, r5, #COARSE
@@ -116,6 +119,7 @@ _start:
     mrc     p15, 0, r0, c2, c0, 0
     mov     r0, r0
     sub     pc, pc, #4
+    MARK_MRC r1, r0, 2, 0, 0        @ the TTBR just read (MMU on by now)
 
     ldr     pc, =_start_high
     .ltorg

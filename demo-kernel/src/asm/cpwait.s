@@ -11,4 +11,5 @@ __cpwait:
     mrc     p15, 0, r0, c2, c0, 0
     mov     r0, r0
     sub     pc, pc, #4
+    MARK_MRC r12, r0, 2, 0, 0       @ cache-check builds: the TTBR read
     mov     pc, lr

@@ -206,14 +206,18 @@ __svc_fast:
 @ keeps r4-r11 (AAPCS) and needs the SVC stack 8-byte aligned, as it is:
 @ nothing pushed; r0-r3, r12 and lr are free here), TTBR, the whole TLB
 @ invalidated. The same CP15 operations, in the same order, as
-@ `fass`'s switch of the strategy (`TableSwitch::switch_lean`).
+@ `fass`'s switch of the strategy (`TableSwitch::switch_lean`). With the
+@ feature `cache-check` each is preceded by its marker (`asm/marker.s`,
+@ scratch r8) and the new space (r6) is reported after them.
 @ Clobbers r0-r3, r8, r9 (and, naive, r12 and lr).
 .macro SWITCH_REGS m
     .ifc \m, fass
     ldr     r2, [r10, #{pr_dacr}]
     ldr     r3, [r10, #{pr_fcseidr}]
     READ_COUNTER r9                       @ the switch tail's start (measuring)
+    MARK_MCR r8, r2, 3, 0, 0
     mcr     p15, 0, r2, c3, c0, 0         @ DACR
+    MARK_MCR r8, r3, 13, 0, 0
     mcr     p15, 0, r3, c13, c0, 0        @ FCSEIDR
     .else
     READ_COUNTER r9                       @ the switch tail's start (measuring)
@@ -222,13 +226,17 @@ __svc_fast:
     .endif
     ldr     r2, [r10, #{pr_ttbr}]
     mov     r1, #0
+    MARK_MCR r8, r2, 2, 0, 0
     mcr     p15, 0, r2, c2, c0, 0         @ TTBR
+    MARK_MCR r8, r1, 8, 7, 0
     mcr     p15, 0, r1, c8, c7, 0         @ invalidate the TLB
     .ifc \m, fcse
     ldr     r3, [r10, #{pr_fcseidr}]
+    MARK_MCR r8, r3, 13, 0, 0
     mcr     p15, 0, r3, c13, c0, 0        @ FCSEIDR
     .endif
     .endif
+    MARK_EVENT r8, r6, 3                  @ cache check: space r6 runs
     .if {measure}
     mov     r8, #1
     STORE_PAIR r8, r9, r4, {k_t0_tag}     @ Some(t0)

@@ -124,7 +124,9 @@ __exc_dabt:
     cmp     lr, r2
     bhs     3f
     mrc     p15, 0, r1, c5, c0, 0   @ DFSR
+    MARK_MRC r3, r1, 5, 0, 0
     mrc     p15, 0, r2, c6, c0, 0   @ FAR
+    MARK_MRC r3, r2, 6, 0, 0
     str     r1, [r0, #8]
     str     r2, [r0, #12]
     mov     r1, #1

@@ -27,7 +27,10 @@ pub const COUNTER_TICKS_PER_MEGA_INSN: u64 = ostimer::TICKS_PER_MEGA_INSN;
 /// What a TCM must not cover (none is ever placed on this board).
 pub const TCM_AVOID: [PhysRange; 0] = [];
 
-core::arch::global_asm!(include_str!("../asm/cpwait.s"), options(raw));
+core::arch::global_asm!(
+    crate::marker::asm_with_markers!("src/asm/cpwait.s"),
+    options(raw)
+);
 
 extern "C" {
     fn __cpwait();

@@ -142,7 +142,9 @@ pub extern "C" fn fast_flush_caches() {
     // of the installed kernel, or by `switch::apply_table`, which does not
     // use its own handle during the call; dropped on return.
     let mut m = platform::counting_on(unsafe { super::kernel::trap_cp15() });
-    m.clean_invalidate_dcache();
+    if !crate::marker::omitted(crate::marker::Omit::NaiveClean) {
+        m.clean_invalidate_dcache();
+    }
     m.invalidate_icache();
 }
 
@@ -249,7 +251,7 @@ const P_TTBR: usize = offset_of!(Proc, fast) + offset_of!(Fast, ttbr);
 const P_LINKS: usize = offset_of!(Proc, ipc);
 
 core::arch::global_asm!(
-    include_str!("../asm/fastpath.s"),
+    crate::marker::asm_with_markers!("src/asm/fastpath.s"),
     kernel = sym KERNEL,
     v5te = const cfg!(target_feature = "v5te") as u32,
     measure = const cfg!(feature = "measure") as u32,

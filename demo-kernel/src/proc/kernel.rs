@@ -457,12 +457,21 @@ static FRAMES: Global<Frames> = Global::new(Frames::new());
 pub struct FrameAllocator(());
 
 impl FrameAllocator {
-    /// Takes one frame ([`Frames::alloc`]).
+    /// Takes one frame ([`Frames::alloc`]: zeroed through the kernel's
+    /// linear map) and cleans those zeros out of the D-cache
+    /// ([`clean_kernel_alias`]), so the new owner, reading the frame
+    /// through its own alias of a VIVT cache, sees zeros and not the
+    /// previous owner's data. Only while a kernel is installed (its
+    /// system calls and spawns: [`trap_cp15`]'s contract).
     pub fn alloc(self) -> Option<u32> {
         // SAFETY: no reference to the allocator outlives one of these
         // calls, none of which re-enters another (single core, no
         // re-entry: module docs).
-        unsafe { FRAMES.with(Frames::alloc) }
+        let pa = unsafe { FRAMES.with(Frames::alloc) }?;
+        if !crate::marker::omitted(crate::marker::Omit::FrameClean) {
+            clean_kernel_alias(pa);
+        }
+        Some(pa)
     }
 
     /// Gives RAM frame `pa` back ([`Frames::release`]).
@@ -476,6 +485,38 @@ impl FrameAllocator {
         // SAFETY: as in `alloc`.
         unsafe { FRAMES.with(|f| f.free()) }
     }
+}
+
+/// Cleans the D-cache lines of frame `pa`'s kernel alias (its linear
+/// map) and drains the write buffer: what the kernel wrote there reaches
+/// RAM before another alias of the frame (a process's) can read it.
+/// By MVA range (`RangeMaintenance`: one unrolled loop on hardware).
+///
+/// Only while a kernel is installed ([`trap_cp15`]'s contract).
+pub fn clean_kernel_alias(pa: u32) {
+    use mmu_armv5::maint::{CacheMaintenance, LineRange, RangeMaintenance};
+    let va = mmu_armv5::ModifiedVirtAddr::new(crate::mmu::phys_to_virt(pa & !0xFFF));
+    // SAFETY: called for an installed kernel (the contract above), from
+    // code that does not use the kernel's own handle meanwhile; dropped
+    // on return.
+    let mut m = platform::counting_on(unsafe { trap_cp15() });
+    // A page-aligned 4 KiB range in the linear map: whole lines, below
+    // 4 GiB, so `new` cannot refuse it.
+    if let Ok(r) = LineRange::new(va, 4096) {
+        m.clean_dcache_lines(r);
+    }
+    m.drain_write_buffer();
+    // SAFETY: single core, not re-entered; a counter only.
+    unsafe { ALIAS_CLEANS.with(|n| *n = n.wrapping_add(1)) };
+}
+
+static ALIAS_CLEANS: Global<u32> = Global::new(0);
+
+/// Frames cleaned by [`clean_kernel_alias`] since boot (for the kernel's
+/// own checks, `scenario=kstate`).
+pub fn alias_cleans() -> u32 {
+    // SAFETY: a copy of a counter written only by `clean_kernel_alias`.
+    unsafe { ALIAS_CLEANS.get() }
 }
 
 /// The frame allocator.
@@ -831,6 +872,16 @@ impl Kernel {
             .ok_or(SpawnError::TooManyPages)?;
         let pa = frames().alloc().ok_or(SpawnError::NoFrames)?;
         fill(crate::mmu::phys_to_virt(pa) as *mut u8);
+        // What `fill` wrote (the image) to RAM before the process reads or
+        // fetches it through its own alias; code: no stale instructions.
+        if !crate::marker::omitted(crate::marker::Omit::FrameClean) {
+            clean_kernel_alias(pa);
+        }
+        if exec && !crate::marker::omitted(crate::marker::Omit::IcacheLoad) {
+            mmu_armv5::maint::CacheMaintenance::invalidate_icache(&mut platform::counting_on(
+                &mut self.cp15,
+            ));
+        }
         let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, space, one_page(va)?, frame_at(pa)?, ap, CachePolicy::WriteBack)),
         );
         if let Err(e) = r {
@@ -980,8 +1031,12 @@ impl Kernel {
             }
         }
         self.release_pages(space, &mut p);
+        // Every record `release_pages` cleared (the TCM resource pages and
+        // exchange targets too: stale ones would name frames given back).
         self.procs[idx].kernel_pages = p.kernel_pages;
         self.procs[idx].user_pages = p.user_pages;
+        self.procs[idx].res_pages = p.res_pages;
+        self.procs[idx].tcm_targets = p.tcm_targets;
         self.procs[idx].segs = 0;
         if let Err(e) =
             self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::destroy_space(s, sys, space)))

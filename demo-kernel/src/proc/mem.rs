@@ -102,16 +102,25 @@ impl Kernel {
         else {
             return Err(SysError::Invalid);
         };
-        let Some(pg) = self.procs[idx].user_pages[slot].take() else {
+        let Some(pg) = self.procs[idx].user_pages[slot] else {
             return Err(SysError::Invalid);
         };
-        let r = self.sys(
-            |st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, space, one_page(va)?)),
-        );
-        free_frame(pg.pa);
+        let r = crate::marker::omitting_tlb(crate::marker::Omit::TlbUnmap, || {
+            self.sys(
+                |st, sys| dispatch!(st, s => SwitchStrategy::unmap_pages(s, sys, space, one_page(va)?)),
+            )
+        });
         match r {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                // Only once no translation of it is left: a frame still
+                // mapped must not go to the next owner.
+                self.procs[idx].user_pages[slot] = None;
+                free_frame(pg.pa);
+                Ok(())
+            }
             Err(e) => {
+                // Still mapped (as far as anyone knows): the record and the
+                // frame stay the process's, freed when it ends.
                 defmt::warn!(
                     "unmapping {=u32:#010x} of process {=usize} failed: {}",
                     va,

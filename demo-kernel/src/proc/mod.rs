@@ -32,6 +32,7 @@ pub mod fastpath;
 pub mod frames;
 pub mod ipc;
 pub mod kernel;
+mod kstate;
 pub mod mem;
 pub mod platform;
 pub mod scenario;

@@ -102,6 +102,19 @@ impl<C: Cp15> Cp15 for CountingCp15<C> {
     }
 
     unsafe fn op(&mut self, op: Cp15Op, value: u32) {
+        if crate::marker::tlb_omitted_now()
+            && matches!(
+                op,
+                Cp15Op::InvalidateTlb
+                    | Cp15Op::InvalidateTlbEntry
+                    | Cp15Op::InvalidateITlb
+                    | Cp15Op::InvalidateITlbEntry
+                    | Cp15Op::InvalidateDTlb
+                    | Cp15Op::InvalidateDTlbEntry
+            )
+        {
+            return;
+        }
         if crate::board::starts_dcache_clean(op, value) {
             note_dcache_flush();
         }

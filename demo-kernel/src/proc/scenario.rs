@@ -269,10 +269,37 @@ fn takes_n(name: &str) -> bool {
     matches!(name, "ring" | "ipc" | "yield" | "preempt")
 }
 
-const KNOWN: [&str; 14] = [
+const KNOWN: [&str; 15] = [
     "ring", "ipc", "collide", "share", "faults", "badcalls", "fuzz", "fault", "tcm", "tcmops",
-    "hostile", "yield", "preempt", "sendrecv",
+    "hostile", "yield", "preempt", "sendrecv", "kstate",
 ];
+
+/// Reports the start of one scenario run to the cache check
+/// ([`Event::Scenario`](mmu_armv5::marker::Event::Scenario), numbered from
+/// 1 in the order the runs start, the number logged with the run).
+fn scenario_marker(cp15: &HwCp15, name: &str, mode: &str, n: u32) {
+    #[cfg(feature = "cache-check")]
+    {
+        static NEXT: crate::global::Global<u32> = crate::global::Global::new(0);
+        // SAFETY: thread context, single core, not re-entered.
+        let i = unsafe {
+            NEXT.with(|i| {
+                *i += 1;
+                *i
+            })
+        };
+        defmt::info!(
+            "cache-check: scenario {=u32} is {=str} mode {=str} n={=u32}",
+            i,
+            name,
+            mode,
+            n
+        );
+        cp15.marker(mmu_armv5::marker::Event::Scenario, i);
+    }
+    #[cfg(not(feature = "cache-check"))]
+    let _ = (cp15, name, mode, n);
+}
 
 /// Runs every scenario of `p` under every mode, each kernel over the CP15
 /// owner `cp15` ([`kernel::Lease`]); `false` if one could not be set up.
@@ -319,6 +346,7 @@ pub fn run(cp15: &mut HwCp15, p: &Params) -> bool {
 
 fn run_one(cp15: &mut HwCp15, name: &str, mode: SwitchMode, n: u32, p: &Params) -> bool {
     let m = mode.name();
+    scenario_marker(cp15, name, m, n);
     let before = baseline();
     // Uninstalls the kernel when dropped, on every path out of here.
     let _lease = match kernel::Lease::install(cp15, mode) {
@@ -334,6 +362,15 @@ fn run_one(cp15: &mut HwCp15, name: &str, mode: SwitchMode, n: u32, p: &Params) 
         return false;
     };
     let domains_before = k.strategy.free_domains();
+    if name == "kstate" {
+        // The kernel's own bookkeeping, no process run (`kstate`).
+        let ok = super::kstate::run(k, m);
+        for i in 0..MAX_PROCS {
+            k.end(i, Exit::Code(0));
+        }
+        teardown();
+        return ok;
+    }
     let setup = spawn_all(k, name, n, p);
     let procs = k.procs.iter().filter(|p| p.alive()).count();
     if let Err(e) = setup {

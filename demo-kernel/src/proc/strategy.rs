@@ -105,7 +105,13 @@ impl Strategy {
                 // static.
                 crate::mmu::with_tables(|_, pool| unsafe { cpd.pin(&*pool) })
                     .map_err(FassError::Table)?;
-                Strategy::Fass(Fass::new(cpd, DomainSet::EMPTY, DefaultPolicy::default())?)
+                #[allow(unused_mut, reason = "changed only by a cache-check build")]
+                let mut f = Fass::new(cpd, DomainSet::EMPTY, DefaultPolicy::default())?;
+                #[cfg(feature = "cache-check")]
+                if crate::marker::omitted(crate::marker::Omit::RecycleClean) {
+                    f.skip_next_recycle_clean();
+                }
+                Strategy::Fass(f)
             }
             SwitchMode::Fcse | SwitchMode::Naive => {
                 let kind = if mode == SwitchMode::Naive {

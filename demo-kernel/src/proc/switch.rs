@@ -7,6 +7,7 @@
 
 use fass::{ClassicKind, SpaceId, SwitchStrategy};
 use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::marker::Event;
 use mmu_armv5::regs::{Cp15Ext, HwCp15, Ttbr};
 
 use super::kernel::{Exit, Fast, Kernel, State, TrapFrame};
@@ -70,6 +71,7 @@ impl Kernel {
                 }),
             }
             self.current = Some(next);
+            crate::marker::event(Event::Space, next as u32);
             self.counters.switches += 1;
             self.counters.lean_switches += 1;
             self.clock.begin(t0);
@@ -102,6 +104,7 @@ impl Kernel {
                     self.counters.switches += 1;
                 }
                 self.current = Some(next);
+                crate::marker::event(Event::Space, next as u32);
                 self.procs[next].fast = match &self.strategy {
                     Strategy::Fass(_) => Fast::fass(self.gen, self.cp15.switch_regs()),
                     Strategy::Table(ts) => ts

@@ -77,6 +77,7 @@ impl<C: Cp15> Arm926<C> {
                 break;
             }
         }
+        super::note(super::test_clean_key(10), 0);
         if !clean {
             self.cap_hits = self.cap_hits.saturating_add(1);
         }
@@ -131,6 +132,7 @@ impl<C: Cp15> CacheMaintenance for Arm926<C> {
                 break;
             }
         }
+        super::note(super::test_clean_key(14), 0);
         if !clean {
             self.cap_hits = self.cap_hits.saturating_add(1);
         }

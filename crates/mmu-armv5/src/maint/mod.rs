@@ -78,6 +78,33 @@ pub use xscale::XScale;
 
 use crate::addr::ModifiedVirtAddr;
 
+/// Tells the cache-check observer `key` with `value` (see
+/// [`crate::marker`]), for what a whole-cache clean does outside one CP15
+/// operation: the end of a test-and-clean loop, the claim that a clean by
+/// reads or line allocations left no dirty line.
+///
+/// Emitted only with the feature `cache-check` on bare-metal ARM, whatever
+/// the backend: a kernel built with the feature maps the marker window.
+/// Elsewhere, nothing.
+#[inline(always)]
+pub(crate) fn note(key: crate::marker::Key, value: u32) {
+    #[cfg(all(feature = "cache-check", target_arch = "arm", target_os = "none"))]
+    crate::regs::hw_emit(key, value);
+    #[cfg(not(all(feature = "cache-check", target_arch = "arm", target_os = "none")))]
+    let _ = (key, value);
+}
+
+/// The marker of a test-and-clean loop that has ended (`MRC c7, <crm>, 3`).
+#[inline(always)]
+pub(crate) const fn test_clean_key(crm: u8) -> crate::marker::Key {
+    crate::marker::Key::Cp15 {
+        read: true,
+        crn: 7,
+        crm,
+        opc2: 3,
+    }
+}
+
 /// The distance between line operations that covers every line of a cache
 /// whose lines are `line` bytes: `line` itself if it is a power of two of at
 /// least a word, otherwise one word (every line is then visited, several

@@ -45,6 +45,8 @@ pub use ext::Cp15Ext;
 pub use far::Far;
 pub use fcseidr::{Fcseidr, FCSEIDR};
 pub use fsr::{Fsr, FSR};
+#[cfg(all(target_arch = "arm", target_os = "none", feature = "cache-check"))]
+pub(crate) use hw::emit as hw_emit;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 pub use hw::HwCp15;
 pub use midr::{

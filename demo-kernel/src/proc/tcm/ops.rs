@@ -13,7 +13,9 @@
 //! * `TCM_SET_STATE(va, state)`: `spm::ops::change_state` with a `Set`
 //!   request (`state`: 0 undefined, 1 resource, 2 the caller's user page,
 //!   3 kernel page); returns the new state code. Transitions no one may
-//!   make return `ESTATE`, kernel-only ones `EPERM`.
+//!   make return `ESTATE`, kernel-only ones `EPERM`; so does a resource
+//!   (1): the page would stay mapped read/write here (`TCM_DELETE` gives
+//!   a page up).
 //!
 //! These calls name pages the process mapped with `MAP` or `TCM_CREATE`;
 //! the image, the stack and pages exchanged into TCM stay the kernel's
@@ -254,6 +256,12 @@ impl Kernel {
         let sid = spm_space(cur);
         let to = state_of(code, sid)?;
         self.own_page(cur, va)?;
+        // A resource is the kernel's to hand out, but this page stays
+        // mapped read/write in the caller's space: giving it up is
+        // `TCM_DELETE`, which unmaps it.
+        if to == FrameState::Resource {
+            return Err(SysError::NotPermitted);
+        }
         self.touch(cur, va);
         // SAFETY: no other reference to the TCM state is alive while `t` is
         // (`tcm`'s module docs: single core, no re-entry); `t` is not used across a

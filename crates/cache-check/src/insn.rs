@@ -1,0 +1,265 @@
+//! Just enough ARM (A32) decoding to follow two user registers from the
+//! outside: the plugin API of QEMU 7.2 shows no register values, but the
+//! demo kernel's system-call ABI puts the call number in r7 and the first
+//! argument in r0, and the user program sets both with `MOV Rd, #imm`
+//! before its `SVC #0`. Every executed user instruction goes through
+//! [`effect`]: one that certainly leaves the register alone keeps the
+//! tracked value, a `MOV`/`MVN` immediate executed unconditionally sets it,
+//! anything else that may write it makes it unknown. Unknown is always
+//! safe: a transit whose call number is unknown is filed as such, never
+//! guessed.
+
+/// What one instruction does to a register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// The register is not written.
+    Keep,
+    /// The register certainly holds this value afterwards.
+    Set(u32),
+    /// The register may have been written with an unknown value.
+    Clobber,
+}
+
+fn bits(x: u32, hi: u32, lo: u32) -> u32 {
+    (x >> lo) & ((1 << (hi - lo + 1)) - 1)
+}
+
+/// The effect of the ARM instruction `insn` on register `r` (0..=14).
+///
+/// Thumb code is not decoded: callers treat a 2-byte instruction as
+/// clobbering every tracked register.
+pub fn effect(insn: u32, r: u32) -> Effect {
+    let cond = insn >> 28;
+    let rd = bits(insn, 15, 12);
+    let rn = bits(insn, 19, 16);
+    let writes = |hit: bool| if hit { Effect::Clobber } else { Effect::Keep };
+    if cond == 0xF {
+        // Unconditional space: BLX <imm> writes LR; PLD and the rest write
+        // no general register.
+        return writes(bits(insn, 27, 25) == 0b101 && r == 14);
+    }
+    let conditional = cond != 0xE;
+    match bits(insn, 27, 25) {
+        0b000 | 0b001 => {
+            let imm = bits(insn, 25, 25) == 1;
+            let op = bits(insn, 24, 21);
+            let s = bits(insn, 20, 20) == 1;
+            if !imm && bits(insn, 4, 4) == 1 && bits(insn, 7, 7) == 1 {
+                // Multiplies, SWP and the extra loads and stores.
+                if bits(insn, 6, 5) == 0 {
+                    if bits(insn, 24, 23) == 0b00 {
+                        // MUL/MLA: Rd in 19:16.
+                        return writes(rn == r);
+                    }
+                    if bits(insn, 24, 23) == 0b01 {
+                        // UMULL and friends: RdHi 19:16, RdLo 15:12.
+                        return writes(rn == r || rd == r);
+                    }
+                    // SWP/SWPB.
+                    return writes(rd == r);
+                }
+                let load = bits(insn, 20, 20) == 1;
+                let wback = bits(insn, 24, 24) == 0 || bits(insn, 21, 21) == 1;
+                // LDRD (L = 0, op 10) loads Rd and Rd + 1.
+                let ldrd = !load && bits(insn, 6, 5) == 0b10;
+                return writes(
+                    (load && rd == r) || (ldrd && (rd == r || rd + 1 == r)) || (wback && rn == r),
+                );
+            }
+            if (8..=11).contains(&op) && !s {
+                // Miscellaneous: MRS, MSR, BX, BLX, CLZ, saturating adds,
+                // DSP multiplies. MSR and BX write no general register.
+                if imm {
+                    // MSR immediate (op 9, 11) writes no general register;
+                    // op 8 and 10 (MOVW/MOVT from ARMv6T2 on) would write Rd.
+                    return if op == 9 || op == 11 {
+                        Effect::Keep
+                    } else {
+                        writes(rd == r)
+                    };
+                }
+                let low = bits(insn, 7, 4);
+                return match (bits(insn, 22, 21), low) {
+                    (_, 0b0000) if bits(insn, 21, 21) == 0 => writes(rd == r), // MRS
+                    (0b01, 0b0001) => Effect::Keep,                            // BX
+                    (0b01, 0b0011) => writes(r == 14),                         // BLX reg
+                    (0b01 | 0b11, 0b0000) => Effect::Keep,                     // MSR reg
+                    (0b11, 0b0001) => writes(rd == r),                         // CLZ
+                    (0b01, 0b0111) => Effect::Keep,                            // BKPT
+                    (0b00 | 0b11, 0b1000..=0b1111) => writes(rn == r || rd == r), // SMLAxy, SMULxy
+                    (0b01 | 0b10, 0b1000..=0b1111) => writes(rn == r || rd == r),
+                    _ => writes(rd == r), // QADD and friends
+                };
+            }
+            if (8..=11).contains(&op) {
+                return Effect::Keep; // TST, TEQ, CMP, CMN
+            }
+            if rd != r {
+                return Effect::Keep;
+            }
+            if imm && !conditional && (op == 0b1101 || op == 0b1111) {
+                let rot = bits(insn, 11, 8) * 2;
+                let v = bits(insn, 7, 0).rotate_right(rot);
+                return Effect::Set(if op == 0b1101 { v } else { !v });
+            }
+            Effect::Clobber
+        }
+        0b010 | 0b011 => {
+            if bits(insn, 27, 25) == 0b011 && bits(insn, 4, 4) == 1 {
+                // Media instructions (ARMv6) or undefined: assume the worst.
+                return writes(rd == r || rn == r);
+            }
+            let load = bits(insn, 20, 20) == 1;
+            let wback = bits(insn, 24, 24) == 0 || bits(insn, 21, 21) == 1;
+            writes((load && rd == r) || (wback && rn == r))
+        }
+        0b100 => {
+            let load = bits(insn, 20, 20) == 1;
+            let wback = bits(insn, 21, 21) == 1;
+            writes((load && insn & (1 << r) != 0) || (wback && rn == r))
+        }
+        0b101 => writes(bits(insn, 24, 24) == 1 && r == 14),
+        0b110 => writes(bits(insn, 21, 21) == 1 && rn == r), // LDC/STC writeback
+        _ => {
+            // SWI, CDP, MCR, MRC: only MRC writes a general register.
+            let mrc = bits(insn, 24, 24) == 0 && bits(insn, 20, 20) == 1 && bits(insn, 4, 4) == 1;
+            writes(mrc && rd == r)
+        }
+    }
+}
+
+/// Whether `insn` is `SVC` (`SWI`).
+pub fn is_svc(insn: u32) -> bool {
+    bits(insn, 27, 24) == 0xF && insn >> 28 != 0xF
+}
+
+/// Whether the ARM instruction `insn` may access data memory (loads,
+/// stores, `LDM`/`STM`, `SWP`, `LDC`/`STC`).
+pub fn is_memory(insn: u32) -> bool {
+    if insn >> 28 == 0xF {
+        return false;
+    }
+    match bits(insn, 27, 25) {
+        0b010 => true,
+        0b011 => bits(insn, 4, 4) == 0,
+        0b100 | 0b110 => true,
+        0b000 => {
+            bits(insn, 7, 7) == 1
+                && bits(insn, 4, 4) == 1
+                && (bits(insn, 6, 5) != 0 || bits(insn, 24, 23) == 0b10)
+        }
+        _ => false,
+    }
+}
+
+/// Two registers followed through a process's instruction stream: r0 (the
+/// first system-call argument) and r7 (the call number).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Regs {
+    /// r0 if known.
+    pub r0: Option<u32>,
+    /// r7 if known.
+    pub r7: Option<u32>,
+}
+
+impl Regs {
+    /// Applies one executed instruction of `size` bytes.
+    pub fn step(&mut self, insn: u32, size: usize) {
+        if size != 4 {
+            *self = Regs::default();
+            return;
+        }
+        for (r, slot) in [(0, &mut self.r0), (7, &mut self.r7)] {
+            match effect(insn, r) {
+                Effect::Keep => {}
+                Effect::Set(v) => *slot = Some(v),
+                Effect::Clobber => *slot = None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Encodings checked against GNU as (arm-none-eabi) listings.
+    const MOV_R7_12: u32 = 0xE3A0_700C; // mov r7, #12
+    const MOV_R0_0: u32 = 0xE3A0_0000; // mov r0, #0
+    const MOV_R7_ROT: u32 = 0xE3A0_7C01; // mov r7, #256
+    const MVN_R7_0: u32 = 0xE3E0_7000; // mvn r7, #0
+    const MOVNE_R7_1: u32 = 0x13A0_7001; // movne r7, #1
+    const ADD_R7: u32 = 0xE287_7001; // add r7, r7, #1
+    const MOV_R7_R1: u32 = 0xE1A0_7001; // mov r7, r1
+    const CMP_R7: u32 = 0xE357_0001; // cmp r7, #1
+    const LDR_R7: u32 = 0xE591_7000; // ldr r7, [r1]
+    const STR_R7: u32 = 0xE581_7000; // str r7, [r1]
+    const LDR_WB_R7: u32 = 0xE5B7_1004; // ldr r1, [r7, #4]!
+    const POP_R4_R7: u32 = 0xE8BD_00F0; // pop {r4-r7}
+    const PUSH_R4_R7: u32 = 0xE92D_00F0; // push {r4-r7}
+    const BL: u32 = 0xEB00_0010; // bl
+    const SVC0: u32 = 0xEF00_0000; // svc #0
+    const LDRD_R6: u32 = 0xE1C1_60D0; // ldrd r6, r7, [r1]
+    const MUL_R7: u32 = 0xE007_0291; // mul r7, r1, r2
+    const MRC_R7: u32 = 0xEE11_7F10; // mrc p15, 0, r7, c1, c0, 0
+    const MCR_R7: u32 = 0xEE01_7F10; // mcr p15, 0, r7, c1, c0, 0
+
+    #[test]
+    fn immediates_set_and_other_writes_clobber() {
+        assert_eq!(effect(MOV_R7_12, 7), Effect::Set(12));
+        assert_eq!(effect(MOV_R7_12, 0), Effect::Keep);
+        assert_eq!(effect(MOV_R0_0, 0), Effect::Set(0));
+        assert_eq!(effect(MOV_R7_ROT, 7), Effect::Set(256));
+        assert_eq!(effect(MVN_R7_0, 7), Effect::Set(u32::MAX));
+        assert_eq!(effect(MOVNE_R7_1, 7), Effect::Clobber);
+        for w in [
+            ADD_R7, MOV_R7_R1, LDR_R7, LDR_WB_R7, POP_R4_R7, LDRD_R6, MUL_R7, MRC_R7,
+        ] {
+            assert_eq!(effect(w, 7), Effect::Clobber, "{w:#010x}");
+        }
+        for w in [CMP_R7, STR_R7, PUSH_R4_R7, SVC0, MCR_R7] {
+            assert_eq!(effect(w, 7), Effect::Keep, "{w:#010x}");
+        }
+        assert_eq!(effect(BL, 14), Effect::Clobber);
+        assert_eq!(effect(BL, 7), Effect::Keep);
+    }
+
+    #[test]
+    fn svc_and_memory_classes() {
+        assert!(is_svc(SVC0));
+        assert!(!is_svc(MCR_R7) && !is_svc(0xFF00_0000));
+        for w in [
+            LDR_R7,
+            STR_R7,
+            POP_R4_R7,
+            PUSH_R4_R7,
+            LDRD_R6,
+            0xE101_2093, /* swp */
+        ] {
+            assert!(is_memory(w), "{w:#010x}");
+        }
+        for w in [MOV_R7_12, ADD_R7, MUL_R7, MRC_R7, SVC0, BL] {
+            assert!(!is_memory(w), "{w:#010x}");
+        }
+    }
+
+    #[test]
+    fn regs_follow_a_call_sequence() {
+        let mut r = Regs::default();
+        for w in [MOV_R0_0, MOV_R7_12, SVC0] {
+            r.step(w, 4);
+        }
+        assert_eq!(
+            r,
+            Regs {
+                r0: Some(0),
+                r7: Some(12)
+            }
+        );
+        r.step(ADD_R7, 4);
+        assert_eq!(r.r7, None);
+        r.step(MOV_R7_12, 4);
+        r.step(0x4770, 2); // Thumb: forget everything
+        assert_eq!(r, Regs::default());
+    }
+}
