@@ -508,7 +508,7 @@ pub fn run(full: bool, timeout: Duration, extra: &[Board]) -> Result<()> {
 
 /// The sentence the report carries when this run has no outside counts.
 pub const OUTSIDE_MISSING: &str = "Outside counts: not available in this run (`<target>/bench/outside.csv` \
-     was not written: the QEMU plugin that counts user-to-user transits is not part of this build). \
+     was not written: the cache-check plugin's transit count did not run). \
      The kernel's figures below are its measuring build's, with its own fixed assembly instructions \
      inside the window subtracted (`clock::MEASURE_*_INSTRUCTIONS`).";
 
