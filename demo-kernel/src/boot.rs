@@ -13,5 +13,22 @@ use crate::marker::asm_with_markers;
 core::arch::global_asm!(asm_with_markers!("src/asm/boot.s"), options(raw));
 core::arch::global_asm!(asm_with_markers!("src/asm/vectors.s"), options(raw));
 core::arch::global_asm!(include_str!("asm/probe.s"), options(raw));
-core::arch::global_asm!(include_str!("asm/trap.s"), options(raw));
+/// `MEASURE` for `asm/trap.s`: 1 in the measuring build (the `measure`
+/// feature: the transit stamps and their accounting), 0 in the shipped one.
+#[cfg(feature = "measure")]
+macro_rules! measure_flag {
+    () => {
+        ".equ MEASURE, 1\n"
+    };
+}
+#[cfg(not(feature = "measure"))]
+macro_rules! measure_flag {
+    () => {
+        ".equ MEASURE, 0\n"
+    };
+}
+core::arch::global_asm!(
+    concat!(measure_flag!(), include_str!("asm/trap.s")),
+    options(raw)
+);
 core::arch::global_asm!(include_str!("asm/vfp.s"), options(raw));

@@ -38,6 +38,23 @@ pub fn kernel_for(board: Board) -> PathBuf {
     }
 }
 
+/// The measuring build of the kernel for versatilepb (feature `measure`:
+/// the `BENCH`, `TRANSITS` and `SWITCHPATH` lines), built on first use.
+pub fn measuring_kernel() -> PathBuf {
+    static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = built.as_ref() {
+        return p.clone();
+    }
+    match xtask::cargo::build_measuring_kernel_for(Board::default()) {
+        Ok(p) => {
+            *built = Some(p.clone());
+            p
+        }
+        Err(e) => panic!("building the measuring demo kernel failed: {e}"),
+    }
+}
+
 /// Boots the kernel built for `board` with command line `append`.
 pub fn boot_on(board: Board, append: Option<&str>, timeout: Duration) -> QemuOutcome {
     let elf = kernel_for(board);

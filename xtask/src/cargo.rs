@@ -192,8 +192,24 @@ pub fn build_kernel() -> Result<PathBuf> {
 /// `board` and returns the path of a copy of its ELF under
 /// `<target>/release/boards/<board>/` (versatilepb and connex share a
 /// target, so cargo's own output path holds whichever was built last).
+/// This is the kernel a user builds: no measurement bookkeeping on its
+/// paths, no `BENCH` lines ([`build_measuring_kernel_for`] has them).
 pub fn build_kernel_for(board: Board) -> Result<PathBuf> {
     build_kernel_features(board, &[])
+}
+
+/// The feature of the demo kernel's measuring build (transit stamps and
+/// their accounting on the trap and switch paths, the scenarios' `BENCH`,
+/// `TRANSITS` and `SWITCHPATH` lines).
+pub const MEASURE_FEATURE: &str = "measure";
+
+/// The measuring build of the demo kernel for `board` (the
+/// [`MEASURE_FEATURE`] feature), built in its own target directory
+/// `<target>/measure/` so that it never replaces the shipped build's
+/// output (nor the other way round); the path of a copy of its ELF under
+/// `<target>/measure/<triple>/release/boards/<board>+measure/`.
+pub fn build_measuring_kernel_for(board: Board) -> Result<PathBuf> {
+    build_kernel_in(board, &[MEASURE_FEATURE], Some("measure"))
 }
 
 /// [`build_kernel_for`] with the kernel's extra cargo `features`, e.g.
@@ -202,9 +218,21 @@ pub fn build_kernel_for(board: Board) -> Result<PathBuf> {
 /// `<target>/release/boards/<board>[+feature...]/`, so kernels built with
 /// different features do not overwrite each other.
 pub fn build_kernel_features(board: Board, features: &[&str]) -> Result<PathBuf> {
+    build_kernel_in(board, features, None)
+}
+
+/// Builds with `features`, in `<target>/<subdir>` if given (its own
+/// cargo target directory), and copies the ELF as [`build_kernel_features`]
+/// says.
+fn build_kernel_in(board: Board, features: &[&str], subdir: Option<&str>) -> Result<PathBuf> {
     let mut cmd = kernel_cargo_with("build", board, features)?;
+    let mut target = target_dir()?;
+    if let Some(d) = subdir {
+        target = target.join(d);
+        cmd.arg("--target-dir").arg(&target);
+    }
     run_checked(&mut cmd)?;
-    let release = target_dir()?.join(board.target()).join("release");
+    let release = target.join(board.target()).join("release");
     let built = release.join(KERNEL);
     if !built.is_file() {
         return Err(Error::Missing(format!(

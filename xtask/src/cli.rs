@@ -32,6 +32,8 @@ commands:
           permission- and flush-critical files; prints the score per file
   fuzz    the cargo-fuzz targets (mapper, fass, spm; nightly and cargo-fuzz installed
           if missing), from the committed corpus, new inputs under target/fuzz/
+  miri    the library crates' tests under Miri: the set `cargo xtask test` runs, or with
+          --full every test it leaves out too (docs/testing.md, \"Miri\")
 
 options (run):
   --board NAME      versatilepb (default), collie or connex (also for build)
@@ -39,6 +41,8 @@ options (run):
   --append TEXT     kernel command line (e.g. \"test\", \"test only=NAME\", \"demo\",
                     \"scenario=tcm mode=fass\")
   --icount SHIFT    deterministic instruction counting (-icount shift=SHIFT,sleep=off)
+  --measure         boot the measuring build (feature `measure`: transit stamps on the
+                    kernel paths, BENCH/TRANSITS/SWITCHPATH lines; what bench boots)
   --cache-check     build the kernel with the cache-check markers and boot it under the
                     cache-check QEMU plugin (VIVT cache and TLB model of the board's CPU);
                     prints the violations, exits non-zero on any (default command line: test)
@@ -74,6 +78,9 @@ pub struct RunOpts {
     pub icount: Option<u8>,
     /// The board.
     pub board: Board,
+    /// Boot the measuring build (`--measure`:
+    /// [`crate::cargo::build_measuring_kernel_for`]).
+    pub measure: bool,
     /// Boot under the cache-check plugin.
     pub cache_check: bool,
 }
@@ -112,6 +119,11 @@ pub enum Command {
     Mutants(crate::mutants::MutantsOpts),
     /// Fuzzing.
     Fuzz(crate::fuzz::FuzzOpts),
+    /// The Miri runs (`--full`: [`crate::miri::Set::Full`]).
+    Miri {
+        /// Every test, not only the stage's set.
+        full: bool,
+    },
     /// Print usage.
     Help,
 }
@@ -143,6 +155,7 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                 append: None,
                 icount: None,
                 board: Board::default(),
+                measure: false,
                 cache_check: false,
             };
             while let Some(a) = it.next() {
@@ -150,6 +163,7 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
                     "--board" => opts.board = Board::parse(value(&mut it, a)?)?,
                     "--timeout" => opts.timeout = parse_timeout(value(&mut it, a)?)?,
                     "--append" => opts.append = Some(value(&mut it, a)?.to_string()),
+                    "--measure" => opts.measure = true,
                     "--cache-check" => opts.cache_check = true,
                     "--icount" => {
                         let v = value(&mut it, a)?;
@@ -266,6 +280,20 @@ pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Command> {
             }
             Ok(Command::Mutants(opts))
         }
+        "miri" => {
+            let mut full = false;
+            for a in it {
+                match a {
+                    "--full" => full = true,
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "unknown option `{a}` for miri\n\n{USAGE}"
+                        )))
+                    }
+                }
+            }
+            Ok(Command::Miri { full })
+        }
         "fuzz" => {
             let mut opts = crate::fuzz::FuzzOpts::default();
             while let Some(a) = it.next() {
@@ -312,6 +340,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn miri_takes_the_stage_set_or_full() {
+        assert_eq!(parse(["miri"]).unwrap(), Command::Miri { full: false });
+        assert_eq!(
+            parse(["miri", "--full"]).unwrap(),
+            Command::Miri { full: true }
+        );
+    }
+
+    #[test]
     fn no_arguments_is_help() {
         assert_eq!(parse([]).unwrap(), Command::Help);
     }
@@ -325,6 +362,7 @@ mod tests {
                 append: None,
                 icount: None,
                 board: Board::Versatilepb,
+                measure: false,
                 cache_check: false,
             })
         );
@@ -338,7 +376,8 @@ mod tests {
                 "--icount",
                 "10",
                 "--board",
-                "collie"
+                "collie",
+                "--measure"
             ])
             .unwrap(),
             Command::Run(RunOpts {
@@ -346,6 +385,7 @@ mod tests {
                 append: Some("test only=x".into()),
                 icount: Some(10),
                 board: Board::Collie,
+                measure: true,
                 cache_check: false,
             })
         );
@@ -356,6 +396,7 @@ mod tests {
                 append: None,
                 icount: None,
                 board: Board::Connex,
+                measure: false,
                 cache_check: true,
             })
         );
@@ -505,6 +546,7 @@ mod tests {
             &["mutants", "--shard", "2/2"],
             &["mutants", "--jobs", "0"],
             &["mutants", "--file"],
+            &["miri", "--quick"],
         ] {
             assert!(
                 matches!(parse(args.iter().copied()), Err(Error::Usage(_))),

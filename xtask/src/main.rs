@@ -35,7 +35,7 @@ fn main() -> ExitCode {
         }
         Command::Run(opts) if opts.append.is_none() && opts.icount.is_none() => {
             // The demonstration: every mode, one table.
-            match cargo::build_kernel_for(opts.board).and_then(|elf| {
+            match cargo::build_measuring_kernel_for(opts.board).and_then(|elf| {
                 xtask::demo::run(&setup::ensure_qemu()?, opts.board, &elf, opts.timeout)
             }) {
                 Ok(_) => ExitCode::SUCCESS,
@@ -43,7 +43,12 @@ fn main() -> ExitCode {
             }
         }
         Command::Run(opts) => {
-            let result = cargo::build_kernel_for(opts.board).and_then(|elf| {
+            let build = if opts.measure {
+                cargo::build_measuring_kernel_for
+            } else {
+                cargo::build_kernel_for
+            };
+            let result = build(opts.board).and_then(|elf| {
                 let mut run = qemu::QemuRun::new(setup::ensure_qemu()?, elf, opts.timeout);
                 run.board = opts.board;
                 run.append = opts.append.clone();
@@ -84,6 +89,17 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
         },
+        Command::Miri { full } => {
+            let set = if full {
+                xtask::miri::Set::Full
+            } else {
+                xtask::miri::Set::Stage
+            };
+            match xtask::miri::run(set) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(e),
+            }
+        }
         Command::Outside { timeout, boards } => {
             match xtask::outside::bench_hook(timeout, &boards) {
                 Ok(_) => ExitCode::SUCCESS,

@@ -8,6 +8,13 @@
 //! and a few tests that repeat, on large tables, code paths that other tests
 //! of the same run already take are skipped ([`MiriRun::skip`], each with
 //! its reason). `docs/testing.md` lists what runs and the time it takes.
+//!
+//! Two sets ([`Set`]): the stage of `cargo xtask test` ([`Set::Stage`])
+//! leaves out, besides [`MiriRun::skip`], the tests of
+//! [`MiriRun::stage_skip`]: each repeats on more data an unsafe path that a
+//! test kept in the stage already takes, so the stage finds the same
+//! undefined behaviour in about half the time; `cargo xtask miri --full`
+//! ([`Set::Full`]) runs them too.
 
 use crate::cargo::run_checked;
 use crate::setup::{ensure_toolchain, toolchain_cargo, NIGHTLY};
@@ -24,6 +31,10 @@ pub struct MiriRun {
     pub targets: &'static [&'static str],
     /// Full names of tests not run under Miri, each with why.
     pub skip: &'static [(&'static str, &'static str)],
+    /// Full names of tests the stage of `cargo xtask test` leaves out
+    /// ([`Set::Stage`]; `cargo xtask miri --full` runs them), each with the
+    /// test of the stage that takes the same unsafe path.
+    pub stage_skip: &'static [(&'static str, &'static str)],
     /// Which of the two lanes runs it: the lanes run side by side (Miri
     /// interprets on one core), each run after run.
     pub lane: u8,
@@ -35,30 +46,66 @@ pub const RUNS: &[MiriRun] = &[
         package: "mmu-armv5",
         targets: &["--lib"],
         skip: &[],
+        stage_skip: &[],
         lane: 0,
     },
     MiriRun {
         package: "mmu-armv5",
         targets: &["--test", "translate"],
         skip: &[],
+        stage_skip: &[],
         lane: 0,
     },
     MiriRun {
         package: "armv5-sim",
         targets: &["--lib"],
         skip: &[],
+        stage_skip: &[],
         lane: 0,
     },
     MiriRun {
         package: "armv5-sim",
         targets: &["--test", "model"],
         skip: &[],
+        stage_skip: &[],
         lane: 0,
     },
     MiriRun {
         package: "fass",
         targets: &["--lib"],
         lane: 1,
+        // The property tests of the modules without `unsafe` code
+        // (domain, pid, slots, layout, policy: plain safe Rust over
+        // arrays, no raw pointer, no container with unsafe internals):
+        // random operation sequences over code whose every memory access
+        // the same modules' example tests (kept) already make under Miri;
+        // natively they run with proptest's full case count.
+        stage_skip: &[
+            (
+                "domain::tests::slot_bookkeeping_matches_a_model",
+                "safe code only; the example tests of domain.rs (claim, evict, the fast path's move) run",
+            ),
+            (
+                "pid::tests::best_effort_never_misses_a_needed_flush",
+                "safe code only; the example tests of pid.rs run",
+            ),
+            (
+                "slots::tests::behaves_like_a_btreeset",
+                "safe code only; the example tests of slots.rs run",
+            ),
+            (
+                "layout::tests::overlap_is_symmetric_and_matches_slot_sets",
+                "safe code only; the example tests of layout.rs run",
+            ),
+            (
+                "layout::tests::valid_layouts_are_disjoint",
+                "safe code only; the example tests of layout.rs run",
+            ),
+            (
+                "policy::tests::choice_is_always_eligible_and_clean_if_possible",
+                "safe code only; the example tests of policy.rs run",
+            ),
+        ],
         skip: &[
             (
                 "lean::tests::the_comparison_sees_lean_switches_of_every_strategy",
@@ -210,25 +257,40 @@ pub const RUNS: &[MiriRun] = &[
                 "three begun 16 KiB page-directory moves on the byte-wise host doubles",
             ),
         ],
+        stage_skip: &[],
         lane: 0,
     },
 ];
+
+/// Which tests a Miri run takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Set {
+    /// The stage of `cargo xtask test`: every run without its
+    /// [`MiriRun::skip`] and [`MiriRun::stage_skip`] tests.
+    Stage,
+    /// `cargo xtask miri --full`: without [`MiriRun::skip`] only.
+    Full,
+}
 
 /// Cases of every property test that takes proptest's default
 /// configuration (`PROPTEST_CASES`); the crates' own helpers cap theirs
 /// under `cfg(miri)` too.
 pub const PROPTEST_CASES: &str = "8";
 
-/// The `cargo miri test` arguments of `r` (after `cargo`).
-pub fn args(r: &MiriRun) -> Vec<String> {
+/// The `cargo miri test` arguments of `r` in `set` (after `cargo`).
+pub fn args(r: &MiriRun, set: Set) -> Vec<String> {
     let mut a: Vec<String> = ["miri", "test", "-p", r.package]
         .iter()
         .map(|s| s.to_string())
         .collect();
     a.extend(r.targets.iter().map(|s| s.to_string()));
-    if !r.skip.is_empty() {
+    let stage: &[(&str, &str)] = match set {
+        Set::Stage => r.stage_skip,
+        Set::Full => &[],
+    };
+    if !r.skip.is_empty() || !stage.is_empty() {
         a.push("--".into());
-        for (name, _) in r.skip {
+        for (name, _) in r.skip.iter().chain(stage) {
             a.push("--skip".into());
             a.push((*name).into());
         }
@@ -237,16 +299,17 @@ pub fn args(r: &MiriRun) -> Vec<String> {
     a
 }
 
-/// Runs [`RUNS`] under Miri, the two lanes side by side; each run's output
-/// is printed when it ends. Any failure fails the stage (after both lanes).
-pub fn run() -> Result<()> {
+/// Runs [`RUNS`] under Miri, the tests of `set`, the two lanes side by
+/// side; each run's output is printed when it ends. Any failure fails the
+/// stage (after both lanes).
+pub fn run(set: Set) -> Result<()> {
     ensure_toolchain(NIGHTLY, &["miri", "rust-src"])?;
     run_checked(toolchain_cargo(NIGHTLY).args(["miri", "setup"]))?;
     let lane = |n: u8| -> Result<()> {
         for r in RUNS.iter().filter(|r| r.lane == n) {
             let mut cmd = toolchain_cargo(NIGHTLY);
-            cmd.args(args(r)).env("PROPTEST_CASES", PROPTEST_CASES);
-            let command = format!("cargo +{NIGHTLY} {}", args(r).join(" "));
+            cmd.args(args(r, set)).env("PROPTEST_CASES", PROPTEST_CASES);
+            let command = format!("cargo +{NIGHTLY} {}", args(r, set).join(" "));
             let start = std::time::Instant::now();
             let out = cmd.output().map_err(|source| Error::Spawn {
                 command: command.clone(),
@@ -284,12 +347,20 @@ mod tests {
     #[test]
     fn skipped_tests_are_named_exactly() {
         let fass = RUNS.iter().find(|r| r.package == "fass").unwrap();
-        let a = args(fass);
+        let a = args(fass, Set::Full);
         assert_eq!(&a[..5], ["miri", "test", "-p", "fass", "--lib"]);
         assert_eq!(a[5], "--");
         assert_eq!(a.last().unwrap(), "--exact");
         assert_eq!(a.iter().filter(|s| *s == "--skip").count(), fass.skip.len());
-        let plain = args(&RUNS[0]);
+        let a = args(fass, Set::Stage);
+        assert_eq!(
+            a.iter().filter(|s| *s == "--skip").count(),
+            fass.skip.len() + fass.stage_skip.len()
+        );
+        for (name, _) in fass.stage_skip {
+            assert!(a.iter().any(|s| s == name), "{name}");
+        }
+        let plain = args(&RUNS[0], Set::Full);
         assert_eq!(plain, ["miri", "test", "-p", "mmu-armv5", "--lib"]);
     }
 
@@ -308,9 +379,50 @@ mod tests {
     }
 
     #[test]
+    fn the_stage_set_leaves_out_tests_the_full_set_runs() {
+        let fass = RUNS.iter().find(|r| r.package == "fass").unwrap();
+        assert!(!fass.stage_skip.is_empty());
+        for r in RUNS {
+            for (name, _) in r.stage_skip {
+                assert!(
+                    !r.skip.iter().any(|(s, _)| s == name),
+                    "{name} is in both lists"
+                );
+                // The stage skips it, the full set does not.
+                assert!(args(r, Set::Stage).iter().any(|a| a == name));
+                assert!(!args(r, Set::Full).iter().any(|a| a == name));
+            }
+        }
+    }
+
+    /// A stage-skipped test must live in a module without `unsafe`: the
+    /// stage leaves out only tests of code Miri has nothing of its own to
+    /// check in.
+    #[test]
+    fn stage_skipped_tests_are_of_modules_without_unsafe() {
+        for r in RUNS {
+            for (name, _) in r.stage_skip {
+                let module = name.split("::").next().unwrap();
+                let file = crate::repo_root()
+                    .join("crates")
+                    .join(r.package)
+                    .join("src")
+                    .join(format!("{module}.rs"));
+                let text = std::fs::read_to_string(&file)
+                    .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+                assert!(
+                    !text.contains("unsafe"),
+                    "{} has unsafe code",
+                    file.display()
+                );
+            }
+        }
+    }
+
+    #[test]
     fn every_skipped_test_exists() {
         for r in RUNS {
-            for (name, why) in r.skip {
+            for (name, why) in r.skip.iter().chain(r.stage_skip) {
                 let f = name.rsplit("::").next().unwrap();
                 let dir = crate::repo_root()
                     .join("crates")

@@ -611,6 +611,7 @@ mod tests {
             n: 2,
             touch: 0,
             value,
+            range: None,
         };
         let c = compare(
             "versatilepb",

@@ -127,7 +127,7 @@ fn embed(_: &Settings) -> Result<()> {
 }
 
 fn miri(_: &Settings) -> Result<()> {
-    crate::miri::run()
+    crate::miri::run(crate::miri::Set::Stage)
 }
 
 fn fuzz_short(_: &Settings) -> Result<()> {
@@ -332,6 +332,15 @@ fn kernel_tests(s: &Settings) -> Result<()> {
         let mut lint = cargo::kernel_cargo_for("clippy", board)?;
         lint.args(["-p", cargo::USER, "--", "-D", "warnings"]);
         run_checked(&mut lint)?;
+        if board == Board::Versatilepb {
+            // The measuring build's code (`measure`), in its own target
+            // directory as `cargo::build_measuring_kernel_for` builds it.
+            let mut lint = cargo::kernel_cargo_for("clippy", board)?;
+            lint.args(["--features", cargo::MEASURE_FEATURE, "--target-dir"])
+                .arg(cargo::target_dir()?.join("measure"))
+                .args(["--", "-D", "warnings"]);
+            run_checked(&mut lint)?;
+        }
         let elf = cargo::build_kernel_for(board)?;
         let out = qemu::boot_on(board, &elf, s.qemu_timeout, Some(KERNEL_TEST_CMDLINE), true)?;
         let passed = kernel_test_verdict(&out).inspect_err(|_| {

@@ -4,11 +4,18 @@
 //!
 //! ```text
 //! bench-model [--quick] [--check] --out DIR [--plots DIR] [--host-ns FILE] [--qemu-csv FILE]
+//! bench-model --switch-cost N [--qemu-csv FILE]
 //! ```
+//!
+//! `--switch-cost N` runs only the token ring of N spaces (touch 0) on the
+//! SA-1100 preset under naive, FCSE-only and FASS and prints one line per
+//! mode, `SWITCHCOST mode=M cycles=C` (modelled cycles per switch), for
+//! `cargo xtask run`.
 //!
 //! Writes `DIR/model.md` (Markdown tables, every figure modelled),
 //! `DIR/model.csv` (one line per run) and the PNGs
-//! `switch_cost.png` and `policies.png` into `--plots` (default `DIR`).
+//! `switch_cost.png`, `policies.png` and `lat_ctx.png` into `--plots`
+//! (default `DIR`).
 //! `--host-ns` names a file of `benchmark<TAB>ns` lines from this run's
 //! criterion microbenchmarks (`cargo xtask bench` writes it): the last
 //! tie-breaker of the recommended default. `--qemu-csv` names this run's
@@ -30,6 +37,7 @@ struct Args {
     plots: Option<PathBuf>,
     host_ns: Option<PathBuf>,
     qemu_csv: Option<PathBuf>,
+    switch_cost: Option<u16>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -40,6 +48,7 @@ fn parse() -> Result<Args, String> {
         plots: None,
         host_ns: None,
         qemu_csv: None,
+        switch_cost: None,
     };
     let mut out = None;
     let mut it = std::env::args().skip(1);
@@ -57,15 +66,47 @@ fn parse() -> Result<Args, String> {
             "--qemu-csv" => {
                 a.qemu_csv = Some(PathBuf::from(it.next().ok_or("--qemu-csv needs a file")?));
             }
+            "--switch-cost" => {
+                let v = it.next().ok_or("--switch-cost needs a ring size")?;
+                a.switch_cost = Some(
+                    v.parse::<u16>()
+                        .ok()
+                        .filter(|n| (2..=64).contains(n))
+                        .ok_or_else(|| format!("--switch-cost wants 2..=64, got `{v}`"))?,
+                );
+            }
             other => return Err(format!("unknown argument `{other}`")),
         }
+    }
+    if a.switch_cost.is_some() {
+        return Ok(a);
     }
     a.out = out
         .ok_or("usage: bench-model [--quick] [--check] --out DIR [--plots DIR] [--host-ns FILE] [--qemu-csv FILE]")?;
     Ok(a)
 }
 
+/// `--switch-cost N`: the modelled cycles per switch of a ring of `n`.
+fn switch_cost(a: &Args, n: u16) -> Result<(), BenchError> {
+    let paths = match &a.qemu_csv {
+        Some(p) => KernelPaths::from_qemu(&std::fs::read_to_string(p)?)?,
+        None => KernelPaths::fallback()?,
+    };
+    for (mode, cycles) in suite::switch_cost(&paths, bench::model::Cpu::Sa1100, n, 0)? {
+        let m = match mode {
+            bench::model::Mode::Naive => "naive",
+            bench::model::Mode::Fcse => "fcse",
+            bench::model::Mode::Fass(..) => "fass",
+        };
+        println!("SWITCHCOST mode={m} cycles={cycles:.0}");
+    }
+    Ok(())
+}
+
 fn run(a: &Args) -> Result<(), BenchError> {
+    if let Some(n) = a.switch_cost {
+        return switch_cost(a, n);
+    }
     let start = Instant::now();
     std::fs::create_dir_all(&a.out)?;
     let plots = a.plots.clone().unwrap_or_else(|| a.out.clone());
@@ -128,6 +169,7 @@ fn run(a: &Args) -> Result<(), BenchError> {
     std::fs::write(a.out.join("model.csv"), report::csv(&r))?;
     plot::switch_cost(&r, &plots.join("switch_cost.png"))?;
     plot::policies(&r, &plots.join("policies.png"))?;
+    plot::lat_ctx(&r, &plots.join("lat_ctx.png"))?;
     print!("{md}");
     println!(
         "wrote {}, {}, {} and {} ({:.1} s)",

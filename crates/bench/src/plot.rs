@@ -61,212 +61,320 @@ fn shade(c: RGBColor, i: usize, of: usize) -> RGBColor {
     RGBColor(mix(c.0), mix(c.1), mix(c.2))
 }
 
-/// Modelled cycles per switch against N, ring pattern, SA-1100 and
-/// ARM926EJ-S side by side: one line per mode and touch size (log scale),
-/// like the context-switch figure of Wiggins et al. (ACSAC 2003). The modes are those of the main
-/// tables ([`main_modes`]): naive, FCSE-only, FASS under the default
-/// (exclusive-windows) rule and FASS round-robin under the conservative
-/// rule (dashed).
-pub fn switch_cost(r: &Results, path: &Path) -> Result<(), BenchError> {
-    fonts()?;
-    let root = BitMapBackend::new(path, (1500, 760)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let panels = root.split_evenly((1, 2));
-    let ns = r.grid.ns();
-    let xmax = f64::from(*ns.last().unwrap_or(&64)) + 2.0;
-    for (cpu, area) in Cpu::ALL.iter().zip(panels.iter()) {
-        let mut ymax = 10.0f64;
-        let mut ymin = f64::INFINITY;
-        for mode in main_modes() {
-            for &t in r.grid.touches() {
-                for &n in ns {
-                    if let Some(o) = r.get(*cpu, Pattern::Ring, mode, t, n) {
-                        ymax = ymax.max(o.cycles_per_switch());
-                        ymin = ymin.min(o.cycles_per_switch());
-                    }
-                }
-            }
-        }
-        let ymin = if ymin.is_finite() { ymin / 2.0 } else { 1.0 };
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                format!("{}: ring, MODELLED cycles per switch", cpu.name()),
-                (FONT, 20),
-            )
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..xmax, (ymin..ymax * 2.0).log_scale())
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("processes in the ring (N)")
-            .y_desc("modelled cycles per switch")
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15))
-            .draw()
-            .map_err(err)?;
-        let touches = r.grid.touches();
-        for mode in main_modes() {
-            for (i, &t) in touches.iter().enumerate() {
-                let color = shade(mode_color(mode, true), i, touches.len());
-                let pts: Vec<(f64, f64)> = ns
-                    .iter()
-                    .filter_map(|&n| {
-                        r.get(*cpu, Pattern::Ring, mode, t, n)
-                            .map(|o| (f64::from(n), o.cycles_per_switch()))
-                    })
-                    .collect();
-                let label = format!(
-                    "{}, {}",
-                    short_name(mode),
-                    if t == 0 {
-                        "0 KiB".to_string()
-                    } else {
-                        format!("{} KiB", t / 1024)
-                    }
-                );
-                let dashed = mode.rule() == Some(Rule::Conservative);
-                line(&mut chart, pts.clone(), color, dashed)?
-                    .label(label)
-                    .legend(move |(x, y)| legend_mark(x, y, color, dashed));
-                chart
-                    .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
-                    .map_err(err)?;
-            }
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font((FONT, 11))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
+/// Most series in one panel: more would not be read.
+pub const MAX_SERIES: usize = 6;
+
+/// A tick label: an integer below 1,000, then `1k`, `2.5k`, `10k`, `100k`
+/// (never `10.0` nor `100000.0`).
+#[must_use]
+pub fn tick(v: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
     }
-    root.present().map_err(err)?;
-    Ok(())
+    let r = v.round();
+    if r.abs() < 1000.0 {
+        return format!("{r:.0}");
+    }
+    let k = v / 1000.0;
+    if (k - k.round()).abs() < 0.05 {
+        format!("{:.0}k", k.round())
+    } else {
+        format!("{k:.1}k")
+    }
 }
 
-/// A line, solid or dashed; returns the series for its legend entry.
-fn line<'a, 'b, DB, CT>(
-    chart: &'b mut ChartContext<'a, DB, CT>,
-    pts: Vec<(f64, f64)>,
+/// Ticks of a logarithmic axis from `lo` to `hi`: 1, 2, 3 and 5 times each
+/// power of ten inside.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let mut v = Vec::new();
+    let mut d = 10f64.powf(lo.max(1e-9).log10().floor());
+    while d <= hi {
+        for m in [1.0, 2.0, 3.0, 5.0] {
+            let t = d * m;
+            if (lo..=hi).contains(&t) {
+                v.push(t);
+            }
+        }
+        d *= 10.0;
+    }
+    v
+}
+
+/// One line of a panel: its points, colour, dash and legend text.
+struct Series {
+    label: String,
     color: RGBColor,
     dashed: bool,
-) -> Result<&'b mut plotters::chart::SeriesAnno<'a, DB>, BenchError>
-where
-    DB: DrawingBackend + 'a,
-    CT: CoordTranslate<From = (f64, f64)>,
-{
-    let style = color.stroke_width(2);
-    if dashed {
-        chart
-            .draw_series(DashedLineSeries::new(pts, 8, 5, style))
-            .map_err(err)
-    } else {
-        chart.draw_series(LineSeries::new(pts, style)).map_err(err)
-    }
+    pts: Vec<(f64, f64)>,
 }
 
-/// The legend entry of a line: a long stroke (solid) or a short one (dashed).
-fn legend_mark(x: i32, y: i32, color: RGBColor, dashed: bool) -> PathElement<(i32, i32)> {
-    if dashed {
-        // A short stroke marks the dashed lines in the legend.
-        PathElement::new(vec![(x, y), (x + 7, y)], color.stroke_width(3))
-    } else {
-        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
+/// Draws one panel into `area`: the series on the left, their legend in a
+/// strip of its own on the right (never over the data), integer x ticks
+/// and [`tick`] y labels; `log`: a logarithmic y axis.
+fn panel(
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    caption: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    log: bool,
+) -> Result<(), BenchError> {
+    if series.len() > MAX_SERIES {
+        return Err(BenchError::Plot(format!(
+            "{caption}: {} series, at most {MAX_SERIES}",
+            series.len()
+        )));
     }
-}
-
-/// Full flushes per 1,000 switches against N for every policy under both
-/// recycling rules (solid: exclusive windows; dashed: conservative), ring
-/// and IPC side by side ([`POLICY_CPU`] model). Policies that give the same
-/// figures overlap; their markers shrink in table order so every one stays
-/// visible.
-pub fn policies(r: &Results, path: &Path) -> Result<(), BenchError> {
-    fonts()?;
-    let root = BitMapBackend::new(path, (1500, 620)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let panels = root.split_evenly((1, 2));
-    let ns = r.grid.ns();
-    let touch = policy_touch(r);
-    let xmax = f64::from(*ns.last().unwrap_or(&64)) + 2.0;
-    for (pattern, area) in [Pattern::Ring, Pattern::Ipc].iter().zip(panels.iter()) {
-        let mut ymax = 10.0f64;
-        for mode in policy_modes() {
-            for &n in ns {
-                if let Some(o) = r.get(POLICY_CPU, *pattern, mode, touch, n) {
-                    ymax = ymax.max(o.flushes_per_thousand());
+    let (w, _) = area.dim_in_pixel();
+    let (plot_area, legend_area) = area.split_horizontally(w.saturating_sub(230));
+    let pts = || series.iter().flat_map(|s| s.pts.iter().copied());
+    let xmax = pts().map(|p| p.0).fold(2.0f64, f64::max) + 2.0;
+    let ymax = pts().map(|p| p.1).fold(1.0f64, f64::max);
+    let ymin = pts().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let ymin = if ymin.is_finite() { ymin } else { 1.0 };
+    macro_rules! draw {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .x_desc(x_desc)
+                .y_desc(y_desc)
+                .x_label_formatter(&|v| format!("{:.0}", v))
+                .y_label_formatter(&|v| tick(*v))
+                .label_style((FONT, 14))
+                .axis_desc_style((FONT, 15))
+                .draw()
+                .map_err(err)?;
+            for s in series {
+                let style = s.color.stroke_width(2);
+                if s.dashed {
+                    chart
+                        .draw_series(DashedLineSeries::new(s.pts.clone(), 8, 5, style))
+                        .map_err(err)?;
+                } else {
+                    chart
+                        .draw_series(LineSeries::new(s.pts.clone(), style))
+                        .map_err(err)?;
                 }
+                chart
+                    .draw_series(s.pts.iter().map(|p| Circle::new(*p, 3, s.color.filled())))
+                    .map_err(err)?;
             }
-        }
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                format!(
-                    "{} {}, {} KiB: full flushes / 1,000 switches (MODELLED)",
-                    POLICY_CPU.name(),
-                    pattern.name(),
-                    touch / 1024
-                ),
-                (FONT, 18),
-            )
+        }};
+    }
+    let builder = || {
+        let mut b = ChartBuilder::on(&plot_area);
+        b.caption(caption, (FONT, 18))
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..xmax, -ymax * 0.03..ymax * 1.45)
+            .y_label_area_size(60);
+        b
+    };
+    if log {
+        let (lo, hi) = (ymin / 1.5, ymax * 1.5);
+        draw!(builder()
+            .build_cartesian_2d(
+                0f64..xmax,
+                (lo..hi).log_scale().with_key_points(log_ticks(lo, hi))
+            )
+            .map_err(err)?);
+    } else {
+        draw!(builder()
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax * 1.1)
+            .map_err(err)?);
+    }
+    // The legend: one row per series, in the strip beside the plot.
+    for (i, s) in series.iter().enumerate() {
+        let y = 60 + 24 * i as i32;
+        let stroke = if s.dashed { 10 } else { 24 };
+        legend_area
+            .draw(&PathElement::new(
+                vec![(6, y), (6 + stroke, y)],
+                s.color.stroke_width(3),
+            ))
             .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc(match pattern {
-                Pattern::Ring => "processes in the ring (N)",
-                Pattern::Ipc => "clients (N), plus one server",
-            })
-            .y_desc("full flushes per 1,000 switches")
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15))
-            .draw()
+        legend_area
+            .draw(&Text::new(s.label.clone(), (36, y - 7), (FONT, 13)))
             .map_err(err)?;
-        for (i, mode) in policy_modes().into_iter().enumerate() {
-            let Mode::Fass(p, rule) = mode else { continue };
-            let color = mode_color(mode, false);
-            let dashed = rule == Rule::Conservative;
-            let pts: Vec<(f64, f64)> = ns
-                .iter()
-                .filter_map(|&n| {
-                    r.get(POLICY_CPU, *pattern, mode, touch, n)
-                        .map(|o| (f64::from(n), o.flushes_per_thousand()))
-                })
-                .collect();
-            line(&mut chart, pts.clone(), color, dashed)?
-                .label(format!("{}, {}", p.name(), rule.name()))
-                .legend(move |(x, y)| legend_mark(x, y, color, dashed));
-            let size = 8 - 2 * (i % PolicyKind::ALL.len()) as i32;
-            if dashed {
-                chart
-                    .draw_series(
-                        pts.into_iter()
-                            .map(|q| Circle::new(q, size, color.stroke_width(2))),
-                    )
-                    .map_err(err)?;
-            } else {
-                chart
-                    .draw_series(
-                        pts.into_iter()
-                            .map(|q| Circle::new(q, size, color.filled())),
-                    )
-                    .map_err(err)?;
-            }
+    }
+    Ok(())
+}
+
+fn touch_label(t: u32) -> String {
+    format!("{} KiB", t / 1024)
+}
+
+/// lat_ctx against the number of processes, in the shape of the
+/// context-switch figure of Wiggins et al. (ACSAC 2003): the SA-1100 model,
+/// the ring, naive (the flushing kernel) and FASS (fass's default policy
+/// and rule), each for 0, 4 and 16 KiB touched per turn (the sizes the
+/// grid has): modelled cycles per switch, log scale.
+pub fn lat_ctx(r: &Results, path: &Path) -> Result<(), BenchError> {
+    fonts()?;
+    let root = BitMapBackend::new(path, (1100, 640)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let fass = crate::report::default_fass();
+    let touches: Vec<u32> = [0, 4096, 16384]
+        .into_iter()
+        .filter(|t| r.grid.touches().contains(t))
+        .collect();
+    let mut series = Vec::new();
+    for (mode, name) in [(Mode::Naive, "naive"), (fass, "FASS")] {
+        for (i, &t) in touches.iter().enumerate() {
+            series.push(Series {
+                label: format!("{name}, {}", touch_label(t)),
+                color: shade(mode_color(mode, true), i, touches.len()),
+                dashed: false,
+                pts: ring_points(r, Cpu::Sa1100, mode, t),
+            });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FONT, 12))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
+    }
+    panel(
+        &root,
+        "lat_ctx on the SA-1100: cycles per switch (MODELLED)",
+        "processes in the ring",
+        "cycles per switch (log)",
+        &series,
+        true,
+    )?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+fn ring_points(r: &Results, cpu: Cpu, mode: Mode, touch: u32) -> Vec<(f64, f64)> {
+    r.grid
+        .ns()
+        .iter()
+        .filter_map(|&n| {
+            r.get(cpu, Pattern::Ring, mode, touch, n)
+                .map(|o| (f64::from(n), o.cycles_per_switch()))
+        })
+        .collect()
+}
+
+/// Which mode switches cheapest, per CPU: modelled cycles per switch
+/// against N, ring, 4 KiB touched per turn (the grid's largest if it has
+/// no 4 KiB), SA-1100 and ARM926EJ-S side by side, one line per mode of
+/// the main tables ([`main_modes`]; the conservative-rule FASS dashed).
+pub fn switch_cost(r: &Results, path: &Path) -> Result<(), BenchError> {
+    fonts()?;
+    let root = BitMapBackend::new(path, (1600, 620)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let panels = root.split_evenly((1, 2));
+    let t = if r.grid.touches().contains(&4096) {
+        4096
+    } else {
+        r.grid.touches().last().copied().unwrap_or(0)
+    };
+    for (cpu, area) in Cpu::ALL.iter().zip(panels.iter()) {
+        let series: Vec<Series> = main_modes()
+            .into_iter()
+            .map(|mode| Series {
+                label: short_name(mode),
+                color: mode_color(mode, true),
+                dashed: mode.rule() == Some(Rule::Conservative),
+                pts: ring_points(r, *cpu, mode, t),
+            })
+            .collect();
+        panel(
+            area,
+            &format!("{}: ring, {} (MODELLED)", cpu.name(), touch_label(t)),
+            "processes in the ring",
+            "cycles per switch (log)",
+            &series,
+            true,
+        )?;
     }
     root.present().map_err(err)?;
     Ok(())
+}
+
+/// How often each victim policy flushes: full flushes per 1,000 switches
+/// against N, every policy under the default rule (exclusive windows) and
+/// round-robin under the conservative rule (dashed, the seed baseline),
+/// ring and IPC side by side ([`POLICY_CPU`] model). Policies with the
+/// same figures overlap.
+pub fn policies(r: &Results, path: &Path) -> Result<(), BenchError> {
+    fonts()?;
+    let root = BitMapBackend::new(path, (1600, 620)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let panels = root.split_evenly((1, 2));
+    let touch = policy_touch(r);
+    let modes: Vec<Mode> = policy_modes()
+        .into_iter()
+        .filter(|m| {
+            matches!(
+                m,
+                Mode::Fass(_, Rule::Exclusive) | Mode::Fass(PolicyKind::RoundRobin, _)
+            )
+        })
+        .collect();
+    for (pattern, area) in [Pattern::Ring, Pattern::Ipc].iter().zip(panels.iter()) {
+        let series: Vec<Series> = modes
+            .iter()
+            .filter_map(|&mode| {
+                let Mode::Fass(p, rule) = mode else {
+                    return None;
+                };
+                Some(Series {
+                    label: format!(
+                        "{}, {}",
+                        p.key(),
+                        match rule {
+                            Rule::Exclusive => "excl. windows",
+                            Rule::Conservative => "conservative",
+                        }
+                    ),
+                    color: mode_color(mode, rule == Rule::Conservative),
+                    dashed: rule == Rule::Conservative,
+                    pts: r
+                        .grid
+                        .ns()
+                        .iter()
+                        .filter_map(|&n| {
+                            r.get(POLICY_CPU, *pattern, mode, touch, n)
+                                .map(|o| (f64::from(n), o.flushes_per_thousand()))
+                        })
+                        .collect(),
+                })
+            })
+            .collect();
+        panel(
+            area,
+            &format!(
+                "{} {}, {}: full flushes (MODELLED)",
+                match POLICY_CPU {
+                    Cpu::Sa1100 => "SA-1100",
+                    Cpu::Arm926 => "ARM926EJ-S",
+                },
+                pattern.name(),
+                touch_label(touch)
+            ),
+            match pattern {
+                Pattern::Ring => "processes in the ring",
+                Pattern::Ipc => "clients, plus one server",
+            },
+            "full flushes per 1,000 switches",
+            &series,
+            false,
+        )?;
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tick_labels_are_integers_or_thousands() {
+        assert_eq!(tick(10.0), "10");
+        assert_eq!(tick(999.6), "1k");
+        assert_eq!(tick(1000.0), "1k");
+        assert_eq!(tick(2500.0), "2.5k");
+        assert_eq!(tick(10000.0), "10k");
+        assert_eq!(tick(100000.0), "100k");
+        assert_eq!(tick(f64::NAN), "");
+    }
 }

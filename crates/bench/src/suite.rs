@@ -132,6 +132,34 @@ impl Grid {
     }
 }
 
+/// The modelled cycles per switch of a token ring of `n` spaces touching
+/// `touch` bytes per turn on `cpu`, for naive, FCSE-only and FASS (the
+/// default policy and rule of `fass`), in that order: what `cargo xtask
+/// run` prints beside the kernel's counts (`bench-model --switch-cost`).
+///
+/// # Errors
+///
+/// A configuration the model rejects, or `fass` without a default policy
+/// among the modelled ones.
+pub fn switch_cost(
+    paths: &KernelPaths,
+    cpu: Cpu,
+    n: u16,
+    touch: u32,
+) -> Result<[(Mode, f64); 3], BenchError> {
+    let policy = PolicyKind::default_of_fass().ok_or_else(|| {
+        BenchError::KernelPath("fass's default policy is not one the model runs".into())
+    })?;
+    let fass = Mode::Fass(policy, Rule::default_of_fass());
+    let grid = Grid { quick: true };
+    let mut out = [(Mode::Naive, 0.0), (Mode::Fcse, 0.0), (fass, 0.0)];
+    for (mode, cycles) in &mut out {
+        let w = grid.workload(paths, cpu, *mode, Pattern::Ring, n, touch);
+        *cycles = model::run(&w)?.cycles_per_switch();
+    }
+    Ok(out)
+}
+
 /// Key of one run.
 pub type Key = (Cpu, Pattern, Mode, u32, u16);
 

@@ -72,9 +72,20 @@ __fast_debruijn:
 @ The board's free-running counter (at the virtual address
 @ `__board_counter` from the generated `board.ld`) into \rd: the one
 @ place this file reads it (the switch tail's start, `clock::SwitchClock`).
+@ Measuring build only (`{measure}`, the kernel's `measure` feature): the
+@ shipped kernel reads no counter and files no transit.
 .macro READ_COUNTER rd
+    .if {measure}
     ldr     \rd, =__board_counter
     ldr     \rd, [\rd]
+    .endif
+.endm
+@ r5 = the `clock::Transit` to file this transit under (measuring build
+@ only, like READ_COUNTER).
+.macro MARK_TRANSIT kind
+    .if {measure}
+    mov     r5, #\kind
+    .endif
 .endm
 
 @ The kernel's head: `Kernel` is `repr(C)` with the lean path's fields
@@ -203,13 +214,13 @@ __svc_fast:
     .ifc \m, fass
     ldr     r2, [r10, #{pr_dacr}]
     ldr     r3, [r10, #{pr_fcseidr}]
-    READ_COUNTER r9                       @ the switch tail's start
+    READ_COUNTER r9                       @ the switch tail's start (measuring)
     MARK_MCR r8, r2, 3, 0, 0
     mcr     p15, 0, r2, c3, c0, 0         @ DACR
     MARK_MCR r8, r3, 13, 0, 0
     mcr     p15, 0, r3, c13, c0, 0        @ FCSEIDR
     .else
-    READ_COUNTER r9                       @ the switch tail's start
+    READ_COUNTER r9                       @ the switch tail's start (measuring)
     .ifc \m, naive
     bl      fast_flush_caches             @ D-cache clean+invalidate, I-cache
     .endif
@@ -226,8 +237,10 @@ __svc_fast:
     .endif
     .endif
     MARK_EVENT r8, r6, 3                  @ cache check: space r6 runs
+    .if {measure}
     mov     r8, #1
     STORE_PAIR r8, r9, r4, {k_t0_tag}     @ Some(t0)
+    .endif
 .endm
 
 @ SEND, CALL and SEND_RECV: r5 = cur, r6 = dest = the caller's r0, r10 +
@@ -287,7 +300,7 @@ __svc_yield_\m:
     RECORD_SWITCH \m, gen=r9
     mov     r8, #0
     str     r8, [r0]                      @ YIELD returns 0
-    mov     r5, #{tr_yield}
+    MARK_TRANSIT {tr_yield}
     b       __fast_switch_\m
 5:  subs    r11, r1, #32
     movlo   r12, r3                       @ cur < 32: the high word is above it
@@ -322,7 +335,7 @@ __svc_send_\m:
     STORE_READY r1, r2, r3
     mov     r8, #0
     str     r8, [r0]
-    mov     r5, #{tr_oneway}
+    MARK_TRANSIT {tr_oneway}
     b       __fast_switch_\m
     @ CALL: cur out of the ready set, waiting for dest's reply
     @ (`State::Reply {{ from: dest }}`), first in dest's reply list.
@@ -339,7 +352,7 @@ __svc_send_\m:
     cmp     r9, #{link_none}
     bne     22f                           @ another caller waits already
 21: strb    r5, [r10, #{pr_link_reply_head}]
-    mov     r5, #{tr_call}
+    MARK_TRANSIT {tr_call}
     b       __fast_switch_\m
 22: strb    r9, [r0, #{p_link_next}]
     ldr     r8, ={proc_size}
@@ -372,7 +385,7 @@ __svc_send_recv_\m:
     subs    r9, r5, #32
     bichs   r3, r3, r8, lsl r9
     STORE_READY r1, r2, r3
-    mov     r5, #{tr_oneway}
+    MARK_TRANSIT {tr_oneway}
     b       __fast_switch_\m
 
 @ REPLY / REPLY_WAIT to the caller = cur's r0, which must wait for cur's
@@ -438,7 +451,7 @@ __svc_reply_\m:
     add     r2, r2, #1
     add     r3, r3, #1
     STORE_PAIR r2, r3, r4, {k_round_trips}, r1
-    mov     r5, #{tr_reply}
+    MARK_TRANSIT {tr_reply}
 
 @ The switch (`Kernel::switch_ready`'s lean branch) and the counters
 @ common to every fast call. r0 = cur's frame, r4 = the kernel, r5 = the
@@ -502,7 +515,7 @@ __irq_preempt_\m:
     ldr     r8, [r4, #{k_preemptions}]
     add     r8, r8, #1
     str     r8, [r4, #{k_preemptions}]
-    mov     r5, #{tr_preempt}
+    MARK_TRANSIT {tr_preempt}
     b       __fast_switch_irq_\m
 65: subs    r11, r1, #32
     movlo   r12, r3

@@ -20,19 +20,25 @@
 @ r1 = \kind, lr = the pc to resume (the mode's own lr, less 4 if `adjust`),
 @ SPSR = user CPSR. Entered in the trap's mode from `asm/vectors.s`, with
 @ the user's r0 just below this mode's stack.
-@ The board's counter (`__board_counter`) is read into `__in_stamp` (the start of the measured
-@ transit, `clock::TRANSIT_ENTRY_INSTRUCTIONS`) at the 10th instruction
-@ from the vector on every path (vector, four in `asm/vectors.s`, five
-@ here).
+@ In the measuring build only (`MEASURE`, the kernel's `measure` feature,
+@ which `cargo xtask bench` enables; the shipped kernel has none of it): the
+@ board's counter (`__board_counter`) is read into `__in_stamp` (the start
+@ of the measured transit, `clock::TRANSIT_ENTRY_INSTRUCTIONS`) at the 10th
+@ instruction from the vector on every path (vector, four in
+@ `asm/vectors.s`, five here).
 .macro SAVE_USER kind, adjust
     ldr     r0, =__cur_frame
     ldr     r0, [r0]
     stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
+    .if MEASURE
     ldr     r2, =__board_counter    @ (no banked register right after STM^)
     ldr     r2, [r2]                @ t_in
     mov     r1, #\kind
     ldr     r3, =__in_stamp
     str     r2, [r3]
+    .else
+    mov     r1, #\kind              @ (no banked register right after STM^)
+    .endif
     ldr     r2, [sp, #-4]
     str     r2, [r0]
     .if \adjust
@@ -45,13 +51,18 @@
 
 @ An abort from user mode, in abort mode with the user's r0 just below the
 @ abort stack: saves r0-r12, sp_usr and lr_usr into *__cur_frame (r0 = the
-@ frame on exit) and reads the board's counter into r5 (saved: free).
+@ frame on exit) and reads the board's counter into r5 (saved: free; 0
+@ in the shipped build, which reads no counter).
 .macro SAVE_ABORT
     ldr     r0, =__cur_frame
     ldr     r0, [r0]
     stmib   r0, {r1-r14}^           @ r1-r12, sp_usr, lr_usr
+    .if MEASURE
     ldr     r2, =__board_counter    @ (no banked register right after STM^)
     ldr     r5, [r2]
+    .else
+    mov     r5, #0                  @ (no banked register right after STM^)
+    .endif
     ldr     r2, [sp, #-4]
     str     r2, [r0]
 .endm
@@ -122,10 +133,12 @@ __user_trap_dabt:
 @ whose lr and SPSR still hold the return; r0-r12 from the frame (sp_usr
 @ and lr_usr were never changed).
 __return_fast:
+    .if MEASURE
     ldr     r2, =__board_counter
     ldr     r1, [r2]
     mov     r2, r5
     bl      fast_abort_return
+    .endif
     msr     cpsr_c, #0xD7           @ abort mode, IRQ and FIQ masked
     ldmia   r4, {r0-r12}
     movs    pc, lr
@@ -193,16 +206,26 @@ __svc_general:
 @ resume user mode from it. `__return_marked` is the same with r5 = the
 @ `clock::Transit` the assembly fast path decided on (filed by
 @ `return_accounting`, outside the measured window); 0 here: every other
-@ path marks for itself.
+@ path marks for itself. The shipped build (no `MEASURE`) has neither the
+@ mark nor the accounting: nine instructions from here to user mode.
     .global __return_to_user
 __return_to_user:
+    .if MEASURE
     mov     r5, #0
+    .endif
     .global __return_marked
 __return_marked:
     ldr     r1, =__cur_frame
     str     r0, [r1]
     ldr     r2, [r0, #64]
     msr     spsr_cxsf, r2
+    .if MEASURE == 0
+    ldr     lr, [r0, #60]           @ (before the LDM^: no banked register after it)
+    add     r2, r0, #52
+    ldmia   r2, {r13, r14}^         @ sp_usr, lr_usr
+    ldmia   r0, {r0-r12}
+    movs    pc, lr
+    .else
     add     r2, r0, #52
     ldmia   r2, {r13, r14}^         @ sp_usr, lr_usr
     ldr     r2, =__board_counter    @ (no banked register right after LDM^)
@@ -222,6 +245,7 @@ __return_marked:
     ldr     lr, [r4, #60]
     ldmia   r4, {r0-r12}
     movs    pc, lr
+    .endif
 
 @ __sched_enter(ctx): saves the kernel's callee-saved registers, sp and lr
 @ in ctx (10 words), lets `sched_first_frame()` pick the first process and
@@ -250,7 +274,9 @@ __sched_leave:
     .global __cur_frame
 __cur_frame:
     .word   0
+    .if MEASURE
     @ The transit's entry stamp (`clock.rs`), written by `SAVE_USER`.
     .global __in_stamp
 __in_stamp:
     .word   0
+    .endif

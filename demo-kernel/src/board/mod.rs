@@ -67,10 +67,12 @@ pub const fn device(pa: u32) -> u32 {
 /// Instructions in `ticks` of the board's counter under `-icount shift=10`
 /// (1,024 virtual ns per instruction).
 pub const fn ticks_to_instructions(ticks: u64) -> u64 {
-    ticks * 1_000_000 / COUNTER_TICKS_PER_MEGA_INSN
+    (ticks * 1_000_000 + COUNTER_TICKS_PER_MEGA_INSN / 2) / COUNTER_TICKS_PER_MEGA_INSN
 }
 
-/// Counter ticks of `n` instructions under `-icount shift=10`.
+/// Counter ticks of `n` instructions under `-icount shift=10` (used by the
+/// measuring build's clock).
+#[cfg_attr(not(feature = "measure"), allow(dead_code))]
 pub const fn instructions_to_ticks(n: u64) -> u64 {
     n * COUNTER_TICKS_PER_MEGA_INSN / 1_000_000
 }

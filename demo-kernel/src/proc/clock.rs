@@ -1,11 +1,18 @@
-//! Timing of the kernel paths, under `-icount shift=10,sleep=off` (the
+//! Timing of the kernel paths in the measuring build (the `measure`
+//! feature, which `cargo xtask bench` and `cargo xtask run` enable; the
+//! shipped kernel reads no counter on its paths and files nothing: every
+//! function here is then a no-op and the scenarios print no `BENCH` line),
+//! under `-icount shift=10,sleep=off` (the
 //! board's counter then counts a fixed number of ticks per instruction:
 //! 24.576 for versatilepb's 24 MHz counter, 3.775 for the 3.6864 MHz OSCR of
 //! collie and connex; [`crate::board::instructions_to_ticks`]):
 //!
 //! * transits ([`Transit`]): every trap from user mode, from the exception
 //!   vector's first instruction to the return to user mode (`movs pc, lr`)
-//!   inclusive, filed by kind;
+//!   inclusive, filed by kind, with the shortest and longest per kind: the
+//!   aborts resolved on the fast path (`__return_fast`) included
+//!   ([`Transit::Fault`]), and the `MARK 0` system call that opens the
+//!   window left out ([`start`]);
 //! * the switch tail ([`SwitchClock`]): from the scheduler's decision to
 //!   the return to user mode (the old `kind=switch`);
 //! * collisions ([`FaultClock`]): a domain fault from the data-abort vector
@@ -27,6 +34,7 @@
 //! instructions from the SVC vector to the `movs` as [`Transit::Yield`]
 //! reports.
 
+#[cfg(feature = "measure")]
 use super::kernel::installed;
 use crate::global::Global;
 
@@ -47,10 +55,34 @@ pub const FAULT_ENTRY_INSTRUCTIONS: u64 = 11;
 /// ([`TRANSIT_TAIL_INSTRUCTIONS`]).
 pub const FAST_RETURN_TAIL_INSTRUCTIONS: u64 = 3;
 
+/// Instructions of the measuring build's own inside a transit's window
+/// that the shipped build does not run, all fixed assembly: `SAVE_USER`'s
+/// counter read and stamp store (4), the return's mark (`mov r5` or
+/// `MARK_TRANSIT`, 1) and counter read (2). Subtracted from every transit
+/// filed through [`return_accounting`], so that the figures are the shipped
+/// kernel's (checked against a single-step trace of both builds:
+/// `docs/benchmarks/method.md`).
+pub const MEASURE_TRANSIT_INSTRUCTIONS: u64 = 7;
+/// The same for an abort resolved on the fast path: the abort stub's
+/// counter read (1 more than the shipped `mov r5, #0`) and
+/// `__return_fast`'s (2). A general-path abort returns through
+/// `__return_to_user`, one more (its `mov r5, #0`).
+pub const MEASURE_ABORT_INSTRUCTIONS: u64 = 3;
+/// The switch-tail stamp of the assembly fast path (`SWITCH_REGS`:
+/// `READ_COUNTER`, `mov r8, #1` and the store of `Some(t0)`, one `strd` on
+/// ARMv5TE, two `str` on ARMv4), subtracted from every transit the fast
+/// path files. The Rust paths' stamp and marks (a few instructions the
+/// compiler places) are not subtracted.
+pub const MEASURE_FAST_STAMP_INSTRUCTIONS: u64 = if cfg!(target_feature = "v5te") { 4 } else { 5 };
+
 /// Ticks of `n` instructions under `-icount shift=10`.
+#[cfg(feature = "measure")]
 const fn ticks(n: u64) -> u32 {
     crate::board::instructions_to_ticks(n) as u32
 }
+
+/// Whether this is the measuring build (the `measure` feature).
+pub const MEASURING: bool = cfg!(feature = "measure");
 
 /// What a transit was, as the kernel decided during it.
 #[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
@@ -68,16 +100,26 @@ pub enum Transit {
     Preempt = 5,
     /// Anything else (the default).
     Other = 6,
+    /// An IPC system call (`SEND`, `CALL`, `SEND_RECV`, `RECV`, `REPLY`,
+    /// `REPLY_WAIT`) that was not a hand-off: queued, blocked, or served
+    /// from a queue (the slow IPC path).
+    IpcQueued = 7,
+    /// A data or prefetch abort (a refill, a collision), on the fast path
+    /// or the general one.
+    Fault = 8,
     /// `LSEND`/`LSEND_RECV` handed to a receiver blocked in a receive,
     /// which runs next: the copy of the buffer included.
-    LongIpc = 7,
+    LongIpc = 9,
     /// An undefined instruction that gave the process the VFP
     /// (`vfp::Kernel::vfp_undefined`).
-    VfpTrap = 8,
+    VfpTrap = 10,
 }
 
 /// Buckets, the total first ([`Transit`] values index the rest).
-const PAIRS: usize = 9;
+const PAIRS: usize = 11;
+/// [`Transits::bucket`] of the transit that opened the window (`MARK 0`):
+/// measuring, but this one is not counted.
+const SKIP: u32 = 0xff;
 
 /// The transit sums.
 struct Transits {
@@ -89,41 +131,84 @@ struct Transits {
     default: u32,
     /// (ticks, count) per bucket, the total first.
     acc: [(u32, u32); PAIRS],
+    /// (shortest, longest) per bucket, in ticks.
+    range: [(u32, u32); PAIRS],
+}
+
+impl Transits {
+    #[cfg(feature = "measure")]
+    /// Files a transit of `dt` ticks under `bucket` (and the total).
+    fn add(&mut self, bucket: usize, dt: u32) {
+        for i in [0, bucket % PAIRS] {
+            let (t, n) = &mut self.acc[i];
+            *t = t.wrapping_add(dt);
+            *n += 1;
+            let r = &mut self.range[i];
+            *r = if *n == 1 {
+                (dt, dt)
+            } else {
+                (r.0.min(dt), r.1.max(dt))
+            };
+        }
+    }
 }
 
 static TRANSITS: Global<Transits> = Global::new(Transits {
     bucket: 0,
     default: 0,
     acc: [(0, 0); PAIRS],
+    range: [(0, 0); PAIRS],
 });
 
 /// The abort stamp of a data abort the fast path declined (written by
-/// [`enter_abort`], read by the general path).
+/// [`enter_abort`], read by the general path; 0 in the shipped build).
 static ABT_STAMP: Global<u32> = Global::new(0);
 
+#[cfg(feature = "measure")]
 extern "C" {
     /// The transit's entry stamp, written by `SAVE_USER` (`asm/trap.s`).
     static __in_stamp: u32;
 }
 
-/// Files the current transit under `t` (if measuring).
+/// Files the current transit under `t` (if measuring; a no-op in the
+/// shipped build).
 #[inline(always)]
 pub fn mark(t: Transit) {
+    if !MEASURING {
+        return;
+    }
     // SAFETY: the reference lives for this function, which calls nothing
     // (single core, no re-entry: `Global`'s contract).
     let tr = unsafe { TRANSITS.get_mut() };
-    if tr.bucket != 0 {
+    if tr.bucket != 0 && tr.bucket != SKIP {
         tr.bucket = t as u32;
     }
 }
 
-/// Starts measuring: the sums cleared, the current transit filed as other.
+/// Files the current transit under `t` unless it was filed already (the
+/// IPC system calls: [`Transit::IpcQueued`] until a hand-off says
+/// otherwise).
+#[inline(always)]
+pub fn mark_default(t: Transit) {
+    if !MEASURING {
+        return;
+    }
+    // SAFETY: as in `mark`.
+    let tr = unsafe { TRANSITS.get_mut() };
+    if tr.bucket != 0 && tr.bucket == tr.default {
+        tr.bucket = t as u32;
+    }
+}
+
+/// Starts measuring: the sums cleared; the current transit (the `MARK 0`
+/// system call of the harness) is not counted.
 pub fn start() {
     // SAFETY: as in `mark`.
     let tr = unsafe { TRANSITS.get_mut() };
     tr.acc = [(0, 0); PAIRS];
+    tr.range = [(0, 0); PAIRS];
     tr.default = Transit::Other as u32;
-    tr.bucket = Transit::Other as u32;
+    tr.bucket = SKIP;
 }
 
 /// Stops measuring (the current transit is not counted).
@@ -141,23 +226,31 @@ pub fn stop() {
 /// assembly fast path (`asm/fastpath.s`) decided on, as a number (its
 /// [`mark`], done here to keep the bookkeeping out of the window); 0 from
 /// every other path, which marks for itself.
+#[cfg(feature = "measure")]
 #[no_mangle]
 pub extern "C" fn return_accounting(t_out: u32, fast_mark: u32) {
     // SAFETY: as in `mark`: the reference's last use is before the kernel
     // is reached below, and nothing in between touches the transits.
     let tr = unsafe { TRANSITS.get_mut() };
-    if tr.bucket != 0 {
+    if tr.bucket == SKIP {
+        tr.bucket = tr.default;
+    } else if tr.bucket != 0 {
         if fast_mark != 0 {
             tr.bucket = fast_mark;
         }
         // SAFETY: written only by `SAVE_USER` at this transit's entry.
         let t_in = unsafe { core::ptr::addr_of!(__in_stamp).read_volatile() };
-        let dt = t_out.wrapping_sub(t_in);
-        for i in [0, tr.bucket as usize % PAIRS] {
-            let (t, n) = &mut tr.acc[i];
-            *t = t.wrapping_add(dt);
-            *n += 1;
-        }
+        let own = if tr.bucket == Transit::Fault as u32 {
+            MEASURE_ABORT_INSTRUCTIONS + 1
+        } else if fast_mark != 0 {
+            MEASURE_TRANSIT_INSTRUCTIONS + MEASURE_FAST_STAMP_INSTRUCTIONS
+        } else {
+            MEASURE_TRANSIT_INSTRUCTIONS
+        };
+        tr.add(
+            tr.bucket as usize,
+            t_out.wrapping_sub(t_in).wrapping_sub(ticks(own)),
+        );
         tr.bucket = tr.default;
     }
     // SAFETY: on the way back to user mode, after the trap handler's
@@ -168,8 +261,11 @@ pub extern "C" fn return_accounting(t_out: u32, fast_mark: u32) {
     }
 }
 
-// The data-abort stub reads the counter no earlier than the others.
+// The data-abort stub reads the counter no earlier than the others, and
+// the fast return's tail is as long as the general one's (a fast-path
+// abort is filed with the transit constants).
 const _: () = assert!(FAULT_ENTRY_INSTRUCTIONS >= TRANSIT_ENTRY_INSTRUCTIONS);
+const _: () = assert!(FAST_RETURN_TAIL_INSTRUCTIONS == TRANSIT_TAIL_INSTRUCTIONS);
 
 /// A general-path data abort stamped `t0` by its own stub at the
 /// [`FAULT_ENTRY_INSTRUCTIONS`]th instruction (`__user_trap_dabt`): its
@@ -177,6 +273,15 @@ const _: () = assert!(FAULT_ENTRY_INSTRUCTIONS >= TRANSIT_ENTRY_INSTRUCTIONS);
 /// that the same constants apply; kept as the abort stamp
 /// ([`abort_stamp`]).
 pub fn enter_abort(t0: u32) {
+    #[cfg(feature = "measure")]
+    enter_abort_measuring(t0);
+    #[cfg(not(feature = "measure"))]
+    let _ = t0;
+}
+
+#[cfg(feature = "measure")]
+fn enter_abort_measuring(t0: u32) {
+    mark(Transit::Fault);
     // SAFETY: `Global`'s contract: a plain store, no reference alive.
     unsafe { ABT_STAMP.set(t0) };
     let t_in = t0.wrapping_sub(ticks(FAULT_ENTRY_INSTRUCTIONS - TRANSIT_ENTRY_INSTRUCTIONS));
@@ -192,12 +297,16 @@ pub fn enter_abort(t0: u32) {
 /// A transit whose stub read the counter where `SAVE_USER` does, but did
 /// not store it (the prefetch-abort stub, `t0`): its entry stamp.
 pub fn enter_transit(t0: u32) {
+    mark(Transit::Fault);
     // SAFETY: as in `enter_abort`.
+    #[cfg(feature = "measure")]
     unsafe {
         core::ptr::addr_of!(__in_stamp)
             .cast_mut()
             .write_volatile(t0)
     };
+    #[cfg(not(feature = "measure"))]
+    let _ = t0;
 }
 
 /// The abort stamp of the data abort being handled on the general path.
@@ -213,16 +322,40 @@ pub struct Sum {
     pub n: u32,
     /// Their instructions, constants included.
     pub instructions: u64,
+    /// The shortest transit's instructions (0 if none).
+    pub min: u64,
+    /// The longest transit's instructions (0 if none).
+    pub max: u64,
 }
 
 impl Sum {
-    /// The mean per transit (0 if none).
+    /// The mean per transit, rounded to the nearest instruction (0 if none).
     pub fn mean(self) -> u64 {
-        if self.n == 0 {
-            0
-        } else {
-            self.instructions / u64::from(self.n)
+        div_round(self.instructions, u64::from(self.n))
+    }
+
+    /// Two kinds together (their sums, the shorter minimum, the longer
+    /// maximum).
+    pub fn plus(self, o: Sum) -> Sum {
+        let pick = |a: u64, b: u64, f: fn(u64, u64) -> u64| match (self.n, o.n) {
+            (0, _) => b,
+            (_, 0) => a,
+            _ => f(a, b),
+        };
+        Sum {
+            n: self.n + o.n,
+            instructions: self.instructions + o.instructions,
+            min: pick(self.min, o.min, u64::min),
+            max: pick(self.max, o.max, u64::max),
         }
+    }
+}
+
+/// `a / b` rounded to the nearest integer (halves up); 0 if `b` is 0.
+pub const fn div_round(a: u64, b: u64) -> u64 {
+    match (a + b / 2).checked_div(b) {
+        Some(q) => q,
+        None => 0,
     }
 }
 
@@ -230,11 +363,14 @@ impl Sum {
 pub fn sum(t: Option<Transit>) -> Sum {
     let i = t.map_or(0, |t| t as usize);
     // SAFETY: a copy out of the cell; no reference to it is alive.
-    let (ticks, n) = unsafe { TRANSITS.with(|tr| tr.acc[i]) };
+    let ((ticks, n), (lo, hi)) = unsafe { TRANSITS.with(|tr| (tr.acc[i], tr.range[i])) };
+    let fixed = TRANSIT_ENTRY_INSTRUCTIONS + TRANSIT_TAIL_INSTRUCTIONS;
+    let one = |t: u32| crate::board::ticks_to_instructions(u64::from(t)) + fixed;
     Sum {
         n,
-        instructions: crate::board::ticks_to_instructions(u64::from(ticks))
-            + u64::from(n) * (TRANSIT_ENTRY_INSTRUCTIONS + TRANSIT_TAIL_INSTRUCTIONS),
+        instructions: crate::board::ticks_to_instructions(u64::from(ticks)) + u64::from(n) * fixed,
+        min: if n == 0 { 0 } else { one(lo) },
+        max: if n == 0 { 0 } else { one(hi) },
     }
 }
 
@@ -261,8 +397,29 @@ pub struct SwitchClock {
     pub max: u32,
 }
 
+/// The switch tail's start stamp: the board's counter in the measuring
+/// build, 0 in the shipped one (which reads no counter).
+#[inline(always)]
+pub fn switch_stamp() -> u32 {
+    if MEASURING {
+        super::timer::now()
+    } else {
+        0
+    }
+}
+
 impl SwitchClock {
+    /// Starts the switch tail stamped `t0` ([`switch_stamp`]; a no-op in
+    /// the shipped build).
+    #[inline(always)]
+    pub fn begin(&mut self, t0: u32) {
+        if MEASURING {
+            self.t0 = Some(t0);
+        }
+    }
+
     /// Closes a pending measurement at the return stamped `t_out`.
+    #[cfg(feature = "measure")]
     fn close(&mut self, t_out: u32) {
         if let Some(t0) = self.t0.take() {
             if self.on {
@@ -291,7 +448,8 @@ pub struct FaultClock {
     /// its kind's index and abort stamp.
     pub general: Option<(usize, u32)>,
     /// A collision resolved on the fast path whose return is not measured
-    /// yet: its abort stamp.
+    /// yet: its abort stamp (measuring build only).
+    #[cfg_attr(not(feature = "measure"), allow(dead_code))]
     pub fast: Option<u32>,
     /// Measured resolutions per kind.
     pub n: [u32; 2],
@@ -309,6 +467,7 @@ impl FaultClock {
 
     /// Adds the resolution of kind `i` stamped `t0` at the abort and `t1`
     /// three instructions before its return.
+    #[cfg(feature = "measure")]
     fn add(&mut self, i: usize, t0: u32, t1: u32) {
         let i = i % 2;
         let dt =
@@ -319,6 +478,7 @@ impl FaultClock {
     }
 
     /// Closes a general-path resolution at its return, stamped `t_out`.
+    #[cfg(feature = "measure")]
     fn close_general(&mut self, t_out: u32) {
         if let Some((i, t0)) = self.general.take() {
             self.add(i, t0, t_out);
@@ -328,10 +488,31 @@ impl FaultClock {
 
 /// Called (through `trap::fast_abort_return`) by `__return_fast`
 /// (`asm/trap.s`) after its counter read `t_out`, outside the measured
-/// window: closes the collision the fast path resolved, if it was one (a
-/// fill is not measured).
+/// window, for an abort stamped `t0` that the fast path resolved (a
+/// refill or a collision): files it as a [`Transit::Fault`] (if
+/// measuring; `prefetch`: its stub read the counter at the
+/// [`TRANSIT_ENTRY_INSTRUCTIONS`]th instruction, a data abort's at the
+/// [`FAULT_ENTRY_INSTRUCTIONS`]th) and closes the collision timed by the
+/// fault clock, if it was one.
+#[cfg(feature = "measure")]
 #[no_mangle]
-pub extern "C" fn fast_return_accounting(t_out: u32) {
+pub extern "C" fn fast_return_accounting(t_out: u32, t0: u32, prefetch: bool) {
+    // SAFETY: as in `mark`: the reference ends before the kernel is
+    // reached below.
+    let tr = unsafe { TRANSITS.get_mut() };
+    if tr.bucket != 0 && tr.bucket != SKIP {
+        // Moved to where the other stubs read the counter, so that the
+        // transit constants of `sum` apply.
+        let early = if prefetch {
+            0
+        } else {
+            FAULT_ENTRY_INSTRUCTIONS - TRANSIT_ENTRY_INSTRUCTIONS
+        };
+        tr.add(
+            Transit::Fault as usize,
+            (t_out.wrapping_sub(t0) + ticks(early)).wrapping_sub(ticks(MEASURE_ABORT_INSTRUCTIONS)),
+        );
+    }
     // SAFETY: on the fast path's way back to user mode, after its
     // reference to the kernel ended: this is the only one.
     if let Some(k) = unsafe { installed() } {

@@ -275,6 +275,7 @@ core::arch::global_asm!(
     crate::marker::asm_with_markers!("src/asm/fastpath.s"),
     kernel = sym KERNEL,
     v5te = const cfg!(target_feature = "v5te") as u32,
+    measure = const cfg!(feature = "measure") as u32,
     proc_size = const size_of::<Proc>(),
     max_procs = const MAX_PROCS,
     link_none = const NONE,

@@ -517,7 +517,7 @@ fn run_one(cp15: &mut HwCp15, name: &str, mode: SwitchMode, n: u32, p: &Params) 
             );
         }
     }
-    if name == "fault" {
+    if name == "fault" && clock::MEASURING {
         let c = k.fault_clock;
         let (free, full) = (FaultClock::FLUSH_FREE, FaultClock::FLUSHED);
         let instr = |t: u64| ticks_to_instructions(t);
@@ -538,14 +538,14 @@ fn run_one(cp15: &mut HwCp15, name: &str, mode: SwitchMode, n: u32, p: &Params) 
             defmt::info!(
                 "BENCH kind=fault mode={=str} n=2 touch=0 value={=u64} unit=instructions",
                 m,
-                instr(c.ticks[free]) / u64::from(c.n[free])
+                clock::div_round(instr(c.ticks[free]), u64::from(c.n[free]))
             );
         }
         if c.n[full] > 0 {
             defmt::info!(
                 "BENCH kind=fault_flush mode={=str} n=2 touch=0 value={=u64} unit=instructions",
                 m,
-                instr(c.ticks[full]) / u64::from(c.n[full])
+                clock::div_round(instr(c.ticks[full]), u64::from(c.n[full]))
             );
         }
     }
@@ -641,7 +641,7 @@ fn report_tcm(k: &Kernel, m: &str) {
     if let Some(e) = t.job_error {
         defmt::error!("kernel page exchange failed: {}", e);
     }
-    if exchanges > 0 {
+    if exchanges > 0 && super::clock::MEASURING {
         defmt::info!(
             "BENCH kind=tcm mode={=str} n=1 touch=4096 value={=u64} unit=instructions",
             m,
@@ -824,76 +824,137 @@ fn report(
             ticks,
             instr
         );
-        let c = k.clock;
-        let path = |t: u64| ticks_to_instructions(t);
-        defmt::info!(
-            "SWITCHPATH name={=str} mode={=str} n={=u32} touch={=u32} measured={=u32} lean={=u32} mean={=u64} min={=u64} max={=u64} round_per_switch={=u64}",
-            name,
+        if clock::MEASURING {
+            report_measured(k, name, m, n, p, switches, trips, instr);
+        }
+    }
+}
+
+/// The measuring build's lines of a measured scenario (`SWITCHPATH`,
+/// `TRANSITS`, `BENCH`; [`super::clock`]): `switches` and `trips` between
+/// the marks, `instr` the window's instructions.
+#[allow(clippy::too_many_arguments)]
+fn report_measured(
+    k: &Kernel,
+    name: &str,
+    m: &str,
+    n: u32,
+    p: &Params,
+    switches: u32,
+    trips: u32,
+    instr: u64,
+) {
+    use clock::div_round;
+    let c = k.clock;
+    let path = |t: u64| ticks_to_instructions(t);
+    defmt::info!(
+        "SWITCHPATH name={=str} mode={=str} n={=u32} touch={=u32} measured={=u32} lean={=u32} mean={=u64} min={=u64} max={=u64} round_per_switch={=u64}",
+        name,
+        m,
+        n,
+        p.touch,
+        c.n,
+        k.marks[1].map_or(0, |b| b.counters.lean_switches)
+            - k.marks[0].map_or(0, |a| a.counters.lean_switches),
+        div_round(path(c.ticks), u64::from(c.n)),
+        path(u64::from(c.min)),
+        path(u64::from(c.max)),
+        div_round(instr, u64::from(switches))
+    );
+    // Transits, vector to `movs` ([`super::clock`]); `min`/`max` where the
+    // figure is one transit's.
+    let bench = |kind: &str, value: u64, range: Option<(u64, u64)>| {
+        match range {
+        Some((lo, hi)) => defmt::info!(
+            "BENCH kind={=str} mode={=str} n={=u32} touch={=u32} value={=u64} unit=instructions min={=u64} max={=u64}",
+            kind,
             m,
             n,
             p.touch,
-            c.n,
-            b.counters.lean_switches - a.counters.lean_switches,
-            if c.n > 0 { path(c.ticks) / u64::from(c.n) } else { 0 },
-            path(u64::from(c.min)),
-            path(u64::from(c.max)),
-            if switches > 0 { instr / u64::from(switches) } else { 0 }
-        );
-        // Transits, vector to `movs` ([`super::clock`]).
-        let bench = |kind: &str, value: u64| {
-            defmt::info!(
-                "BENCH kind={=str} mode={=str} n={=u32} touch={=u32} value={=u64} unit=instructions",
-                kind,
-                m,
-                n,
-                p.touch,
-                value
-            );
-        };
-        let t = |k| clock::sum(Some(k));
-        let total = clock::sum(None);
-        defmt::info!(
-            "TRANSITS name={=str} mode={=str} n={=u32} touch={=u32} all={=u32} all_instr={=u64} yield={=u32} oneway={=u32} call={=u32} reply={=u32} preempt={=u32} other={=u32}",
-            name,
+            value,
+            lo,
+            hi
+        ),
+        None => defmt::info!(
+            "BENCH kind={=str} mode={=str} n={=u32} touch={=u32} value={=u64} unit=instructions",
+            kind,
             m,
             n,
             p.touch,
-            total.n,
-            total.instructions,
-            t(Transit::Yield).n,
-            t(Transit::IpcOneway).n,
-            t(Transit::IpcCall).n,
-            t(Transit::IpcReply).n,
-            t(Transit::Preempt).n,
-            t(Transit::Other).n
-        );
-        match name {
-            "ring" => {
-                if switches > 0 {
-                    // Every kernel instruction of the window (transits and
-                    // timed collisions) per switch.
-                    let f = k.fault_clock;
-                    let faults = path(f.ticks[0] + f.ticks[1]);
-                    bench("ring", (total.instructions + faults) / u64::from(switches));
-                }
-                if t(Transit::IpcOneway).n > 0 {
-                    bench("ipc_oneway", t(Transit::IpcOneway).mean());
-                }
-                if c.n > 0 {
-                    // From the scheduler's decision to the return to user mode.
-                    bench("switch_tail", path(c.ticks) / u64::from(c.n));
-                }
-            }
-            "ipc" if t(Transit::IpcCall).n > 0 && t(Transit::IpcReply).n > 0 => {
+            value
+        ),
+    }
+    };
+    let t = |k| clock::sum(Some(k));
+    let total = clock::sum(None);
+    // Every IPC transit: the hand-offs (the fast path's and the Rust short
+    // path's) and the rest (queued, blocked, served from a queue).
+    let handoff = t(Transit::IpcOneway)
+        .plus(t(Transit::IpcCall))
+        .plus(t(Transit::IpcReply));
+    let ipc = handoff.plus(t(Transit::IpcQueued));
+    defmt::info!(
+        "TRANSITS name={=str} mode={=str} n={=u32} touch={=u32} all={=u32} all_instr={=u64} yield={=u32} oneway={=u32} call={=u32} reply={=u32} queued={=u32} preempt={=u32} fault={=u32} fault_instr={=u64} other={=u32} ipc={=u32} ipc_instr={=u64} ipc_handoff_pct={=u64}",
+        name,
+        m,
+        n,
+        p.touch,
+        total.n,
+        total.instructions,
+        t(Transit::Yield).n,
+        t(Transit::IpcOneway).n,
+        t(Transit::IpcCall).n,
+        t(Transit::IpcReply).n,
+        t(Transit::IpcQueued).n,
+        t(Transit::Preempt).n,
+        t(Transit::Fault).n,
+        t(Transit::Fault).instructions,
+        t(Transit::Other).n,
+        ipc.n,
+        ipc.instructions,
+        div_round(100 * u64::from(handoff.n), u64::from(ipc.n))
+    );
+    let range = |s: clock::Sum| Some((s.min, s.max));
+    match name {
+        "ring" => {
+            if switches > 0 {
+                // Every kernel instruction of the window (every transit,
+                // the refill and collision faults included) per switch.
                 bench(
-                    "ipc_roundtrip",
-                    t(Transit::IpcCall).mean() + t(Transit::IpcReply).mean(),
+                    "ring",
+                    div_round(total.instructions, u64::from(switches)),
+                    None,
                 );
             }
-            "yield" if t(Transit::Yield).n > 0 => bench("yield", t(Transit::Yield).mean()),
-            "preempt" if t(Transit::Preempt).n > 0 => bench("preempt", t(Transit::Preempt).mean()),
-            "longipc" => report_long(m, p.touch, t(Transit::LongIpc), &bench),
-            _ => {}
+            if ipc.n > 0 {
+                bench("ipc_oneway", ipc.mean(), range(ipc));
+            }
+            if c.n > 0 {
+                // From the scheduler's decision to the return to user mode.
+                bench(
+                    "switch_tail",
+                    div_round(path(c.ticks), u64::from(c.n)),
+                    Some((path(u64::from(c.min)), path(u64::from(c.max)))),
+                );
+            }
         }
+        // Every IPC transit of the window per completed round trip.
+        "ipc" if trips > 0 && ipc.n > 0 => bench(
+            "ipc_roundtrip",
+            div_round(ipc.instructions, u64::from(trips)),
+            None,
+        ),
+        "yield" if t(Transit::Yield).n > 0 => {
+            bench("yield", t(Transit::Yield).mean(), range(t(Transit::Yield)))
+        }
+        "preempt" if t(Transit::Preempt).n > 0 => bench(
+            "preempt",
+            t(Transit::Preempt).mean(),
+            range(t(Transit::Preempt)),
+        ),
+        "longipc" => report_long(m, p.touch, t(Transit::LongIpc), &|kind: &str, v| {
+            bench(kind, v, None)
+        }),
+        _ => {}
     }
 }

@@ -13,7 +13,6 @@ use mmu_armv5::regs::{Cp15Ext, HwCp15, Ttbr};
 use super::kernel::{Exit, Fast, Kernel, State, TrapFrame};
 use super::sched::Wish;
 use super::strategy::{dispatch, Strategy, MAX_PROCS};
-use super::timer;
 
 impl Kernel {
     /// Decides on the process to run after a trap and switches to it
@@ -49,7 +48,7 @@ impl Kernel {
     #[inline(always)]
     pub(super) fn switch_ready(&mut self, next: usize) -> *mut TrapFrame {
         let next = next & (MAX_PROCS - 1);
-        let t0 = timer::now();
+        let t0 = super::clock::switch_stamp();
         if self.current == Some(next) {
             return &mut self.procs[next].ctx;
         }
@@ -78,7 +77,7 @@ impl Kernel {
             crate::marker::event(Event::Space, next as u32);
             self.counters.switches += 1;
             self.counters.lean_switches += 1;
-            self.clock.t0 = Some(t0);
+            self.clock.begin(t0);
             return &mut self.procs[next].ctx;
         }
         self.switch_slow(next, t0)
@@ -116,7 +115,7 @@ impl Kernel {
                         .and_then(|rec| Fast::table(self.gen, &rec))
                         .unwrap_or(Fast::NONE),
                 };
-                self.clock.t0 = Some(t0);
+                self.clock.begin(t0);
                 true
             }
             Err(e) => {

@@ -264,6 +264,8 @@ impl Kernel {
             self.clock.on = k == 0;
             self.clock.t0 = None;
             if k == 0 {
+                // Collisions before the window are not the window's.
+                self.fault_clock = super::clock::FaultClock::default();
                 super::clock::start();
             } else {
                 super::clock::stop();

@@ -49,6 +49,7 @@ impl Kernel {
                 }
             }
             nr::SEND | nr::CALL => {
+                clock::mark_default(Transit::IpcQueued);
                 self.count_syscall(cur);
                 let (dest, msg) = self.message(cur);
                 match self.ipc_send(cur, dest, msg, number == nr::CALL) {
@@ -58,13 +59,18 @@ impl Kernel {
                 }
             }
             // Out of line: the switch page is full.
-            nr::SEND_RECV => Some(self.svc_send_recv(cur)),
+            nr::SEND_RECV => {
+                clock::mark_default(Transit::IpcQueued);
+                Some(self.svc_send_recv(cur))
+            }
             nr::RECV => {
+                clock::mark_default(Transit::IpcQueued);
                 self.count_syscall(cur);
                 self.ipc_recv(cur);
                 Some(self.finish(self.resume_or_block(cur)))
             }
             nr::REPLY | nr::REPLY_WAIT => {
+                clock::mark_default(Transit::IpcQueued);
                 self.count_syscall(cur);
                 let (dest, msg) = self.message(cur);
                 if let Err(e) = self.ipc_reply(cur, dest, msg) {
@@ -254,7 +260,9 @@ impl Kernel {
                         } else {
                             FaultClock::FLUSH_FREE
                         };
-                        self.fault_clock.general = Some((i, clock::abort_stamp()));
+                        if clock::MEASURING {
+                            self.fault_clock.general = Some((i, clock::abort_stamp()));
+                        }
                     }
                     return Wish::Next(Some(cur));
                 }
@@ -420,14 +428,17 @@ pub extern "C" fn trap_dabt_declined(t0: u32) {
     clock::enter_abort(t0);
 }
 
-/// Called by `__return_fast` (`asm/trap.s`) after its counter read
-/// `t_out`, outside the measured window, for an abort stamped `t0` that
-/// [`trap_dabt`] or [`trap_pabt`] resolved with `answer`: a data abort's
-/// domain fault (a collision, [`DABT_DOMAIN`] set) is timed by the fault clock
-/// ([`FaultClock`], `clock::fast_return_accounting`); a fill is not.
+/// Called by `__return_fast` (`asm/trap.s`, measuring build only) after
+/// its counter read `t_out`, outside the measured window, for an abort
+/// stamped `t0` that [`trap_dabt`] or [`trap_pabt`] resolved with
+/// `answer`: filed as a fault transit, and a data abort's domain fault (a
+/// collision, [`DABT_DOMAIN`] set) is timed by the fault clock
+/// ([`FaultClock`], `clock::fast_return_accounting`).
+#[cfg(feature = "measure")]
 #[no_mangle]
 pub extern "C" fn fast_abort_return(answer: u32, t_out: u32, t0: u32) {
-    if answer & DABT_DOMAIN != 0 {
+    let prefetch = answer & PABT_BIT != 0;
+    if answer & DABT_DOMAIN != 0 && !prefetch {
         // SAFETY: called by `__return_fast` on the way back to user mode
         // of the installed kernel's process, with no reference to the
         // kernel alive (the trap's ended with `trap_dabt`).
@@ -435,8 +446,13 @@ pub extern "C" fn fast_abort_return(answer: u32, t_out: u32, t0: u32) {
             k.fault_clock.fast = Some(t0);
         }
     }
-    clock::fast_return_accounting(t_out);
+    clock::fast_return_accounting(t_out, t0, prefetch);
 }
+
+/// The bit of [`trap_pabt`]'s answer that no answer of [`trap_dabt`] has.
+const PABT_BIT: u32 = 0b10;
+/// [`trap_pabt`]'s answer for a prefetch abort resolved on the fast path.
+const PABT_FAST: u32 = PABT_BIT | 1;
 
 /// Called by `__user_trap_pabt` (`asm/trap.s`) for a prefetch abort from
 /// user mode at `pc`, with r0-r12, sp_usr and lr_usr saved in the current
@@ -450,7 +466,7 @@ pub extern "C" fn trap_pabt(t0: u32, pc: u32) -> u32 {
     // SAFETY: a trap from user mode (see `trap_entry`).
     let k = unsafe { running_kernel() };
     if k.pabt_fast(pc) {
-        return 1;
+        return PABT_FAST;
     }
     clock::enter_transit(t0);
     0

@@ -1,7 +1,7 @@
 //! The contract between `cargo xtask bench` and the demo kernel: which
 //! command lines the bench boots and which `BENCH` kinds each must print.
 //!
-//! This module is the one place that defines it; `docs/benchmarks.md`
+//! This module is the one place that defines it; `docs/benchmarks/method.md`
 //! carries the same table ([`markdown`], checked by a test), and the
 //! kernel's scenarios follow it.
 //!
@@ -11,15 +11,19 @@
 //! kernel prints each kind the scenario lists, as
 //!
 //! ```text
-//! BENCH kind=K mode=M n=N touch=T value=V unit=instructions
+//! BENCH kind=K mode=M n=N touch=T value=V unit=instructions [min=A max=B]
 //! ```
 //!
 //! with `n` and `touch` as on the command line, and `V` the mean over the
 //! scenario's measured window (after a warm-up round, no process exiting
-//! inside it), counted under `-icount shift=10,sleep=off`. Unless a kind
-//! says otherwise, a figure runs from the first instruction of the exception
-//! vector to the return to user mode (`movs pc, lr` or equivalent)
-//! inclusive, and counts kernel instructions only.
+//! inside it; the `MARK 0` system call that opens it is not in it), rounded
+//! to the nearest instruction, counted under `-icount shift=10,sleep=off`
+//! by the kernel's measuring build (feature `measure`; the shipped build
+//! prints no `BENCH` line). Unless a kind says otherwise, a figure runs
+//! from the first instruction of the exception vector to the return to
+//! user mode (`movs pc, lr` or equivalent) inclusive, and counts kernel
+//! instructions only; `min`/`max` are the shortest and longest single
+//! transit where the figure is one transit's.
 
 use super::line::{Kind, Mode};
 
@@ -175,10 +179,10 @@ pub const SCENARIOS: [Scenario; 8] = [
 pub fn definition(kind: Kind) -> &'static str {
     match kind {
         Kind::Yield => "A calls yield, B runs: from the SWI vector of A's yield to B's return to user mode",
-        Kind::IpcOneway => "A sends to B blocked in receive, B runs with the message: from the SWI vector of A's send to B's return to user mode",
-        Kind::IpcRoundtrip => "call + reply, A to B to A: the transit from the client's call vector to the server's return to user mode plus the transit from the server's reply vector to the client's return to user mode (the server's user instructions not counted)",
+        Kind::IpcOneway => "the ring's pass, `SEND_RECV` to B blocked in receive, B runs with the message: from the SWI vector of A's call to B's return to user mode, over every IPC transit of the window (hand-offs and queued ones; the hand-off share is in the kernel's `TRANSITS` line)",
+        Kind::IpcRoundtrip => "every IPC transit of the window (calls, replies, receives; hand-offs and the slow path of queued callers alike) divided by the round trips completed in it (the server's user instructions not counted); the hand-off share is in the kernel's `TRANSITS` line",
         Kind::Preempt => "timer IRQ in A, B runs: from the IRQ vector to B's return to user mode",
-        Kind::Ring => "every kernel instruction (every trap and IRQ: sends, receives, timer, domain recycling, refill faults) of the measured passes divided by the switches in them",
+        Kind::Ring => "every kernel instruction (every trap and IRQ: sends, receives, timer, domain recycling, and every refill and collision fault, the fast path's included) of the measured passes divided by the switches in them",
         Kind::Fault => "a domain fault (collision) resolved without a cache flush: from the data-abort vector to the return that retries the access",
         Kind::FaultFlush => "the same, resolved with a full cache flush",
         Kind::SwitchTail => "secondary: the tail of a switch, from the scheduler's decision (another process picked) to the return to user mode (the old `kind=switch`, still read under that name)",
@@ -214,7 +218,8 @@ pub fn printed_by(kind: Kind) -> Option<&'static Scenario> {
 }
 
 /// The contract as Markdown: the command lines and what each prints, then
-/// the definition of every kind. `docs/benchmarks.md` carries it verbatim.
+/// the definition of every kind. `docs/benchmarks/method.md` carries it
+/// verbatim.
 pub fn markdown() -> String {
     let mut out = String::from(
         "| command line (one boot each) | what runs | prints, for every mode and n of the line |\n|---|---|---|\n",

@@ -22,6 +22,8 @@ pub type Key = (&'static str, Kind, Mode, u32, u32);
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Figures {
     map: BTreeMap<Key, f64>,
+    /// The (shortest, longest) single transit, where the line gave them.
+    ranges: BTreeMap<Key, (f64, f64)>,
 }
 
 impl Figures {
@@ -39,6 +41,10 @@ impl Figures {
             if self.map.insert(k, l.value).is_some() {
                 dup.push(k);
             }
+            match l.range {
+                Some(r) => self.ranges.insert(k, r),
+                None => self.ranges.remove(&k),
+            };
         }
         dup
     }
@@ -53,6 +59,12 @@ impl Figures {
         touch: u32,
     ) -> Option<f64> {
         self.map.get(&(board, kind, mode, n, touch)).copied()
+    }
+
+    /// The shortest and longest single transit of a figure, if its line
+    /// gave them.
+    pub fn range(&self, k: &Key) -> Option<(f64, f64)> {
+        self.ranges.get(k).copied()
     }
 
     /// Whether no figure was collected.

@@ -1,8 +1,13 @@
 //! The `BENCH` line the demo kernel prints, and its parser:
 //!
 //! ```text
-//! BENCH kind=K mode=M n=N touch=T value=V unit=instructions
+//! BENCH kind=K mode=M n=N touch=T value=V unit=instructions [min=A max=B]
 //! ```
+//!
+//! Only the kernel's measuring build (feature `measure`) prints it. `value`
+//! is a mean rounded to the nearest instruction; `min` and `max` (both or
+//! neither) are the shortest and longest single transit where the figure
+//! is one transit's (yield, one-way IPC, preemption, the switch tail).
 //!
 //! What each kind measures and which scenario prints it is the contract in
 //! [`super::contract`].
@@ -180,6 +185,8 @@ pub struct BenchLine {
     pub touch: u32,
     /// The count (instructions).
     pub value: f64,
+    /// The shortest and longest single transit, where the kernel gives them.
+    pub range: Option<(f64, f64)>,
 }
 
 /// Why a line that starts with `BENCH` was rejected.
@@ -200,6 +207,7 @@ pub fn parse_line(text: &str) -> Result<Option<BenchLine>, ParseError> {
     };
     let (mut kind, mut mode, mut n, mut touch, mut value, mut unit) =
         (None, None, None, None, None, None);
+    let (mut min, mut max) = (None, None);
     for tok in rest.split_whitespace() {
         let (k, v) = tok
             .split_once('=')
@@ -211,6 +219,8 @@ pub fn parse_line(text: &str) -> Result<Option<BenchLine>, ParseError> {
             "n" => n = Some(v.parse::<u32>().map_err(|_| bad("n"))?),
             "touch" => touch = Some(v.parse::<u32>().map_err(|_| bad("touch"))?),
             "value" => value = Some(parse_value(v).ok_or_else(|| bad("value"))?),
+            "min" => min = Some(parse_value(v).ok_or_else(|| bad("min"))?),
+            "max" => max = Some(parse_value(v).ok_or_else(|| bad("max"))?),
             "unit" => {
                 if v != "instructions" {
                     return Err(bad("unit"));
@@ -221,12 +231,26 @@ pub fn parse_line(text: &str) -> Result<Option<BenchLine>, ParseError> {
         }
     }
     unit.ok_or(ParseError::Missing("unit"))?;
+    let value = value.ok_or(ParseError::Missing("value"))?;
+    let range = match (min, max) {
+        (None, None) => None,
+        (Some(lo), Some(hi)) if lo <= value && value <= hi => Some((lo, hi)),
+        (Some(lo), Some(hi)) => {
+            return Err(ParseError::Bad(
+                "min/max",
+                format!("min={lo} value={value} max={hi}"),
+            ))
+        }
+        (None, Some(_)) => return Err(ParseError::Missing("min")),
+        (Some(_), None) => return Err(ParseError::Missing("max")),
+    };
     Ok(Some(BenchLine {
         kind: kind.ok_or(ParseError::Missing("kind"))?,
         mode: mode.ok_or(ParseError::Missing("mode"))?,
         n: n.ok_or(ParseError::Missing("n"))?,
         touch: touch.ok_or(ParseError::Missing("touch"))?,
-        value: value.ok_or(ParseError::Missing("value"))?,
+        value,
+        range,
     }))
 }
 
@@ -266,9 +290,37 @@ mod tests {
                 mode: Mode::Fass,
                 n: 16,
                 touch: 4096,
-                value: 37.0
+                value: 37.0,
+                range: None,
             }
         );
+        let r = parse_line(
+            "BENCH kind=yield mode=fass n=2 touch=0 value=77 unit=instructions min=75 max=79",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(r.range, Some((75.0, 79.0)));
+    }
+
+    #[test]
+    fn a_range_comes_whole_and_around_the_value() {
+        let base = "BENCH kind=yield mode=fass n=2 touch=0 value=77 unit=instructions";
+        assert_eq!(
+            parse_line(&format!("{base} min=75")),
+            Err(ParseError::Missing("max"))
+        );
+        assert_eq!(
+            parse_line(&format!("{base} max=79")),
+            Err(ParseError::Missing("min"))
+        );
+        assert!(matches!(
+            parse_line(&format!("{base} min=78 max=79")),
+            Err(ParseError::Bad("min/max", _))
+        ));
+        assert!(matches!(
+            parse_line(&format!("{base} min=x max=79")),
+            Err(ParseError::Bad("min", _))
+        ));
         let w = parse_line(
             "  BENCH kind=tcm_window mode=naive n=1 touch=0 value=212.5 unit=instructions",
         )

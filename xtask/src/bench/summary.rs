@@ -115,7 +115,10 @@ const SAME_GENERATION: &[u32] = &[2, 8, 14];
 /// recycling on every switch, refill faults included; a collision resolved
 /// without a flush), the TCM goals, and the old goal on the switch tail
 /// (secondary).
-pub const GOALS: [Goal; 17] = [
+/// (No flatness goal for `ipc_roundtrip`: it counts every IPC transit, and
+/// at n=14 a third of the calls queue behind a busy server, the slow path;
+/// the hand-off itself is held flat by `ipc_oneway`'s.)
+pub const GOALS: [Goal; 16] = [
     Goal {
         kind: Kind::Yield,
         ns: SAME_GENERATION,
@@ -140,11 +143,6 @@ pub const GOALS: [Goal; 17] = [
         kind: Kind::IpcRoundtrip,
         ns: SAME_GENERATION,
         rule: Rule::AtMost(200.0),
-    },
-    Goal {
-        kind: Kind::IpcRoundtrip,
-        ns: &[2, 14],
-        rule: FLAT,
     },
     Goal {
         kind: Kind::Preempt,
@@ -619,6 +617,137 @@ pub fn table(figs: &Figures, board: Board) -> String {
     out
 }
 
+/// The modelled cycles per switch of one ring size on the SA-1100, per
+/// mode (`naive`, `fcse`, `fass`): `bench-model --switch-cost` of this run.
+pub type Modelled = (u32, Vec<(String, f64)>);
+
+fn ns_label(ns: &[u32]) -> String {
+    match ns {
+        [] => String::new(),
+        [n] => format!("n={n}"),
+        [a, .., b] => format!("n={a}..{b}"),
+    }
+}
+
+fn judged_cell(g: &Goal, figs: &Figures, board: Board) -> (String, String) {
+    if !applies(g, board) {
+        let na = not_applicable(g.kind, board).unwrap_or(NO_TCM);
+        return (na.into(), na.into());
+    }
+    let j = judge(g, figs, board.name(), g.ns);
+    let value = match (j.worst, g.rule) {
+        (None, _) => NOT_MEASURED.to_string(),
+        (Some(w), Rule::AtMost(_) | Rule::Relative { .. } | Rule::AtMostOther { .. }) => count(w),
+        (Some(w), Rule::Flat { .. }) => format!("{} %", pct(w)),
+    };
+    // Goals relative to another figure: the verdict as the tables give it.
+    if matches!(g.rule, Rule::Relative { .. } | Rule::AtMostOther { .. }) {
+        return (value, verdict_cell(g, &j));
+    }
+    let mut verdict = match (j.verdict, g.rule, j.worst) {
+        (Verdict::Met, Rule::AtMost(limit), Some(w)) => {
+            format!("met ({} to spare", count(limit - w))
+        }
+        (Verdict::Met, ..) => "met (".to_string(),
+        (Verdict::NotMet, Rule::AtMost(limit), Some(w)) => {
+            format!("**NOT met** (by {}", count(w - limit))
+        }
+        (Verdict::NotMet, Rule::Flat { .. }, Some(w)) => format!("**NOT met** ({} %", pct(w)),
+        _ => return (value, NOT_MEASURED.to_string()),
+    };
+    if !j.missing.is_empty() {
+        if !verdict.ends_with('(') {
+            verdict.push_str("; ");
+        }
+        let _ = write!(verdict, "{} not measured", j.missing.len());
+    }
+    if verdict.ends_with('(') {
+        verdict.truncate(verdict.len() - 2);
+    } else {
+        verdict.push(')');
+    }
+    (value, verdict)
+}
+
+/// The one-screen summary at the top of `docs/benchmarks.md`: every goal
+/// with the worst FASS figure of its counts per board and the verdict
+/// (met with the margin, or missed by how much), then naive, FCSE-only and
+/// FASS side by side per board for yield, one-way IPC and the ring at 64,
+/// beside the modelled SA-1100 cycles per switch. Every figure says
+/// whether it is measured or modelled.
+pub fn headline(figs: &Figures, boards: &[Board], model: &[Modelled]) -> String {
+    let mut out = String::from(
+        "Goals, FASS (instructions per transit, MEASURED: QEMU `-icount shift=10,sleep=off`, \
+         counted by the kernel's measuring build less its own bookkeeping; the worst figure \
+         of the goal's process counts and touch sizes 0 and 4 KiB):\n\n",
+    );
+    out.push_str("| figure | goal |");
+    for b in boards {
+        let _ = write!(out, " {} | |", b.name());
+    }
+    out.push_str("\n|---|---|");
+    for _ in boards {
+        out.push_str("---:|---|");
+    }
+    out.push('\n');
+    for g in &GOALS {
+        let label = match g.rule {
+            Rule::AtMost(_) => format!("`{}` {}", g.kind.name(), ns_label(g.ns)),
+            Rule::Flat { .. } => format!("`{}` flat", g.kind.name()),
+            Rule::Relative { touch, .. } => {
+                format!("`{}` {} touch={touch}", g.kind.name(), ns_label(g.ns))
+            }
+            Rule::AtMostOther { .. } => format!("`{}` {}", g.kind.name(), ns_label(g.ns)),
+        };
+        let _ = write!(out, "| {label} | {} |", g.text());
+        for b in boards {
+            let (v, verdict) = judged_cell(g, figs, *b);
+            let _ = write!(out, " {v} | {verdict} |");
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "\nNaive, FCSE-only and FASS side by side (n = processes, touch 0):\n\n\
+         | board | figure | naive | FCSE-only | FASS | naive / FASS |\n|---|---|---:|---:|---:|---:|\n",
+    );
+    for b in boards {
+        for (kind, n) in [(Kind::Yield, 2), (Kind::IpcOneway, 2), (Kind::Ring, 64)] {
+            let get = |m| figs.get(b.name(), kind, m, n, 0);
+            let cell = |m| get(m).map_or(NOT_MEASURED.to_string(), count);
+            let r = ratio(get(Mode::Naive), get(Mode::Fass))
+                .map_or("–".to_string(), |r| format!("{r:.2}"));
+            let note = if *b == Board::Versatilepb {
+                " (QEMU skips the ARM926 cache clean, which naive pays on hardware: see the model rows)"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "| {} | `{}` n={n}, instructions, MEASURED | {} | {} | {} | {r}{note} |",
+                b.name(),
+                kind.name(),
+                cell(Mode::Naive),
+                cell(Mode::Fcse),
+                cell(Mode::Fass),
+            );
+        }
+    }
+    for (n, m) in model {
+        let get = |k: &str| m.iter().find(|(x, _)| x == k).map(|(_, c)| *c);
+        let cell = |k: &str| get(k).map_or("not modelled".to_string(), count);
+        let r = ratio(get("naive"), get("fass")).map_or("–".to_string(), |r| format!("{r:.1}"));
+        let _ = writeln!(
+            out,
+            "| SA-1100 model | ring n={n}, cycles per switch, MODELLED | {} | {} | {} | {r} |",
+            cell("naive"),
+            cell("fcse"),
+            cell("fass"),
+        );
+    }
+    out.push('\n');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -639,6 +768,7 @@ mod tests {
                 n,
                 touch,
                 value,
+                range: None,
             })
             .collect();
         let mut f = Figures::new();
@@ -730,14 +860,13 @@ mod tests {
         assert_eq!(limit(Kind::Ring, 64), Some(Rule::AtMost(600.0)));
         assert_eq!(limit(Kind::Fault, 2), Some(Rule::AtMost(150.0)));
         assert_eq!(limit(Kind::Yield, 16), None);
-        for k in [
-            Kind::Yield,
-            Kind::IpcOneway,
-            Kind::IpcRoundtrip,
-            Kind::Preempt,
-        ] {
+        for k in [Kind::Yield, Kind::IpcOneway, Kind::Preempt] {
             assert!(GOALS.iter().any(|g| g.kind == k && g.rule == FLAT), "{k:?}");
         }
+        // Over every IPC transit the round trip grows with queued callers.
+        assert!(!GOALS
+            .iter()
+            .any(|g| g.kind == Kind::IpcRoundtrip && g.rule == FLAT));
     }
 
     #[test]
@@ -808,7 +937,7 @@ mod tests {
                     t.contains("| `tcm` n=1 | n/a | n/a | 2,500 | – | – | <= 2,500 | met |"),
                     "{t}"
                 );
-                assert!(t.contains("Goals: 2 met, 0 NOT met, 15 not measured (of 17)."));
+                assert!(t.contains("Goals: 2 met, 0 NOT met, 14 not measured (of 16)."));
             } else {
                 assert!(
                     t.contains("| `tcm` n=1 | n/a | n/a | n/a (no TCM) | – | – | <= 2,500 | n/a (no TCM) |"),
@@ -817,7 +946,7 @@ mod tests {
                 assert!(t.contains("| `tcm_window` n=1 | n/a | n/a | n/a (no TCM) | – | – | <= 300 | n/a (no TCM) |"));
                 assert!(
                     t.contains(
-                        "Goals: 0 met, 0 NOT met, 13 not measured (of 13; 2 n/a: no TCM, 2 n/a: no VFP)."
+                        "Goals: 0 met, 0 NOT met, 12 not measured (of 12; 2 n/a: no TCM, 2 n/a: no VFP)."
                     ),
                     "{t}"
                 );
@@ -879,6 +1008,40 @@ mod tests {
     }
 
     #[test]
+    fn the_headline_states_every_goal_per_board_with_its_margin() {
+        let f = figs_on(
+            "versatilepb",
+            &[
+                (Kind::Yield, Mode::Fass, 2, 0, 66.0),
+                (Kind::Yield, Mode::Fass, 14, 0, 70.0),
+                (Kind::Yield, Mode::Naive, 2, 0, 88.0),
+                (Kind::Ring, Mode::Fass, 64, 0, 900.0),
+            ],
+        );
+        let model = [(
+            2,
+            vec![("naive".to_string(), 40000.0), ("fass".to_string(), 2000.0)],
+        )];
+        let t = headline(&f, &[Board::Versatilepb, Board::Collie], &model);
+        assert!(
+            t.contains("| `yield` n=2..14 | <= 80 | 70 | met (10 to spare; 4 not measured) | not measured | not measured |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| `ring` n=64 | <= 600 | 900 | **NOT met** (by 300; 1 not measured) |"),
+            "{t}"
+        );
+        assert!(t.contains("| `yield` flat | n=14 within 5 % of n=2 | 6.1 % | **NOT met** (6.1 %; 2 not measured) |"), "{t}");
+        assert!(t.contains("| `tcm` n=1 | <= 2,500 | not measured | not measured | n/a (no TCM) | n/a (no TCM) |"), "{t}");
+        assert!(t.contains("| versatilepb | `yield` n=2, instructions, MEASURED | 88 | not measured | 66 | 1.33 (QEMU skips"), "{t}");
+        assert!(t.contains("| SA-1100 model | ring n=2, cycles per switch, MODELLED | 40,000 | not modelled | 2,000 | 20.0 |"), "{t}");
+        assert_eq!(
+            t.lines().filter(|l| l.starts_with("| `")).count(),
+            GOALS.len()
+        );
+    }
+
+    #[test]
     fn missing_figures_say_not_measured_never_a_value() {
         let t = table(&Figures::new(), Board::Versatilepb);
         assert!(
@@ -892,7 +1055,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("Goals: 0 met, 0 NOT met, 17 not measured (of 17)."),
+            t.contains("Goals: 0 met, 0 NOT met, 16 not measured (of 16)."),
             "{t}"
         );
         // The legacy kind appears only when printed.

@@ -1,0 +1,360 @@
+//! The cross-check of the kernel's own figures against the counts taken
+//! from outside the kernel.
+//!
+//! The outside counts (`<target>/bench/outside.csv`, header
+//! [`OUTSIDE_HEADER`]) come from QEMU's side: per transit, the instructions
+//! from the last user-mode instruction of one process to the first
+//! user-mode instruction of the next, one row per figure with its shortest,
+//! median and longest transit. The kernel's figures (`qemu.csv`, from the
+//! measuring build's `BENCH` lines) are means over the same windows.
+//! [`compare`] sets each kernel figure beside the outside count of the same
+//! (board, kind, mode, n, touch) and fails every pair that differs by more
+//! than [`TOLERANCE`]: where the kernel gives its shortest and longest
+//! transit, its shortest against the outside min, and the outside median
+//! inside the kernel's range (a mean and a median differ when the transits
+//! take two lengths, as a yield alternating between two paths does; the
+//! outside max also holds the rare transit the plugin files under the
+//! same kind with more in it); else its mean against the outside median.
+//! A figure only one side has is listed, not judged.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::figures::Figures;
+use super::line::{parse_value, Mode};
+
+/// The first line of `outside.csv`.
+pub const OUTSIDE_HEADER: &str = "board,kind,mode,n,touch,min,median,max";
+/// The largest relative difference between a kernel figure and the
+/// outside median that passes (2 %).
+pub const TOLERANCE: f64 = 0.02;
+
+/// One row of `outside.csv`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutsideRow {
+    /// The board.
+    pub board: String,
+    /// The kind, as the plugin names it (the `BENCH` kind names where the
+    /// kernel has the same figure).
+    pub kind: String,
+    /// The mode.
+    pub mode: Mode,
+    /// Processes.
+    pub n: u32,
+    /// Bytes touched per turn.
+    pub touch: u32,
+    /// Shortest transit (instructions).
+    pub min: f64,
+    /// Median transit.
+    pub median: f64,
+    /// Longest transit.
+    pub max: f64,
+}
+
+/// Why `outside.csv` was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CsvError {
+    /// The first line is not [`OUTSIDE_HEADER`].
+    Header(String),
+    /// Line `.0` (1-based) has a field that cannot be read, named `.1`.
+    Field(usize, &'static str, String),
+    /// Line `.0` has not eight fields.
+    Width(usize),
+    /// Line `.0` has min > median or median > max.
+    Order(usize),
+}
+
+/// Parses `outside.csv`.
+pub fn parse_outside(text: &str) -> Result<Vec<OutsideRow>, CsvError> {
+    let mut lines = text.lines();
+    let head = lines.next().unwrap_or("").trim();
+    if head != OUTSIDE_HEADER {
+        return Err(CsvError::Header(head.to_string()));
+    }
+    let mut rows = Vec::new();
+    for (i, l) in lines.enumerate() {
+        let no = i + 2;
+        if l.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = l.trim().split(',').collect();
+        let [board, kind, mode, n, touch, min, median, max] = f[..] else {
+            return Err(CsvError::Width(no));
+        };
+        let bad = |name: &'static str, v: &str| CsvError::Field(no, name, v.to_string());
+        let num = |name: &'static str, v: &str| parse_value(v).ok_or_else(|| bad(name, v));
+        let row = OutsideRow {
+            board: board.to_string(),
+            kind: kind.to_string(),
+            mode: Mode::parse(mode).ok_or_else(|| bad("mode", mode))?,
+            n: n.parse().map_err(|_| bad("n", n))?,
+            touch: touch.parse().map_err(|_| bad("touch", touch))?,
+            min: num("min", min)?,
+            median: num("median", median)?,
+            max: num("max", max)?,
+        };
+        if row.min > row.median || row.median > row.max {
+            return Err(CsvError::Order(no));
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// One kernel figure beside its outside count.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pair {
+    /// board, kind, mode, n, touch.
+    pub key: (String, String, Mode, u32, u32),
+    /// The kernel's mean (measuring build), if it printed one.
+    pub kernel: Option<f64>,
+    /// The kernel's shortest and longest transit, where it gave them.
+    pub kernel_range: Option<(f64, f64)>,
+    /// The outside (min, median, max), if counted.
+    pub outside: Option<(f64, f64, f64)>,
+}
+
+impl Pair {
+    /// The relative difference that judges the pair, when both sides
+    /// exist: with the kernel's range, its min against the outside min
+    /// (infinite if the outside median lies outside the kernel's range,
+    /// widened by [`TOLERANCE`]); else the mean against the median.
+    pub fn difference(&self) -> Option<f64> {
+        let rel = |k: f64, o: f64| if o > 0.0 { (k - o) / o } else { f64::INFINITY };
+        match (self.kernel, self.kernel_range, self.outside) {
+            (Some(_), Some((kl, kh)), Some((ol, om, _))) => {
+                if om < kl * (1.0 - TOLERANCE) || om > kh * (1.0 + TOLERANCE) {
+                    return Some(f64::INFINITY);
+                }
+                Some(rel(kl, ol))
+            }
+            (Some(k), None, Some((_, m, _))) => Some(rel(k, m)),
+            _ => None,
+        }
+    }
+
+    /// Whether both exist and differ by more than [`TOLERANCE`].
+    pub fn fails(&self) -> bool {
+        self.difference().is_some_and(|d| d.abs() > TOLERANCE)
+    }
+}
+
+/// Every figure of either side, the kernel's with its outside count.
+pub fn compare(kernel: &Figures, outside: &[OutsideRow]) -> Vec<Pair> {
+    let mut m: BTreeMap<(String, String, Mode, u32, u32), Pair> = BTreeMap::new();
+    for ((board, kind, mode, n, touch), v) in kernel.iter() {
+        let key = (
+            board.to_string(),
+            kind.name().to_string(),
+            *mode,
+            *n,
+            *touch,
+        );
+        m.insert(
+            key.clone(),
+            Pair {
+                key,
+                kernel: Some(v),
+                kernel_range: kernel.range(&(*board, *kind, *mode, *n, *touch)),
+                outside: None,
+            },
+        );
+    }
+    for r in outside {
+        let key = (r.board.clone(), r.kind.clone(), r.mode, r.n, r.touch);
+        m.entry(key.clone())
+            .or_insert(Pair {
+                key,
+                kernel: None,
+                kernel_range: None,
+                outside: None,
+            })
+            .outside = Some((r.min, r.median, r.max));
+    }
+    m.into_values().collect()
+}
+
+/// The pairs whose kind the kernel prints as a transit (those the
+/// cross-check is about), as a Markdown table; the failures first counted.
+pub fn markdown(pairs: &[Pair]) -> String {
+    let judged: Vec<&Pair> = pairs
+        .iter()
+        .filter(|p| p.kernel.is_some() && p.outside.is_some())
+        .collect();
+    let failed = judged.iter().filter(|p| p.fails()).count();
+    let mut out = format!(
+        "Cross-check, kernel (measuring build, mean) against outside (shipped build, median), \
+         tolerance {} %: {} pairs, {failed} differ by more.\n\n\
+         | board | kind | mode | n | touch | kernel mean (min-max) | outside min / median / max | difference |\n\
+         |---|---|---|---:|---:|---:|---:|---:|\n",
+        TOLERANCE * 100.0,
+        judged.len()
+    );
+    for p in pairs {
+        let (b, k, m, n, t) = &p.key;
+        let kernel = match (p.kernel, p.kernel_range) {
+            (Some(v), Some((lo, hi))) => format!("{v} ({lo}-{hi})"),
+            (Some(v), None) => format!("{v}"),
+            (None, _) => "–".to_string(),
+        };
+        let outside = p
+            .outside
+            .map_or("–".to_string(), |(a, b, c)| format!("{a} / {b} / {c}"));
+        let diff = match p.difference() {
+            Some(d) if p.fails() => format!("**{:+.1} %**", d * 100.0),
+            Some(d) => format!("{:+.1} %", d * 100.0),
+            None => "not compared".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {b} | `{k}` | {} | {n} | {t} | {kernel} | {outside} | {diff} |",
+            m.name()
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// The failures as one error message, `None` if there are none.
+pub fn failures(pairs: &[Pair]) -> Option<String> {
+    let bad: Vec<String> = pairs
+        .iter()
+        .filter(|p| p.fails())
+        .map(|p| {
+            let (b, k, m, n, t) = &p.key;
+            format!(
+                "{b} {k} {} n={n} touch={t}: kernel {}{} vs outside {} ({:+.1} %)",
+                m.name(),
+                p.kernel.unwrap_or(0.0),
+                p.kernel_range
+                    .map_or(String::new(), |(lo, hi)| format!(" ({lo}-{hi})")),
+                p.outside
+                    .map_or("–".into(), |o| format!("{} / {} / {}", o.0, o.1, o.2)),
+                p.difference().unwrap_or(0.0) * 100.0
+            )
+        })
+        .collect();
+    if bad.is_empty() {
+        None
+    } else {
+        Some(format!(
+            "{} figures differ from the outside counts by more than {} %:\n{}",
+            bad.len(),
+            TOLERANCE * 100.0,
+            bad.join("\n")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::line::parse_log;
+
+    const CSV: &str = "board,kind,mode,n,touch,min,median,max\n\
+        versatilepb,yield,fass,2,0,64,66,68\n\
+        versatilepb,ipc_oneway,fass,2,0,70,78,80\n\
+        versatilepb,ipc_queued,fass,14,0,200,250,660\n";
+
+    fn kernel() -> Figures {
+        let mut f = Figures::new();
+        f.add(
+            "versatilepb",
+            &parse_log([
+                "BENCH kind=yield mode=fass n=2 touch=0 value=66 unit=instructions",
+                "BENCH kind=ipc_oneway mode=fass n=2 touch=0 value=80 unit=instructions",
+                "BENCH kind=preempt mode=fass n=2 touch=0 value=112 unit=instructions",
+            ])
+            .unwrap(),
+        );
+        f
+    }
+
+    #[test]
+    fn pairs_within_two_percent_pass_and_others_fail() {
+        let rows = parse_outside(CSV).unwrap();
+        let pairs = compare(&kernel(), &rows);
+        let get = |k: &str| pairs.iter().find(|p| p.key.1 == k).unwrap();
+        assert!(!get("yield").fails());
+        // 80 against a median of 78: +2.6 %, fails.
+        assert!(get("ipc_oneway").fails());
+        // One side only: listed, not judged.
+        assert_eq!(get("preempt").difference(), None);
+        assert_eq!(get("ipc_queued").kernel, None);
+        let msg = failures(&pairs).unwrap();
+        assert!(
+            msg.contains("ipc_oneway fass n=2 touch=0: kernel 80 vs outside 70 / 78 / 80 (+2.6 %)"),
+            "{msg}"
+        );
+        let md = markdown(&pairs);
+        assert!(md.contains("2 pairs, 1 differ by more"), "{md}");
+        assert!(
+            md.contains("| versatilepb | `yield` | fass | 2 | 0 | 66 | 64 / 66 / 68 | +0.0 % |"),
+            "{md}"
+        );
+        assert!(md.contains("**+2.6 %**"), "{md}");
+        // Without outside counts nothing fails.
+        assert_eq!(failures(&compare(&kernel(), &[])), None);
+    }
+
+    #[test]
+    fn a_kernel_range_is_judged_against_the_outside_range() {
+        let mut f = Figures::new();
+        f.add(
+            "versatilepb",
+            &parse_log([
+                "BENCH kind=yield mode=fass n=2 touch=0 value=66 unit=instructions min=64 max=68",
+                "BENCH kind=yield mode=fass n=14 touch=0 value=70 unit=instructions min=68 max=72",
+            ])
+            .unwrap(),
+        );
+        let rows = parse_outside(
+            "board,kind,mode,n,touch,min,median,max\n\
+             versatilepb,yield,fass,2,0,64,64,68\n\
+             versatilepb,yield,fass,14,0,64,68,200\n",
+        )
+        .unwrap();
+        let pairs = compare(&f, &rows);
+        // Two paths, 64 and 68: the mean 66 is no median, the range agrees.
+        assert!(!pairs[0].fails(), "{:?}", pairs[0]);
+        assert_eq!(pairs[0].difference(), Some(0.0));
+        // A shortest transit 68 against 64: +6.3 %, whatever the max says.
+        assert!(pairs[1].fails());
+        // An outside median outside the kernel's range fails.
+        let mut g = Figures::new();
+        g.add(
+            "versatilepb",
+            &parse_log([
+                "BENCH kind=yield mode=fass n=2 touch=0 value=67 unit=instructions min=66 max=68",
+            ])
+            .unwrap(),
+        );
+        assert_eq!(compare(&g, &rows)[0].difference(), Some(f64::INFINITY));
+    }
+
+    #[test]
+    fn malformed_outside_csv_is_refused() {
+        assert!(matches!(
+            parse_outside("board,kind\n"),
+            Err(CsvError::Header(_))
+        ));
+        assert!(matches!(parse_outside(""), Err(CsvError::Header(_))));
+        let h = OUTSIDE_HEADER;
+        assert_eq!(
+            parse_outside(&format!("{h}\nversatilepb,yield,fass,2,0,1,2\n")),
+            Err(CsvError::Width(2))
+        );
+        assert!(matches!(
+            parse_outside(&format!("{h}\nversatilepb,yield,fast,2,0,1,2,3\n")),
+            Err(CsvError::Field(2, "mode", _))
+        ));
+        assert!(matches!(
+            parse_outside(&format!("{h}\nversatilepb,yield,fass,2,0,1,x,3\n")),
+            Err(CsvError::Field(2, "median", _))
+        ));
+        assert_eq!(
+            parse_outside(&format!("{h}\nversatilepb,yield,fass,2,0,5,2,3\n")),
+            Err(CsvError::Order(2))
+        );
+    }
+}
