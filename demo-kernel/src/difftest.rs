@@ -17,9 +17,10 @@
 //! architecture. The same seed replayed on the `armv5-sim` model gives the
 //! same digest (checked by the `tests/` integration test).
 
+use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess, HwCp15};
 use mmu_armv5::table::{PageTable, TableFlush, TablePool};
-use mmu_armv5::{FcsePid, PhysAddr, VirtAddr};
+use mmu_armv5::{FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
 use mmu_difftest::{run, Config, Deviations, Observed, Report, Target, TestState};
 
 use crate::cp15;
@@ -51,6 +52,39 @@ struct KernelTarget<'a> {
     pool: &'a mut TablePool<'static, POOL_BLOCKS>,
     /// The board's maintenance over the CP15 owner lent to the test.
     maint: crate::board::Maint<&'a mut HwCp15>,
+    /// Between [`Target::set_state`] and [`Target::restore_state`]: the
+    /// probes run, and every access is followed by its own maintenance
+    /// (see [`KernelTarget::forget`]). Outside (the backing memory's
+    /// initial fill), writes are left in the D-cache and `set_state`
+    /// cleans the whole of it once.
+    probing: bool,
+}
+
+impl KernelTarget<'_> {
+    /// Cleans and invalidates the D-cache line of `mva` and drains the write
+    /// buffer.
+    fn forget_line(&mut self, mva: ModifiedVirtAddr) {
+        self.maint.clean_invalidate_dcache_line(mva);
+        self.maint.drain_write_buffer();
+    }
+
+    /// After a probe at `va` under the current FCSE PID: the line it may
+    /// have cached is written back and dropped.
+    ///
+    /// The test maps the same backing words at several virtual addresses
+    /// (random mappings, random cache policies) and reads and writes them
+    /// through the kernel's linear map too: on a VIVT cache each alias has
+    /// its own line. Every access of the test ([`Target::load`],
+    /// [`Target::store`], [`Target::phys_read`], [`Target::phys_write`])
+    /// while probing therefore leaves no line of the backing memory in the
+    /// D-cache (and [`Target::set_state`] starts from none), so
+    /// every later access, through any alias, reads RAM, which holds the
+    /// newest data: what the comparison with `translate` assumes. (The
+    /// probes only load and store: the I-cache never sees the backing memory.)
+    fn forget(&mut self, va: VirtAddr) {
+        let pid = self.maint.cp15_mut().fcse_pid();
+        self.forget_line(va.to_mva(pid));
+    }
 }
 
 fn observed<T>(r: Result<T, ProbeFault>, value: impl FnOnce(T) -> u32) -> Observed {
@@ -94,9 +128,14 @@ impl Target for KernelTarget<'_> {
         }
         crate::board::sctlr_written();
         cp15::flush_tlb(c);
+        // What the test wrote through the linear map before (the backing
+        // memory's pattern) reaches RAM, and no line of it stays cached.
+        self.maint.clean_invalidate_dcache();
+        self.probing = true;
     }
 
     fn restore_state(&mut self) {
+        self.probing = false;
         let c = self.maint.cp15_mut();
         let sctlr = c
             .sctlr()
@@ -118,7 +157,9 @@ impl Target for KernelTarget<'_> {
         } else {
             Privilege::User
         };
-        observed(probe_read(va.as_u32(), p), |v| v)
+        let r = observed(probe_read(va.as_u32(), p), |v| v);
+        self.forget(va);
+        r
     }
 
     fn store(&mut self, va: VirtAddr, value: u32, privileged: bool) -> Observed {
@@ -129,18 +170,27 @@ impl Target for KernelTarget<'_> {
         };
         // SAFETY: the test maps only the scratch backing memory in the first
         // 128 MiB of MVA space, which nothing else uses.
-        observed(unsafe { probe_write(va.as_u32(), value, p) }, |()| 0)
+        let r = observed(unsafe { probe_write(va.as_u32(), value, p) }, |()| 0);
+        self.forget(va);
+        r
     }
 
     fn phys_read(&mut self, pa: PhysAddr) -> u32 {
+        let va = mmu::phys_to_virt(pa.as_u32());
         // SAFETY: `pa` is inside the scratch backing memory, mapped by the
         // kernel's linear map; a plain word read.
-        unsafe { core::ptr::read_volatile(mmu::phys_to_virt(pa.as_u32()) as *const u32) }
+        let v = unsafe { core::ptr::read_volatile(va as *const u32) };
+        self.forget_line(ModifiedVirtAddr::new(va));
+        v
     }
 
     fn phys_write(&mut self, pa: PhysAddr, value: u32) {
+        let va = mmu::phys_to_virt(pa.as_u32());
         // SAFETY: as in `phys_read`; the backing memory belongs to the test.
-        unsafe { core::ptr::write_volatile(mmu::phys_to_virt(pa.as_u32()) as *mut u32, value) }
+        unsafe { core::ptr::write_volatile(va as *mut u32, value) };
+        if self.probing {
+            self.forget_line(ModifiedVirtAddr::new(va));
+        }
     }
 
     fn deviations(&self) -> Deviations {
@@ -157,6 +207,7 @@ pub fn run_seed(cp15: &mut HwCp15, seed: u64) -> Result<Report, TestError> {
             table,
             pool,
             maint: crate::board::maint(cp15),
+            probing: false,
         };
         run(&mut t, &cfg)
     })

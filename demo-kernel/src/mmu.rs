@@ -23,6 +23,7 @@ use core::cell::RefCell;
 use mmu_armv5::descriptor::{
     AccessPermission, CachePolicy, CoarseTableDesc, L1Descriptor, SectionDesc, Tex,
 };
+use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15Ext, HwCp15, Sctlr, SwitchRegs, Ttbr};
 use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::{MapAttrs, PageTable, PoolBlock, SizePolicy, TableError, TablePool};
@@ -232,6 +233,7 @@ pub fn init(cp15: &mut HwCp15) -> Result<(), TableError> {
     // invalidated right after.
     unsafe { cp15.set_ttbr(ttbr) };
     cp15::flush_tlb(cp15);
+    enable_caches(cp15);
     *TABLES.0.borrow_mut() = Some(KernelTables { table, pool });
     defmt::info!(
         "kernel page table at PA {=u32:#010x} built with mmu-armv5 ({=usize} KiB of table memory free)",
@@ -239,6 +241,39 @@ pub fn init(cp15: &mut HwCp15) -> Result<(), TableError> {
         with_tables(|_, p| p.free_units())
     );
     Ok(())
+}
+
+/// Turns the D- and I-caches on (SCTLR.C and SCTLR.I) through `cp15`.
+///
+/// Runs once, from [`init`], when the kernel's own table is live: the RAM
+/// linear map write-back, the devices and the marker window uncached, so
+/// from here on every RAM access goes through the caches and every device
+/// access bypasses them. `asm/boot.s` enters with both caches off (the boot
+/// table's attributes are not the kernel's); before they come on, both
+/// caches are invalidated (contents left from before reset or from a boot
+/// loader are not trusted) and the write buffer is drained. With the D-cache
+/// off nothing can be dirty, so the clean in `clean_invalidate_dcache` has
+/// nothing to write back: it only invalidates.
+fn enable_caches(cp15: &mut HwCp15) {
+    {
+        let mut m = crate::board::maint(&mut *cp15);
+        m.clean_invalidate_dcache();
+        m.invalidate_icache();
+        m.drain_write_buffer();
+    }
+    let sctlr = cp15.sctlr().with_dcache(true).with_icache(true);
+    // SAFETY: only the cache enables change. Every mapping of the live table
+    // has the attributes its memory needs (write-back RAM, uncached devices
+    // and marker window), and both caches were just invalidated, so no load
+    // or fetch can hit a line left from before.
+    unsafe { cp15.set_sctlr(sctlr) };
+    crate::board::sctlr_written();
+    defmt::info!(
+        "caches on: SCTLR {=u32:#010x} (C={=bool}, I={=bool})",
+        cp15.sctlr().bits(),
+        cp15.sctlr().dcache_enabled(),
+        cp15.sctlr().icache_enabled()
+    );
 }
 
 fn l1() -> *mut u32 {
@@ -253,8 +288,13 @@ pub fn entry(va: u32) -> u32 {
     unsafe { l1().add((va >> 20) as usize).read_volatile() }
 }
 
-/// Replaces the first-level entry for the MiB at `va` and invalidates the
-/// TLB through `cp15`.
+/// Replaces the first-level entry for the MiB at `va`, cleans it to RAM (the
+/// table walker does not read the D-cache) and invalidates the TLB, through
+/// `cp15`.
+///
+/// Caches are not maintained for the MiB itself: a caller that changes what
+/// an address space sees at `va` (a new frame, another alias of a cached
+/// frame) cleans and invalidates what it cached there before.
 ///
 /// # Safety
 /// Must not unmap or change anything the kernel uses (its linear map at
@@ -272,7 +312,6 @@ pub unsafe fn write_entry(cp15: &mut HwCp15, va: u32, desc: u32) {
 /// walker reads memory, so a descriptor still dirty in a write-back
 /// D-cache would be walked stale (found by the cache check).
 fn clean_table(cp15: &mut HwCp15, va: u32, len: u32) {
-    use mmu_armv5::maint::CacheMaintenance;
     crate::board::maint(&mut *cp15).clean_dcache_range(ModifiedVirtAddr::new(va), len);
 }
 
@@ -294,10 +333,16 @@ pub fn snapshot(cp15: &HwCp15) -> Snapshot {
     }
 }
 
-/// Puts back the state saved by [`snapshot`] through `cp15` and
-/// invalidates the TLB.
+/// Puts back the state saved by [`snapshot`] through `cp15`, with the
+/// maintenance real caches need: the test may have left data in the D-cache
+/// under its own mappings (cleaned and invalidated, with the I-cache, before
+/// those mappings go), and the table copied back is cleaned to RAM before
+/// the TLB is invalidated.
 pub fn restore(cp15: &mut HwCp15, s: &Snapshot) {
     let table = l1();
+    // Lines the test cached under its mappings, and TLB entries for them,
+    // must not outlive the table they came from.
+    crate::board::maint(&mut *cp15).flush_all();
     // SAFETY: the values were the kernel's own working configuration when saved.
     unsafe {
         cp15.set_fcse_pid(s.regs.pid());
@@ -305,7 +350,7 @@ pub fn restore(cp15: &mut HwCp15, s: &Snapshot) {
         cp15.set_sctlr(s.sctlr);
         core::ptr::copy_nonoverlapping(BACKUP.as_ptr().cast::<u32>(), table, L1_ENTRIES);
     }
-    clean_table(cp15, table as u32, (L1_ENTRIES * 4) as u32);
     crate::board::sctlr_written();
+    clean_table(cp15, table as u32, (L1_ENTRIES * 4) as u32);
     cp15::flush_tlb(cp15);
 }

@@ -14,10 +14,12 @@
 @     sections from 0xE0000000 onto the first 16 RAM MiBs (`MARKER_WINDOW`).
 @ All in domain 0 (client), AP=01 (privileged read/write, no user access).
 @ Then sets DACR, TTBR and FCSEIDR, enables the MMU with high vectors, and
-@ jumps to `_start_high` (linked high).
+@ jumps to `_start_high` (linked high). The D- and I-caches stay off here
+@ (SCTLR.C and SCTLR.I cleared): `mmu::init` turns them on once the
+@ kernel's own table, with its final attributes, is live.
 
     .equ SECT_DEVICE, 0x412          @ AP=01, domain 0, bit 4, section, C=B=0
-    .equ SECT_RAM,    0x41E          @ as above, C=B=1 (write-back; caches stay off)
+    .equ SECT_RAM,    0x41E          @ as above, C=B=1 (write-back, once the caches are on)
     .equ COARSE,      0x011          @ domain 0, bit 4, coarse table
     .equ SMALL_RAM,   0x55E          @ AP0..AP3=01, C=B=1, small page
     .equ SCTLR_M,     0x0001
