@@ -247,6 +247,7 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
             }
         }
         "hostile" => spawn_hostile(k, p)?,
+        "reuse" => super::omission::frame_reuse(k)?,
         "fuzz" => {
             if let Err(e) = k.define_segment(0, abi::SEGMENT_VA, SEGMENT_PHYS) {
                 defmt::error!("cannot define segment 0: {}", e);
@@ -269,9 +270,9 @@ fn takes_n(name: &str) -> bool {
     matches!(name, "ring" | "ipc" | "yield" | "preempt")
 }
 
-const KNOWN: [&str; 15] = [
+const KNOWN: [&str; 16] = [
     "ring", "ipc", "collide", "share", "faults", "badcalls", "fuzz", "fault", "tcm", "tcmops",
-    "hostile", "yield", "preempt", "sendrecv", "kstate",
+    "hostile", "yield", "preempt", "sendrecv", "kstate", "reuse",
 ];
 
 /// Reports the start of one scenario run to the cache check

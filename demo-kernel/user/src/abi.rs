@@ -139,6 +139,8 @@ pub mod role {
     /// processes): the hand-off, the queued send and its receive of a
     /// queued sender, the refusals. Exits with the checks that failed.
     pub const SENDRECV: u32 = 16;
+    /// Maps fresh pages and checks they read as zero (`scenario=reuse`).
+    pub const FRESH: u32 = 17;
 }
 
 /// Requests a hostile scenario's victim serves (word 0 of a `CALL`).

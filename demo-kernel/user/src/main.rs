@@ -13,6 +13,8 @@ mod abi;
 #[cfg(target_os = "none")]
 mod hostile;
 #[cfg(target_os = "none")]
+mod omission;
+#[cfg(target_os = "none")]
 mod roles;
 #[cfg(target_os = "none")]
 mod sys;

@@ -25,6 +25,7 @@ pub fn run(r: u32, a: [u32; 7]) -> u32 {
         role::YIELDER => turns(a[0], a[1], a[2], false),
         role::SPINNER => turns(a[0], a[1], a[2], true),
         role::SENDRECV => send_recv_check(a[0]),
+        role::FRESH => crate::omission::fresh_pages(a[0]),
         _ => 0xBAD0,
     }
 }
