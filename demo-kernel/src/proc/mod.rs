@@ -35,6 +35,7 @@ pub mod ipc;
 pub mod kernel;
 mod kstate;
 pub mod mem;
+pub mod omission;
 pub mod platform;
 pub mod scenario;
 pub mod sched;

@@ -192,6 +192,8 @@ pub mod role {
     /// results across its yields (index 0 sets `MARK 0` after two warm-up
     /// rounds, the first to finish `MARK 1`). Exits with the checks that failed.
     pub const VFP_YIELD: u32 = 21;
+    /// Maps fresh pages and checks they read as zero (`scenario=reuse`).
+    pub const FRESH: u32 = 22;
 }
 
 /// The VFP roles' flags and patterns ([`role::VFP_CHECK`]).

@@ -14,6 +14,7 @@ mod abi;
 mod hostile;
 #[cfg(target_os = "none")]
 mod longipc;
+mod omission;
 #[cfg(target_os = "none")]
 mod roles;
 #[cfg(target_os = "none")]

@@ -1,0 +1,80 @@
+//! Boots in which one maintenance operation of the kernel is the only
+//! protection, so that the cache check's injected omissions (`omit=NAME`,
+//! [`crate::marker::Omit`]) show up as violations (docs/testing.md,
+//! "Cache check"). Each passes with the operation in place.
+//!
+//! `scenario=reuse`, for `omit=frame-clean`: the kernel reads frames
+//! through its linear map (a checksum, as a core dump, a swap-out or a
+//! page deduplication does) and frees them; a process then maps fresh
+//! pages (`MAP`), which are those frames again, and reads every word,
+//! which must be zero. [`kernel::frames`]`().alloc()` zeroes each frame
+//! through the linear map: on a VIVT D-cache that allocates on reads only,
+//! the zeros hit the lines the checksum left resident and stay dirty
+//! there, and only the clean after the zeroing
+//! ([`kernel::clean_kernel_alias`]) puts them in RAM before the process
+//! reads the frame through its own alias. Without it the process reads
+//! the frames' old contents (the checker's `StaleRam`; QEMU, which has
+//! no caches, still returns zeros, so the process passes either way).
+
+use super::kernel::{self, Kernel};
+use crate::abi::role;
+
+/// Frames read, freed and mapped again: 16 KiB, the D-cache of the
+/// ARM926EJ-S preset (the SA-1110's 8 KiB keeps the last two).
+pub const REUSE_FRAMES: usize = 4;
+
+/// The pattern the checksummed frames hold (the previous owner's data).
+const PATTERN: u32 = 0x5EC2_E700;
+
+/// Spawns the process that maps [`REUSE_FRAMES`] fresh pages (after its
+/// own image, so it takes the frames freed here), then takes that many
+/// frames, fills them with a pattern, checksums them through the linear
+/// map (the reads bring the kernel alias's lines into the D-cache) and
+/// frees them: the lowest free frames, which the process's `MAP` takes.
+/// Fails the setup if no frame is left or the checksum is not what was
+/// written.
+pub fn frame_reuse(k: &mut Kernel) -> Result<(), kernel::SpawnError> {
+    k.spawn(role::FRESH, [REUSE_FRAMES as u32, 0, 0, 0, 0, 0, 0])?;
+    let mut taken = [0u32; REUSE_FRAMES];
+    let mut n = 0;
+    for slot in taken.iter_mut() {
+        match kernel::frames().alloc() {
+            Some(pa) => {
+                *slot = pa;
+                n += 1;
+            }
+            None => break,
+        }
+    }
+    let (mut sum, mut want) = (0u32, 0u32);
+    for (f, &pa) in taken[..n].iter().enumerate() {
+        let va = crate::mmu::phys_to_virt(pa) as *mut u32;
+        for i in 0..1024u32 {
+            let v = PATTERN ^ ((f as u32) << 12) ^ i;
+            // SAFETY: the frame is ours (just allocated, mapped nowhere
+            // else); the linear map covers all RAM.
+            unsafe { va.add(i as usize).write_volatile(v) };
+            want = want.wrapping_add(v);
+        }
+        // The stores went to RAM (no allocation on a write miss) or hit
+        // lines still there from an earlier use: cleaned, so the reads
+        // below leave clean lines either way.
+        kernel::clean_kernel_alias(pa);
+        for i in 0..1024 {
+            // SAFETY: as above.
+            sum = sum.wrapping_add(unsafe { va.add(i).read_volatile() });
+        }
+    }
+    for &pa in &taken[..n] {
+        kernel::frames().release(pa);
+    }
+    if n < REUSE_FRAMES {
+        return Err(kernel::SpawnError::NoFrames);
+    }
+    if sum != want {
+        // Memory does not hold what was just written: the setup fails.
+        defmt::error!("reuse: checksum {=u32:#x}, expected {=u32:#x}", sum, want);
+        return Err(kernel::SpawnError::NoFrames);
+    }
+    Ok(())
+}
