@@ -62,17 +62,20 @@ pub const FAST_RETURN_TAIL_INSTRUCTIONS: u64 = 3;
 /// filed through [`return_accounting`], so that the figures are the shipped
 /// kernel's (checked against a single-step trace of both builds:
 /// `docs/benchmarks/method.md`).
+#[cfg(feature = "measure")]
 pub const MEASURE_TRANSIT_INSTRUCTIONS: u64 = 7;
 /// The same for an abort resolved on the fast path: the abort stub's
 /// counter read (1 more than the shipped `mov r5, #0`) and
 /// `__return_fast`'s (2). A general-path abort returns through
 /// `__return_to_user`, one more (its `mov r5, #0`).
+#[cfg(feature = "measure")]
 pub const MEASURE_ABORT_INSTRUCTIONS: u64 = 3;
 /// The switch-tail stamp of the assembly fast path (`SWITCH_REGS`:
 /// `READ_COUNTER`, `mov r8, #1` and the store of `Some(t0)`, one `strd` on
 /// ARMv5TE, two `str` on ARMv4), subtracted from every transit the fast
 /// path files. The Rust paths' stamp and marks (a few instructions the
 /// compiler places) are not subtracted.
+#[cfg(feature = "measure")]
 pub const MEASURE_FAST_STAMP_INSTRUCTIONS: u64 = if cfg!(target_feature = "v5te") { 4 } else { 5 };
 
 /// Ticks of `n` instructions under `-icount shift=10`.
