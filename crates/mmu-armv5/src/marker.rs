@@ -260,6 +260,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::testing::proptest_config(256))]
+
         #[test]
         fn round_trip(key in any_key(), value in any::<u32>()) {
             let mut d = Decoder::new();
