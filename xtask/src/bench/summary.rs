@@ -640,9 +640,19 @@ fn judged_cell(g: &Goal, figs: &Figures, board: Board) -> (String, String) {
         (Some(w), Rule::AtMost(_) | Rule::Relative { .. } | Rule::AtMostOther { .. }) => count(w),
         (Some(w), Rule::Flat { .. }) => format!("{} %", pct(w)),
     };
-    // Goals relative to another figure: the verdict as the tables give it.
+    // Goals relative to another figure: the kind's own FASS figure (the
+    // judgement's worst is the excess over the other figure) and the
+    // verdict as the tables give it.
     if matches!(g.rule, Rule::Relative { .. } | Rule::AtMostOther { .. }) {
-        return (value, verdict_cell(g, &j));
+        let touch = match g.rule {
+            Rule::Relative { touch, .. } => touch,
+            _ => g.touches()[0],
+        };
+        let own =
+            g.ns.first()
+                .and_then(|&n| figs.get(board.name(), g.kind, Mode::Fass, n, touch))
+                .map_or(NOT_MEASURED.to_string(), count);
+        return (own, verdict_cell(g, &j));
     }
     let mut verdict = match (j.verdict, g.rule, j.worst) {
         (Verdict::Met, Rule::AtMost(limit), Some(w)) => {
