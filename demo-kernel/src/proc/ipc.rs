@@ -281,11 +281,14 @@ impl Kernel {
     /// receiver at most, so the chain ends. Out of line (`trap_entry`
     /// inlines the short paths and has no room for two copies), on the
     /// switch page in the shipped build. The measuring build's transit
-    /// bookkeeping, inlined into `trap_entry`, leaves the page no room for
-    /// it there (QEMU counts the same instructions wherever it lies; only
+    /// bookkeeping and the cache-check build's markers, inlined into
+    /// `trap_entry`, leave the page no room for it there (QEMU counts the same instructions wherever it lies; only
     /// the TCM scenario's placement differs).
     #[inline(never)]
-    #[cfg_attr(not(feature = "measure"), link_section = ".text.kswitch")]
+    #[cfg_attr(
+        not(any(feature = "measure", feature = "cache-check")),
+        link_section = ".text.kswitch"
+    )]
     pub fn ipc_recv(&mut self, cur: usize) {
         let mut r = cur;
         loop {
