@@ -195,7 +195,7 @@ mod tests {
             "ram_base=0xC0000000",
             "ram_size=0x0800_0000",
             "kernel_base=3221225472",
-            "out=/tmp/r.txt",
+            "out=report.txt",
             "first=5",
             "transits=on",
             "model=off",
@@ -205,7 +205,7 @@ mod tests {
         assert_eq!(a.cpu, CpuPreset::Sa1110);
         assert_eq!((a.ram_base, a.ram_size), (0xC000_0000, 0x0800_0000));
         assert_eq!(a.kernel_base, 0xC000_0000);
-        assert_eq!(a.out.as_deref(), Some("/tmp/r.txt"));
+        assert_eq!(a.out.as_deref(), Some("report.txt"));
         assert_eq!(a.first, 5);
         assert!(a.transits && !a.model && !a.assume_caches);
         let on = parse([
