@@ -400,6 +400,8 @@ pub fn run(stages: &[Stage], settings: &Settings) -> bool {
     let mut passed = 0;
     let mut failed = 0;
     let mut skipped = 0;
+    let mut times: Vec<(&str, f64)> = Vec::new();
+    let all = Instant::now();
     for (i, stage) in stages.iter().enumerate() {
         println!("\n==> [{}/{}] {}", i + 1, total, stage.name);
         if settings.skip.iter().any(|k| k == stage.key) {
@@ -411,11 +413,9 @@ pub fn run(stages: &[Stage], settings: &Settings) -> bool {
         match (stage.run)(settings) {
             Ok(()) => {
                 passed += 1;
-                println!(
-                    "==> {}: ok ({:.1} s)",
-                    stage.name,
-                    start.elapsed().as_secs_f64()
-                );
+                let secs = start.elapsed().as_secs_f64();
+                times.push((stage.key, secs));
+                println!("==> {}: ok ({secs:.1} s)", stage.name);
             }
             Err(e) => {
                 failed += 1;
@@ -423,6 +423,15 @@ pub fn run(stages: &[Stage], settings: &Settings) -> bool {
                 break;
             }
         }
+    }
+    if !times.is_empty() {
+        // One line per stage that ran, for the 20-minute budget of the
+        // whole run (docs/testing.md).
+        println!("\nstage times:");
+        for (key, secs) in &times {
+            println!("  {key:<12} {secs:>7.1} s");
+        }
+        println!("  {:<12} {:>7.1} s", "total", all.elapsed().as_secs_f64());
     }
     if failed == 0 {
         println!("\n{passed} of {total} stages passed, {skipped} skipped");
