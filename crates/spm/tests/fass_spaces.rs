@@ -485,7 +485,7 @@ fn user(
                 let (fsr, far) = (m.borrow().dfsr(), m.borrow().far());
                 match f.resolve(sys, fsr, far) {
                     Ok(Resolution::Resolved { .. }) => continue,
-                    _ => return Err(fsr),
+                    _ => return Err(fsr.bits()),
                 }
             }
         }
