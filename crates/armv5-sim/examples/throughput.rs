@@ -7,6 +7,8 @@
 //! from a 2 KiB code loop, with one access in 64 going to a cold page.
 
 use armv5_sim::{encode, presets, sctlr, Machine, MemoryKind, MemoryRegion, Privilege, Width};
+use mmu_armv5::regs::Sctlr;
+use mmu_armv5::regs::Ttbr;
 use mmu_armv5::{regs::Dacr, PhysAddr, VirtAddr};
 use std::time::Instant;
 
@@ -34,9 +36,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             encode::section(a, 3, 0, true, true),
         )?;
     }
-    m.set_ttbr(l1);
+    m.set_ttbr(Ttbr::new(PhysAddr::new(l1)).unwrap());
     m.set_dacr(Dacr::ALL_CLIENT);
-    m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
+    m.set_sctlr(Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I));
 
     let data = 0xC040_0000u32;
     let code = 0xC000_8000u32;

@@ -1,11 +1,20 @@
 //! CP15 state and operations: the [`Cp15`] and [`CacheMaintenance`]
 //! implementations of the [`Machine`], and the same effects as safe inherent
 //! methods.
+//!
+//! The register accessors have the names and the typed values of
+//! [`Cp15Ext`](mmu_armv5::regs::Cp15Ext) (`sctlr`/`set_sctlr` take and give a
+//! [`Sctlr`], `ttbr`/`set_ttbr` a [`Ttbr`], `dfsr`/`ifsr` an
+//! [`Fsr`](mmu_armv5::regs::Fsr), `far` a [`Far`](mmu_armv5::regs::Far),
+//! `fcse_pid`/`set_fcse_pid` an [`FcsePid`]): one name per operation, so
+//! calling either form on a `Machine` gives the same value. The inherent
+//! setters are safe because a write to the model cannot break the host
+//! program; through `Cp15Ext` they are `unsafe`, as on hardware.
 
 use crate::config::{MemoryKind, MemoryRegion};
 use crate::machine::Machine;
 use mmu_armv5::maint::CacheMaintenance;
-use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, Dacr};
+use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, Dacr, Sctlr, Ttbr};
 use mmu_armv5::{FcsePid, ModifiedVirtAddr};
 
 /// SCTLR (CP15 c1) bits the model acts on.
@@ -83,15 +92,19 @@ impl Regs {
 impl Machine {
     /// Writes SCTLR (MMU, caches, alignment, S/R, vectors). Turning a cache
     /// off does not clean or invalidate it, as on hardware.
-    pub fn set_sctlr(&mut self, value: u32) {
+    /// Safe here, unlike [`Cp15Ext::set_sctlr`](mmu_armv5::regs::Cp15Ext::set_sctlr)
+    /// (same name, same value, same effect on the model).
+    pub fn set_sctlr(&mut self, value: Sctlr) {
         self.counters.sctlr_writes += 1;
-        self.regs.sctlr = value;
+        self.regs.sctlr = value.bits();
     }
 
-    /// Writes TTBR (bits \[13:0\] are ignored). The TLB is not flushed.
-    pub fn set_ttbr(&mut self, value: u32) {
+    /// Writes TTBR. The TLB is not flushed. Safe here, unlike
+    /// [`Cp15Ext::set_ttbr`](mmu_armv5::regs::Cp15Ext::set_ttbr) (same name,
+    /// same value, same effect on the model).
+    pub fn set_ttbr(&mut self, value: Ttbr) {
         self.counters.ttbr_writes += 1;
-        self.regs.ttbr = value & 0xFFFF_C000;
+        self.regs.ttbr = value.bits();
     }
 
     /// Writes DACR. Takes effect on the next access; no TLB flush needed.
@@ -102,13 +115,15 @@ impl Machine {
 
     /// Writes FCSEIDR. Only bits \[31:25\] are the PID (bits above the CPU's
     /// PID limit and below bit 25 are ignored).
-    pub fn set_fcseidr(&mut self, value: u32) {
+    pub(crate) fn set_fcseidr(&mut self, value: u32) {
         self.counters.fcseidr_writes += 1;
         self.regs.fcseidr = value & (u32::from(self.config.fcse_pid_max) << 25);
     }
 
-    /// Sets the FCSE PID (writes FCSEIDR with `pid << 25`).
-    pub fn set_pid(&mut self, pid: FcsePid) {
+    /// Sets the FCSE PID (writes FCSEIDR with `pid << 25`; PID bits above
+    /// the CPU's limit are ignored, as on hardware). Safe here, unlike
+    /// [`Cp15Ext::set_fcse_pid`](mmu_armv5::regs::Cp15Ext::set_fcse_pid).
+    pub fn set_fcse_pid(&mut self, pid: FcsePid) {
         self.set_fcseidr(pid.fcseidr_value());
     }
 
@@ -278,8 +293,8 @@ impl Cp15 for Machine {
     unsafe fn write(&mut self, reg: Cp15Reg, value: u32) {
         match reg {
             Cp15Reg::Midr | Cp15Reg::CacheType | Cp15Reg::TcmStatus => {}
-            Cp15Reg::Sctlr => self.set_sctlr(value),
-            Cp15Reg::Ttbr => self.set_ttbr(value),
+            Cp15Reg::Sctlr => self.set_sctlr(Sctlr::from_bits(value)),
+            Cp15Reg::Ttbr => self.set_ttbr(Ttbr::from_bits(value)),
             Cp15Reg::Dacr => self.set_dacr(Dacr::from_bits(value)),
             Cp15Reg::Dfsr => self.regs.dfsr = value,
             Cp15Reg::Ifsr => self.regs.ifsr = value,

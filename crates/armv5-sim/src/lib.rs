@@ -13,19 +13,21 @@
 //!
 //! ```
 //! use armv5_sim::{encode, presets, Machine, Privilege, MemoryRegion, MemoryKind, Width};
-//! use mmu_armv5::{regs::Dacr, PhysAddr, VirtAddr};
+//! use mmu_armv5::regs::{Dacr, Sctlr, Ttbr};
+//! use mmu_armv5::{PhysAddr, VirtAddr};
 //!
 //! let mut cfg = presets::sa1100().config;
 //! cfg.regions.push(MemoryRegion { base: PhysAddr::new(0), size: 4 << 20, kind: MemoryKind::Ram, latency: 0 });
 //! let mut m = Machine::new(cfg).unwrap();
 //! m.set_frame_pool(PhysAddr::new(1 << 20), 1 << 20).unwrap();
-//! let l1 = m.alloc_frames(16 << 10).unwrap().as_u32();
+//! let root = m.alloc_frames(16 << 10).unwrap();
+//! let l1 = root.as_u32();
 //! // VA 0x0010_0000 -> PA 0x0020_0000, a write-back section in domain 0.
 //! let entry = encode::l1_entry_addr(l1, 0x0010_0000);
 //! m.phys_write(PhysAddr::new(entry), Width::Word, encode::section(0x0020_0000, 3, 0, true, true)).unwrap();
-//! m.set_ttbr(l1);
+//! m.set_ttbr(Ttbr::new(root).unwrap());
 //! m.set_dacr(Dacr::ALL_CLIENT);
-//! m.set_sctlr(armv5_sim::sctlr::M | armv5_sim::sctlr::C | armv5_sim::sctlr::I);
+//! m.set_sctlr(Sctlr::from_bits(0).with_mmu(true).with_dcache(true).with_icache(true));
 //! let va = VirtAddr::new(0x0010_0040);
 //! // A read miss fills the line; no write-allocate, so read first.
 //! assert_eq!(m.load(va, Width::Word, Privilege::User), Ok(0));

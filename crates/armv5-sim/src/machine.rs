@@ -11,7 +11,7 @@ use crate::memory::{extract, merge, PhysMemory, Width};
 use crate::protection::{self, AccessKind, Privilege};
 use crate::tlb::Tlb;
 use crate::walk::{walk, TlbEntry};
-use mmu_armv5::regs::Dacr;
+use mmu_armv5::regs::{Dacr, Far, Fsr, Sctlr, Ttbr};
 use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::{
     Domain, Fault, FaultKind, FaultLevel, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr,
@@ -136,13 +136,13 @@ impl Machine {
     #[inline]
     #[must_use]
     pub fn mva(&self, va: VirtAddr) -> ModifiedVirtAddr {
-        va.to_mva(self.pid())
+        va.to_mva(self.fcse_pid())
     }
 
-    /// The current FCSE PID.
+    /// The current FCSE PID (as [`Cp15Ext::fcse_pid`](mmu_armv5::regs::Cp15Ext::fcse_pid)).
     #[inline]
     #[must_use]
-    pub fn pid(&self) -> FcsePid {
+    pub fn fcse_pid(&self) -> FcsePid {
         // FCSEIDR is stored masked to the PID bits, so this cannot fail.
         FcsePid::new((self.regs.fcseidr >> 25) as u8).unwrap_or(FcsePid::ZERO)
     }
@@ -441,40 +441,41 @@ impl Machine {
         Ok(self.mem.read_word(pa).unwrap_or(0))
     }
 
-    /// Current SCTLR value.
+    /// Current SCTLR value (as [`Cp15Ext::sctlr`](mmu_armv5::regs::Cp15Ext::sctlr)).
     #[must_use]
-    pub fn sctlr(&self) -> u32 {
-        self.regs.sctlr
+    pub fn sctlr(&self) -> Sctlr {
+        Sctlr::from_bits(self.regs.sctlr)
     }
 
-    /// Current TTBR value.
+    /// Current TTBR value (as [`Cp15Ext::ttbr`](mmu_armv5::regs::Cp15Ext::ttbr)).
     #[must_use]
-    pub fn ttbr(&self) -> u32 {
-        self.regs.ttbr
+    pub fn ttbr(&self) -> Ttbr {
+        Ttbr::from_bits(self.regs.ttbr)
     }
 
-    /// Current DACR value.
+    /// Current DACR value (as [`Cp15Ext::dacr`](mmu_armv5::regs::Cp15Ext::dacr)).
     #[must_use]
     pub fn dacr(&self) -> Dacr {
         self.regs.dacr
     }
 
-    /// Data fault status register.
+    /// Data fault status register (as [`Cp15Ext::dfsr`](mmu_armv5::regs::Cp15Ext::dfsr)).
     #[must_use]
-    pub fn dfsr(&self) -> u32 {
-        self.regs.dfsr
+    pub fn dfsr(&self) -> Fsr {
+        Fsr::from_bits(self.regs.dfsr)
     }
 
-    /// Instruction fault status register.
+    /// Instruction fault status register (as [`Cp15Ext::ifsr`](mmu_armv5::regs::Cp15Ext::ifsr)).
     #[must_use]
-    pub fn ifsr(&self) -> u32 {
-        self.regs.ifsr
+    pub fn ifsr(&self) -> Fsr {
+        Fsr::from_bits(self.regs.ifsr)
     }
 
-    /// Fault address register (the MVA of the last data abort).
+    /// Fault address register, the MVA of the last data abort (as
+    /// [`Cp15Ext::far`](mmu_armv5::regs::Cp15Ext::far)).
     #[must_use]
-    pub fn far(&self) -> u32 {
-        self.regs.far
+    pub fn far(&self) -> Far {
+        Far::from_bits(self.regs.far)
     }
 
     /// Number of dirty D-cache lines.

@@ -6,10 +6,11 @@ use crate::error::MemError;
 use crate::machine::Machine;
 use crate::memory::Width;
 use crate::protection::Privilege;
-use mmu_armv5::regs::Dacr;
+use mmu_armv5::regs::{Dacr, Sctlr, Ttbr};
 use mmu_armv5::{PhysAddr, VirtAddr};
 
-/// The CP15 state a case runs under.
+/// The CP15 state a case runs under, as the raw words the demo kernel
+/// writes and reports (the differential wire format).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReplayState {
     /// SCTLR (set M; S, R and A as the case needs).
@@ -82,10 +83,10 @@ pub fn replay(
     machine.clean_invalidate_dcache_all();
     machine.invalidate_icache_all();
     machine.invalidate_tlb();
-    machine.set_ttbr(state.ttbr);
+    machine.set_ttbr(Ttbr::from_bits(state.ttbr));
     machine.set_dacr(Dacr::from_bits(state.dacr));
     machine.set_fcseidr(state.fcseidr);
-    machine.set_sctlr(state.sctlr);
+    machine.set_sctlr(Sctlr::from_bits(state.sctlr));
     let out = accesses
         .iter()
         .map(|a| {
@@ -98,11 +99,11 @@ pub fn replay(
             };
             r.unwrap_or_else(|_| match a.op {
                 ReplayOp::Fetch => Outcome::PrefetchAbort {
-                    fsr: machine.ifsr(),
+                    fsr: machine.ifsr().bits(),
                 },
                 _ => Outcome::DataAbort {
-                    fsr: machine.dfsr(),
-                    far: machine.far(),
+                    fsr: machine.dfsr().bits(),
+                    far: machine.far().bits(),
                 },
             })
         })

@@ -11,6 +11,8 @@ mod common;
 use armv5_sim::{presets, sctlr, AccessKind, Machine, Privilege, Width};
 use common::*;
 use mmu_armv5::regs::Dacr;
+use mmu_armv5::regs::Sctlr;
+use mmu_armv5::regs::Ttbr;
 use mmu_armv5::translate::{translate, Access, AccessType, MmuState};
 use mmu_armv5::{FaultKind, FcsePid, PhysAddr, VirtAddr};
 
@@ -98,16 +100,14 @@ fn model_walk_agrees_with_translate() {
         let r = rng.below(2) == 1;
         let a = rng.below(2) == 1;
         let dacr = Dacr::from_bits(rng.u32());
-        m.set_ttbr(l1);
+        m.set_ttbr(Ttbr::new(PhysAddr::new(l1)).unwrap());
         m.set_dacr(dacr);
-        m.set_pid(pid);
+        m.set_fcse_pid(pid);
         m.set_sctlr(
-            sctlr::M
-                | sctlr::C
-                | sctlr::I
-                | if s { sctlr::S } else { 0 }
-                | if r { sctlr::R } else { 0 }
-                | if a { sctlr::A } else { 0 },
+            Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I)
+                .with_system_protection(s)
+                .with_rom_protection(r)
+                .with_alignment_check(a),
         );
         m.invalidate_tlb();
         let state = MmuState {

@@ -4,7 +4,9 @@
 mod common;
 use armv5_sim::{encode, presets, Privilege, Width};
 use common::*;
+use mmu_armv5::regs::Ttbr;
 use mmu_armv5::regs::{Dacr, DomainAccess};
+use mmu_armv5::PhysAddr;
 use mmu_armv5::{Domain, FaultKind, FaultLevel, FcsePid, ModifiedVirtAddr, VirtAddr};
 
 const VA: u32 = 0x0010_0000;
@@ -29,7 +31,7 @@ fn homonym_without_flush_returns_the_other_spaces_data() {
         enable(&mut m, a);
         assert_eq!(load(&mut m, VA + 0x40), 0xAAAA_AAAA);
         // Switch address space: new tables, TLB flushed, caches NOT flushed.
-        m.set_ttbr(b);
+        m.set_ttbr(Ttbr::new(PhysAddr::new(b)).unwrap());
         m.invalidate_tlb();
         let got = load(&mut m, VA + 0x40);
         assert_eq!(got, 0xAAAA_AAAA, "homonym must hit space A's line");
@@ -54,13 +56,13 @@ fn homonym_with_distinct_fcse_pids_returns_the_right_data() {
         map(&mut m, l1, mva1, encode::section(FRAME_A, 3, 1, true, true));
         map(&mut m, l1, mva2, encode::section(FRAME_B, 3, 2, true, true));
         enable(&mut m, l1);
-        m.set_pid(p1);
+        m.set_fcse_pid(p1);
         assert_eq!(load(&mut m, VA + 0x40), 0xAAAA_AAAA);
         // Switch: PID only. No TLB or cache maintenance at all.
         let before = m.counters().clone();
-        m.set_pid(p2);
+        m.set_fcse_pid(p2);
         assert_eq!(load(&mut m, VA + 0x40), 0xBBBB_BBBB);
-        m.set_pid(p1);
+        m.set_fcse_pid(p1);
         assert_eq!(load(&mut m, VA + 0x40), 0xAAAA_AAAA);
         let d = m.counters() - &before;
         assert_eq!(d.tlb_invalidate_all + d.cache_whole_ops, 0);
@@ -186,7 +188,7 @@ fn dacr_change_takes_effect_without_tlb_flush() {
             .unwrap_err();
         assert_eq!(f.kind, FaultKind::Domain(FaultLevel::Section));
         assert_eq!(f.domain, Some(d3));
-        assert_eq!(m.dfsr(), 0x39);
+        assert_eq!(m.dfsr().bits(), 0x39);
         m.set_dacr(Dacr::only(d3, DomainAccess::Client));
         let f = m
             .load(VirtAddr::new(VA), Width::Word, Privilege::User)

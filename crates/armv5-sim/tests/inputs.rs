@@ -7,6 +7,7 @@ use armv5_sim::{
     MemoryKind, MemoryRegion, Replacement, TlbConfig, TlbLayout, TlbReplacement,
 };
 use common::{machine, proptest_config};
+use mmu_armv5::regs::Sctlr;
 use mmu_armv5::PhysAddr;
 use proptest::prelude::*;
 
@@ -158,7 +159,7 @@ proptest! {
                 let _ = m.set_frame_pool(r.base, r.size);
                 let _ = m.alloc_frames(1024);
             }
-            m.set_sctlr(armv5_sim::sctlr::M | armv5_sim::sctlr::C);
+            m.set_sctlr(Sctlr::from_bits(armv5_sim::sctlr::M | armv5_sim::sctlr::C));
             let _ = m.load(mmu_armv5::VirtAddr::new(0), armv5_sim::Width::Word, armv5_sim::Privilege::User);
         }
     }

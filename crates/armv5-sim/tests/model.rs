@@ -10,6 +10,7 @@ use armv5_sim::{
 };
 use common::*;
 use mmu_armv5::maint::CacheMaintenance;
+use mmu_armv5::regs::Sctlr;
 use mmu_armv5::regs::{Cp15, Cp15Ext, Cp15Op, Cp15Reg, Dacr};
 use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::table::{TableAlloc, TableKind};
@@ -64,8 +65,8 @@ fn coarse_table_small_and_large_pages_with_subpage_ap() {
     assert_eq!(ld(&mut m, 0x0100_1800, U), Err(pf(0))); // AP2 = 01: user none
     assert_eq!(st(&mut m, 0x0100_1800, 1, P), Ok(()));
     assert_eq!(ld(&mut m, 0x0100_1C00, P), Err(pf(0))); // AP3 = 00, S=R=0
-    assert_eq!(m.dfsr(), 0x2F, "page permission, domain 2");
-    assert_eq!(m.far(), 0x0100_1C00);
+    assert_eq!(m.dfsr().bits(), 0x2F, "page permission, domain 2");
+    assert_eq!(m.far().bits(), 0x0100_1C00);
     // Large page: VA[15:14] selects the AP.
     assert_eq!(ld(&mut m, 0x0101_8004, U), Ok(22)); // AP2 = 11
     assert_eq!(ld(&mut m, 0x0101_4000, U), Err(pf(0))); // AP1 = 00
@@ -80,7 +81,11 @@ fn coarse_table_small_and_large_pages_with_subpage_ap() {
         ld(&mut m, 0x0100_5000, P),
         Err(FaultKind::Translation(FaultLevel::Page))
     );
-    assert_eq!(m.dfsr(), 0x27, "page translation carries the L1 domain");
+    assert_eq!(
+        m.dfsr().bits(),
+        0x27,
+        "page translation carries the L1 domain"
+    );
     assert_eq!(
         ld(&mut m, 0x0100_2000, P),
         Err(FaultKind::Translation(FaultLevel::Page))
@@ -89,7 +94,7 @@ fn coarse_table_small_and_large_pages_with_subpage_ap() {
         ld(&mut m, 0x0200_0000, P),
         Err(FaultKind::Translation(FaultLevel::Section))
     );
-    assert_eq!(m.dfsr(), 0x05);
+    assert_eq!(m.dfsr().bits(), 0x05);
 }
 
 #[test]
@@ -142,19 +147,19 @@ fn s_and_r_bits_for_ap_00() {
         encode::section(0x0020_0000, 0, 0, false, false),
     );
     enable(&mut m, l1);
-    let base = sctlr::M | sctlr::C | sctlr::I;
+    let base = Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I);
     let pk = FaultKind::Permission(FaultLevel::Section);
     let perm = Err(pk);
     m.set_sctlr(base);
     assert_eq!(ld(&mut m, 0x0010_0000, P), perm);
-    m.set_sctlr(base | sctlr::S);
+    m.set_sctlr(base.with_system_protection(true));
     assert_eq!(ld(&mut m, 0x0010_0000, P), Ok(0));
     assert_eq!(ld(&mut m, 0x0010_0000, U), perm);
     assert_eq!(st(&mut m, 0x0010_0000, 1, P), Err(pk));
-    m.set_sctlr(base | sctlr::R);
+    m.set_sctlr(base.with_rom_protection(true));
     assert_eq!(ld(&mut m, 0x0010_0000, U), Ok(0));
     assert_eq!(st(&mut m, 0x0010_0000, 1, P), Err(pk));
-    m.set_sctlr(base | sctlr::S | sctlr::R);
+    m.set_sctlr(base.with_system_protection(true).with_rom_protection(true));
     assert_eq!(ld(&mut m, 0x0010_0000, P), perm);
 }
 
@@ -163,13 +168,14 @@ fn fcse_faults_report_the_mva_and_prefetch_aborts_use_ifsr() {
     let mut m = machine(presets::sa1100());
     let l1 = new_l1(&mut m);
     enable(&mut m, l1);
-    m.set_pid(FcsePid::new(5).unwrap());
+    m.set_fcse_pid(FcsePid::new(5).unwrap());
     assert_eq!(
         ld(&mut m, 0x0000_8000, U),
         Err(FaultKind::Translation(FaultLevel::Section))
     );
-    assert_eq!(m.far(), 0x0A00_8000, "FAR holds the MVA");
-    m.set_fcseidr(0xFFFF_FFFF);
+    assert_eq!(m.far().bits(), 0x0A00_8000, "FAR holds the MVA");
+    // SAFETY: the model; a register write cannot break the host.
+    unsafe { Cp15::write(&mut m, Cp15Reg::Fcseidr, 0xFFFF_FFFF) };
     assert_eq!(
         Cp15::read(&m, Cp15Reg::Fcseidr),
         63 << 25,
@@ -178,15 +184,15 @@ fn fcse_faults_report_the_mva_and_prefetch_aborts_use_ifsr() {
     let (dfsr, far) = (m.dfsr(), m.far());
     let f = m.fetch(VirtAddr::new(0x0300_0000), U).unwrap_err();
     assert_eq!(f.kind, FaultKind::Translation(FaultLevel::Section));
-    assert_eq!(m.ifsr(), 0x05);
+    assert_eq!(m.ifsr().bits(), 0x05);
     assert_eq!(
         (m.dfsr(), m.far()),
         (dfsr, far),
         "prefetch abort leaves DFSR/FAR"
     );
-    m.set_sctlr(m.sctlr() | sctlr::A);
+    m.set_sctlr(m.sctlr().with_alignment_check(true));
     assert_eq!(ld(&mut m, 0x0300_0002, P), Err(FaultKind::Alignment));
-    assert_eq!(m.dfsr(), 0x01);
+    assert_eq!(m.dfsr().bits(), 0x01);
     assert_eq!(m.counters().faults_of(FaultKind::Alignment), 1);
     assert_eq!(
         m.counters()
@@ -235,7 +241,7 @@ fn code_runs_through_the_mmu_armv5_traits() {
         assert_eq!(Cp15Ext::fcse_pid(&h), FcsePid::new(9).unwrap());
         assert_eq!(Cp15::read(&h, Cp15Reg::Midr), 0x4106_9265);
     }
-    m.set_pid(FcsePid::ZERO);
+    m.set_fcse_pid(FcsePid::ZERO);
     let va = 0x0010_0020;
     assert_eq!(ld(&mut m, va, U), Ok(0));
     st(&mut m, va, 77, U).unwrap();

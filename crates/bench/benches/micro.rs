@@ -24,6 +24,7 @@ use fass::{
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::regs::{Dacr, DomainAccess};
 use mmu_armv5::regs::{Far, Fsr};
+use mmu_armv5::regs::{Sctlr, Ttbr};
 use mmu_armv5::size::{Frame, PageRange};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
 use spm::{AddressSpace, FrameDesc, FrameState, FrameTable, InitialUse, Location, PhysRegion};
@@ -98,9 +99,9 @@ fn fass_ready() -> (Machine, F) {
     m.set_frame_pool(PhysAddr::new(1 << 20), 1 << 20)
         .expect("frame pool");
     let table = bench::model::kernel_table(&mut m).expect("CPD");
-    m.set_ttbr(table.root().as_u32());
+    m.set_ttbr(Ttbr::new(table.root()).unwrap());
     m.set_dacr(Dacr::only(kernel(), DomainAccess::Client));
-    m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
+    m.set_sctlr(Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I));
     let mut f = F::new(Cpd::new(table), DomainSet::EMPTY, DefaultPolicy::default()).expect("fass");
     f.add_space(SpaceId(1)).expect("space");
     f.map_pages(

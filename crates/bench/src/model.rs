@@ -73,7 +73,7 @@ use fass::{
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
-use mmu_armv5::regs::{Far, Fsr};
+use mmu_armv5::regs::{Far, Sctlr, Ttbr};
 use mmu_armv5::size::{Frame, PageRange};
 use mmu_armv5::table::{TableAlloc, TableKind as HwTable, TableRef};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
@@ -463,8 +463,11 @@ fn machine(cpu: Cpu) -> Result<(Machine, KernelTable), BenchError> {
     let mut m = Machine::new(cfg)?;
     m.set_frame_pool(PhysAddr::new(RAM - TABLE_POOL), TABLE_POOL)?;
     let kernel = kernel_table(&mut m)?;
-    m.set_ttbr(kernel.root().as_u32());
-    m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
+    m.set_ttbr(
+        Ttbr::new(kernel.root())
+            .map_err(|_| BenchError::Setup("kernel table not 16 KiB aligned"))?,
+    );
+    m.set_sctlr(Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I));
     Ok((m, kernel))
 }
 
@@ -599,7 +602,10 @@ fn kernel_fetches(m: &mut Machine, at: u32, insns: u32) -> Result<(), BenchError
     for i in 0..insns {
         let va = at + 4 * i;
         m.fetch(VirtAddr::new(va), Privilege::Privileged)
-            .map_err(|_| BenchError::Fault { va, fsr: m.ifsr() })?;
+            .map_err(|_| BenchError::Fault {
+                va,
+                fsr: m.ifsr().bits(),
+            })?;
     }
     Ok(())
 }
@@ -615,13 +621,19 @@ fn stack_word(i: u32) -> u32 {
 
 fn kernel_store(m: &mut Machine, va: u32, x: u32) -> Result<(), BenchError> {
     m.store(VirtAddr::new(va), Width::Word, x, Privilege::Privileged)
-        .map_err(|_| BenchError::Fault { va, fsr: m.dfsr() })
+        .map_err(|_| BenchError::Fault {
+            va,
+            fsr: m.dfsr().bits(),
+        })
 }
 
 fn kernel_load(m: &mut Machine, va: u32) -> Result<(), BenchError> {
     m.load(VirtAddr::new(va), Width::Word, Privilege::Privileged)
         .map(|_| ())
-        .map_err(|_| BenchError::Fault { va, fsr: m.dfsr() })
+        .map_err(|_| BenchError::Fault {
+            va,
+            fsr: m.dfsr().bits(),
+        })
 }
 
 /// `n` stores to the kernel stack, then the same words loaded back in
@@ -669,20 +681,28 @@ fn user<T: SwitchStrategy>(
                 };
                 // ARMv5 has no IFAR: the handler knows the faulting PC.
                 let far = match a {
-                    Access::Fetch => va,
+                    Access::Fetch => Far::from_bits(va),
                     _ => m.far(),
                 };
                 kernel_fetches(m, FAULT_TEXT, path.fault_insns)?;
                 let stores = path.fault_accesses / 2;
                 stack_traffic(m, stores, path.fault_accesses - stores)?;
-                match t.resolve(m, Fsr::from_bits(fsr), Far::from_bits(far))? {
+                match t.resolve(m, fsr, far)? {
                     Resolution::Resolved { .. } => {}
-                    Resolution::NotFass(_) => return Err(BenchError::Fault { va, fsr }),
+                    Resolution::NotFass(_) => {
+                        return Err(BenchError::Fault {
+                            va,
+                            fsr: fsr.bits(),
+                        })
+                    }
                 }
             }
         }
     }
-    Err(BenchError::Fault { va, fsr: m.dfsr() })
+    Err(BenchError::Fault {
+        va,
+        fsr: m.dfsr().bits(),
+    })
 }
 
 /// One turn: kernel path, switch, kernel exit, the process's pass.

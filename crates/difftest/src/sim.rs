@@ -5,6 +5,7 @@ extern crate std;
 
 use crate::{Config, Deviations, Observed, Target, TestState};
 use armv5_sim::{presets, sctlr, Machine, MemoryKind, MemoryRegion, Privilege, Width};
+use mmu_armv5::regs::{Sctlr, Ttbr};
 use mmu_armv5::table::{PageTable, TableError, TableFlush};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
 
@@ -35,8 +36,8 @@ impl SimTarget {
             .set_frame_pool(PhysAddr::new(0x0500_0000), 16 << 20)
             .map_err(|_| TableError::OutOfTableMemory)?;
         let table = PageTable::new(&mut machine)?;
-        machine.set_ttbr(table.root().as_u32());
-        machine.set_sctlr(sctlr::M);
+        machine.set_ttbr(Ttbr::new(table.root()).unwrap());
+        machine.set_sctlr(Sctlr::from_bits(sctlr::M));
         Ok(SimTarget { machine, table })
     }
 
@@ -65,7 +66,7 @@ impl Target for SimTarget {
 
     fn set_state(&mut self, state: &TestState) {
         self.machine.set_dacr(state.dacr);
-        self.machine.set_pid(state.pid);
+        self.machine.set_fcse_pid(state.pid);
         let mut s = sctlr::M;
         if state.system_protect {
             s |= sctlr::S;
@@ -80,8 +81,8 @@ impl Target for SimTarget {
     }
 
     fn restore_state(&mut self) {
-        self.machine.set_sctlr(sctlr::M);
-        self.machine.set_pid(mmu_armv5::FcsePid::ZERO);
+        self.machine.set_sctlr(Sctlr::from_bits(sctlr::M));
+        self.machine.set_fcse_pid(mmu_armv5::FcsePid::ZERO);
         self.machine.invalidate_tlb();
     }
 

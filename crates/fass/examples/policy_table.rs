@@ -37,7 +37,7 @@ use fass::{
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess};
-use mmu_armv5::regs::{Far, Fsr};
+use mmu_armv5::regs::{Sctlr, Ttbr};
 use mmu_armv5::size::{Frame, Page, PageRange};
 use mmu_armv5::table::{TableKind as HwTable, TableRef};
 use mmu_armv5::{Domain, PhysAddr, VirtAddr};
@@ -57,7 +57,7 @@ fn machine() -> Machine {
     let mut m = Machine::new(cfg).expect("model configuration");
     m.set_frame_pool(PhysAddr::new(4 << 20), 4 << 20)
         .expect("frame pool");
-    m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
+    m.set_sctlr(Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I));
     m
 }
 
@@ -125,10 +125,7 @@ fn run<T: SwitchStrategy>(m: &mut Machine, t: &mut T, n: u16, mixed: bool) -> (u
                     Ok(v) => break v,
                     Err(_) => {
                         let (fsr, far) = (m.dfsr(), m.far());
-                        match t
-                            .resolve(m, Fsr::from_bits(fsr), Far::from_bits(far))
-                            .expect("resolve")
-                        {
+                        match t.resolve(m, fsr, far).expect("resolve") {
                             Resolution::Resolved { .. } => {}
                             Resolution::NotFass(f) => panic!("unexpected fault {f:?}"),
                         }
@@ -162,7 +159,7 @@ fn kernel_table(m: &mut Machine) -> KernelTable {
     // SAFETY: a fresh first-level table no `PageTable` manages: the entry
     // is a section, no table link.
     unsafe { root.write(m, 0xC00, encode::section(0, 1, 0, true, true)) }.expect("kernel entry");
-    m.set_ttbr(root.pa.as_u32());
+    m.set_ttbr(Ttbr::new(root.pa).unwrap());
     // SAFETY: the model's register writes reach no host memory; the table
     // stays allocated in the machine for as long as it lives.
     let t = unsafe {

@@ -20,10 +20,14 @@
 //! What cannot be checked (that these entries map *all* the memory the
 //! kernel uses, and that the table is the one the CPU walks) is the caller's
 //! promise, made by calling the `unsafe` [`KernelTable::new`], in the style of
-//! `x86_64`'s `OffsetPageTable::new`. The witness is consumed by the
-//! strategy built on it ([`Cpd::new`](crate::Cpd::new) for FASS,
+//! `x86_64`'s `OffsetPageTable::new`. The witness is a `Copy` handle (the
+//! table's address, encoding, domain and layout; it owns nothing) and every
+//! strategy is built from one ([`Cpd::new`](crate::Cpd::new) for FASS,
 //! [`TableSwitch::new`](crate::TableSwitch::new) for the classic ones), so
-//! every strategy is built on a vouched-for table.
+//! every strategy is built on a vouched-for table. One vouch covers every
+//! strategy built from it or its copies: its contract (promise 3) is stated
+//! for all of them together, and says how the CPU passes from one to the
+//! next ([`KernelTable::hand_over`]).
 //!
 //! # The boot hand-off
 //! Boot code builds the kernel's table with the MMU off, with an identity
@@ -31,19 +35,25 @@
 //! kernel region, so `KernelTable::new` refuses the table until it is
 //! gone: switch the MMU on, move the pool to the memory's kernel address,
 //! unmap the identity map and flush, then vouch once. (On a host the
-//! "kernel address" of the pool's memory is the one it had.)
+//! "kernel address" of the pool's memory is the one it had.) Any number of
+//! strategies are then built from the one witness: below a FASS manager,
+//! then, once it has no space left and [`KernelTable::hand_over`] put the
+//! CPU back to the kernel's state, a naive table-switching one.
 //!
 //! ```
-//! use fass::{Cpd, KernelTable, KernelTableError, Layout};
+//! use fass::{
+//!     ClassicKind, Cpd, DefaultPolicy, DomainSet, Fass, KernelTable, KernelTableError, Layout,
+//!     Resolution, SpaceId, Split, SwitchStrategy, TableSwitch,
+//! };
 //! use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 //! use mmu_armv5::maint::Arm926;
-//! use mmu_armv5::regs::{Dacr, DomainAccess, MockCp15, Ttbr};
-//! use mmu_armv5::size::PageSizeKind;
+//! use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess, Far, Fsr, MockCp15, Ttbr};
+//! use mmu_armv5::size::{Frame, PageRange, PageSizeKind};
 //! use mmu_armv5::table::{MapAttrs, MmuOff, PageTable, PoolBlock, SizePolicy, TablePool};
-//! use mmu_armv5::{Domain, ModifiedVirtAddr as Mva, PhysAddr};
+//! use mmu_armv5::{Domain, ModifiedVirtAddr as Mva, PhysAddr, VirtAddr};
 //!
 //! let mut cp15 = MockCp15::arm926(); // after reset: the MMU is off
-//! let mut mem = Box::new([PoolBlock::ZERO; 4]);
+//! let mut mem = Box::new([PoolBlock::ZERO; 8]);
 //! // With the MMU off the pool reaches its memory at its physical address.
 //! let mut pool = TablePool::new(&mut *mem, PhysAddr::new(0x0010_0000), Mva::new(0x0010_0000))?;
 //! let off = MmuOff::new(&mut cp15)?;
@@ -79,16 +89,49 @@
 //! // SAFETY: a mock records the register writes. On hardware: the table
 //! // maps all the kernel uses and is the one the CPU walks.
 //! let table = unsafe { KernelTable::new(&pool, kt.root(), L1Encoding::Arm9, &Layout::DEMO, domain) }?;
-//! let cpd = Cpd::new(table);
-//! # let _ = cpd;
+//! let mut sys = Split::new(cpu, pool);
+//!
+//! // FASS: the kernel table is the CPD, loaded in the TTBR for good.
+//! let mut fass: Fass<DefaultPolicy, 4, 4, 2> =
+//!     Fass::new(Cpd::new(table), DomainSet::EMPTY, DefaultPolicy::default())?;
+//! let a = SpaceId(1);
+//! let pages = PageRange::from_bytes(VirtAddr::new(0x8000), 0x1000)?;
+//! let frame = Frame::from_start(PhysAddr::new(0x0030_0000))?;
+//! fass.add_space(a)?;
+//! fass.map_pages(&mut sys, a, pages, frame, AccessPermission::ReadWrite, CachePolicy::WriteBack)?;
+//! SwitchStrategy::switch_to(&mut fass, &mut sys, a)?;
+//! let r = fass.resolve(&mut sys, Fsr::from_bits(0x005), Far::from_bits(0x8000))?;
+//! assert!(matches!(r, Resolution::Resolved { .. }));
+//! // The CPD now links `a`'s table, outside the kernel region.
+//! let slot = fass.mva_of(a, VirtAddr::new(0x8000))?.l1_index() as u16;
+//! assert_eq!(table.check(&sys), Err(KernelTableError::OutsideRegion { slot }));
+//! // Hand-over (promise 3): the FASS manager keeps no space, which takes
+//! // its entries out of the CPD; then the CPU goes back to the kernel's
+//! // own state (kernel domain only, PID 0, this table, caches and TLB
+//! // flushed), which is refused while the CPD holds a space's entry.
+//! let user = Domain::new(1)?; // the naive strategy's user domain, opened
+//! assert_eq!(table.hand_over(&mut sys, Some(user)), Err(KernelTableError::OutsideRegion { slot }));
+//! fass.destroy_space(&mut sys, a)?;
+//! table.hand_over(&mut sys, Some(user))?;
+//! assert_eq!((sys.fcse_pid(), sys.ttbr().base()), (mmu_armv5::FcsePid::ZERO, table.root()));
+//!
+//! // The naive strategy from the same witness: no second vouch.
+//! let mut naive: TableSwitch<4, 2> = TableSwitch::new(ClassicKind::Naive, user, table);
+//! let b = SpaceId(2);
+//! naive.create_space(&mut sys, b)?;
+//! naive.map_pages(&mut sys, b, pages, frame, AccessPermission::ReadWrite, CachePolicy::WriteBack)?;
+//! naive.switch_to(&mut sys, b)?;
+//! assert_ne!(sys.ttbr().base(), table.root(), "b's own table is loaded");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use crate::layout::{Layout, SLOT_COUNT};
+use crate::platform::Platform;
 use core::fmt;
 use mmu_armv5::descriptor::{L1Descriptor, L1Encoding};
+use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess, Ttbr};
 use mmu_armv5::table::{TableAlloc, TableError, TableKind, TableRef};
-use mmu_armv5::{Domain, PhysAddr};
+use mmu_armv5::{Domain, FcsePid, PhysAddr};
 
 /// A kernel table that cannot be used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,17 +187,17 @@ impl From<TableError> for KernelTableError {
 /// The kernel's first-level table, checked against a [`Layout`] and vouched
 /// for by the caller of [`KernelTable::new`] (see the [module docs](self)).
 ///
-/// Neither `Clone` nor `Copy`: one witness, one strategy. Promise 3 of
-/// [`KernelTable::new`] is that only the strategy built on it writes the
-/// CPU's translation registers while it lives; two strategies sharing one
-/// witness would both write them from safe methods, each trusting its own
-/// idea of what is loaded (which table, which domains open, which TLB
-/// entries can be stale). Comparing strategies on one CPU (as the
-/// benchmarks do) therefore takes one vouch per strategy: each `unsafe`
-/// call is the promise that this strategy alone drives the registers
-/// while it is used, which only the caller can keep (e.g. by dropping or
-/// parking one before using the other).
-#[derive(Debug, PartialEq, Eq)]
+/// `Copy`: a handle (address, encoding, domain, layout) that owns nothing,
+/// so one vouch serves any number of strategies, e.g. to compare FASS with
+/// the classic strategies on one CPU. What they rely on (the table's
+/// memory and kernel entries, the CPU's translation registers) is covered
+/// for all of them by the one contract of [`KernelTable::new`], whose
+/// promise 3 says how the CPU passes from one strategy to another: each
+/// strategy trusts its own idea of what is loaded (which table, which
+/// domains open, which PID, which lines and TLB entries can be stale), so a
+/// strategy is used only once the one before it has no space left and
+/// [`KernelTable::hand_over`] put the CPU back to the kernel's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelTable {
     table: TableRef,
     encoding: L1Encoding,
@@ -168,21 +211,29 @@ impl KernelTable {
     /// [module docs](self) for what is checked, and the errors.
     ///
     /// # Safety
-    /// The strategy built on the result writes the CPU's translation
-    /// registers from safe methods, trusting that:
+    /// Every strategy built on the result or on a copy of it (the
+    /// *strategies* below; a strategy *lives* from its construction to its
+    /// drop) writes the CPU's translation registers from safe methods,
+    /// trusting that:
     /// 1. the table's entries inside `layout.kernel()` map all memory the
     ///    kernel uses (code, data, stacks, table memory, devices, vectors)
     ///    and grant user mode nothing every process may not share, and that
-    ///    these first-level entries do not change while the strategy lives
-    ///    (the second-level tables they link may: every table the strategy
+    ///    these first-level entries do not change while a strategy lives
+    ///    (the second-level tables they link may: every table a strategy
     ///    builds links the same ones);
     /// 2. the table's memory is what `alloc`, and every platform later passed
-    ///    to the strategy, reach at `root`, and it is neither freed nor moved
-    ///    while the strategy lives; for FASS it is the table in the
+    ///    to a strategy, reach at `root`, and it is neither freed nor moved
+    ///    while a strategy lives; for FASS it is the table in the
     ///    translation table base from now on (the caching page directory);
     ///    for the classic strategies it is loaded when no space runs;
-    /// 3. no other code writes this CPU's TTBR, DACR or FCSEIDR while the
-    ///    strategy lives, except to put back what the strategy last wrote.
+    /// 3. while a strategy lives, no code but the strategies and
+    ///    [`KernelTable::hand_over`] writes this CPU's TTBR, DACR or
+    ///    FCSEIDR, except to put back what the strategy in use last wrote;
+    ///    and the strategies are used one at a time: once a strategy wrote
+    ///    the registers, another is passed this CPU (any method taking a
+    ///    platform) only after the first has no space left (each destroyed)
+    ///    and [`KernelTable::hand_over`] put the CPU back to the kernel's
+    ///    own state.
     ///
     /// On a backend whose register writes cannot reach the host's memory
     /// (`MockCp15`, the `armv5-sim` model) nothing the strategy writes can
@@ -197,33 +248,79 @@ impl KernelTable {
         domain: Domain,
     ) -> Result<KernelTable, KernelTableError> {
         let table = TableRef::new(TableKind::L1, root)?;
-        let kernel = layout.kernel();
-        let mut mapped = false;
-        for slot in 0..SLOT_COUNT {
-            let d = L1Descriptor::from_bits(table.read(alloc, slot)?);
-            let Some(dom) = d.domain() else { continue };
-            // `slot` < 4096 fits in u16.
-            let s = slot as u16;
-            if !kernel.contains_slot(slot) {
-                return Err(KernelTableError::OutsideRegion { slot: s });
-            }
-            if dom != domain {
-                return Err(KernelTableError::WrongDomain {
-                    slot: s,
-                    domain: dom,
-                });
-            }
-            mapped = true;
-        }
-        if !mapped {
-            return Err(KernelTableError::Empty);
-        }
+        check(alloc, table, layout, domain)?;
         Ok(KernelTable {
             table,
             encoding,
             domain,
             layout: *layout,
         })
+    }
+
+    /// Runs the checks of [`KernelTable::new`] again on the table as it is
+    /// now, through `alloc`: `Ok` when it maps only the kernel region, all
+    /// in the kernel's domain. A FASS strategy's CPD is this table, with the
+    /// entries of its spaces outside the kernel region: once it has no space
+    /// left, this passes again.
+    ///
+    /// # Errors
+    /// As for [`KernelTable::new`].
+    pub fn check<A: TableAlloc + ?Sized>(&self, alloc: &A) -> Result<(), KernelTableError> {
+        check(alloc, self.table, &self.layout, self.domain)
+    }
+
+    /// Puts the CPU back to the kernel's own state, for the next strategy
+    /// built from this table (promise 3 of [`KernelTable::new`]): checks
+    /// the table ([`KernelTable::check`]: a FASS strategy must have no
+    /// space left in its CPD), cleans and invalidates the D-cache and
+    /// invalidates the I-cache (no strategy's lines survive into the next
+    /// one's, which knows nothing of them), writes a DACR opening the
+    /// kernel's domain and `user` (client), FCSE PID 0 and this table's
+    /// TTBR, and invalidates the TLB. Each strategy assumes the registers
+    /// are what it last wrote (the naive one, that FCSEIDR holds 0): this
+    /// is the state every strategy starts from.
+    ///
+    /// `user`: the domain the next strategy maps its spaces in if it is a
+    /// classic one ([`TableSwitch`](crate::TableSwitch) writes no DACR and
+    /// expects its user domain open); `None` before a FASS strategy, which
+    /// writes the DACR on every switch.
+    ///
+    /// Safe: the state written is the one the vouch covers (this table maps
+    /// all the kernel uses, in the kernel's domain, above the FCSE-relocated
+    /// 32 MiB). A strategy still running a space when this is called only
+    /// sees that space's next user access fault (its domain closed, or its
+    /// table no longer loaded), which its abort path hands back.
+    ///
+    /// # Errors
+    /// As for [`KernelTable::check`]; nothing is written then.
+    pub fn hand_over<S: Platform + ?Sized>(
+        &self,
+        sys: &mut S,
+        user: Option<Domain>,
+    ) -> Result<(), KernelTableError> {
+        self.check(&*sys)?;
+        let ttbr = Ttbr::new(self.table.pa).map_err(TableError::from)?;
+        sys.clean_invalidate_dcache();
+        sys.invalidate_icache();
+        let mut dacr = Dacr::only(self.domain, DomainAccess::Client);
+        if let Some(d) = user {
+            dacr = dacr.with(d, DomainAccess::Client);
+        }
+        // SAFETY: the kernel's domain stays open (a user domain opened
+        // besides tags no entry of this table) and PID 0 relocates
+        // nothing the kernel uses (it runs above 32 MiB, `Layout::new`);
+        // this table maps all the kernel uses, is in the allocator and
+        // stays there (the vouch's promises 1 and 2), and holds only kernel
+        // entries (checked above); the caches hold no line of any space
+        // (cleaned and invalidated above), and the TLB is invalidated before
+        // the kernel returns to any user code.
+        unsafe {
+            sys.set_dacr(dacr);
+            sys.set_fcse_pid(FcsePid::ZERO);
+            sys.set_ttbr(ttbr);
+        }
+        sys.invalidate_tlb();
+        Ok(())
     }
 
     /// The table's physical address.
@@ -256,6 +353,37 @@ impl KernelTable {
     pub const fn layout(&self) -> &Layout {
         &self.layout
     }
+}
+
+/// The checks of [`KernelTable::new`] on the table at `table`.
+fn check<A: TableAlloc + ?Sized>(
+    alloc: &A,
+    table: TableRef,
+    layout: &Layout,
+    domain: Domain,
+) -> Result<(), KernelTableError> {
+    let kernel = layout.kernel();
+    let mut mapped = false;
+    for slot in 0..SLOT_COUNT {
+        let d = L1Descriptor::from_bits(table.read(alloc, slot)?);
+        let Some(dom) = d.domain() else { continue };
+        // `slot` < 4096 fits in u16.
+        let s = slot as u16;
+        if !kernel.contains_slot(slot) {
+            return Err(KernelTableError::OutsideRegion { slot: s });
+        }
+        if dom != domain {
+            return Err(KernelTableError::WrongDomain {
+                slot: s,
+                domain: dom,
+            });
+        }
+        mapped = true;
+    }
+    if !mapped {
+        return Err(KernelTableError::Empty);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

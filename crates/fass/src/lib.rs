@@ -97,7 +97,9 @@
 //!   itself ([`Fass::note_switched`]).
 //!
 //! Every strategy is built from a [`KernelTable`], so every safe register
-//! write rests on that one promise. Host tests make it too, one `unsafe`
+//! write rests on that one promise; a [`KernelTable`] is `Copy`, and one
+//! vouch covers any number of strategies used one at a time, with
+//! [`KernelTable::hand_over`] between two. Host tests make it too, one `unsafe`
 //! block per fixture: no backend gets a safe way around it. A marker trait
 //! for backends whose register writes cannot reach the host's memory
 //! (`MockCp15`, the `armv5-sim` model) was considered and left out: a

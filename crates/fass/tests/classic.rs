@@ -24,6 +24,7 @@ use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::fault::{FaultKind, FaultLevel};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, Dacr, DomainAccess};
+use mmu_armv5::regs::{Sctlr, Ttbr};
 use mmu_armv5::size::{Frame, PageRange, PageSizeKind, Size4KiB};
 use mmu_armv5::table::{
     AllocError, MapAttrs, PageTable, SizePolicy, TableAlloc, TableKind as HwTable, TableRef,
@@ -242,10 +243,11 @@ fn setup() -> (Sys, Kernel) {
     assert_eq!(kind, HwTable::Coarse);
     let t = TableRef::new(HwTable::Coarse, coarse).unwrap();
     let coarse_words = (0..256).map(|i| t.read(&sys, i).unwrap()).collect();
-    sys.m.set_ttbr(root.as_u32());
+    sys.m.set_ttbr(Ttbr::new(root).unwrap());
     sys.m
         .set_dacr(Dacr::only(d(0), DomainAccess::Client).with(d(1), DomainAccess::Client));
-    sys.m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
+    sys.m
+        .set_sctlr(Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I));
     (
         sys,
         Kernel {
@@ -619,7 +621,7 @@ fn a_best_effort_space_growing_past_32_mib_keeps_running() {
     let other = 0x0400_0000;
     map(&mut t, &mut sys, 0, other, FRAMES + 0x8000, PAGE);
     assert_eq!(t.pid_of(SpaceId(0)), Ok(FcsePid::ZERO));
-    assert_eq!(sys.m.pid(), FcsePid::ZERO, "the running space's PID");
+    assert_eq!(sys.m.fcse_pid(), FcsePid::ZERO, "the running space's PID");
     assert_eq!(
         t.mva_of(SpaceId(0), VirtAddr::new(0x8000)),
         Ok(ModifiedVirtAddr::new(0x8000))
@@ -715,7 +717,7 @@ fn above_32_mib_is_refused_in_guaranteed_mode_and_plain_in_naive_mode() {
     user_store(&mut sys, 0x0400_0000, 10).unwrap();
     check_low(&mut sys, "naive", 9);
     assert_eq!(user_load(&mut sys, 0x0400_0000), Ok(10));
-    assert_eq!(sys.m.pid(), FcsePid::ZERO);
+    assert_eq!(sys.m.fcse_pid(), FcsePid::ZERO);
 }
 
 #[test]
@@ -749,7 +751,7 @@ fn destroy_frees_exactly_what_the_space_allocated_never_the_kernels_tables() {
             assert_kernel_intact(&mut sys, &k, &format!("{kind:?} round {round}"));
             t.destroy_space(&mut sys, SpaceId(3)).unwrap();
             assert_eq!(t.current(), None);
-            assert_eq!(sys.m.ttbr() & !0x3FFF, k.root.as_u32());
+            assert_eq!(sys.m.ttbr().base(), k.root);
             assert_kernel_intact(&mut sys, &k, &format!("{kind:?} round {round}"));
             // Exactly the destroyed spaces' tables came back.
             assert_eq!(sys.live.len(), baseline.len() + 2 * 4, "{kind:?}");

@@ -28,7 +28,6 @@ use fass::{
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::maint::CacheMaintenance;
-use mmu_armv5::regs::{Far, Fsr};
 use mmu_armv5::{ModifiedVirtAddr, PhysAddr, VirtAddr};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, TestCaseError, TestRunner};
@@ -183,7 +182,7 @@ impl<T: SwitchStrategy> World<T> {
                     let (fsr, far) = (self.m.dfsr(), self.m.far());
                     match self
                         .t
-                        .resolve(&mut self.m, Fsr::from_bits(fsr), Far::from_bits(far))
+                        .resolve(&mut self.m, fsr, far)
                         .map_err(|e| format!("{e}"))?
                     {
                         Resolution::Resolved { .. } => {}

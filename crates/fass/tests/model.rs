@@ -161,8 +161,7 @@ fn ring(n: u16, rounds: u32, rule: RecycleRule) -> (armv5_sim::Counters, fass::S
                     Err(_) => {
                         let (fsr, far) = (m.dfsr(), m.far());
                         assert!(matches!(
-                            f.resolve(m, Fsr::from_bits(fsr), Far::from_bits(far))
-                                .unwrap(),
+                            f.resolve(m, fsr, far).unwrap(),
                             Resolution::Resolved { .. }
                         ));
                     }
@@ -293,8 +292,7 @@ fn access(m: &mut Machine, f: &mut FassModel, va: u32, store: Option<u32>) -> u3
             Err(_) => {
                 let (fsr, far) = (m.dfsr(), m.far());
                 assert!(matches!(
-                    f.resolve(m, Fsr::from_bits(fsr), Far::from_bits(far))
-                        .unwrap(),
+                    f.resolve(m, fsr, far).unwrap(),
                     Resolution::Resolved { .. }
                 ));
             }
@@ -418,7 +416,7 @@ fn access_logged(
                 let (fsr, far) = (m.dfsr(), m.far());
                 let gen = f.generation();
                 let quick = if fast {
-                    f.resolve_fast(m, Fsr::from_bits(fsr), Far::from_bits(far))
+                    f.resolve_fast(m, fsr, far)
                 } else {
                     None
                 };
@@ -427,12 +425,10 @@ fn access_logged(
                 }
                 let r = match quick {
                     Some(r) => r,
-                    None => f
-                        .resolve(m, Fsr::from_bits(fsr), Far::from_bits(far))
-                        .unwrap(),
+                    None => f.resolve(m, fsr, far).unwrap(),
                 };
                 assert!(matches!(r, Resolution::Resolved { .. }), "{r:?}");
-                log.push((r, quick.is_some(), far));
+                log.push((r, quick.is_some(), far.bits()));
             }
         }
     }
@@ -673,4 +669,63 @@ fn the_fast_path_follows_a_directory_change_of_its_space() {
     f.switch_to(&mut m, SpaceId(0)).unwrap();
     assert_eq!(access(&mut m, &mut f, w, None), 0x5EC0_00D1);
     assert_eq!(access(&mut m, &mut f, v, None), 0x1004);
+}
+
+/// Issue 26, item 9: the model's register accessors have the names and
+/// the typed values of `Cp15Ext`, so with the trait in scope a user reads
+/// the abort registers either way, gets the same `Fsr`/`Far`, and hands
+/// them to `resolve` (no `from_bits`, no borrow of the machine held across
+/// the call); the model's safe setters and the trait's `unsafe` ones take
+/// the same `Ttbr`/`Sctlr` and have the same effect.
+#[test]
+fn typed_abort_registers_feed_resolve_through_either_name() {
+    use mmu_armv5::regs::Cp15Ext;
+    let mut m = machine();
+    let mut f = fass_on(&mut m, Layout::DEMO);
+    f.add_space(SpaceId(0)).unwrap();
+    f.map_page(
+        &mut m,
+        SpaceId(0),
+        page(0x8000),
+        frame(PAGE),
+        AccessPermission::ReadWrite,
+        CachePolicy::WriteBack,
+    )
+    .unwrap();
+    f.switch_to(&mut m, SpaceId(0)).unwrap();
+    // The first user access faults: the CPD slot is empty.
+    assert!(m
+        .load(VirtAddr::new(0x8000), Width::Word, Privilege::User)
+        .is_err());
+    let (fsr, far) = (m.dfsr(), m.far());
+    let (tfsr, tfar): (Fsr, Far) = (Cp15Ext::dfsr(&m), Cp15Ext::far(&m));
+    assert_eq!((fsr, far), (tfsr, tfar));
+    assert!(fsr.is_lazy_fill_candidate(), "{fsr:?}");
+    let pid = f.pid_of(SpaceId(0)).unwrap();
+    assert_eq!(far.va(pid), VirtAddr::new(0x8000));
+    assert!(matches!(
+        f.resolve(&mut m, fsr, far).unwrap(),
+        Resolution::Resolved { .. }
+    ));
+    assert!(m
+        .load(VirtAddr::new(0x8000), Width::Word, Privilege::User)
+        .is_ok());
+    // A generic abort handler (any `Cp15Ext` backend) sees the same values.
+    fn regs<C: Cp15Ext>(c: &C) -> (Fsr, Far, mmu_armv5::regs::Ttbr) {
+        (c.dfsr(), c.far(), c.ttbr())
+    }
+    assert_eq!(regs(&m), (m.dfsr(), m.far(), m.ttbr()));
+    // One name per write: the model's safe setter and the trait's.
+    let (ttbr, sctlr) = (m.ttbr(), m.sctlr());
+    let writes = m.counters().ttbr_writes;
+    m.set_ttbr(ttbr);
+    // SAFETY: the model; the same table and control bits are written back.
+    unsafe {
+        Cp15Ext::set_ttbr(&mut m, ttbr);
+        Cp15Ext::set_sctlr(&mut m, sctlr);
+    }
+    m.set_sctlr(sctlr);
+    assert_eq!(m.counters().ttbr_writes, writes + 2);
+    assert_eq!((m.ttbr(), m.sctlr()), (ttbr, sctlr));
+    assert_eq!(m.fcse_pid(), pid);
 }

@@ -18,6 +18,7 @@ use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy, L1Descriptor, L
 use mmu_armv5::descriptor::{L2Descriptor, SubpageAp};
 use mmu_armv5::maint::Arm926;
 use mmu_armv5::regs::{Cp15Event, Cp15Op, Far, Fsr, MockCp15};
+use mmu_armv5::regs::{Sctlr, Ttbr};
 use mmu_armv5::size::{Frame, Page, PageSizeKind, Size4KiB};
 use mmu_armv5::table::{PoolBlock, TableKind, TablePool, TableRef};
 use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
@@ -482,9 +483,9 @@ fn user(
             Ok(b) => return Ok(b as u8),
             Err(_) => {
                 let (fsr, far) = (m.borrow().dfsr(), m.borrow().far());
-                match f.resolve(sys, Fsr::from_bits(fsr), Far::from_bits(far)) {
+                match f.resolve(sys, fsr, far) {
                     Ok(Resolution::Resolved { .. }) => continue,
-                    _ => return Err(fsr),
+                    _ => return Err(fsr.bits()),
                 }
             }
         }
@@ -532,8 +533,8 @@ fn both_spaces_dirty_halves_reach_dtcm_on_the_model() {
     .unwrap();
     {
         let mut mm = m.borrow_mut();
-        mm.set_ttbr(root.pa.as_u32());
-        mm.set_sctlr(sctlr::M | sctlr::C | sctlr::I | sctlr::S);
+        mm.set_ttbr(Ttbr::new(root.pa).unwrap());
+        mm.set_sctlr(Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I | sctlr::S));
     }
     let mut f =
         ModelFass::new(Cpd::new(kernel), DomainSet::EMPTY, DefaultPolicy::default()).unwrap();

@@ -9,6 +9,7 @@ use armv5_sim::{sctlr, Privilege, Width};
 use common::{machine, Shared, Storage, DTCM, WINDOW};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::regs::Dacr;
+use mmu_armv5::regs::{Sctlr, Ttbr};
 use mmu_armv5::size::Frame;
 use mmu_armv5::size::PageSizeKind;
 use mmu_armv5::table::{AllocError, MapAttrs, PageTable, SizePolicy, TableAlloc, TableKind};
@@ -117,13 +118,13 @@ fn a_dirty_task_page_moves_into_dtcm_through_page_tables() {
     }
     {
         let mut mm = m.borrow_mut();
-        mm.set_ttbr(maps.table(me).unwrap().root().as_u32());
+        mm.set_ttbr(Ttbr::new(maps.table(me).unwrap().root()).unwrap());
         mm.set_dacr(Dacr::ALL_CLIENT);
         // S: `NoneOrRom` (write protection) is privileged read-only.
-        mm.set_sctlr(sctlr::M | sctlr::C | sctlr::I | sctlr::S);
+        mm.set_sctlr(Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I | sctlr::S));
     }
     let user = |m: &Shared| {
-        m.borrow_mut().set_pid(FcsePid::new(1).unwrap());
+        m.borrow_mut().set_fcse_pid(FcsePid::new(1).unwrap());
     };
     // The task fills its page: every line ends up dirty in the D-cache,
     // memory stale.
@@ -172,7 +173,7 @@ fn a_dirty_task_page_moves_into_dtcm_through_page_tables() {
         .unwrap_err();
     assert_eq!(w.kind, FaultKind::Permission(FaultLevel::Page));
     assert!(ex.protects(PhysAddr::new(TASK_FRAME)));
-    m.borrow_mut().set_pid(FcsePid::ZERO);
+    m.borrow_mut().set_fcse_pid(FcsePid::ZERO);
     m.borrow_mut()
         .load(
             VirtAddr::new(KERNEL_DTCM),

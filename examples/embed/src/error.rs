@@ -5,7 +5,8 @@ use core::fmt;
 use fass::{FassError, KernelTableError, LayoutError};
 use mmu_armv5::table::TableError;
 use mmu_armv5::AddrError;
-use spm::{ExchangeError, FrameError, PhysError, RegionError, TablesError, TcmError};
+use spm::ops::OpError;
+use spm::{ExchangeError, FrameError, PhysError, RegionError, TcmError};
 
 /// Why a step failed: the error of the crate that refused, unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,8 +29,8 @@ pub enum Error {
     Frame(FrameError),
     /// A page exchange (`spm`).
     Exchange(ExchangeError),
-    /// Registering a table with `spm::TableMappings`.
-    Tables(TablesError),
+    /// A frame-state change (`spm::ops`).
+    Op(OpError),
     /// A physical window (`spm::PhysWindows`).
     Phys(PhysError),
 }
@@ -46,7 +47,7 @@ impl fmt::Display for Error {
             Error::Region(e) => write!(f, "region: {e}"),
             Error::Frame(e) => write!(f, "frame table: {e}"),
             Error::Exchange(e) => write!(f, "exchange: {e}"),
-            Error::Tables(e) => write!(f, "exchange mappings: {e}"),
+            Error::Op(e) => write!(f, "frame state: {e}"),
             Error::Phys(e) => write!(f, "physical window: {e}"),
         }
     }
@@ -74,6 +75,6 @@ from!(
     Region(RegionError),
     Frame(FrameError),
     Exchange(ExchangeError),
-    Tables(TablesError),
+    Op(OpError),
     Phys(PhysError),
 );

@@ -9,7 +9,7 @@ use mmu_armv5::{PhysAddr, VirtAddr};
 use spm::tcm::TcmLayout;
 use spm::{ExchangeStats, FrameTable, PhysWindows};
 
-use crate::{boot, layout, plan_tcm, Board, Error, Vm, PHYS_WINDOWS, POOL_BLOCKS};
+use crate::{boot, layout, plan_tcm, Board, DtcmSlot, Error, Vm, PHYS_WINDOWS, POOL_BLOCKS};
 
 /// The CPU: an ARM926EJ-S's maintenance over the real CP15 (an XScale
 /// board uses `mmu_armv5::maint::XScale`, a StrongARM one `Sa1100`).
@@ -85,20 +85,20 @@ pub unsafe fn phys_windows(
 }
 
 impl Kernel {
-    /// Step 7 on the hardware: moves the kernel page at `page` into the
-    /// DTCM frame mapped at `dtcm`.
+    /// Step 7 on the hardware: exchanges the page at `page` of the task
+    /// `at` names with the frame at its resource slot (into DTCM, or back).
     ///
     /// # Safety
-    /// As [`crate::move_to_dtcm`], with `mem` the board's physical window.
-    pub unsafe fn move_to_dtcm<const R: usize>(
+    /// As [`crate::exchange_page`], with `mem` the board's physical window.
+    pub unsafe fn exchange_page<const R: usize>(
         &mut self,
         mem: &mut PhysWindows<PHYS_WINDOWS>,
         frames: &mut FrameTable<'_, R>,
+        at: DtcmSlot,
         page: VirtAddr,
-        dtcm: VirtAddr,
     ) -> Result<ExchangeStats, Error> {
         let Split { hw, tables } = &mut self.sys;
         // SAFETY: the caller's promises.
-        unsafe { crate::move_to_dtcm(&self.vm, tables, hw, mem, frames, page, dtcm) }
+        unsafe { crate::exchange_page(&mut self.vm, tables, hw, mem, frames, at, page) }
     }
 }

@@ -11,7 +11,8 @@
 //! | 4 | [`spawn`] | an address space and its pages |
 //! | 5 | [`switch`] | the scheduler's switch |
 //! | 6 | [`data_abort`], [`prefetch_abort`] | abort handlers resolving FASS faults |
-//! | 7 | [`move_to_dtcm`] | a kernel page exchanged into DTCM |
+//! | 7 | [`dtcm_slot`], [`exchange_page`] | a task's page into DTCM and back |
+//! | 8 | [`hand_over`] | a classic strategy (`TableSwitch`) from the same vouch |
 //!
 //! Every step is generic over the `mmu-armv5` traits: the host tests run
 //! it on a recording `MockCp15` (`tests/steps.rs`), and on bare-metal ARM
@@ -33,16 +34,18 @@ pub mod hw;
 pub mod layout;
 pub mod process;
 pub mod sched;
+pub mod strategy;
 pub mod tcm;
 
 pub use abort::{data_abort, prefetch_abort, AbortAction};
 pub use board::{Board, EXAMPLE, KERNEL_DOMAIN};
 pub use boot::{boot, Vm, VECTORS_VA};
 pub use error::Error;
-pub use exchange::move_to_dtcm;
+pub use exchange::{dtcm_slot, exchange_page, DtcmSlot};
 pub use layout::layout;
 pub use process::spawn;
 pub use sched::switch;
+pub use strategy::{hand_over, Classic, CLASSIC_USER_DOMAIN};
 pub use tcm::{frame_table, plan_tcm};
 
 /// Address spaces the kernel runs at once (`fass::SpaceId(0)` to `(15)`).

@@ -1,24 +1,28 @@
 //! The steps end to end on the board [`EXAMPLE`] with a recording
 //! ARM926EJ-S (`MockCp15`): the kernel boots, two processes run at the same
 //! virtual address, their faults fill the CPD, the scheduler switches
-//! between them, and a kernel page moves into DTCM. Every access is walked
+//! between them, and a process's page moves into DTCM and back. Every access is walked
 //! through the tables with `mmu_armv5::translate` as the CPU's registers
 //! stand (TTBR, DACR, FCSEIDR, SCTLR), so the checks are what the MMU would
 //! do, not what the code under test says about itself.
 
 use embed_example::{
-    boot, data_abort, frame_table, layout, move_to_dtcm, plan_tcm, spawn, switch, AbortAction,
-    Board, Vm, EXAMPLE, KERNEL_DOMAIN, PHYS_WINDOWS, POOL_BLOCKS, VECTORS_VA,
+    boot, data_abort, dtcm_slot, exchange_page, frame_table, hand_over, layout, plan_tcm, spawn,
+    switch, AbortAction, Board, Vm, CLASSIC_USER_DOMAIN, EXAMPLE, KERNEL_DOMAIN, PHYS_WINDOWS,
+    POOL_BLOCKS, VECTORS_VA,
 };
+use fass::{ClassicKind, PidMode, SwitchStrategy};
 use fass::{SpaceId, Split};
+use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
 use mmu_armv5::descriptor::{L1Descriptor, L1Encoding};
 use mmu_armv5::maint::Arm926;
 use mmu_armv5::regs::{Cp15Event, Cp15Ext, Cp15Reg, Dacr, DomainAccess, Far, Fsr, MockCp15};
+use mmu_armv5::size::{Frame, PageRange};
 use mmu_armv5::table::{PoolBlock, TablePool, TableRef};
 use mmu_armv5::translate::{translate, Access, AccessType, MmuState, Translated};
 use mmu_armv5::{Fault, FaultKind, PhysAddr, VirtAddr};
 use spm::tcm::{TcmKind, TcmLayout};
-use spm::{FrameDesc, FrameState, KernelUse, PhysWindows, SectionSummary};
+use spm::{FrameDesc, FrameState, PhysWindows, SectionSummary};
 
 type Sys<'m> = Split<Arm926<MockCp15>, TablePool<'m, POOL_BLOCKS>>;
 
@@ -30,6 +34,8 @@ const B_PAGES: PhysAddr = PhysAddr::new(0x0010_3000);
 /// Both processes use the same virtual address.
 const VA: u32 = 0x8000;
 const A: SpaceId = SpaceId(1);
+/// A's resource slot, where the kernel maps a DTCM frame for an exchange.
+const SLOT: u32 = 0x0010_0000;
 const B: SpaceId = SpaceId(2);
 
 /// The host's stand-ins for the board's memory: table memory, and the
@@ -93,8 +99,20 @@ fn walk(sys: &Sys<'_>, va: u32, kind: AccessType, privileged: bool) -> Result<Tr
 /// FAR (the VA, as QEMU does) and enters the abort handler, which either
 /// resolves it (the access is retried) or hands it back.
 fn user_access(sys: &mut Sys<'_>, vm: &mut Vm, va: u32) -> Result<Translated, Fault> {
+    access(sys, vm, va, AccessType::Write, false)
+}
+
+/// An access by the running process (`privileged`: by the kernel on its
+/// behalf), faults resolved as in [`user_access`].
+fn access(
+    sys: &mut Sys<'_>,
+    vm: &mut Vm,
+    va: u32,
+    kind: AccessType,
+    privileged: bool,
+) -> Result<Translated, Fault> {
     for _ in 0..2 {
-        let fault = match walk(sys, va, AccessType::Write, false) {
+        let fault = match walk(sys, va, kind, privileged) {
             Ok(t) => return Ok(t),
             Err(f) => f,
         };
@@ -220,9 +238,9 @@ fn faults_fill_the_cpd_with_the_spaces_domain_and_switches_open_only_it() {
 }
 
 #[test]
-fn a_kernel_page_moves_into_dtcm_with_its_content() {
+fn a_task_page_moves_into_dtcm_and_back_with_its_content() {
     let (mut pool, mut ram) = memory();
-    let (mut sys, vm, banks) = bring_up(&mut pool, MockCp15::arm926());
+    let (mut sys, mut vm, banks) = bring_up(&mut pool, MockCp15::arm926());
     // From here on only the windows reach `ram`.
     let mut phys = windows(&mut ram, &EXAMPLE, &banks);
     let (mut descs, mut sections) = (
@@ -230,37 +248,142 @@ fn a_kernel_page_moves_into_dtcm_with_its_content() {
         vec![SectionSummary::default(); 8],
     );
     let mut frames = frame_table(&EXAMPLE, &banks, &[HOT], &mut descs, &mut sections).unwrap();
+    spawn(
+        &mut vm,
+        &mut sys,
+        &mut frames,
+        A,
+        VirtAddr::new(VA),
+        A_PAGES,
+        0x2000,
+    )
+    .unwrap();
     let data: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
-    phys.write(HOT, &data).unwrap();
-
-    let page = VirtAddr::new(EXAMPLE.kernel_pages_va);
-    let slot = VirtAddr::new(EXAMPLE.tcm_page_va(TcmKind::Data, 0));
+    phys.write(A_PAGES, &data).unwrap();
     let dtcm = banks.dtcm.unwrap().base();
+    assert_eq!(frames.desc(dtcm).unwrap().state(), FrameState::Resource);
+    let at = dtcm_slot(&mut vm, &mut sys, A, VirtAddr::new(SLOT), dtcm).unwrap();
+    // A runs and has touched its page: the CPD links its table.
+    switch(&mut vm, &mut sys, A).unwrap();
+    assert_eq!(user_access(&mut sys, &mut vm, VA).unwrap().pa, A_PAGES);
+
+    // Into DTCM: A's page is the DTCM frame, writable, with its content.
     let Split { hw, tables } = &mut sys;
     // SAFETY: a mock CPU; the frame table describes the host's stand-ins,
-    // which only the windows reach; no process maps either frame.
-    let stats =
-        unsafe { move_to_dtcm(&vm, tables, hw, &mut phys, &mut frames, page, slot) }.unwrap();
-
-    // The kernel's page is the DTCM frame now, writable again, same content.
-    let now = walk(&sys, page.as_u32(), AccessType::Write, true).unwrap();
-    assert_eq!((now.pa, now.domain), (dtcm, KERNEL_DOMAIN));
-    let mut moved = vec![0; 4096];
-    phys.read(dtcm, &mut moved).unwrap();
-    assert_eq!(moved, data);
-    // Every copy the exchange made landed inside a window.
-    assert_eq!(phys.misses(), 0);
-    // The TCM window's slot maps the old RAM frame instead.
-    assert_eq!(
-        walk(&sys, slot.as_u32(), AccessType::Read, true)
-            .unwrap()
-            .pa,
-        HOT
-    );
-    let kernel = FrameState::Kernel(KernelUse::Plain);
-    assert_eq!(frames.desc(dtcm).unwrap().state(), kernel);
-    assert_eq!(frames.busy_frames(), 0);
+    // which only the windows reach; only A maps either frame.
+    let stats = unsafe {
+        exchange_page(
+            &mut vm,
+            tables,
+            hw,
+            &mut phys,
+            &mut frames,
+            at,
+            VirtAddr::new(VA),
+        )
+    }
+    .unwrap();
     assert_eq!(stats.bytes_copied, 4096);
+    assert_eq!(
+        user_access(&mut sys, &mut vm, VA + 4).unwrap().pa,
+        PhysAddr::new(dtcm.as_u32() + 4)
+    );
+    let mut seen = vec![0; 4096];
+    phys.read(dtcm, &mut seen).unwrap();
+    assert_eq!(seen, data);
+    // The old RAM frame is at the slot (privileged only), a resource again.
+    let slot = access(&mut sys, &mut vm, SLOT, AccessType::Read, true);
+    assert_eq!(slot.unwrap().pa, A_PAGES);
+    let user = access(&mut sys, &mut vm, SLOT, AccessType::Read, false);
+    assert!(matches!(user.unwrap_err().kind, FaultKind::Permission(_)));
+    assert_eq!(frames.desc(dtcm).unwrap().state(), FrameState::User(A));
+    assert_eq!(frames.desc(A_PAGES).unwrap().state(), FrameState::Resource);
+
+    // The task writes while it runs from DTCM (here: straight into the bank).
+    phys.write(PhysAddr::new(dtcm.as_u32() + 8), &[0xEE])
+        .unwrap();
+    // And back: the same call, the page is in its RAM frame again.
+    let Split { hw, tables } = &mut sys;
+    // SAFETY: as above.
+    unsafe {
+        exchange_page(
+            &mut vm,
+            tables,
+            hw,
+            &mut phys,
+            &mut frames,
+            at,
+            VirtAddr::new(VA),
+        )
+    }
+    .unwrap();
+    assert_eq!(user_access(&mut sys, &mut vm, VA).unwrap().pa, A_PAGES);
+    phys.read(A_PAGES, &mut seen).unwrap();
+    assert_eq!((seen[8], &seen[..8]), (0xEE, &data[..8]));
+    let slot = access(&mut sys, &mut vm, SLOT, AccessType::Read, true);
+    assert_eq!(slot.unwrap().pa, dtcm);
+    assert_eq!(frames.desc(A_PAGES).unwrap().state(), FrameState::User(A));
+    assert_eq!(frames.desc(dtcm).unwrap().state(), FrameState::Resource);
+    assert_eq!(frames.busy_frames(), 0);
+    // Every copy the exchanges made landed inside a window.
+    assert_eq!(phys.misses(), 0);
+}
+
+#[test]
+fn the_same_vouch_serves_a_classic_strategy_after_fass() {
+    for kind in [ClassicKind::Naive, ClassicKind::Fcse(PidMode::Guaranteed)] {
+        let (mut pool, _) = memory();
+        let (mut sys, mut vm, banks) = bring_up(&mut pool, MockCp15::arm926());
+        let (mut descs, mut sections) = (
+            vec![FrameDesc::default(); 1024],
+            vec![SectionSummary::default(); 8],
+        );
+        let mut frames = frame_table(&EXAMPLE, &banks, &[HOT], &mut descs, &mut sections).unwrap();
+        spawn(
+            &mut vm,
+            &mut sys,
+            &mut frames,
+            A,
+            VirtAddr::new(VA),
+            A_PAGES,
+            0x2000,
+        )
+        .unwrap();
+        switch(&mut vm, &mut sys, A).unwrap();
+        assert_eq!(user_access(&mut sys, &mut vm, VA).unwrap().pa, A_PAGES);
+        let kernel = *vm.cpd().kernel();
+        assert!(kernel.check(&sys).is_err(), "the CPD holds A's entry");
+
+        let mut classic = hand_over(vm, &mut sys, kind).unwrap();
+        assert_eq!(kernel.check(&sys), Ok(()));
+        assert_eq!(sys.ttbr().base(), kernel.root());
+        assert_eq!(sys.fcse_pid(), mmu_armv5::FcsePid::ZERO);
+        let open = Dacr::only(KERNEL_DOMAIN, DomainAccess::Client);
+        assert_eq!(
+            sys.dacr(),
+            open.with(CLASSIC_USER_DOMAIN, DomainAccess::Client)
+        );
+        classic.create_space(&mut sys, B).unwrap();
+        let pages = PageRange::from_bytes(VirtAddr::new(VA), 0x2000).unwrap();
+        let first = Frame::from_start(B_PAGES).unwrap();
+        let (ap, wb) = (AccessPermission::ReadWrite, CachePolicy::WriteBack);
+        classic
+            .map_pages(&mut sys, B, pages, first, ap, wb)
+            .unwrap();
+        classic.switch_to(&mut sys, B).unwrap();
+        // B's own table is loaded: the kernel's entries, B's pages, no fault.
+        assert_ne!(sys.ttbr().base(), kernel.root());
+        let t = walk(&sys, VA + 0x1004, AccessType::Write, false).unwrap();
+        assert_eq!(
+            (t.pa, t.domain),
+            (
+                PhysAddr::new(B_PAGES.as_u32() + 0x1004),
+                CLASSIC_USER_DOMAIN
+            )
+        );
+        let k = walk(&sys, EXAMPLE.kernel_va, AccessType::Read, true).unwrap();
+        assert_eq!(k.domain, KERNEL_DOMAIN);
+    }
 }
 
 #[test]

@@ -5,6 +5,8 @@
 use armv5_sim::presets::Preset;
 use armv5_sim::{encode, sctlr, Machine, MemoryKind, MemoryRegion, Width};
 use mmu_armv5::regs::Dacr;
+use mmu_armv5::regs::Sctlr;
+use mmu_armv5::regs::Ttbr;
 use mmu_armv5::PhysAddr;
 
 pub const RAM_SIZE: u32 = 8 << 20;
@@ -41,9 +43,9 @@ pub fn map(m: &mut Machine, l1: u32, mva: u32, desc: u32) {
 
 /// MMU, D-cache and I-cache on, tables at `l1`, every domain client.
 pub fn enable(m: &mut Machine, l1: u32) {
-    m.set_ttbr(l1);
+    m.set_ttbr(Ttbr::new(PhysAddr::new(l1)).unwrap());
     m.set_dacr(Dacr::ALL_CLIENT);
-    m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
+    m.set_sctlr(Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I));
 }
 
 /// Most proptest cases per property under Miri, which interprets every

@@ -21,6 +21,7 @@ use fass::{
 };
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Dacr, DomainAccess, Far, Fsr};
+use mmu_armv5::regs::{Sctlr, Ttbr};
 use mmu_armv5::size::{Frame, Page, PageRange, Size4KiB};
 use mmu_armv5::table::{TableKind as HwTable, TableRef};
 use mmu_armv5::{Domain, FcsePid, PhysAddr, VirtAddr};
@@ -104,7 +105,7 @@ pub fn kernel_table(m: &mut Machine, layout: &Layout) -> KernelTable {
         )
     }
     .unwrap();
-    m.set_ttbr(root.pa.as_u32());
+    m.set_ttbr(Ttbr::new(root.pa).unwrap());
     // SAFETY: the model's register writes reach no host memory; the table
     // stays allocated in the machine for as long as it lives.
     unsafe { KernelTable::new(&*m, root.pa, L1Encoding::Arm9, layout, d(0)) }.unwrap()
@@ -113,7 +114,7 @@ pub fn kernel_table(m: &mut Machine, layout: &Layout) -> KernelTable {
 pub fn fass_with(m: &mut Machine, layout: Layout, rule: RecycleRule) -> FassModel {
     let table = kernel_table(m, &layout);
     m.set_dacr(Dacr::only(d(0), DomainAccess::Client));
-    m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
+    m.set_sctlr(Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I));
     let mut cpd = Cpd::new(table);
     // SAFETY: the model's RAM banks are heap memory that stays put when the
     // machine moves, and every test keeps its machine beside its manager
@@ -127,7 +128,7 @@ pub fn fass_with(m: &mut Machine, layout: Layout, rule: RecycleRule) -> FassMode
 pub fn classic_on(m: &mut Machine, kind: ClassicKind, layout: Layout) -> Classic {
     let table = kernel_table(m, &layout);
     m.set_dacr(Dacr::only(d(0), DomainAccess::Client).with(d(1), DomainAccess::Client));
-    m.set_sctlr(sctlr::M | sctlr::C | sctlr::I);
+    m.set_sctlr(Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I));
     TableSwitch::new(kind, d(1), table)
 }
 
@@ -174,14 +175,14 @@ pub struct Reference {
 
 /// A fast fault path tried before [`SwitchStrategy::resolve`] (`None`:
 /// not taken, resolve generally).
-pub type Fast<T> = fn(&mut T, &mut Machine, u32, u32) -> Option<Resolution>;
+pub type Fast<T> = fn(&mut T, &mut Machine, Fsr, Far) -> Option<Resolution>;
 
-pub fn no_fast<T>(_: &mut T, _: &mut Machine, _: u32, _: u32) -> Option<Resolution> {
+pub fn no_fast<T>(_: &mut T, _: &mut Machine, _: Fsr, _: Far) -> Option<Resolution> {
     None
 }
 
-pub fn fass_fast(f: &mut FassModel, m: &mut Machine, fsr: u32, far: u32) -> Option<Resolution> {
-    f.resolve_fast(m, Fsr::from_bits(fsr), Far::from_bits(far))
+pub fn fass_fast(f: &mut FassModel, m: &mut Machine, fsr: Fsr, far: Far) -> Option<Resolution> {
+    f.resolve_fast(m, fsr, far)
 }
 
 pub struct Harness<T: SwitchStrategy> {
@@ -272,14 +273,11 @@ impl<T: SwitchStrategy> Harness<T> {
                     self.fast_hits += u64::from(fast.is_some());
                     let r = match fast {
                         Some(r) => r,
-                        None => self
-                            .t
-                            .resolve(&mut self.m, Fsr::from_bits(fsr), Far::from_bits(far))
-                            .unwrap(),
+                        None => self.t.resolve(&mut self.m, fsr, far).unwrap(),
                     };
                     match r {
                         Resolution::Resolved { .. } => continue,
-                        Resolution::NotFass(_) => return Err(fsr),
+                        Resolution::NotFass(_) => return Err(fsr.bits()),
                     }
                 }
             }
@@ -457,7 +455,7 @@ impl<T: SwitchStrategy> Harness<T> {
                     },
                     (Some(pa), Err(fsr)) => {
                         let mva = self.mva(self.r.current.unwrap(), va);
-                        let l1a = (self.m.ttbr() & !0x3FFF) | ((mva >> 20) * 4);
+                        let l1a = self.m.ttbr().base().as_u32() | ((mva >> 20) * 4);
                         let l1 = self.m.phys_read(PhysAddr::new(l1a), Width::Word).unwrap();
                         let l2 = self
                             .m

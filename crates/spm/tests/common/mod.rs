@@ -26,6 +26,7 @@ use armv5_sim::{
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, L1Descriptor};
 use mmu_armv5::maint::CacheMaintenance;
 use mmu_armv5::regs::{Cp15, Cp15Op, Cp15Reg, Dacr};
+use mmu_armv5::regs::{Sctlr, Ttbr};
 use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::{MapAttrs, Mapping, PageTable, SizePolicy, TableFlush};
 use mmu_armv5::{Domain, FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
@@ -616,10 +617,9 @@ impl<'a> Kernel<'a> {
                 )
                 .expect("window");
             f.flush_on(&mut *mm);
-            let root = maps.pt.root().as_u32();
-            mm.set_ttbr(root);
+            mm.set_ttbr(Ttbr::new(maps.pt.root()).unwrap());
             mm.set_dacr(Dacr::ALL_CLIENT);
-            mm.set_sctlr(sctlr::M | sctlr::C | sctlr::I | sctlr::S);
+            mm.set_sctlr(Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I | sctlr::S));
         }
         Kernel {
             table: storage.table(),
@@ -641,7 +641,7 @@ impl<'a> Kernel<'a> {
             AddressSpace::Kernel => FcsePid::ZERO,
             AddressSpace::User(id) => pid(id),
         };
-        self.m.borrow_mut().set_pid(p);
+        self.m.borrow_mut().set_fcse_pid(p);
     }
 
     fn privilege(space: AddressSpace) -> Privilege {
