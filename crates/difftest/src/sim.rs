@@ -74,7 +74,7 @@ impl Target for SimTarget {
         if state.rom_protect {
             s |= sctlr::R;
         }
-        self.machine.set_sctlr(s);
+        self.machine.set_sctlr(Sctlr::from_bits(s));
         // QEMU flushes its TLB on these writes; hardware does not need to
         // (TLB entries keep their domain), but S/R changes do need it.
         self.machine.invalidate_tlb();
@@ -95,8 +95,8 @@ impl Target for SimTarget {
         match self.machine.load(va, Width::Word, p) {
             Ok(v) => Observed::Done(v),
             Err(_) => Observed::Abort {
-                fsr: self.machine.dfsr(),
-                far: self.machine.far(),
+                fsr: self.machine.dfsr().bits(),
+                far: self.machine.far().bits(),
             },
         }
     }
@@ -110,8 +110,8 @@ impl Target for SimTarget {
         match self.machine.store(va, Width::Word, value, p) {
             Ok(()) => Observed::Done(0),
             Err(_) => Observed::Abort {
-                fsr: self.machine.dfsr(),
-                far: self.machine.far(),
+                fsr: self.machine.dfsr().bits(),
+                far: self.machine.far().bits(),
             },
         }
     }
