@@ -15,9 +15,29 @@
 //! reads the frame through its own alias. Without it the process reads
 //! the frames' old contents (the checker's `StaleRam`; QEMU, which has
 //! no caches, still returns zeros, so the process passes either way).
+//!
+//! `scenario=codeload`, for `omit=icache-load`: a process has the kernel
+//! load code at one address of its code window again and again
+//! (`LOAD_CODE`, [`Kernel::load_code`]), a different routine each time,
+//! and calls each. From the second load on the page is replaced in place
+//! (same frame, same mapping, same MVA), after the process has executed
+//! the previous routine there: no unmap invalidates its I-lines and no
+//! switch comes between, so the kernel's I-cache invalidation after the
+//! copy ([`Kernel::publish_frame`]) is the only thing between the process
+//! and its old instructions (the checker's `StaleFetch`; QEMU, which has
+//! no caches, runs the new routine either way). Everywhere else that
+//! invalidation is redundant: a fresh mapping's MVA holds no I-line, since
+//! every unmap invalidates its page's I-lines by MVA.
 
 use super::kernel::{self, Kernel};
 use crate::abi::role;
+
+/// Loads of `scenario=codeload` (the process's `rounds`, at least 2: one
+/// mapping, then replacements in place).
+pub fn code_reload(k: &mut Kernel, rounds: u32) -> Result<(), kernel::SpawnError> {
+    k.spawn(role::CODELOAD, [rounds.max(2), 0, 0, 0, 0, 0, 0])?;
+    Ok(())
+}
 
 /// Frames read, freed and mapped again: 16 KiB, the D-cache of the
 /// ARM926EJ-S preset (the SA-1110's 8 KiB keeps the last two).
