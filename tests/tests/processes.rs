@@ -400,6 +400,27 @@ fn code_pages_load_and_replace_in_place() {
     }
 }
 
+/// `scenario=recycle`: sixteen spaces with fixed pages above 32 MiB on
+/// FASS's fifteen domains, two of them mapping the same address in turn;
+/// every page reads zero when fresh and keeps its pattern across the
+/// yields, in every mode. Under FASS domains are recycled with full
+/// flushes (none of the spaces is window-exclusive).
+#[test]
+fn recycled_domains_keep_fixed_pages_private() {
+    let out = run("scenario=recycle mode=naive,fcse,fass rounds=2");
+    let results = records(&out, "RESULT");
+    for mode in ["naive", "fcse", "fass"] {
+        let r = find(&results, &[("name", "recycle"), ("mode", mode)])
+            .unwrap_or_else(|| panic!("no RESULT for recycle {mode}\n{}", show(&out)));
+        assert_eq!(num(r, "exited_ok"), 16, "{r:?}");
+        if mode == "fass" {
+            assert!(num(r, "recycles") > 0, "{r:?}");
+            assert!(num(r, "full_flushes") > 0, "{r:?}");
+        }
+        check_baseline(&out, "recycle", mode, "0");
+    }
+}
+
 fn out_ref(out: &QemuOutcome) -> &QemuOutcome {
     out
 }

@@ -210,6 +210,11 @@ pub mod role {
     /// the one before (`LOAD_CODE`), calls it and checks what it returns
     /// (`scenario=codeload`).
     pub const CODELOAD: u32 = 23;
+    /// Maps r2 fresh pages at r1, r1 + 1 MiB, ... (one first-level slot
+    /// each), checks that the first r3 words of each read as zero, writes
+    /// a pattern from r4 there and checks it after each of r5 yields
+    /// (`scenario=recycle`).
+    pub const RECYCLE: u32 = 24;
 }
 
 /// The VFP roles' flags and patterns ([`role::VFP_CHECK`]).
@@ -352,6 +357,10 @@ pub const TCM_RES_VA: u32 = 0x01F0_0000;
 pub const CODE_VA: u32 = 0x0070_0000;
 /// Pages in the code window.
 pub const CODE_PAGES: u32 = 4;
+/// `scenario=recycle`: the fixed page two processes map in turn (in the
+/// FCSE window of PID 32, which the scenario's 16 spaces do not reach);
+/// the others map theirs in the MiBs after it.
+pub const RECYCLE_VA: u32 = 0x4000_0000;
 /// The second fixed address colliders map, in the next first-level slot
 /// (1 MiB further): touching both makes every other collision flush-free
 /// under FASS (see the collider role).

@@ -79,3 +79,46 @@ pub fn code_reload(rounds: u32) -> u32 {
     bad
 }
 
+/// `scenario=recycle`: maps `pages` fresh private pages, one per MiB from
+/// `va` (fixed pages: above 32 MiB, outside the process's FCSE window, so
+/// FASS flushes the caches when it recycles the process's domain), checks
+/// that the first `words` words of each read as zero (the reads allocate
+/// the lines), writes a pattern from `value` over them (dirty lines) and
+/// checks it after each of `rounds` yields. Returns 0, 1000 if a map
+/// fails, else the number of wrong words.
+pub fn recycled_pages(va: u32, pages: u32, words: u32, value: u32, rounds: u32) -> u32 {
+    const MIB: u32 = 1 << 20;
+    let words = words.min(PAGE / 4);
+    for k in 0..pages {
+        if sys::is_err(sys::map(va + k * MIB, PAGE, prot::RW)) {
+            return 1000;
+        }
+    }
+    let word = |k: u32, w: u32| (va + k * MIB + 4 * w) as *mut u32;
+    let pattern = |k: u32, w: u32| value ^ (k << 16) ^ w;
+    let mut bad = 0u32;
+    for k in 0..pages {
+        for w in 0..words {
+            // SAFETY: our own read/write page, `w` < 1024.
+            if unsafe { word(k, w).read_volatile() } != 0 {
+                bad += 1;
+            }
+        }
+        for w in 0..words {
+            // SAFETY: as above.
+            unsafe { word(k, w).write_volatile(pattern(k, w)) };
+        }
+    }
+    for _ in 0..rounds {
+        sys::yield_now();
+        for k in 0..pages {
+            for w in 0..words {
+                // SAFETY: as above.
+                if unsafe { word(k, w).read_volatile() } != pattern(k, w) {
+                    bad += 1;
+                }
+            }
+        }
+    }
+    bad
+}
