@@ -47,7 +47,8 @@
 //! thing between `L`'s reads of its fresh page and `F`'s lines at the
 //! same MVA (the checker's `StaleAlias`; on hardware `L` would read `F`'s
 //! data, and its check of zeros would fail). Only `M` runs in between, so
-//! most of `F`'s lines are still resident.
+//! most of `F`'s lines are still resident. Timer preemptions reorder the
+//! sequence: the cache check boots it with `slice=1000000`.
 
 use super::kernel::{self, Kernel};
 use crate::abi::{self, role};
