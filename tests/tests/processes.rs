@@ -372,6 +372,55 @@ fn send_recv_hands_off_queues_and_refuses() {
     }
 }
 
+/// `LOAD_CODE` in every mode: six routines loaded at one address of the
+/// code window (mapped, then replaced in place five times), each called
+/// and returning its own value; a load outside the window and one from
+/// inside it refused (the process's two errors); every frame back after.
+/// QEMU has no caches, so this checks the system call; what the I-cache
+/// would hold is the cache check's `omit=icache-load`.
+#[test]
+fn code_pages_load_and_replace_in_place() {
+    let out = run("scenario=codeload mode=naive,fcse,fass rounds=6");
+    let results = records(&out, "RESULT");
+    for mode in ["naive", "fcse", "fass"] {
+        let r = find(&results, &[("name", "codeload"), ("mode", mode)])
+            .unwrap_or_else(|| panic!("no RESULT for codeload {mode}\n{}", show(&out)));
+        assert_eq!(num(r, "exited_ok"), 1, "{r:?}");
+        let procs = proc_lines(
+            &out,
+            "BASELINE",
+            &format!("RESULT name=codeload mode={mode} "),
+        );
+        assert_eq!(procs.len(), 1, "{procs:?}");
+        assert_eq!(procs[0]["code"], "0", "{mode}: {procs:?}");
+        assert_eq!(procs[0]["errors"], "2", "{mode}: {procs:?}");
+        // MAP, six loads, two refusals, EXIT.
+        assert_eq!(procs[0]["syscalls"], "10", "{mode}: {procs:?}");
+        check_baseline(&out, "codeload", mode, "0");
+    }
+}
+
+/// `scenario=recycle`: sixteen spaces with fixed pages above 32 MiB on
+/// FASS's fifteen domains, two of them mapping the same address in turn;
+/// every page reads zero when fresh and keeps its pattern across the
+/// yields, in every mode. Under FASS domains are recycled with full
+/// flushes (none of the spaces is window-exclusive).
+#[test]
+fn recycled_domains_keep_fixed_pages_private() {
+    let out = run("scenario=recycle mode=naive,fcse,fass rounds=2");
+    let results = records(&out, "RESULT");
+    for mode in ["naive", "fcse", "fass"] {
+        let r = find(&results, &[("name", "recycle"), ("mode", mode)])
+            .unwrap_or_else(|| panic!("no RESULT for recycle {mode}\n{}", show(&out)));
+        assert_eq!(num(r, "exited_ok"), 16, "{r:?}");
+        if mode == "fass" {
+            assert!(num(r, "recycles") > 0, "{r:?}");
+            assert!(num(r, "full_flushes") > 0, "{r:?}");
+        }
+        check_baseline(&out, "recycle", mode, "0");
+    }
+}
+
 fn out_ref(out: &QemuOutcome) -> &QemuOutcome {
     out
 }

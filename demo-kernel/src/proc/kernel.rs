@@ -892,16 +892,7 @@ impl Kernel {
             .ok_or(SpawnError::TooManyPages)?;
         let pa = frames().alloc().ok_or(SpawnError::NoFrames)?;
         fill(crate::mmu::phys_to_virt(pa) as *mut u8);
-        // What `fill` wrote (the image) to RAM before the process reads or
-        // fetches it through its own alias; code: no stale instructions.
-        if !crate::marker::omitted(crate::marker::Omit::FrameClean) {
-            clean_kernel_alias(pa);
-        }
-        if exec && !crate::marker::omitted(crate::marker::Omit::IcacheLoad) {
-            mmu_armv5::maint::CacheMaintenance::invalidate_icache(&mut platform::counting_on(
-                &mut self.cp15,
-            ));
-        }
+        self.publish_frame(pa, exec);
         let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, space, one_page(va)?, frame_at(pa)?, ap, CachePolicy::WriteBack)),
         );
         if let Err(e) = r {
@@ -911,6 +902,30 @@ impl Kernel {
         set_owner(pa, Some(space.0 as usize));
         p.kernel_pages[slot] = Some(Page { va, pa, exec });
         Ok(())
+    }
+
+    /// What the kernel wrote into frame `pa` through its linear map goes
+    /// to RAM before a process reads or fetches it through its own alias
+    /// ([`clean_kernel_alias`]); for code (`exec`) the I-cache is then
+    /// invalidated, whole: one operation, where the page's lines by MVA
+    /// would be 128.
+    ///
+    /// For a fresh mapping the I-cache invalidation is redundant: no
+    /// instruction can be cached under an address no page maps, since
+    /// every unmap invalidates its page's I-lines by MVA (`fass`'s
+    /// `purge_page`), and a process ends through its unmaps. It is the
+    /// only protection where code is written over a page that stays mapped
+    /// at an address the process has executed: `LOAD_CODE` replacing a
+    /// page ([`Kernel::load_code`](super::mem)).
+    pub(super) fn publish_frame(&mut self, pa: u32, exec: bool) {
+        if !crate::marker::omitted(crate::marker::Omit::FrameClean) {
+            clean_kernel_alias(pa);
+        }
+        if exec && !crate::marker::omitted(crate::marker::Omit::IcacheLoad) {
+            mmu_armv5::maint::CacheMaintenance::invalidate_icache(&mut platform::counting_on(
+                &mut self.cp15,
+            ));
+        }
     }
 
     fn load(

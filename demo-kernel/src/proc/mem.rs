@@ -1,12 +1,15 @@
-//! The memory system calls: `MAP`/`UNMAP` of private zeroed pages and
-//! `SEG_MAP`/`SEG_UNMAP` of the scenario's shared segments, through the
-//! switching strategy, with the strategy's errors turned into the ABI's.
+//! The memory system calls: `MAP`/`UNMAP` of private zeroed pages,
+//! `SEG_MAP`/`SEG_UNMAP` of the scenario's shared segments and `LOAD_CODE`
+//! of code pages, through the switching strategy, with the strategy's
+//! errors turned into the ABI's.
 
 use fass::{SegmentId, SpaceId, SwitchStrategy};
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy};
+use mmu_armv5::maint::{LineRange, RangeMaintenance};
 use mmu_armv5::VirtAddr;
 
 use super::kernel::{frame_at, frames, free_frame, one_page, set_owner, Kernel, Page, USER_PAGES};
+use super::platform;
 use super::strategy::{dispatch, SEGMENTS};
 use super::syscall::{SysError, SysResult};
 use super::tcm::{self, RES_SLOTS};
@@ -161,6 +164,98 @@ impl Kernel {
         for k in 0..len / 4096 {
             self.unmap_page(idx, va + k * 4096)?;
         }
+        Ok(())
+    }
+
+    /// Loads the 4096 bytes at the caller's `src` as the code page at `va`
+    /// of process `idx` (`LOAD_CODE`, the window `abi::CODE_VA`): a page
+    /// of the window loaded before is replaced in place (same frame, same
+    /// mapping), any other is mapped fresh, read-only for the process,
+    /// among its kernel-owned pages (freed when it ends). The process
+    /// cannot write the page, so the copy goes through the kernel's linear
+    /// map, and [`Kernel::publish_frame`] cleans it to RAM and invalidates
+    /// the I-cache.
+    ///
+    /// A replaced page keeps its address and frame, so the VIVT caches may
+    /// hold its old contents under the process's MVA: the D-lines are
+    /// cleaned and invalidated by MVA first (the process may have read
+    /// the page); the I-lines go with the whole I-cache invalidation,
+    /// which nothing else does here (no unmap, no switch), so it is the
+    /// only protection against the old instructions (the cache check's
+    /// `omit=icache-load`, `scenario=codeload`). `EBUSY` for a page in
+    /// TCM or in an exchange.
+    pub fn load_code(&mut self, idx: usize, va: u32, src: u32) -> SysResult {
+        let window_end = abi::CODE_VA + abi::CODE_PAGES * abi::PAGE;
+        if !va.is_multiple_of(abi::PAGE) || !(abi::CODE_VA..window_end).contains(&va) {
+            return Err(SysError::Invalid);
+        }
+        let src_end = src.checked_add(abi::PAGE).ok_or(SysError::Invalid)?;
+        if !src.is_multiple_of(4) || (src < window_end && abi::CODE_VA < src_end) {
+            return Err(SysError::Invalid);
+        }
+        // The whole source is readable before anything changes.
+        self.check_user_buffer(src, abi::PAGE, false)?;
+        let space = SpaceId(idx as u16);
+        let loaded = self.procs[idx]
+            .kernel_pages
+            .iter()
+            .flatten()
+            .find(|p| p.va == va)
+            .copied();
+        let (pa, slot) = match loaded {
+            Some(pg) => {
+                // In TCM or being exchanged: its frame is not `pg.pa`'s
+                // linear map now (`TCM_RELEASE` first).
+                if self.tcm_busy(idx, va) {
+                    return Err(SysError::Busy);
+                }
+                let mva = dispatch!(&self.strategy, s => SwitchStrategy::mva_of(s, space, VirtAddr::new(va)))?;
+                // A page-aligned 4 KiB range: whole lines, cannot be refused.
+                if let Ok(r) = LineRange::new(mva, abi::PAGE) {
+                    platform::counting_on(&mut self.cp15).clean_invalidate_dcache_lines(r);
+                }
+                (pg.pa, None)
+            }
+            None => {
+                let slot = self.procs[idx]
+                    .kernel_pages
+                    .iter()
+                    .position(Option::is_none)
+                    .ok_or(SysError::NoMemory)?;
+                (frames().alloc().ok_or(SysError::NoMemory)?, Some(slot))
+            }
+        };
+        let dst = crate::mmu::phys_to_virt(pa) as *mut u32;
+        let mut copied = Ok(());
+        for i in 0..abi::PAGE / 4 {
+            match self.read_user_word(src + 4 * i) {
+                // SAFETY: `pa` is a frame of the process's (its code page,
+                // or just allocated), in the linear map; `i < 1024`.
+                Ok(w) => unsafe { dst.add(i as usize).write_volatile(w) },
+                Err(e) => {
+                    copied = Err(e);
+                    break;
+                }
+            }
+        }
+        // Even after a failed copy: a replaced page holds part of the new
+        // code, which the caches must not contradict.
+        self.publish_frame(pa, true);
+        let Some(slot) = slot else {
+            return copied;
+        };
+        if let Err(e) = copied {
+            frames().release(pa);
+            return Err(e);
+        }
+        let r = self.sys(|st, sys| dispatch!(st, s => SwitchStrategy::map_pages(s, sys, space, one_page(va)?, frame_at(pa)?, AccessPermission::PrivRwUserRo, CachePolicy::WriteBack)),
+        );
+        if let Err(e) = r {
+            frames().release(pa);
+            return Err(e.into());
+        }
+        set_owner(pa, Some(idx));
+        self.procs[idx].kernel_pages[slot] = Some(Page { va, pa, exec: true });
         Ok(())
     }
 

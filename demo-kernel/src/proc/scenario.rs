@@ -253,6 +253,8 @@ fn spawn_all(k: &mut Kernel, name: &str, n: u32, p: &Params) -> Result<(), kerne
         }
         "hostile" => spawn_hostile(k, p)?,
         "reuse" => super::omission::frame_reuse(k)?,
+        "codeload" => super::omission::code_reload(k, p.rounds)?,
+        "recycle" => super::omission::domain_recycle(k, p.rounds)?,
         // Two processes in a long-IPC ping-pong of `touch` bytes (0: 64,
         // 1024 and 4096 in turn), every message checked.
         "longipc" => {
@@ -300,9 +302,10 @@ fn takes_n(name: &str) -> bool {
     matches!(name, "ring" | "ipc" | "yield" | "preempt")
 }
 
-const KNOWN: [&str; 18] = [
+const KNOWN: [&str; 20] = [
     "ring", "ipc", "collide", "share", "faults", "badcalls", "fuzz", "fault", "tcm", "tcmops",
-    "hostile", "yield", "preempt", "sendrecv", "kstate", "longipc", "longbad", "reuse",
+    "hostile", "yield", "preempt", "sendrecv", "kstate", "longipc", "longbad", "reuse", "codeload",
+    "recycle",
 ];
 
 /// Reports the start of one scenario run to the cache check

@@ -160,6 +160,7 @@ impl Kernel {
             nr::LAP => Some(unit(self.sys_lap(a[0]))),
             nr::MAP => Some(unit(self.map_user(cur, a[0], a[1], a[2]))),
             nr::UNMAP => Some(unit(self.unmap_user(cur, a[0], a[1]))),
+            nr::LOAD_CODE => Some(unit(self.load_code(cur, a[0], a[1]))),
             nr::SEG_MAP => Some(unit(self.seg_map(cur, a[0]))),
             nr::SEG_UNMAP => Some(unit(self.seg_unmap(cur, a[0]))),
             nr::STATS => Some(unit(self.sys_stats(cur, a[0], a[1]))),

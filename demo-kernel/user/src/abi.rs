@@ -91,8 +91,20 @@ pub mod nr {
     /// ends one that copied, r0 = 2 ends an empty one (the kernel sums the
     /// counter between the system calls' entries, between `MARK`s only).
     pub const LAP: u32 = 25;
+    /// Loads one page of code: r0 the page's address in the code window
+    /// (`CODE_VA`, `CODE_PAGES` pages), r1 where the 4096 bytes are
+    /// (word aligned, readable by the caller, outside the window). A page
+    /// of the window not loaded yet is mapped (read-only for the process);
+    /// one loaded before is replaced in place, under the same address and
+    /// frame, so its old instructions may still be in the I-cache: the
+    /// kernel cleans the new code to RAM and invalidates the I-cache
+    /// before returning. `EINVAL` for an address outside the window or a
+    /// source in it, `EFAULT` for a source the caller cannot read,
+    /// `ENOMEM` if no frame or page record is left, `EBUSY` for a page in
+    /// TCM.
+    pub const LOAD_CODE: u32 = 26;
     /// One past the highest number.
-    pub const COUNT: u32 = 26;
+    pub const COUNT: u32 = 27;
 }
 
 /// Error codes (returned in r0 as negative numbers).
@@ -194,6 +206,15 @@ pub mod role {
     pub const VFP_YIELD: u32 = 21;
     /// Maps fresh pages and checks they read as zero (`scenario=reuse`).
     pub const FRESH: u32 = 22;
+    /// Loads code at `CODE_VA` r1 times, each a different routine over
+    /// the one before (`LOAD_CODE`), calls it and checks what it returns
+    /// (`scenario=codeload`).
+    pub const CODELOAD: u32 = 23;
+    /// Maps r2 fresh pages at r1, r1 + 1 MiB, ... (one first-level slot
+    /// each), checks that the first r3 words of each read as zero, writes
+    /// a pattern from r4 there and checks it after each of r5 yields
+    /// (`scenario=recycle`).
+    pub const RECYCLE: u32 = 24;
 }
 
 /// The VFP roles' flags and patterns ([`role::VFP_CHECK`]).
@@ -332,6 +353,14 @@ pub const ATTACK_VA: u32 = 0x0050_0000;
 /// The TCM resource slots of a process (kernel-only, `tcm::USER_RES_VA`):
 /// `MAP` there is refused.
 pub const TCM_RES_VA: u32 = 0x01F0_0000;
+/// The code window of `LOAD_CODE`.
+pub const CODE_VA: u32 = 0x0070_0000;
+/// Pages in the code window.
+pub const CODE_PAGES: u32 = 4;
+/// `scenario=recycle`: the fixed page two processes map in turn (in the
+/// FCSE window of PID 32, which the scenario's 16 spaces do not reach);
+/// the others map theirs in the MiBs after it.
+pub const RECYCLE_VA: u32 = 0x4000_0000;
 /// The second fixed address colliders map, in the next first-level slot
 /// (1 MiB further): touching both makes every other collision flush-free
 /// under FASS (see the collider role).

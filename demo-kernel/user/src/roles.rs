@@ -26,6 +26,8 @@ pub fn run(r: u32, a: [u32; 7]) -> u32 {
         role::SPINNER => turns(a[0], a[1], a[2], true),
         role::SENDRECV => send_recv_check(a[0]),
         role::FRESH => crate::omission::fresh_pages(a[0]),
+        role::CODELOAD => crate::omission::code_reload(a[0]),
+        role::RECYCLE => crate::omission::recycled_pages(a[0], a[1], a[2], a[3], a[4]),
         role::LONGIPC => crate::longipc::ping_pong(a[0], a[1], a[2], a[3], a[4] != 0),
         role::LONGBAD => crate::longipc::refusals(a[0], a[1], a[2], a[3]),
         _ => crate::vfp::run(r, a).unwrap_or(0xBAD0),

@@ -101,3 +101,8 @@ pub fn print(s: &[u8]) -> u32 {
 pub fn mark(k: u32) {
     syscall(nr::MARK, [k, 0, 0, 0]);
 }
+
+/// Loads the 4096 bytes at `src` as the code page at `va` (`LOAD_CODE`).
+pub fn load_code(va: u32, src: u32) -> u32 {
+    syscall(nr::LOAD_CODE, [va, src, 0, 0])[0]
+}
