@@ -129,6 +129,14 @@ impl VCache {
         Some(i)
     }
 
+    /// The line last found or filled, if it holds `mva` and was filled
+    /// from `pa_line` (no side effect: not even the LRU stamp).
+    #[inline]
+    pub(crate) fn last_holding(&self, mva: u32, pa_line: u32) -> Option<usize> {
+        let key = (mva & !self.line_mask()) | VALID;
+        (self.tag[self.last] == key && self.pa[self.last] == pa_line).then_some(self.last)
+    }
+
     /// Physical line address of line `i`.
     #[inline]
     pub(crate) fn line_pa(&self, i: usize) -> u32 {
