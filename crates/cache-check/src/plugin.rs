@@ -163,6 +163,7 @@ impl Plugin {
     /// started: `started` is QEMU's inline count of instructions started
     /// (each block instruction adds one as it starts), and a block's
     /// instructions start in order, so the first `started - base` did.
+    #[inline]
     fn catch_up(&mut self, started: u64) {
         let Some((b, base, done)) = self.running else {
             return;
@@ -189,6 +190,7 @@ impl Plugin {
     /// A data access (model on) at `va` (physical `pa`, 2^`shift` bytes)
     /// by the running block's instruction that started last, `started`
     /// instructions having started.
+    #[inline]
     pub fn block_mem(&mut self, va: u64, pa: u64, shift: u32, store: bool, io: bool, started: u64) {
         self.catch_up(started);
         self.mem(va, pa, shift, store, io);
@@ -209,6 +211,7 @@ impl Plugin {
     }
 
     /// A data access at `va` (physical `pa`, 2^`shift` bytes).
+    #[inline]
     pub fn mem(&mut self, va: u64, pa: u64, shift: u32, store: bool, io: bool) {
         self.tracer.mem(Mem {
             va: va as u32,

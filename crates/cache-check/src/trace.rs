@@ -173,6 +173,7 @@ impl<S: Sink> Tracer<S> {
     /// physical address, MMU off), then every one at or above
     /// `kernel_base` (the kernel, its vectors and devices; user code lives
     /// below 32 MiB).
+    #[inline]
     fn privileged_at(&mut self, va: u32) -> bool {
         if va >= self.kernel_base {
             self.high = true;
@@ -294,6 +295,7 @@ impl<S: Sink> Tracer<S> {
         }
     }
 
+    #[inline]
     fn deliver(&mut self, f: Fetch, k: u64, privileged: bool) {
         self.pc = f.va;
         self.pc_pa = f.pa;
@@ -324,6 +326,7 @@ impl<S: Sink> Tracer<S> {
     }
 
     /// A data access of the instruction last fetched.
+    #[inline]
     pub fn mem(&mut self, m: Mem) {
         if let Some((p, k, privileged)) = self.pending.take() {
             self.deliver(p, k, privileged);

@@ -268,7 +268,7 @@ impl Checker {
         [self.sctlr, self.ttbr, self.dacr, self.fcse]
     }
 
-    #[inline]
+    #[inline(always)]
     fn mva(&self, va: u32) -> u32 {
         if va < FCSE_LIMIT {
             va.wrapping_add(self.fcse)
@@ -277,11 +277,13 @@ impl Checker {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn in_uncached(&self, va: u32) -> bool {
         self.uncached.iter().any(|&(b, e)| va >= b && va < e)
     }
 
+    #[cold]
+    #[inline(never)]
     fn report(
         &mut self,
         kind: ViolationKind,
@@ -432,6 +434,7 @@ impl Checker {
     }
 
     /// The TLB side of an access with the MMU on.
+    #[inline(always)]
     fn translate(&mut self, a: &Access, mva: u32) {
         let tlb = match (a.kind, self.itlb.as_mut()) {
             (AccessKind::Fetch, Some(i)) => i,
@@ -488,6 +491,7 @@ impl Checker {
     }
 
     /// A read (load or fetch) of the word at `pa` through the I- or D-cache.
+    #[inline(always)]
     fn cached_read(&mut self, a: &Access, side: Side, va: u32, mva: u32, pa: u32) {
         let pa_line = pa & !self.cache(side).line_mask();
         let mut quiet = false;
@@ -538,6 +542,7 @@ impl Checker {
 
     /// A store of the word at `pa` with the D-cache on: write-back on a hit,
     /// to RAM (write buffer) on a miss (no write allocate).
+    #[inline(always)]
     fn cached_store(&mut self, a: &Access, va: u32, mva: u32, pa: u32) {
         let pa_line = pa & !self.dcache.line_mask();
         if let Some(i) = self.dcache.find(mva) {
@@ -559,6 +564,7 @@ impl Checker {
         self.uncached_store(pa);
     }
 
+    #[inline(always)]
     fn uncached_store(&mut self, pa: u32) {
         self.stats.uncached_writes += 1;
         self.cycles += self.cost.uncached_write;
@@ -566,6 +572,7 @@ impl Checker {
         self.mem.set_ram(pa, v);
     }
 
+    #[inline(always)]
     fn uncached_read(&mut self, a: &Access, va: u32, mva: u32, pa: u32) {
         self.stats.uncached_reads += 1;
         self.cycles += self.cost.uncached_read;
