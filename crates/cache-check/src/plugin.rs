@@ -163,8 +163,9 @@ impl Plugin {
     /// started: `started` is QEMU's inline count of instructions started
     /// (each block instruction adds one as it starts), and a block's
     /// instructions start in order, so the first `started - base` did.
+    /// With `accessing`, the last of them is making a data access.
     #[inline]
-    fn catch_up(&mut self, started: u64) {
+    fn catch_up(&mut self, started: u64, accessing: bool) {
         let Some((b, base, done)) = self.running else {
             return;
         };
@@ -175,7 +176,7 @@ impl Plugin {
             .unwrap_or(usize::MAX)
             .min(fs.len());
         if n > done {
-            self.tracer.fetch_many(&fs[done..n]);
+            self.tracer.fetch_many(&fs[done..n], accessing);
             self.running = Some((b, base, n));
         }
     }
@@ -183,7 +184,7 @@ impl Plugin {
     /// The block with handle `b` starts; `started` instructions have
     /// started so far (QEMU's inline count).
     pub fn block_exec(&mut self, b: u32, started: u64) {
-        self.catch_up(started);
+        self.catch_up(started, false);
         self.running = Some((b, started, 0));
     }
 
@@ -192,7 +193,7 @@ impl Plugin {
     /// instructions having started.
     #[inline]
     pub fn block_mem(&mut self, va: u64, pa: u64, shift: u32, store: bool, io: bool, started: u64) {
-        self.catch_up(started);
+        self.catch_up(started, true);
         self.mem(va, pa, shift, store, io);
     }
 
@@ -232,7 +233,7 @@ impl Plugin {
     /// `inline` privileged instructions were counted inline, `started`
     /// instructions of blocks started (model on, see [`Plugin::block_exec`]).
     pub fn report(&mut self, inline: u64, started: u64) -> String {
-        self.catch_up(started);
+        self.catch_up(started, false);
         self.tracer.kernel_inline = inline;
         self.tracer.finish();
         let s = &self.tracer.stats;

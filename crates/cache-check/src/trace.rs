@@ -206,8 +206,11 @@ impl<S: Sink> Tracer<S> {
     /// Instructions started one after the other with nothing between
     /// them (a prefix of a translation block): the same as [`Tracer::fetch`]
     /// for each, but the model gets each run of consecutive instructions
-    /// at once ([`Sink::fetches`]). With transits counted, one by one.
-    pub fn fetch_many(&mut self, fs: &[Fetch]) {
+    /// at once ([`Sink::fetches`]). With `accessing`, the last one is
+    /// making a data access ([`Tracer::mem`] comes next): it cannot be a
+    /// start abandoned for a re-execution, so it goes with the rest
+    /// instead of staying pending. With transits counted, one by one.
+    pub fn fetch_many(&mut self, fs: &[Fetch], accessing: bool) {
         let Some((first, rest)) = fs.split_first() else {
             return;
         };
@@ -218,17 +221,20 @@ impl<S: Sink> Tracer<S> {
             }
             return;
         }
-        let Some((last, middle)) = rest.split_last() else {
-            return;
+        let (run_on, last) = match (accessing, rest.split_last()) {
+            (true, _) => (rest, None),
+            (false, Some((last, middle))) => (middle, Some(last)),
+            (false, None) => return,
         };
-        // The pending instruction (`first`) and the middle ones are each
-        // followed by another fetch at another address: delivered; the
-        // last one stays pending, as `fetch` leaves it.
+        // The pending instruction (`first`) and the others up to the last
+        // are each followed by another fetch at another address:
+        // delivered; the last one stays pending, as `fetch` leaves it,
+        // unless it is accessing data.
         let Some((p, _, privileged)) = self.pending.take() else {
             return;
         };
         let mut run = (p, privileged, 1u32);
-        for f in middle {
+        for f in run_on {
             let privileged = self.privileged_at(f.va);
             let (r, rp, n) = run;
             let step = u32::from(r.size);
@@ -247,9 +253,11 @@ impl<S: Sink> Tracer<S> {
             }
         }
         self.deliver_run(run.0, run.1, run.2);
-        let k = self.kernel_inline + self.stats.privileged;
-        let privileged = self.privileged_at(last.va);
-        self.pending = Some((*last, k, privileged));
+        if let Some(last) = last {
+            let k = self.kernel_inline + self.stats.privileged;
+            let privileged = self.privileged_at(last.va);
+            self.pending = Some((*last, k, privileged));
+        }
     }
 
     /// Delivers `n` consecutive instructions from `f` (`n` is 1 unless
