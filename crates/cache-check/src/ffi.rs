@@ -55,6 +55,8 @@ const INLINE_ADD_U64: c_int = 0;
 
 /// Privileged instructions counted inline by QEMU's generated code.
 static INLINE: AtomicU64 = AtomicU64::new(0);
+/// Instructions of watched blocks started, counted inline (model on).
+static STARTED: AtomicU64 = AtomicU64::new(0);
 
 extern "C" {
     fn qemu_plugin_register_vcpu_tb_trans_cb(id: PluginId, cb: extern "C" fn(PluginId, *mut Tb));
@@ -64,6 +66,12 @@ extern "C" {
         userdata: *mut c_void,
     );
     fn qemu_plugin_tb_n_insns(tb: *const Tb) -> usize;
+    fn qemu_plugin_register_vcpu_tb_exec_cb(
+        tb: *mut Tb,
+        cb: extern "C" fn(c_uint, *mut c_void),
+        flags: c_int,
+        userdata: *mut c_void,
+    );
     fn qemu_plugin_tb_get_insn(tb: *const Tb, idx: usize) -> *mut Insn;
     fn qemu_plugin_insn_data(insn: *const Insn) -> *const c_void;
     fn qemu_plugin_insn_size(insn: *const Insn) -> usize;
@@ -102,8 +110,9 @@ pub static qemu_plugin_version: c_int = 1;
 
 /// The plugin's state behind a spin lock. Not `std::sync::Mutex`: its
 /// poison check reads a thread-local on every unlock, which in a shared
-/// library costs a call to `__tls_get_addr`, and the lock is taken twice
-/// per guest instruction (measured: a quarter of the plugin's time).
+/// library costs a call to `__tls_get_addr`, and the lock is taken once
+/// per data access and once per block (measured, when it was taken twice
+/// per instruction: a quarter of the plugin's time).
 /// Callbacks come from the one vCPU thread; only the exit callback may
 /// come from another.
 struct Shared {
@@ -205,6 +214,7 @@ extern "C" fn tb_trans(_id: PluginId, tb: *mut Tb) {
 fn translate(p: &mut Plugin, tb: *mut Tb) {
     // SAFETY: `tb` is valid for the duration of this callback.
     let n = unsafe { qemu_plugin_tb_n_insns(tb) };
+    let mut handles = Vec::with_capacity(n);
     for i in 0..n {
         // SAFETY: `i` < the block's instruction count; the handle and the
         // data it points to are valid during this callback, `size` bytes.
@@ -222,6 +232,7 @@ fn translate(p: &mut Plugin, tb: *mut Tb) {
         };
         let host = (!host.is_null()).then_some(host as u64);
         let (handle, watch) = p.translate(va, host, bytes);
+        handles.push(handle);
         let handle = handle as usize as *mut c_void;
         // SAFETY: `insn` is this callback's handle; the user data is an
         // index, never dereferenced; the inline counter is a static that
@@ -230,7 +241,12 @@ fn translate(p: &mut Plugin, tb: *mut Tb) {
         unsafe {
             match watch {
                 Watch::Full => {
-                    qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_exec, CB_NO_REGS, handle);
+                    qemu_plugin_register_vcpu_insn_exec_inline(
+                        insn,
+                        INLINE_ADD_U64,
+                        STARTED.as_ptr().cast(),
+                        1,
+                    );
                     qemu_plugin_register_vcpu_mem_cb(insn, mem_access, CB_NO_REGS, MEM_RW, handle);
                 }
                 Watch::Start => {
@@ -247,6 +263,22 @@ fn translate(p: &mut Plugin, tb: *mut Tb) {
             }
         }
     }
+    if p.args().model && n > 0 {
+        let b = p.block(&handles) as usize as *mut c_void;
+        // SAFETY: `tb` is this callback's block; the user data is an
+        // index, never dereferenced. QEMU runs block callbacks before the
+        // first instruction's inline count.
+        unsafe { qemu_plugin_register_vcpu_tb_exec_cb(tb, block_exec, CB_NO_REGS, b) };
+    }
+}
+
+extern "C" fn block_exec(_vcpu: c_uint, userdata: *mut c_void) {
+    let started = STARTED.load(Ordering::Relaxed);
+    with(|p| {
+        if let Some(p) = p.as_mut() {
+            p.block_exec(userdata as usize as u32, started);
+        }
+    });
 }
 
 extern "C" fn insn_exec(_vcpu: c_uint, userdata: *mut c_void) {
@@ -275,18 +307,20 @@ extern "C" fn mem_access(_vcpu: c_uint, info: MemInfo, vaddr: u64, _userdata: *m
             qemu_plugin_mem_is_store(info),
         )
     };
+    let started = STARTED.load(Ordering::Relaxed);
     with(|p| {
         if let Some(p) = p.as_mut() {
-            p.mem(vaddr, pa, shift, store, io);
+            p.block_mem(vaddr, pa, shift, store, io, started);
         }
     });
 }
 
 extern "C" fn at_exit(_id: PluginId, _userdata: *mut c_void) {
     let inline = INLINE.load(Ordering::Relaxed);
+    let started = STARTED.load(Ordering::Relaxed);
     let done = with(|p| {
         let p = p.as_mut()?;
-        Some((p.report(inline), p.args().out.clone(), p.summary()))
+        Some((p.report(inline, started), p.args().out.clone(), p.summary()))
     });
     let Some((report, out, summary)) = done else {
         return;

@@ -20,6 +20,14 @@
 //!   with their operands, and the pseudo events); they never reach the
 //!   caches.
 //!
+//! How QEMU reports them (model on): each translated block calls back once
+//! when it starts, each instruction adds one to a counter of instructions
+//! started inline (generated code, no call), and each data access calls
+//! back. At every callback the counter says how many of the running
+//! block's instructions have started (they start in order), so their
+//! fetches go to the model then, exactly those, also when an exception
+//! ends the block early ([`plugin::Plugin::block_exec`]).
+//!
 //! An instruction is privileged if it lies at or above `kernel_base`
 //! (kernel, vectors, devices), or runs before the kernel first runs there
 //! (the boot code at its physical address): the plugin API of 7.2 shows no

@@ -17,7 +17,9 @@ pub const REPORT_HEADER: &str = "cache-check report v1";
 /// How QEMU is to watch one translated instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Watch {
-    /// A callback when it starts and one per data access (model on).
+    /// Counted inline when it starts (the count of instructions started,
+    /// [`Plugin::block_exec`]), a callback per data access; its block has
+    /// a callback when it starts ([`Plugin::block`]) (model on).
     Full,
     /// A callback when it starts (model off: user instructions and the
     /// exception vectors, where transits start and end).
@@ -42,6 +44,12 @@ pub struct Plugin {
     map: HostMap,
     insns: Vec<Insn>,
     known: HashMap<(u32, Option<u32>, u32), u32>,
+    /// Translated blocks (model on): their instructions in order.
+    blocks: Vec<Box<[Fetch]>>,
+    known_blocks: HashMap<Box<[Fetch]>, u32>,
+    /// The block running: its handle, the count of instructions started
+    /// when it began, and how many of its instructions went to the tracer.
+    running: Option<(u32, u64, usize)>,
     tracer: Tracer<Checker>,
     high: bool,
 }
@@ -63,6 +71,9 @@ impl Plugin {
             map: HostMap::new(args.ram_base, args.ram_size, args.kernel_base),
             insns: Vec::new(),
             known: HashMap::new(),
+            blocks: Vec::new(),
+            known_blocks: HashMap::new(),
+            running: None,
             tracer: Tracer::new(
                 checker,
                 args.model,
@@ -89,7 +100,14 @@ impl Plugin {
         let high = va >= self.args.kernel_base;
         if high {
             self.high = true;
-            self.tracer.saw_high();
+            // Model off, user instructions run uncounted: the kernel's
+            // first high instruction is the next to run. Model on, every
+            // instruction reaches the tracer, which sees it run (and a
+            // block's translation comes before the previous block's
+            // instructions reach the tracer).
+            if !self.args.model {
+                self.tracer.saw_high();
+            }
         }
         let watch = if self.args.model {
             Watch::Full
@@ -118,7 +136,68 @@ impl Plugin {
         (i, watch)
     }
 
-    /// The instruction with handle `i` starts; `inline` privileged
+    /// A translated block (model on) of the instructions with handles
+    /// `insns` (from [`Plugin::translate`], in order). Returns the handle
+    /// its start callback carries.
+    pub fn block(&mut self, insns: &[u32]) -> u32 {
+        let fs: Box<[Fetch]> = insns
+            .iter()
+            .filter_map(|&i| self.insns.get(i as usize))
+            .map(|x| Fetch {
+                va: x.va,
+                pa: x.pa,
+                insn: x.insn,
+                size: x.size,
+            })
+            .collect();
+        if let Some(&b) = self.known_blocks.get(&fs) {
+            return b;
+        }
+        let b = self.blocks.len() as u32;
+        self.blocks.push(fs.clone());
+        self.known_blocks.insert(fs, b);
+        b
+    }
+
+    /// Hands the tracer the instructions of the running block that have
+    /// started: `started` is QEMU's inline count of instructions started
+    /// (each block instruction adds one as it starts), and a block's
+    /// instructions start in order, so the first `started - base` did.
+    /// With `accessing`, the last of them is making a data access.
+    #[inline]
+    fn catch_up(&mut self, started: u64, accessing: bool) {
+        let Some((b, base, done)) = self.running else {
+            return;
+        };
+        let Some(fs) = self.blocks.get(b as usize) else {
+            return;
+        };
+        let n = usize::try_from(started.wrapping_sub(base))
+            .unwrap_or(usize::MAX)
+            .min(fs.len());
+        if n > done {
+            self.tracer.fetch_many(&fs[done..n], accessing);
+            self.running = Some((b, base, n));
+        }
+    }
+
+    /// The block with handle `b` starts; `started` instructions have
+    /// started so far (QEMU's inline count).
+    pub fn block_exec(&mut self, b: u32, started: u64) {
+        self.catch_up(started, false);
+        self.running = Some((b, started, 0));
+    }
+
+    /// A data access (model on) at `va` (physical `pa`, 2^`shift` bytes)
+    /// by the running block's instruction that started last, `started`
+    /// instructions having started.
+    #[inline]
+    pub fn block_mem(&mut self, va: u64, pa: u64, shift: u32, store: bool, io: bool, started: u64) {
+        self.catch_up(started, true);
+        self.mem(va, pa, shift, store, io);
+    }
+
+    /// The instruction with handle `i` starts; `inline` privileged    /// The instruction with handle `i` starts; `inline` privileged
     /// instructions have been counted inline so far.
     pub fn exec(&mut self, i: u32, inline: u64) {
         self.tracer.kernel_inline = inline;
@@ -133,6 +212,7 @@ impl Plugin {
     }
 
     /// A data access at `va` (physical `pa`, 2^`shift` bytes).
+    #[inline]
     pub fn mem(&mut self, va: u64, pa: u64, shift: u32, store: bool, io: bool) {
         self.tracer.mem(Mem {
             va: va as u32,
@@ -150,8 +230,10 @@ impl Plugin {
 
     /// The report, machine-readable: one record per line, `key=value`
     /// words (the format `cargo xtask` parses; see the crate docs);
-    /// `inline` privileged instructions were counted inline.
-    pub fn report(&mut self, inline: u64) -> String {
+    /// `inline` privileged instructions were counted inline, `started`
+    /// instructions of blocks started (model on, see [`Plugin::block_exec`]).
+    pub fn report(&mut self, inline: u64, started: u64) -> String {
+        self.catch_up(started, false);
         self.tracer.kernel_inline = inline;
         self.tracer.finish();
         let s = &self.tracer.stats;
@@ -333,7 +415,7 @@ mod tests {
         p.exec(b, 0);
         p.mem(0xC000_0100, 0x100, 2, true, false);
         p.exec(999, 0); // an unknown handle is ignored
-        let r = p.report(0);
+        let r = p.report(0, 0);
         assert!(r.starts_with(REPORT_HEADER), "{r}");
         assert!(
             r.contains("stats insns=2 privileged=2 loads=0 stores=1 "),
@@ -377,7 +459,7 @@ mod tests {
             );
         }
         run(p, 0x8008, 0x0400_0008, 0xE1A0_0000); // another process
-        p.report(inline)
+        p.report(inline, 0)
     }
 
     #[test]
@@ -396,5 +478,97 @@ mod tests {
         assert_eq!(line(&full), line(&fast));
         assert!(fast.contains("stats insns=186 privileged=183 "), "{fast}");
         assert!(full.contains("stats insns=186 privileged=183 "), "{full}");
+    }
+
+    /// One guest run, as QEMU would report it with the model on: blocks
+    /// of (va, pa, encoding), and per block how many instructions started
+    /// and the data accesses (va, pa, store) of its instructions.
+    type Run<'a> = &'a [(&'a [(u32, u32, u32)], usize, &'a [(usize, u32, u64, bool)])];
+
+    /// The report of `run` through the block callbacks (`blocks`) or one
+    /// callback per instruction.
+    fn drive(run: Run<'_>, blocks: bool) -> String {
+        let mut p = plugin(&[]);
+        let host = 0x7000_0000_0000u64;
+        let mut started = 0u64;
+        for (insns, n, mems) in run {
+            let hs: Vec<u32> = insns
+                .iter()
+                .map(|&(va, pa, w)| {
+                    p.translate(u64::from(va), Some(host + u64::from(pa)), &w.to_le_bytes())
+                        .0
+                })
+                .collect();
+            let b = p.block(&hs);
+            if blocks {
+                p.block_exec(b, started);
+            }
+            for (k, &h) in hs.iter().enumerate().take(*n) {
+                started += 1;
+                if !blocks {
+                    p.exec(h, 0);
+                }
+                for &(_, va, pa, store) in mems.iter().filter(|m| m.0 == k) {
+                    if blocks {
+                        p.block_mem(u64::from(va), pa, 2, store, false, started);
+                    } else {
+                        p.mem(u64::from(va), pa, 2, store, false);
+                    }
+                }
+            }
+        }
+        p.report(0, started)
+    }
+
+    #[test]
+    fn block_callbacks_give_the_per_instruction_figures() {
+        const NOP: u32 = 0xE1A0_0000;
+        const LDR: u32 = 0xE591_0000;
+        const STR: u32 = 0xE581_0000;
+        let seq = |va: u32, pa: u32, ws: &[u32]| -> Vec<(u32, u32, u32)> {
+            ws.iter()
+                .enumerate()
+                .map(|(k, &w)| (va + 4 * k as u32, pa + 4 * k as u32, w))
+                .collect()
+        };
+        // Boot code, then the kernel: a block across a line, one whose load
+        // faults at its third instruction (the rest never starts), the
+        // abort vector, a store the guest runs twice (started, abandoned,
+        // then again alone), and code written by a store then run.
+        let b0 = seq(0x0010_0000, 0x0010_0000, &[NOP; 3]);
+        let b1 = seq(
+            0xC010_0010,
+            0x0010_0010,
+            &[NOP, NOP, NOP, LDR, NOP, NOP, STR, NOP],
+        );
+        let b2 = seq(0xC010_0040, 0x0010_0040, &[NOP, LDR, NOP, NOP]);
+        let b3 = seq(0xFFFF_0010, 0x0000_0010, &[NOP, NOP]);
+        let b4 = seq(0xC010_0100, 0x0010_0100, &[NOP, STR]);
+        let b5 = seq(0xC010_0104, 0x0010_0104, &[STR]);
+        let b6 = seq(0xC010_0200, 0x0010_0200, &[NOP, NOP, NOP]);
+        let run: Run<'_> = &[
+            (&b0, 3, &[]),
+            (
+                &b1,
+                8,
+                &[
+                    (3, 0xC020_0000, 0x20_0000, false),
+                    (6, 0xC010_0204, 0x10_0204, true),
+                ],
+            ),
+            (&b2, 2, &[]),
+            (&b3, 2, &[]),
+            (&b4, 2, &[]),
+            (&b5, 1, &[(0, 0xC020_0010, 0x20_0010, true)]),
+            (&b6, 3, &[]),
+        ];
+        let a = drive(run, false);
+        let b = drive(run, true);
+        assert_eq!(a, b);
+        assert!(
+            a.contains("stats insns=20 privileged=20 loads=1 stores=2 "),
+            "{a}"
+        );
+        assert!(a.contains("reexecuted=1 "), "{a}");
     }
 }

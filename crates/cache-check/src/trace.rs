@@ -12,6 +12,21 @@ use crate::transit::Counter;
 pub trait Sink {
     /// One fetch, load or store, in execution order.
     fn access(&mut self, a: &Access);
+    /// `n` fetches in a row, nothing between them: `first`, then
+    /// `first.size` bytes further each time (each one's `pc` its `va`).
+    fn fetches(&mut self, first: &Access, n: u32) {
+        let step = u32::from(first.size);
+        for k in 0..n {
+            let off = k.wrapping_mul(step);
+            let va = first.va.wrapping_add(off);
+            self.access(&Access {
+                pc: va,
+                va,
+                pa: first.pa.wrapping_add(off),
+                ..*first
+            });
+        }
+    }
     /// One decoded marker, at the instruction `pc` that completed it.
     fn marker(&mut self, key: Key, value: u32, pc: u32);
     /// The modelled cycles so far.
@@ -22,6 +37,9 @@ impl Sink for Checker {
     fn access(&mut self, a: &Access) {
         Checker::access(self, a);
     }
+    fn fetches(&mut self, first: &Access, n: u32) {
+        Checker::fetches(self, first, n);
+    }
     fn marker(&mut self, key: Key, value: u32, pc: u32) {
         Checker::marker(self, key, value, pc);
     }
@@ -31,7 +49,7 @@ impl Sink for Checker {
 }
 
 /// One executed instruction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Fetch {
     /// Its virtual address.
     pub va: u32,
@@ -155,6 +173,7 @@ impl<S: Sink> Tracer<S> {
     /// physical address, MMU off), then every one at or above
     /// `kernel_base` (the kernel, its vectors and devices; user code lives
     /// below 32 MiB).
+    #[inline]
     fn privileged_at(&mut self, va: u32) -> bool {
         if va >= self.kernel_base {
             self.high = true;
@@ -184,6 +203,107 @@ impl<S: Sink> Tracer<S> {
         self.pending = Some((f, k, privileged));
     }
 
+    /// Instructions started one after the other with nothing between
+    /// them (a prefix of a translation block): the same as [`Tracer::fetch`]
+    /// for each, but the model gets each run of consecutive instructions
+    /// at once ([`Sink::fetches`]). With `accessing`, the last one is
+    /// making a data access ([`Tracer::mem`] comes next): it cannot be a
+    /// start abandoned for a re-execution, so it goes with the rest
+    /// instead of staying pending. With transits counted, one by one.
+    pub fn fetch_many(&mut self, fs: &[Fetch], accessing: bool) {
+        let Some((first, rest)) = fs.split_first() else {
+            return;
+        };
+        self.fetch(*first);
+        if self.transits.is_some() {
+            for f in rest {
+                self.fetch(*f);
+            }
+            return;
+        }
+        let (run_on, last) = match (accessing, rest.split_last()) {
+            (true, _) => (rest, None),
+            (false, Some((last, middle))) => (middle, Some(last)),
+            (false, None) => return,
+        };
+        // The pending instruction (`first`) and the others up to the last
+        // are each followed by another fetch at another address:
+        // delivered; the last one stays pending, as `fetch` leaves it,
+        // unless it is accessing data.
+        let Some((p, _, privileged)) = self.pending.take() else {
+            return;
+        };
+        let mut run = (p, privileged, 1u32);
+        for f in run_on {
+            let privileged = self.privileged_at(f.va);
+            let (r, rp, n) = run;
+            let step = u32::from(r.size);
+            let next_va = r.va.wrapping_add(n.wrapping_mul(step));
+            let next_pa = r.pa.map(|pa| pa.wrapping_add(n.wrapping_mul(step)));
+            if f.va == next_va
+                && f.pa.is_some()
+                && f.pa == next_pa
+                && f.size == r.size
+                && privileged == rp
+            {
+                run.2 += 1;
+            } else {
+                self.deliver_run(run.0, run.1, run.2);
+                run = (*f, privileged, 1);
+            }
+        }
+        self.deliver_run(run.0, run.1, run.2);
+        if let Some(last) = last {
+            let k = self.kernel_inline + self.stats.privileged;
+            let privileged = self.privileged_at(last.va);
+            self.pending = Some((*last, k, privileged));
+        }
+    }
+
+    /// Delivers `n` consecutive instructions from `f` (`n` is 1 unless
+    /// `f.pa` is known), as `n` calls of `deliver` without transits.
+    fn deliver_run(&mut self, f: Fetch, privileged: bool, n: u32) {
+        if n == 1 || self.transits.is_some() {
+            let step = u32::from(f.size);
+            for k in 0..n {
+                let off = k.wrapping_mul(step);
+                let g = Fetch {
+                    va: f.va.wrapping_add(off),
+                    pa: f.pa.map(|pa| pa.wrapping_add(off)),
+                    ..f
+                };
+                self.deliver(g, 0, privileged);
+            }
+            return;
+        }
+        let Some(pa) = f.pa else {
+            return;
+        };
+        let last = n.wrapping_sub(1).wrapping_mul(u32::from(f.size));
+        self.pc = f.va.wrapping_add(last);
+        self.pc_pa = Some(pa.wrapping_add(last));
+        self.privileged = privileged;
+        self.stats.insns += u64::from(n);
+        if privileged {
+            self.stats.privileged += u64::from(n);
+        }
+        if self.model {
+            self.sink.fetches(
+                &Access {
+                    pc: f.va,
+                    va: f.va,
+                    pa,
+                    size: f.size,
+                    kind: AccessKind::Fetch,
+                    io: false,
+                    privileged,
+                },
+                n,
+            );
+        }
+    }
+
+    #[inline]
     fn deliver(&mut self, f: Fetch, k: u64, privileged: bool) {
         self.pc = f.va;
         self.pc_pa = f.pa;
@@ -214,6 +334,7 @@ impl<S: Sink> Tracer<S> {
     }
 
     /// A data access of the instruction last fetched.
+    #[inline]
     pub fn mem(&mut self, m: Mem) {
         if let Some((p, k, privileged)) = self.pending.take() {
             self.deliver(p, k, privileged);

@@ -75,7 +75,7 @@ impl VCache {
     }
 
     /// Mask of the offset within a line.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn line_mask(&self) -> u32 {
         (1 << self.line_shift) - 1
     }
@@ -90,17 +90,17 @@ impl VCache {
         self.dirty_lines
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_of(&self, mva: u32) -> usize {
         ((mva >> self.line_shift) & (self.sets - 1)) as usize
     }
 
-    #[inline]
+    #[inline(always)]
     fn word_of(&self, mva: u32) -> usize {
         ((mva >> 2) as usize) & (self.wpl - 1)
     }
 
-    #[inline]
+    #[inline(always)]
     fn half_bit(&self, word: usize) -> u8 {
         if word < self.wpl / 2 {
             1
@@ -110,7 +110,7 @@ impl VCache {
     }
 
     /// The line holding `mva`, if any.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn find(&mut self, mva: u32) -> Option<usize> {
         let key = (mva & !self.line_mask()) | VALID;
         if self.tag[self.last] == key {
@@ -129,8 +129,16 @@ impl VCache {
         Some(i)
     }
 
-    /// Physical line address of line `i`.
+    /// The line last found or filled, if it holds `mva` and was filled
+    /// from `pa_line` (no side effect: not even the LRU stamp).
     #[inline]
+    pub(crate) fn last_holding(&self, mva: u32, pa_line: u32) -> Option<usize> {
+        let key = (mva & !self.line_mask()) | VALID;
+        (self.tag[self.last] == key && self.pa[self.last] == pa_line).then_some(self.last)
+    }
+
+    /// Physical line address of line `i`.
+    #[inline(always)]
     pub(crate) fn line_pa(&self, i: usize) -> u32 {
         self.pa[i]
     }
@@ -146,14 +154,14 @@ impl VCache {
     }
 
     /// Version of the word of line `i` at `mva`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn version(&self, i: usize, mva: u32) -> u32 {
         self.ver[i * self.wpl + self.word_of(mva)]
     }
 
     /// Sets the version of the word of line `i` at `mva`, marking its half
     /// dirty if asked.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn set_version(&mut self, i: usize, mva: u32, v: u32, make_dirty: bool) {
         let w = self.word_of(mva);
         self.ver[i * self.wpl + w] = v;

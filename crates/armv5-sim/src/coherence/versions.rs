@@ -27,7 +27,7 @@ impl Versions {
     }
 
     /// Index of the word's `newest` entry, if its page is present.
-    #[inline]
+    #[inline(always)]
     fn slot(&self, pa: u32) -> Option<usize> {
         let d = self.dir[(pa >> PAGE_SHIFT) as usize];
         if d == 0 {
@@ -40,7 +40,7 @@ impl Versions {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn slot_mut(&mut self, pa: u32) -> usize {
         let page = (pa >> PAGE_SHIFT) as usize;
         if self.dir[page] == 0 {
@@ -53,7 +53,7 @@ impl Versions {
     }
 
     /// The newest version of the word at `pa`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn newest(&self, pa: u32) -> u32 {
         self.slot(pa).map_or(0, |s| self.words[s])
     }
@@ -65,14 +65,14 @@ impl Versions {
     }
 
     /// Whether RAM holds the newest version at `pa`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn ram_is_newest(&self, pa: u32) -> bool {
         self.slot(pa)
             .is_none_or(|s| self.words[s] == self.words[s + 1])
     }
 
     /// A store to `pa`: creates and returns a new newest version.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn store(&mut self, pa: u32) -> u32 {
         let s = self.slot_mut(pa);
         let mut v = self.words[s].wrapping_add(1);
@@ -84,7 +84,7 @@ impl Versions {
     }
 
     /// RAM at `pa` now holds version `v`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn set_ram(&mut self, pa: u32, v: u32) {
         if v == 0 && self.slot(pa).is_none() {
             return;

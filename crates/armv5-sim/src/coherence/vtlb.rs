@@ -32,7 +32,7 @@ const EMPTY: Entry = Entry {
 };
 
 impl Entry {
-    #[inline]
+    #[inline(always)]
     fn has(&self, page: u32) -> bool {
         let p = (page & 0x3FF) as usize;
         self.pages[p >> 6] & (1 << (p & 63)) != 0
@@ -73,6 +73,18 @@ pub(crate) struct VTlb {
     /// The entry last hit, per side (0: fetches, 1: data), so a unified
     /// TLB keeps a shortcut for each.
     last: [usize; 2],
+    /// Per hash of a 1 KiB page, the entry that last held a page of that
+    /// hash: a hint, checked before use (at most one entry holds a page),
+    /// that spares the search of every entry.
+    hint: [u8; HINTS],
+}
+
+/// Entries of [`VTlb::hint`].
+const HINTS: usize = 256;
+
+#[inline(always)]
+fn hint_of(page: u32) -> usize {
+    ((page ^ (page >> 8)) as usize) & (HINTS - 1)
 }
 
 impl VTlb {
@@ -83,15 +95,19 @@ impl VTlb {
             policy: cfg.replacement,
             rng: Rng::new(seed),
             last: [0; 2],
+            hint: [0; HINTS],
         }
     }
 
     /// The entry index holding `page` (an MVA >> 10), if any.
-    #[inline]
+    #[inline(always)]
     fn holding(&self, page: u32) -> Option<usize> {
         let mib = page >> 10;
-        for &i in &self.last {
-            let l = &self.entries[i];
+        let hint = usize::from(self.hint[hint_of(page)]);
+        for i in [self.last[0], self.last[1], hint] {
+            let Some(l) = self.entries.get(i) else {
+                continue;
+            };
             if l.valid && l.mib == mib && l.has(page) {
                 return Some(i);
             }
@@ -99,6 +115,15 @@ impl VTlb {
         self.entries
             .iter()
             .position(|e| e.valid && e.mib == mib && e.has(page))
+    }
+
+    /// Remembers that entry `i` holds `page`.
+    #[inline(always)]
+    fn remember(&mut self, page: u32, i: usize) {
+        // Entries beyond 255 are found by the search alone.
+        if let Ok(i) = u8::try_from(i) {
+            self.hint[hint_of(page)] = i;
+        }
     }
 
     /// The physical address the entry holding `mva` translates it to, if any.
@@ -111,13 +136,14 @@ impl VTlb {
     /// An access to `mva` that QEMU translated to `pa`: compares with the
     /// entry holding the page, or fills one. A stale entry is corrected
     /// (the violation is reported once).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn access(&mut self, mva: u32, pa: u32, fetch: bool) -> Lookup {
         let side = usize::from(!fetch);
         let page = mva >> 10;
         let delta = (pa >> 10).wrapping_sub(page);
         if let Some(i) = self.holding(page) {
             self.last[side] = i;
+            self.remember(page, i);
             let e = self.entries[i].delta;
             if e == delta {
                 return Lookup::Hit;
@@ -136,6 +162,7 @@ impl VTlb {
             // Same MiB, same offset: taken as the same section (no walk).
             self.entries[i].add(page);
             self.last[side] = i;
+            self.remember(page, i);
             return Lookup::Hit;
         }
         self.fill(page, delta, side);
@@ -164,6 +191,7 @@ impl VTlb {
         e.add(page);
         self.entries[slot] = e;
         self.last[side] = slot;
+        self.remember(page, slot);
     }
 
     /// Drops the entries holding the 1 KiB block `page`.
