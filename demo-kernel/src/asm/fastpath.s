@@ -284,9 +284,10 @@ __svc_fast:
 @ cur has been taken out, round robin as YIELD's pick
 @ (`ReadySet::next_after`, the scheduler's choice after a blocking call):
 @ r6 = next, r10 + pr_* = its record, which is ready (not in a TCM call)
-@ and of this generation (r9 = `Kernel::gen`); else \fail. Writes
-@ nothing; clobbers r8, r11, r12.
-.macro PICK_AFTER_CUR m, fail
+@ and of this generation (r9 = `Kernel::gen`); \stale if it is ready but
+@ its record is of an older generation (r6, r10 set: only the switch needs
+@ the Rust path); else \fail. Writes nothing; clobbers r8, r11, r12.
+.macro PICK_AFTER_CUR m, fail, stale
     mvn     r8, #1
     ands    r12, r2, r8, lsl r1           @ low word above cur (none if cur >= 32)
     bne     72f
@@ -302,7 +303,7 @@ __svc_fast:
     ldrb    r8, [r10, #{pr_state}]
     cmp     r8, #{st_ready}
     bne     \fail                         @ in a TCM call: the scheduler continues it
-    RECORD_SWITCH \m, \fail, r9
+    RECORD_SWITCH \m, \stale, r9
     b       76f
 75: subs    r11, r1, #32
     movlo   r12, r3                       @ cur < 32: the high word is above it
@@ -318,6 +319,30 @@ __svc_fast:
     BIT_INDEX r6, r12, 32
     b       74b
 76:
+.endm
+
+@ The queued CALL decided (below, label 80): cur waits in
+@ State::Call {{ dest = r7, msg = its r1-r3 }}, out of the ready set
+@ (r2/r3 without it, r1 = cur), at the tail of dest's send queue (lr +
+@ pr_*: dest's record; `Kernel::enqueue_sender`: a running process is in
+@ no list, its next is none already). r5 = cur. Clobbers r8, r9, r11, r12.
+.macro COMMIT_CALL
+    ldmib   r0, {{r8, r11, r12}}
+    add     r9, r0, #{p_call_msg}
+    stmia   r9, {{r8, r11, r12}}
+    mov     r8, #{st_call}
+    strb    r8, [r0, #{p_state}]
+    strh    r7, [r0, #{p_call_dest}]
+    STORE_READY r1, r2, r3
+    ldrb    r8, [lr, #{pr_link_send_tail}]
+    strb    r5, [lr, #{pr_link_send_tail}]
+    cmp     r8, #{link_none}
+    strbeq  r5, [lr, #{pr_link_send_head}]
+    beq     86f
+    ldr     r9, ={proc_size}
+    mla     r9, r8, r9, r4
+    strb    r5, [r9, #{pr_link_next}]     @ after the old tail
+86:
 .endm
 
 @ The handlers of one mode (`fass`, `fcse` or `naive`): YIELD, SEND/CALL,
@@ -667,8 +692,9 @@ __irq_preempt_\m:
 @ tail of dest's send queue and the first ready process after cur runs
 @ (YIELD's pick, over the ready set without cur). Everything is decided
 @ before anything is written: SEND, a dest in any other state, cur
-@ itself, no other ready process or a record of an older generation go
-@ to the Rust path. From DEST_IN_RECV: r5 = cur, r6 = dest, r8 = its
+@ itself or no other ready process go to the Rust path; a next whose
+@ record is of an older generation to `fast_blocked_switch` once the
+@ call is done (87). From DEST_IN_RECV: r5 = cur, r6 = dest, r8 = its
 @ state, r10 + pr_* = its record; r1 = cur, r2/r3, r9 from LOAD_HEAD.
 80: cmp     r7, #{nr_call}
     bne     __svc_general                 @ SEND: Rust
@@ -683,34 +709,30 @@ __irq_preempt_\m:
     bic     r2, r2, r8, lsl r5
     subs    r11, r5, #32
     bichs   r3, r3, r8, lsl r11
-    PICK_AFTER_CUR \m, __svc_general
-    @ Decided. cur: State::Call {{ dest, msg: its r1-r3 }}, out of the
-    @ ready set.
-    ldmib   r0, {{r8, r11, r12}}
-    add     r9, r0, #{p_call_msg}
-    stmia   r9, {{r8, r11, r12}}
-    mov     r8, #{st_call}
-    strb    r8, [r0, #{p_state}]
-    strh    r7, [r0, #{p_call_dest}]
-    STORE_READY r1, r2, r3
-    @ cur at the tail of dest's send queue (`Kernel::enqueue_sender`;
-    @ a running process is in no list: its next is none already).
-    ldrb    r8, [lr, #{pr_link_send_tail}]
-    strb    r5, [lr, #{pr_link_send_tail}]
-    cmp     r8, #{link_none}
-    strbeq  r5, [lr, #{pr_link_send_head}]
-    beq     86f
-    ldr     r9, ={proc_size}
-    mla     r9, r8, r9, r4
-    strb    r5, [r9, #{pr_link_next}]     @ after the old tail
-86: MARK_TRANSIT {tr_queued}
+    PICK_AFTER_CUR \m, __svc_general, 87f
+    COMMIT_CALL
+    MARK_TRANSIT {tr_queued}
     b       __fast_switch_\m
+@ The same with next's record of an older generation: the call is done
+@ here, the switch (a full one) by `fast_blocked_switch` (Rust), without
+@ the general path's decision. Also the blocking RECV's (below).
+87: COMMIT_CALL
+88: ldr     r8, [r0, #{p_syscalls}]       @ counted as `Kernel::count_syscall`
+    add     r8, r8, #1
+    str     r8, [r0, #{p_syscalls}]
+    ldr     r8, [r4, #{k_syscalls}]
+    add     r8, r8, #1
+    str     r8, [r4, #{k_syscalls}]
+    mov     r0, r6
+    bl      fast_blocked_switch           @ the SVC stack as at entry: aligned
+    b       __return_to_user
 
 @ RECV with no sender queued on cur (`Kernel::ipc_recv` finding none,
 @ then the scheduler's round robin): cur waits in RECV, out of the ready
 @ set, and the first ready process after it runs. A sender queued (the
-@ message is taken at once), or no ready process to run or a record of
-@ an older generation: the Rust path, before anything is written.
+@ message is taken at once) or no ready process to run: the Rust path,
+@ before anything is written; a next whose record is of an older
+@ generation: `fast_blocked_switch` once cur is blocked (89).
     .global __svc_recv_\m
 __svc_recv_\m:
     ldrb    r8, [r0, #{p_link_send_head}]
@@ -720,12 +742,16 @@ __svc_recv_\m:
     bic     r2, r2, r8, lsl r1            @ cur out of the ready set (r1 = cur)
     subs    r11, r1, #32
     bichs   r3, r3, r8, lsl r11
-    PICK_AFTER_CUR \m, __svc_general
+    PICK_AFTER_CUR \m, __svc_general, 89f
     mov     r8, #{st_recv}
     strb    r8, [r0, #{p_state}]
     STORE_READY r1, r2, r3
     MARK_TRANSIT {tr_queued}
     b       __fast_switch_\m
+89: mov     r8, #{st_recv}                @ next's record is old: as 87 above
+    strb    r8, [r0, #{p_state}]
+    STORE_READY r1, r2, r3
+    b       88b
     .ltorg
 .endm
 

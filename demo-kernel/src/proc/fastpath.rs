@@ -205,6 +205,26 @@ pub extern "C" fn fast_irq_decide() -> *mut TrapFrame {
     frame
 }
 
+/// Called by the queued CALL and the blocking RECV of the assembly fast
+/// path (`asm/fastpath.s`, labels 87-89) when the process to run next is
+/// ready but its switch record is of an older generation: the call is
+/// done (the caller blocked and counted by the assembly), only the switch
+/// is left, which [`Kernel::switch_ready`] makes (a full one), without
+/// the general path's dispatch and decision; filed as a queued IPC
+/// transit. The frame to resume.
+#[no_mangle]
+pub extern "C" fn fast_blocked_switch(next: usize) -> *mut TrapFrame {
+    // SAFETY: as in `fast_irq_tick`.
+    let k = unsafe { super::kernel::running_kernel() };
+    super::clock::mark(Transit::IpcQueued);
+    let frame = k.switch_ready(next);
+    // The VFP's switch work, as at the end of `trap::trap_entry`.
+    if k.vfp.watch {
+        k.vfp_after_trap();
+    }
+    frame
+}
+
 /// The tag byte of `s` (`State` is `repr(u8)`: the tag comes first).
 const fn tag(s: &State) -> u8 {
     // SAFETY: a `repr(u8)` enum starts with its `u8` tag, always
