@@ -288,13 +288,18 @@ fn span(
         // The byte's MVA from the page's (the page holds it).
         let off = at & (size - 1);
         let n = (size - off).min(left);
-        // Every 1 KiB subpage touched (uniform for anything but a small page).
+        // Every 1 KiB subpage touched. A page whose subpages share one
+        // permission (anything but a small page, and most small pages) is
+        // checked once, at its first byte touched: the same answer and the
+        // same first refused byte as the walk over its subpages.
+        let [ap0, ap1, ap2, ap3] = m.ap.0;
+        let uniform = m.size != PageSizeKind::Small || (ap0 == ap1 && ap0 == ap2 && ap0 == ap3);
         let mut sub = off;
         while sub < off + n {
-            let ap = if m.size == PageSizeKind::Small {
-                m.ap.0[((sub >> 10) & 3) as usize]
+            let ap = if uniform {
+                ap0
             } else {
-                m.ap.0[0]
+                m.ap.0[((sub >> 10) & 3) as usize]
             };
             if !user_may(ap, write) {
                 let bad = VirtAddr::new(at + (sub - off));
@@ -303,6 +308,9 @@ fn span(
                 } else {
                     CopyError::NotReadable(space, bad)
                 });
+            }
+            if uniform {
+                break;
             }
             sub = (sub & !0x3FF) + 0x400;
         }
@@ -591,34 +599,51 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             // Taking b's domain recycled a's.
             return Ok(None);
         };
-        for (id, d, span) in [(a, da, src), (b, db, dst)] {
-            let mut last = usize::MAX;
-            for p in span.pieces() {
-                let slot = (p.mva >> 20) as usize;
-                if slot == last {
-                    continue;
-                }
-                last = slot;
-                let Some(word) = self.space(id)?.dir.raw(slot) else {
-                    // Mapped (`plan` found the page) yet not in the
-                    // directory: cannot be; take the other path.
-                    return Ok(None);
-                };
-                if word & 3 != 0b01 {
-                    return Ok(None);
-                }
-                let want = coarse_entry(word, d, self.cpd.encoding());
-                // Through the pinned address when there is one (no table
-                // lookup), else through the platform.
-                let now = match self.cpd.read_pinned(slot) {
-                    Some(w) => w,
-                    None => self.cpd.raw(&*sys, slot).map_err(FassError::from)?,
-                };
-                if now != want {
-                    let _ = self.fill(sys, slot, d, want, Some(id))?;
-                }
-            }
+        // One side, then the other (a call each rather than a loop over an
+        // array of the two: no copy of the tuple per turn).
+        if !self.fill_window(sys, a, da, src)? || !self.fill_window(sys, b, db, dst)? {
+            return Ok(None);
         }
         Ok(Some((da, db)))
+    }
+
+    /// Makes every CPD slot `span` touches hold space `id`'s entry tagged
+    /// with its domain `d` ([`Fass::open_windows`], one side); `false`
+    /// (the window path cannot be taken, nothing needs undoing) if a slot
+    /// the span touches holds no coarse table in the space's directory.
+    fn fill_window<S: Platform + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        d: Domain,
+        span: &Span,
+    ) -> Result<bool, CopyError> {
+        let mut last = usize::MAX;
+        for p in span.pieces() {
+            let slot = (p.mva >> 20) as usize;
+            if slot == last {
+                continue;
+            }
+            last = slot;
+            let Some(word) = self.space(id)?.dir.raw(slot) else {
+                // Mapped (`plan` found the page) yet not in the
+                // directory: cannot be; take the other path.
+                return Ok(false);
+            };
+            if word & 3 != 0b01 {
+                return Ok(false);
+            }
+            let want = coarse_entry(word, d, self.cpd.encoding());
+            // Through the pinned address when there is one (no table
+            // lookup), else through the platform.
+            let now = match self.cpd.read_pinned(slot) {
+                Some(w) => w,
+                None => self.cpd.raw(&*sys, slot).map_err(FassError::from)?,
+            };
+            if now != want {
+                let _ = self.fill(sys, slot, d, want, Some(id))?;
+            }
+        }
+        Ok(true)
     }
 }

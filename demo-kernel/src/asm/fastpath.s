@@ -1,6 +1,10 @@
 @ The assembly fast path of the commonest system calls: YIELD, SEND and
 @ CALL to a receiver waiting in RECV, REPLY and REPLY_WAIT to a caller
-@ waiting for the reply; and of the timer's preemption (`__irq_fast`,
+@ waiting for the reply; the common queued cases of a busy server: a CALL
+@ to a server that is running or preempted (the caller queued, the next
+@ ready process runs), a RECV with no sender queued (the caller blocks),
+@ a REPLY_WAIT that takes the next queued caller at once (no switch); and
+@ of the timer's preemption (`__irq_fast`,
 @ its contract at `__irq_preempt_*` below: the same registers, entered
 @ from `__user_trap_irq` after SAVE_USER, falling back to `__irq_general`
 @ before the tick and to `fast_irq_decide` after it). Assembled by `proc/fastpath.rs` (global_asm!
@@ -27,7 +31,8 @@
 @ branches to `__svc_general`, which takes the call through `trap_entry`
 @ (Rust) exactly as if the fast path did not exist: no receiver waiting,
 @ a bad argument, a process that is not ready, a sender queued on a
-@ REPLY_WAIT, a switch record of an older generation, the caller alone.
+@ REPLY_WAIT other than a lone caller's CALL, a SEND to a busy receiver,
+@ a switch record of an older generation, the caller alone.
 @ What it relies on from the Rust side (checked where it can be, in
 @ `proc/fastpath.rs`):
 @ * `kernel::KERNEL` holds the running kernel at the static's address and
@@ -244,10 +249,11 @@ __svc_fast:
 .endm
 
 @ SEND, CALL and SEND_RECV: r5 = cur, r6 = dest = the caller's r0, r10 +
-@ pr_* = dest's record; taken here only if dest waits in RECV, else the
-@ Rust path before anything is written (no such slot: ESRCH; not in RECV:
-@ dead, busy, or cur itself).
-.macro DEST_IN_RECV
+@ pr_* = dest's record; taken here only if dest waits in RECV, else
+@ \notrecv with r8 = dest's state tag (default: the Rust path, before
+@ anything is written; no such slot: ESRCH; not in RECV: dead, busy, or
+@ cur itself).
+.macro DEST_IN_RECV notrecv=__svc_general
     ldr     r5, [r4, #{k_cur}]            @ cur
     ldr     r6, [r0]
     cmp     r6, #{max_procs}
@@ -256,7 +262,7 @@ __svc_fast:
     mla     r10, r6, r10, r4
     ldrb    r8, [r10, #{pr_state}]
     cmp     r8, #{st_recv}
-    bne     __svc_general                 @ not in RECV (dead, or cur itself): Rust
+    bne     \notrecv                      @ not in RECV (r8 = its state)
 .endm
 
 @ The message to dest (r6, r10 + pr_*) from cur (r5, its frame r0):
@@ -273,8 +279,74 @@ __svc_fast:
     strb    r8, [r10, #{pr_state}]
 .endm
 
+@ For a caller that blocks (a queued CALL, a RECV with no sender queued):
+@ the first ready slot after cur (r1) in the ready set r2/r3 from which
+@ cur has been taken out, round robin as YIELD's pick
+@ (`ReadySet::next_after`, the scheduler's choice after a blocking call):
+@ r6 = next, r10 + pr_* = its record, which is ready (not in a TCM call)
+@ and of this generation (r9 = `Kernel::gen`); \stale if it is ready but
+@ its record is of an older generation (r6, r10 set: only the switch needs
+@ the Rust path); else \fail. Writes nothing; clobbers r8, r11, r12.
+.macro PICK_AFTER_CUR m, fail, stale
+    mvn     r8, #1
+    ands    r12, r2, r8, lsl r1           @ low word above cur (none if cur >= 32)
+    bne     72f
+    orrs    r12, r3, r1, lsr #5
+    bne     75f                           @ a high word, or cur in it
+    movs    r12, r2                       @ wrapped: the lowest slot
+    beq     \fail                         @ nobody ready
+72: rsb     r8, r12, #0                   @ lowest bit of the low word r12
+    and     r12, r12, r8
+    BIT_INDEX r6, r12, 0
+74: ldr     r10, ={proc_size}
+    mla     r10, r6, r10, r4              @ r10 + pr_*: next's record
+    ldrb    r8, [r10, #{pr_state}]
+    cmp     r8, #{st_ready}
+    bne     \fail                         @ in a TCM call: the scheduler continues it
+    RECORD_SWITCH \m, \stale, r9
+    b       76f
+75: subs    r11, r1, #32
+    movlo   r12, r3                       @ cur < 32: the high word is above it
+    andhs   r12, r3, r8, lsl r11          @ cur >= 32: high word above cur
+    cmp     r12, #0
+    bne     73f
+    movs    r12, r2                       @ wrapped
+    bne     72b
+    movs    r12, r3
+    beq     \fail
+73: rsb     r8, r12, #0                   @ lowest bit of the high word r12
+    and     r12, r12, r8
+    BIT_INDEX r6, r12, 32
+    b       74b
+76:
+.endm
+
+@ The queued CALL decided (below, label 80): cur waits in
+@ State::Call {{ dest = r7, msg = its r1-r3 }}, out of the ready set
+@ (r2/r3 without it, r1 = cur), at the tail of dest's send queue (lr +
+@ pr_*: dest's record; `Kernel::enqueue_sender`: a running process is in
+@ no list, its next is none already). r5 = cur. Clobbers r8, r9, r11, r12.
+.macro COMMIT_CALL
+    ldmib   r0, {{r8, r11, r12}}
+    add     r9, r0, #{p_call_msg}
+    stmia   r9, {{r8, r11, r12}}
+    mov     r8, #{st_call}
+    strb    r8, [r0, #{p_state}]
+    strh    r7, [r0, #{p_call_dest}]
+    STORE_READY r1, r2, r3
+    ldrb    r8, [lr, #{pr_link_send_tail}]
+    strb    r5, [lr, #{pr_link_send_tail}]
+    cmp     r8, #{link_none}
+    strbeq  r5, [lr, #{pr_link_send_head}]
+    beq     86f
+    ldr     r9, ={proc_size}
+    mla     r9, r8, r9, r4
+    strb    r5, [r9, #{pr_link_next}]     @ after the old tail
+86:
+.endm
+
 @ The handlers of one mode (`fass`, `fcse` or `naive`): YIELD, SEND/CALL,
-@ REPLY/REPLY_WAIT, and their switch.
+@ RECV, REPLY/REPLY_WAIT, and their switch.
 .macro HANDLERS m
 @ YIELD: the first ready slot after cur, round robin (`ReadySet::next_after`).
     .global __svc_yield_\m
@@ -316,11 +388,13 @@ __svc_yield_\m:
     BIT_INDEX r6, r12, 32
     b       4b
 
-@ SEND / CALL to dest = the caller's r0, taken here only if dest waits in
-@ RECV (`Kernel::ipc_send`'s hand-off).
+@ SEND / CALL to dest = the caller's r0, taken here if dest waits in
+@ RECV (`Kernel::ipc_send`'s hand-off), and a CALL to a dest that is
+@ ready (running or preempted: a server busy with another caller) at 80
+@ below (queued); anything else the Rust path.
     .global __svc_send_\m
 __svc_send_\m:
-    DEST_IN_RECV
+    DEST_IN_RECV 80f
     RECORD_SWITCH \m, gen=r9
     DELIVER
     @ dest into the ready set (a shift by 32 or more gives 0); r2, r3
@@ -410,7 +484,7 @@ __svc_reply_\m:
     bne     31f
     ldrb    r8, [r0, #{p_link_send_head}]
     cmp     r8, #{link_none}
-    bne     __svc_general                 @ REPLY_WAIT with a sender queued (Rust)
+    bne     50f                           @ REPLY_WAIT with a sender queued
 31: RECORD_SWITCH \m, gen=r9
     @ The caller into the ready set; REPLY returns 0, REPLY_WAIT takes
     @ cur out of it, waiting in RECV. r2, r3 and r1 = cur from
@@ -547,6 +621,137 @@ __irq_preempt_\m:
     strb    r8, [r11, #{p_link_next}]
     strb    r8, [r11, #{p_link_prev}]
     b       37b
+
+@ REPLY_WAIT with a sender queued on cur (`Kernel::ipc_reply`, then
+@ `Kernel::ipc_recv` serving the first queued sender): no switch, cur
+@ goes on with the next message. Taken here when that sender is in CALL
+@ and the caller replied to is alone in cur's reply list (a server
+@ answering its callers one at a time); anything else the Rust path,
+@ before anything is written. From above: r0 = cur's frame, r1 = r5 =
+@ cur, r2/r3 = the ready set, r6 = the caller, r11 = its record, r8 = j,
+@ the first sender queued on cur.
+50: ldr     r12, ={proc_size}
+    mla     r12, r8, r12, r4              @ r12 + pr_*: j's record
+    ldrb    r9, [r12, #{pr_state}]
+    cmp     r9, #{st_call}
+    bne     __svc_general                 @ SEND, SEND_RECV, long: Rust
+    ldrb    r9, [r11, #{p_link_next}]
+    ldrb    r7, [r11, #{p_link_prev}]
+    and     r9, r9, r7
+    cmp     r9, #{link_none}
+    bne     __svc_general                 @ other callers wait too: Rust
+    @ The reply: the caller into the ready set (cur stays in it), its r0 =
+    @ 0, r1-r3 = cur's r1-r3, ready. It was alone in cur's reply list
+    @ (next and prev none): the list is empty now.
+    mov     r9, #1
+    orr     r2, r2, r9, lsl r6
+    subs    r7, r6, #32
+    orrhs   r3, r3, r9, lsl r7
+    STORE_READY r1, r2, r3
+    ldmib   r0, {{r2, r3, r7}}
+    mov     r1, #0
+    stmia   r11, {{r1, r2, r3, r7}}
+    mov     r7, #{st_ready}
+    strb    r7, [r11, #{p_state}]
+    @ j off cur's send queue (`Kernel::dequeue_sender`).
+    ldrb    r7, [r12, #{pr_link_next}]
+    strb    r7, [r0, #{p_link_send_head}]
+    cmp     r7, #{link_none}
+    strbeq  r7, [r0, #{p_link_send_tail}]
+    @ j's message to cur: r0 = j, r1-r3 = its r1-r3 (`Kernel::deliver`).
+    add     r9, r12, #{pr_call_msg}
+    ldmia   r9, {{r2, r3, r7}}
+    mov     r1, r8
+    stmia   r0, {{r1, r2, r3, r7}}
+    @ j waits for cur's reply (`Kernel::await_reply`), alone in cur's
+    @ reply list: its next and prev none, State::Reply {{ from: cur }}.
+    mov     r7, #{link_none}
+    strb    r7, [r12, #{pr_link_next}]
+    strb    r7, [r12, #{pr_link_prev}]
+    strb    r8, [r0, #{p_link_reply_head}]
+    mov     r7, #{st_reply}
+    strb    r7, [r12, #{pr_state}]
+    strh    r5, [r12, #{pr_reply_from}]
+    @ Counted: one round trip, two messages (the reply and j's), one
+    @ system call of cur's; no switch.
+    LOAD_PAIR r2, r3, r4, {k_round_trips}, r1
+    add     r2, r2, #1
+    add     r3, r3, #2
+    STORE_PAIR r2, r3, r4, {k_round_trips}, r1
+    ldr     r8, [r0, #{p_syscalls}]
+    add     r8, r8, #1
+    str     r8, [r0, #{p_syscalls}]
+    ldr     r8, [r4, #{k_syscalls}]
+    add     r8, r8, #1
+    str     r8, [r4, #{k_syscalls}]
+    MARK_TRANSIT {tr_queued}
+    b       __return_marked               @ r0 = cur's frame: cur goes on
+
+@ CALL to a dest that is ready (`Kernel::ipc_send`'s queueing, then the
+@ scheduler's round robin, `Kernel::finish`): cur waits in CALL at the
+@ tail of dest's send queue and the first ready process after cur runs
+@ (YIELD's pick, over the ready set without cur). Everything is decided
+@ before anything is written: SEND, a dest in any other state, cur
+@ itself or no other ready process go to the Rust path; a next whose
+@ record is of an older generation to `fast_blocked_switch` once the
+@ call is done (87). From DEST_IN_RECV: r5 = cur, r6 = dest, r8 = its
+@ state, r10 + pr_* = its record; r1 = cur, r2/r3, r9 from LOAD_HEAD.
+80: cmp     r7, #{nr_call}
+    bne     __svc_general                 @ SEND: Rust
+    cmp     r8, #{st_ready}
+    bne     __svc_general                 @ dest blocked, dead, in a TCM call: Rust
+    cmp     r6, r5
+    beq     __svc_general                 @ cur itself: EDEADLK (Rust)
+    mov     r7, r6                        @ r7 = dest
+    mov     lr, r10                       @ lr + pr_*: dest's record
+    @ cur out of the ready set (in registers: stored once decided).
+    mov     r8, #1
+    bic     r2, r2, r8, lsl r5
+    subs    r11, r5, #32
+    bichs   r3, r3, r8, lsl r11
+    PICK_AFTER_CUR \m, __svc_general, 87f
+    COMMIT_CALL
+    MARK_TRANSIT {tr_queued}
+    b       __fast_switch_\m
+@ The same with next's record of an older generation: the call is done
+@ here, the switch (a full one) by `fast_blocked_switch` (Rust), without
+@ the general path's decision. Also the blocking RECV's (below).
+87: COMMIT_CALL
+88: ldr     r8, [r0, #{p_syscalls}]       @ counted as `Kernel::count_syscall`
+    add     r8, r8, #1
+    str     r8, [r0, #{p_syscalls}]
+    ldr     r8, [r4, #{k_syscalls}]
+    add     r8, r8, #1
+    str     r8, [r4, #{k_syscalls}]
+    mov     r0, r6
+    bl      fast_blocked_switch           @ the SVC stack as at entry: aligned
+    b       __return_to_user
+
+@ RECV with no sender queued on cur (`Kernel::ipc_recv` finding none,
+@ then the scheduler's round robin): cur waits in RECV, out of the ready
+@ set, and the first ready process after it runs. A sender queued (the
+@ message is taken at once) or no ready process to run: the Rust path,
+@ before anything is written; a next whose record is of an older
+@ generation: `fast_blocked_switch` once cur is blocked (89).
+    .global __svc_recv_\m
+__svc_recv_\m:
+    ldrb    r8, [r0, #{p_link_send_head}]
+    cmp     r8, #{link_none}
+    bne     __svc_general                 @ a sender queued: Rust
+    mov     r8, #1
+    bic     r2, r2, r8, lsl r1            @ cur out of the ready set (r1 = cur)
+    subs    r11, r1, #32
+    bichs   r3, r3, r8, lsl r11
+    PICK_AFTER_CUR \m, __svc_general, 89f
+    mov     r8, #{st_recv}
+    strb    r8, [r0, #{p_state}]
+    STORE_READY r1, r2, r3
+    MARK_TRANSIT {tr_queued}
+    b       __fast_switch_\m
+89: mov     r8, #{st_recv}                @ next's record is old: as 87 above
+    strb    r8, [r0, #{p_state}]
+    STORE_READY r1, r2, r3
+    b       88b
     .ltorg
 .endm
 

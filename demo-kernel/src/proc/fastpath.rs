@@ -2,11 +2,14 @@
 //! its contract is stated there): YIELD to a ready process, SEND/CALL to a
 //! receiver waiting in RECV, REPLY/REPLY_WAIT to a caller waiting for the
 //! reply, SEND_RECV to a receiver waiting in RECV (the caller then waits in
-//! RECV), each switching through the process's precomputed record of the
-//! current generation (`kernel::Fast`) straight from the SVC vector: FASS
-//! writes its DACR and FCSEIDR, FCSE-only its TTBR, a TLB invalidation and
-//! its FCSEIDR, naive the cache flush (one call, [`fast_flush_caches`]), its
-//! TTBR and a TLB invalidation, each without any other call into Rust; and
+//! RECV), CALL to a busy server (queued) and RECV with nothing queued (the
+//! caller blocks, the next ready process runs), and REPLY_WAIT taking the
+//! next queued CALL at once (no switch), each switching through the
+//! process's precomputed record of the current generation (`kernel::Fast`)
+//! straight from the SVC vector: FASS writes its DACR and FCSEIDR,
+//! FCSE-only its TTBR, a TLB invalidation and its FCSEIDR, naive the cache
+//! flush (one call, [`fast_flush_caches`]), its TTBR and a TLB
+//! invalidation, each without any other call into Rust; and
 //! the timer's preemption from the IRQ stub, the tick in Rust
 //! ([`fast_irq_tick`]).
 //! Anything else falls back to the Rust path unchanged.
@@ -23,7 +26,7 @@ use mmu_armv5::regs::{Dacr, SwitchRegs};
 use mmu_armv5::FcsePid;
 
 use super::clock::{SwitchClock, Transit};
-use super::ipc::{LINK_NEXT, LINK_PREV, LINK_REPLY_HEAD, LINK_SEND_HEAD, NONE};
+use super::ipc::{LINK_NEXT, LINK_PREV, LINK_REPLY_HEAD, LINK_SEND_HEAD, LINK_SEND_TAIL, NONE};
 use super::kernel::{Counters, Fast, Kernel, KernelSlot, Proc, State, TrapFrame, KERNEL};
 use super::platform;
 use super::sched::ReadySet;
@@ -42,14 +45,17 @@ extern "C" {
     fn __irq_general();
     fn __svc_yield_fass();
     fn __svc_send_fass();
+    fn __svc_recv_fass();
     fn __svc_reply_fass();
     fn __svc_send_recv_fass();
     fn __svc_yield_naive();
     fn __svc_send_naive();
+    fn __svc_recv_naive();
     fn __svc_reply_naive();
     fn __svc_send_recv_naive();
     fn __svc_yield_fcse();
     fn __svc_send_fcse();
+    fn __svc_recv_fcse();
     fn __svc_reply_fcse();
     fn __svc_send_recv_fcse();
     fn __irq_preempt_fass();
@@ -63,17 +69,19 @@ const SVC_TABLE_LEN: usize = nr::SEND_RECV as usize + 1;
 const _: () = assert!(
     nr::YIELD < nr::SEND_RECV
         && nr::SEND < nr::SEND_RECV
+        && nr::RECV < nr::SEND_RECV
         && nr::CALL < nr::SEND_RECV
         && nr::REPLY < nr::SEND_RECV
         && nr::REPLY_WAIT < nr::SEND_RECV
 );
 
-/// A dispatch table: YIELD, SEND, CALL, REPLY, REPLY_WAIT and SEND_RECV to
+/// A dispatch table: YIELD, SEND, CALL, RECV, REPLY, REPLY_WAIT and SEND_RECV to
 /// the given handlers, every other number to the Rust path; the IRQ handler after
 /// them (index [`SVC_TABLE_LEN`]).
 const fn svc_table_of(
     yield_: Entry,
     send: Entry,
+    recv: Entry,
     reply: Entry,
     send_recv: Entry,
     irq: Entry,
@@ -83,6 +91,7 @@ const fn svc_table_of(
     t[nr::YIELD as usize] = yield_;
     t[nr::SEND as usize] = send;
     t[nr::CALL as usize] = send;
+    t[nr::RECV as usize] = recv;
     t[nr::REPLY as usize] = reply;
     t[nr::REPLY_WAIT as usize] = reply;
     t[nr::SEND_RECV as usize] = send_recv;
@@ -93,6 +102,7 @@ const fn svc_table_of(
 static SVC_FASS_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
     __svc_yield_fass,
     __svc_send_fass,
+    __svc_recv_fass,
     __svc_reply_fass,
     __svc_send_recv_fass,
     __irq_preempt_fass,
@@ -103,6 +113,7 @@ static SVC_FASS_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
 static SVC_FCSE_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
     __svc_yield_fcse,
     __svc_send_fcse,
+    __svc_recv_fcse,
     __svc_reply_fcse,
     __svc_send_recv_fcse,
     __irq_preempt_fcse,
@@ -114,6 +125,7 @@ static SVC_FCSE_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
 static SVC_NAIVE_TABLE: [Entry; SVC_TABLE_LEN + 1] = svc_table_of(
     __svc_yield_naive,
     __svc_send_naive,
+    __svc_recv_naive,
     __svc_reply_naive,
     __svc_send_recv_naive,
     __irq_preempt_naive,
@@ -193,6 +205,26 @@ pub extern "C" fn fast_irq_decide() -> *mut TrapFrame {
     frame
 }
 
+/// Called by the queued CALL and the blocking RECV of the assembly fast
+/// path (`asm/fastpath.s`, labels 87-89) when the process to run next is
+/// ready but its switch record is of an older generation: the call is
+/// done (the caller blocked and counted by the assembly), only the switch
+/// is left, which [`Kernel::switch_ready`] makes (a full one), without
+/// the general path's dispatch and decision; filed as a queued IPC
+/// transit. The frame to resume.
+#[no_mangle]
+pub extern "C" fn fast_blocked_switch(next: usize) -> *mut TrapFrame {
+    // SAFETY: as in `fast_irq_tick`.
+    let k = unsafe { super::kernel::running_kernel() };
+    super::clock::mark(Transit::IpcQueued);
+    let frame = k.switch_ready(next);
+    // The VFP's switch work, as at the end of `trap::trap_entry`.
+    if k.vfp.watch {
+        k.vfp_after_trap();
+    }
+    frame
+}
+
 /// The tag byte of `s` (`State` is `repr(u8)`: the tag comes first).
 const fn tag(s: &State) -> u8 {
     // SAFETY: a `repr(u8)` enum starts with its `u8` tag, always
@@ -213,6 +245,30 @@ const _: () = {
     let s = State::Reply { from: 0x1234 };
     assert!(REPLY_FROM + 2 <= size_of::<State>());
     assert!(byte(&s, REPLY_FROM) == 0x34 && byte(&s, REPLY_FROM + 1) == 0x12);
+};
+
+/// `Call::dest`'s offset inside `State` (right after the tag, aligned) and
+/// `Call::msg`'s (the next word): what the queued `CALL` of the fast path
+/// writes and the queued `REPLY_WAIT` reads.
+const CALL_DEST: usize = 2;
+/// See [`CALL_DEST`].
+const CALL_MSG: usize = 4;
+const _: () = {
+    let s = State::Call {
+        dest: 0x1234,
+        msg: [0x0403_0201, 0x0807_0605, 0x0c0b_0a09],
+    };
+    assert!(CALL_MSG + 12 <= size_of::<State>());
+    assert!(byte(&s, CALL_DEST) == 0x34 && byte(&s, CALL_DEST + 1) == 0x12);
+    let mut i = 0;
+    while i < 12 {
+        assert!(byte(&s, CALL_MSG + i) == i as u8 + 1);
+        i += 1;
+    }
+    // The message is three whole words (LDM/STM).
+    assert!((offset_of!(Proc, state) + CALL_MSG).is_multiple_of(4));
+    assert!((offset_of!(Kernel, procs) + offset_of!(Proc, state) + CALL_MSG).is_multiple_of(4));
+    assert!(size_of::<Proc>().is_multiple_of(4));
 };
 
 // `Option<usize>` (`Kernel::current`) and `Option<u32>`
@@ -281,6 +337,7 @@ core::arch::global_asm!(
     link_none = const NONE,
     nr_call = const nr::CALL,
     nr_reply_wait = const nr::REPLY_WAIT,
+    st_call = const tag(&State::Call { dest: 0, msg: [0; 3] }),
     st_ready = const tag(&State::Ready),
     st_recv = const tag(&State::Recv),
     st_reply = const tag(&State::Reply { from: 0 }),
@@ -289,6 +346,7 @@ core::arch::global_asm!(
     tr_call = const Transit::IpcCall as u32,
     tr_reply = const Transit::IpcReply as u32,
     tr_preempt = const Transit::Preempt as u32,
+    tr_queued = const Transit::IpcQueued as u32,
     irq_entry = const SVC_TABLE_LEN * size_of::<Entry>(),
     k_preemptions = const K_COUNTERS + offset_of!(Counters, preemptions),
     k_cur = const K_CUR,
@@ -298,6 +356,7 @@ core::arch::global_asm!(
     svc_table_len = const SVC_TABLE_LEN,
     k_t0_tag = const K_T0,
     k_counters = const K_COUNTERS,
+    k_syscalls = const K_COUNTERS + offset_of!(Counters, syscalls),
     k_messages = const K_COUNTERS + offset_of!(Counters, messages),
     k_round_trips = const K_COUNTERS + offset_of!(Counters, round_trips),
     k_procs = const K_PROCS,
@@ -305,15 +364,22 @@ core::arch::global_asm!(
     p_reply_from = const P_STATE + REPLY_FROM,
     p_syscalls = const offset_of!(Proc, syscalls),
     p_link_send_head = const P_LINKS + LINK_SEND_HEAD,
+    p_link_send_tail = const P_LINKS + LINK_SEND_TAIL,
+    p_call_dest = const P_STATE + CALL_DEST,
+    p_call_msg = const P_STATE + CALL_MSG,
     p_link_reply_head = const P_LINKS + LINK_REPLY_HEAD,
     p_link_next = const P_LINKS + LINK_NEXT,
     p_link_prev = const P_LINKS + LINK_PREV,
     pr_state = const K_PROCS + P_STATE,
+    pr_reply_from = const K_PROCS + P_STATE + REPLY_FROM,
     pr_gen = const K_PROCS + P_GEN,
     pr_dacr = const K_PROCS + P_REGS,
     pr_fcseidr = const K_PROCS + P_REGS + 4,
     pr_ttbr = const K_PROCS + P_TTBR,
     pr_link_reply_head = const K_PROCS + P_LINKS + LINK_REPLY_HEAD,
+    pr_link_send_head = const K_PROCS + P_LINKS + LINK_SEND_HEAD,
+    pr_link_send_tail = const K_PROCS + P_LINKS + LINK_SEND_TAIL,
+    pr_call_msg = const K_PROCS + P_STATE + CALL_MSG,
     pr_link_next = const K_PROCS + P_LINKS + LINK_NEXT,
     pr_link_prev = const K_PROCS + P_LINKS + LINK_PREV,
 );

@@ -34,8 +34,11 @@ pub(super) const NO_RECV: u32 = u32::MAX;
 pub(super) const NONE: u8 = u8::MAX;
 
 /// Offsets of the links the assembly fast path (`asm/fastpath.s`) reads
-/// and writes: the first sender, the first caller, next and previous.
+/// and writes: the first and last sender, the first caller, next and
+/// previous.
 pub(super) const LINK_SEND_HEAD: usize = core::mem::offset_of!(Links, send_head);
+/// See [`LINK_SEND_HEAD`].
+pub(super) const LINK_SEND_TAIL: usize = core::mem::offset_of!(Links, send_tail);
 /// See [`LINK_SEND_HEAD`].
 pub(super) const LINK_REPLY_HEAD: usize = core::mem::offset_of!(Links, reply_head);
 /// See [`LINK_SEND_HEAD`].
