@@ -15,6 +15,30 @@
 //! The reverse index ([`note_mapper`]) answers who maps a frame in O(1);
 //! [`Maps`] is the kernel side of `spm`'s [`Mappings`] over it, the process
 //! table and the strategy.
+//!
+//! # Why not `spm::SpaceMappings`
+//! `spm`'s ready-made adapter covers every strategy this kernel runs
+//! (`Fass`, `TableSwitch` naive and FCSE) and a kernel `PageTable`, and an
+//! RTOS without the constraints below should use it. This kernel keeps its
+//! own for four reasons, each a property of this kernel, not a gap of the
+//! adapter's coverage:
+//! * **Cost inside the measured exchange.** The adapter finds a frame's
+//!   mappings by reading every second-level table of every space (fass
+//!   keeps no reverse index), once per page at the exchange's first step;
+//!   [`RIndex`] answers in O(1). The `tcm` figure (2,541 instructions, goal
+//!   2,500) counts those steps. (A reasoned cost, not a measured one: the
+//!   adapter was not run in this kernel.)
+//! * **Edits in the masked window.** `swap` here is two or four direct
+//!   descriptor writes with a line clean each (`tcm_window`: 258 of 300
+//!   instructions); the adapter goes through the strategy's per-page edit
+//!   (directory search, table read, flush token) for each.
+//! * **The kernel's mappings** of TCM frames and of the switch page live in
+//!   two static second-level tables outside the table pool (no strategy
+//!   ever frees them, see `tcm`'s module docs), which a `PageTable` of the
+//!   pool cannot reach.
+//! * **The kernel's records follow a swap**: page records (`Page::pa`),
+//!   kernel mapping records ([`KMap::pa`]) and the reverse index itself
+//!   ([`Mappings::swapped`]), which the adapter does not know of.
 
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, CoarseTableDesc, SmallPageDesc};
 use mmu_armv5::size::{Frame, PageSizeKind, Size4KiB};
