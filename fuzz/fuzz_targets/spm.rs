@@ -320,7 +320,8 @@ impl Fuzz<'_> {
             }
         }
         let first_busy = frames.iter().position(|d| d.is_busy());
-        let mut sections = vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&regions)];
+        let mut sections =
+            vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&regions)];
         let got = FrameTable::<4>::new(&regions, &mut frames, &mut sections).map(|_| ());
         match first_busy {
             Some(i) => assert_eq!(got, Err(FrameError::StorageBusy(i))),
