@@ -218,6 +218,7 @@ fn round_trip<T: SpaceTables>(user_domain: Option<Domain>, make: impl FnOnce(Ker
         count: 1,
         rights: Rights::RW,
     };
+    let g0 = maps.generation();
     let mut ex = Exchange::begin(&mut table, &maps, req, 1024).unwrap();
     // SAFETY: the model's frame table, the strategy's tables, the kernel's
     // table and the machine are one consistent (simulated) system; nothing
@@ -225,6 +226,10 @@ fn round_trip<T: SpaceTables>(user_domain: Option<Domain>, make: impl FnOnce(Ker
     unsafe { ex.run(&mut table, &mut maps, &mut hw, &mut irq) }.unwrap();
     assert!(ex.is_done() && !irq.is_masked());
     assert_eq!((maps.take_error(), maps.protected()), (None, 0));
+    // spm's own changes are no change of the mappings; the kernel's are.
+    assert_eq!(maps.generation(), g0);
+    assert!(maps.edit_kernel().is_some());
+    assert!(maps.generation() > g0);
     let at = |maps: &SpaceMappings<'_, T, Sys>, s, v| maps.translate(s, va(v)).map(|t| t.page);
     assert_eq!(at(&maps, User(A), VA), Some(pa(common::DTCM)));
     assert_eq!(at(&maps, User(B), VA), Some(pa(FRAME_B)));
