@@ -25,6 +25,13 @@
 //!   its interrupts-masked windows ([`Mappings::write_protect`],
 //!   [`Mappings::swap`], [`Mappings::restore_write`]) check and edit only
 //!   those, one translation each, instead of walking every table;
+//! * a kernel that keeps its own reverse index (page records by frame)
+//!   hands it over with [`SpaceMappings::with_index`] ([`FrameIndex`]): it
+//!   is asked before walking (each site it names is looked up and kept
+//!   only if it maps the page), its generation counts in the adapter's,
+//!   and [`Mappings::swapped`] tells it of every swap so its records
+//!   follow, out of the masked window. Without one ([`WalkTables`], the
+//!   default) the adapter walks;
 //! * the changes are the strategy's `set_page_ap` and `retarget_page`
 //!   with [`PageLines::LeaveToCaller`] (the exchange cleans the pages'
 //!   lines before its switch and flushes them after it), or
@@ -339,6 +346,88 @@ impl<const SPACES: usize, const SEGMENTS: usize> SpaceTables for TableSwitch<SPA
     }
 }
 
+/// Where a frame is mapped: the reverse index [`SpaceMappings`] asks
+/// before walking, and is told of every swap (the hook of a kernel that
+/// keeps its own records of which frame each of its mappings maps).
+///
+/// A kernel that knows its mappings (page records, an index by frame)
+/// answers [`FrameIndex::sites_of`] in O(1); without one, [`WalkTables`] (the
+/// default) makes the adapter read every second-level table of every space.
+///
+/// # Contract
+/// * When [`FrameIndex::sites_of`] returns `true` it has reported *every*
+///   mapping of the page, in every space and in the kernel's table (the
+///   adapter does not walk then): a mapping it leaves out is neither
+///   protected nor moved by an exchange. It may report more (a stale
+///   site): the adapter looks each site up and drops one that does not map
+///   the page. It reports them in the same order for the same state.
+/// * [`FrameIndex::generation`] changes (only upwards) whenever an answer
+///   of `sites_of` may have changed other than by [`FrameIndex::moved`]:
+///   the adapter adds it to its own generation, so an exchange sees the
+///   index's changes as changes of the mappings.
+/// * [`FrameIndex::moved`] is called from [`Mappings::swapped`], after the
+///   exchange's interrupts-masked window: until then the index may still
+///   describe the two pages as before the swap (the adapter accounts for
+///   that).
+pub trait FrameIndex {
+    /// Calls `f` with the space and the address there (a task's virtual
+    /// address, or the kernel's) of every mapping of the `size` page at
+    /// `page`, and returns `true`; or returns `false`, reporting nothing,
+    /// if the index does not cover the page (the adapter then walks).
+    fn sites_of(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(AddressSpace, VirtAddr),
+    ) -> bool;
+
+    /// A value that only goes up, changed whenever the index's answers may
+    /// change other than by [`FrameIndex::moved`]. The default: never.
+    fn generation(&self) -> u64 {
+        0
+    }
+
+    /// Every mapping of `a` now maps `b` and every mapping of `b` maps `a`
+    /// (an exchange's swap): the records follow. The default does nothing.
+    fn moved(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
+        let _ = (a, b, size);
+    }
+}
+
+/// No reverse index: [`SpaceMappings`] walks every table (the default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkTables;
+
+impl FrameIndex for WalkTables {
+    fn sites_of(
+        &self,
+        _page: PhysAddr,
+        _size: PageSizeKind,
+        _f: &mut dyn FnMut(AddressSpace, VirtAddr),
+    ) -> bool {
+        false
+    }
+}
+
+/// An index lent by exclusive reference: every method, including the
+/// provided ones, goes to the borrowed value.
+impl<I: FrameIndex + ?Sized> FrameIndex for &mut I {
+    fn sites_of(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(AddressSpace, VirtAddr),
+    ) -> bool {
+        (**self).sites_of(page, size, f)
+    }
+    fn generation(&self) -> u64 {
+        (**self).generation()
+    }
+    fn moved(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
+        (**self).moved(a, b, size);
+    }
+}
+
 /// What went wrong inside a [`Mappings`] call of [`SpaceMappings`] (which
 /// cannot return an error), kept for [`SpaceMappings::take_error`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -526,10 +615,14 @@ fn va_of(mva: ModifiedVirtAddr, pid_window: u32) -> VirtAddr {
 /// assert_eq!(seen, [AddressSpace::User(a), AddressSpace::User(b)]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct SpaceMappings<'f, T: ?Sized, S: ?Sized> {
+pub struct SpaceMappings<'f, T: ?Sized, S: ?Sized, I = WalkTables> {
     spaces: &'f mut T,
     sys: &'f mut S,
     kernel: Option<&'f mut PageTable>,
+    /// Where frames are mapped, asked before walking.
+    index: I,
+    /// The pages of a swap whose [`FrameIndex::moved`] is still to come.
+    pending: Option<(PhysAddr, PhysAddr, PageSizeKind)>,
     saved: heapless::Vec<Saved, MAX_PROTECTED>,
     generation: u64,
     error: Cell<Option<FassMappingsError>>,
@@ -546,7 +639,7 @@ pub type FassMappings<'f, P, S, const SPACES: usize, const SLOTS: usize, const S
 pub type TableSwitchMappings<'f, S, const SPACES: usize, const SEGMENTS: usize> =
     SpaceMappings<'f, TableSwitch<SPACES, SEGMENTS>, S>;
 
-impl<T: ?Sized, S: ?Sized> fmt::Debug for SpaceMappings<'_, T, S> {
+impl<T: ?Sized, S: ?Sized, I> fmt::Debug for SpaceMappings<'_, T, S, I> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SpaceMappings")
             .field("kernel", &self.kernel.is_some())
@@ -570,11 +663,54 @@ where
             spaces,
             sys,
             kernel: None,
+            index: WalkTables,
+            pending: None,
             saved: heapless::Vec::new(),
             generation: 0,
             error: Cell::new(None),
             memo: Cell::new(Memo::new(NO_SITE)),
         }
+    }
+}
+
+impl<'f, T, S, I> SpaceMappings<'f, T, S, I>
+where
+    T: SpaceTables + ?Sized,
+    S: Platform + ?Sized,
+    I: FrameIndex,
+{
+    /// Asks `index` where a frame is mapped before walking every table,
+    /// and tells it of every swap (see [`FrameIndex`]): the hook of a
+    /// kernel with its own reverse index and records. The generation
+    /// changes.
+    #[must_use]
+    pub fn with_index<J: FrameIndex>(self, index: J) -> SpaceMappings<'f, T, S, J> {
+        let mut m = SpaceMappings {
+            spaces: self.spaces,
+            sys: self.sys,
+            kernel: self.kernel,
+            index,
+            pending: None,
+            saved: self.saved,
+            generation: self.generation,
+            error: self.error,
+            memo: self.memo,
+        };
+        m.changed();
+        m
+    }
+
+    /// The reverse index (read-only).
+    #[must_use]
+    pub fn index(&self) -> &I {
+        &self.index
+    }
+
+    /// The reverse index, for changes: advances the generation, since its
+    /// answers may change.
+    pub fn edit_index(&mut self) -> &mut I {
+        self.changed();
+        &mut self.index
     }
 
     /// Adds the kernel's own table as [`AddressSpace::Kernel`]: a
@@ -644,6 +780,12 @@ where
         self.memo.set(Memo::new(NO_SITE));
     }
 
+    /// The generation: the adapter's own changes and the index's. Both
+    /// only go up, so their sum only goes up, and changes with either.
+    fn gen(&self) -> u64 {
+        self.generation.wrapping_add(self.index.generation())
+    }
+
     fn fail(&self, e: FassMappingsError) {
         self.error.set(Some(e));
     }
@@ -700,6 +842,9 @@ where
     /// Walks every space, and the kernel's table, for the mappings of a
     /// `size` page at `page`; calls `f` with each.
     fn walk(&self, page: PhysAddr, size: PageSizeKind, mut f: impl FnMut(Site, Found)) {
+        if self.indexed(page, size, &mut f) {
+            return;
+        }
         let r = self.spaces.mappings_of(&*self.sys, page, &mut |space, m| {
             if m.pa == page && m.size == size {
                 f(
@@ -735,24 +880,62 @@ where
         }
     }
 
+    /// The mappings of `page` by the index, each looked up and kept only
+    /// if it maps the page; `false` if the index does not cover the page.
+    /// Between a swap and its [`FrameIndex::moved`], the index still has
+    /// the two pages' mappings under their old frames: both are asked.
+    fn indexed(&self, page: PhysAddr, size: PageSizeKind, f: &mut impl FnMut(Site, Found)) -> bool {
+        let mut ask = [Some(page), None];
+        if let Some((a, b, s)) = self.pending {
+            if s == size && (page == a || page == b) {
+                ask = [Some(a), Some(b)];
+            }
+        }
+        let mut covered = false;
+        for p in ask.into_iter().flatten() {
+            covered |= self.index.sites_of(p, size, &mut |space, va| {
+                if let Some((site, m)) = self.at_va(space, va) {
+                    if m.pa == page && m.size == size {
+                        f(site, m);
+                    }
+                }
+            });
+        }
+        covered
+    }
+
+    /// The mapping of `space` at `va`, with its MVA.
+    fn at_va(&self, space: AddressSpace, va: VirtAddr) -> Option<(Site, Found)> {
+        match space {
+            AddressSpace::Kernel => {
+                let mva = ModifiedVirtAddr::new(va.as_u32());
+                Some((Site { space, mva }, self.kernel_at(mva)?))
+            }
+            AddressSpace::User(id) => match self.spaces.translate_page(&*self.sys, id, va) {
+                Ok(Some(m)) => Some((Site { space, mva: m.mva }, Found::from(&m))),
+                // A stale site: nothing mapped there, or no such space now.
+                Ok(None) | Err(FassError::UnknownSpace(_)) => None,
+                Err(e) => {
+                    self.fail(e.into());
+                    None
+                }
+            },
+        }
+    }
+
     /// The remembered mappings of `page`, each checked to map it still;
     /// `None` if not remembered or one no longer does.
     fn remembered(&self, page: PhysAddr, size: PageSizeKind) -> Option<Sites> {
-        self.memo.get().recall(self.generation, page, size, |site| {
-            self.at(site, page, size)
-        })
+        self.memo
+            .get()
+            .recall(self.gen(), page, size, |site| self.at(site, page, size))
     }
 
     /// Remembers the mappings of `page` found by a complete walk, in front
     /// of the most recent other page remembered.
     fn remember(&self, page: PhysAddr, size: PageSizeKind, sites: &Sites) {
         let mut memo = self.memo.get();
-        memo.remember(
-            self.generation,
-            page,
-            size,
-            sites.iter().map(|(site, _)| *site),
-        );
+        memo.remember(self.gen(), page, size, sites.iter().map(|(site, _)| *site));
         self.memo.set(memo);
     }
 
@@ -911,10 +1094,11 @@ where
     }
 }
 
-impl<T, S> Mappings for SpaceMappings<'_, T, S>
+impl<T, S, I> Mappings for SpaceMappings<'_, T, S, I>
 where
     T: SpaceTables + ?Sized,
     S: Platform + ?Sized,
+    I: FrameIndex,
 {
     fn translate(&self, space: AddressSpace, va: VirtAddr) -> Option<Translation> {
         let m = match space {
@@ -934,7 +1118,7 @@ where
     }
 
     fn generation(&self) -> Option<u64> {
-        Some(self.generation)
+        Some(self.gen())
     }
 
     fn for_each_mapping(
@@ -1009,6 +1193,15 @@ where
         let mut memo = self.memo.get();
         memo.swapped(a, b, size);
         self.memo.set(memo);
+        self.pending = Some((a, b, size));
+    }
+
+    /// The index's records follow the swap ([`FrameIndex::moved`]), out of
+    /// the masked window.
+    fn swapped(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
+        if self.pending.take().is_some() {
+            self.index.moved(a, b, size);
+        }
     }
 
     fn move_second_level(&mut self, old: PhysAddr, _new: PhysAddr) {

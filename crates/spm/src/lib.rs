@@ -249,8 +249,8 @@ pub use exchange::{
 #[cfg(feature = "fass")]
 #[cfg_attr(docsrs, doc(cfg(feature = "fass")))]
 pub use fass_spaces::{
-    FassMappings, FassMappingsError, SpaceMappings, SpaceMappingsError, SpaceTables,
-    TableSwitchMappings,
+    FassMappings, FassMappingsError, FrameIndex, SpaceMappings, SpaceMappingsError, SpaceTables,
+    TableSwitchMappings, WalkTables,
 };
 pub use frame::{
     FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, MAX_SPACE_ID,

@@ -23,8 +23,11 @@ use mmu_armv5::table::{AllocError, MapAttrs, PageTable, SizePolicy, TableAlloc, 
 use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::ops::{self, StateRequest};
 use spm::AddressSpace::{Kernel, User};
+use spm::{AddressSpace, FrameIndex, Mappings, RecordingIrq, Rights, SpaceMappings, SpaceTables};
 use spm::{Exchange, ExchangeError, ExchangeRequest, FassMappingsError, FrameState, Hw};
-use spm::{Mappings, RecordingIrq, Rights, SpaceMappings, SpaceTables};
+use spm::{ReverseMapping, WalkTables};
+use std::cell::Cell;
+use std::collections::HashMap;
 use std::ptr::NonNull;
 
 /// Task A's page and task B's, at the same address in each space.
@@ -163,7 +166,11 @@ fn pages(a: u32) -> PageRange<Size4KiB, VirtAddr> {
 /// The round trip on strategy `t` (built over the kernel table `k`).
 /// `user_domain`: the domain the classic strategies map tasks in, which
 /// the kernel keeps client in the DACR (FASS writes the DACR itself).
-fn round_trip<T: SpaceTables>(user_domain: Option<Domain>, make: impl FnOnce(KernelTable) -> T) {
+fn round_trip<T: SpaceTables, I: FrameIndex>(
+    user_domain: Option<Domain>,
+    index: I,
+    make: impl FnOnce(KernelTable) -> T,
+) {
     let (m, mut sys, mut kt, k) = kernel();
     if let Some(d) = user_domain {
         let dacr =
@@ -207,7 +214,9 @@ fn round_trip<T: SpaceTables>(user_domain: Option<Domain>, make: impl FnOnce(Ker
 
     // The whole round trip: in, the kernel gives the old frame back as a
     // resource, back, the kernel gives the TCM frame back.
-    let mut maps = SpaceMappings::new(&mut t, &mut sys).with_kernel(&mut kt);
+    let mut maps = SpaceMappings::new(&mut t, &mut sys)
+        .with_kernel(&mut kt)
+        .with_index(index);
     let req = ExchangeRequest {
         caller: Kernel,
         target_space: User(A),
@@ -230,7 +239,7 @@ fn round_trip<T: SpaceTables>(user_domain: Option<Domain>, make: impl FnOnce(Ker
     assert_eq!(maps.generation(), g0);
     assert!(maps.edit_kernel().is_some());
     assert!(maps.generation() > g0);
-    let at = |maps: &SpaceMappings<'_, T, Sys>, s, v| maps.translate(s, va(v)).map(|t| t.page);
+    let at = |maps: &SpaceMappings<'_, T, Sys, I>, s, v| maps.translate(s, va(v)).map(|t| t.page);
     assert_eq!(at(&maps, User(A), VA), Some(pa(common::DTCM)));
     assert_eq!(at(&maps, User(B), VA), Some(pa(FRAME_B)));
     assert_eq!(at(&maps, Kernel, KRES), Some(pa(FRAME_A)));
@@ -334,7 +343,7 @@ fn round_trip<T: SpaceTables>(user_domain: Option<Domain>, make: impl FnOnce(Ker
 
 #[test]
 fn round_trip_through_tcm_on_fass() {
-    round_trip(None, |k| {
+    round_trip(None, WalkTables, |k| {
         Fass::<DefaultPolicy, 8, 8, 4>::new(Cpd::new(k), DomainSet::EMPTY, DefaultPolicy::default())
             .unwrap()
     });
@@ -343,7 +352,7 @@ fn round_trip_through_tcm_on_fass() {
 #[test]
 fn round_trip_through_tcm_on_naive_tables() {
     let user = Domain::new(1).unwrap();
-    round_trip(Some(user), |k| {
+    round_trip(Some(user), WalkTables, |k| {
         TableSwitch::<8, 2>::new(ClassicKind::Naive, user, k)
     });
 }
@@ -351,7 +360,186 @@ fn round_trip_through_tcm_on_naive_tables() {
 #[test]
 fn round_trip_through_tcm_on_tables_with_fcse_pids() {
     let user = Domain::new(1).unwrap();
-    round_trip(Some(user), |k| {
+    round_trip(Some(user), WalkTables, |k| {
         TableSwitch::<8, 2>::new(ClassicKind::Fcse(PidMode::Guaranteed), user, k)
     });
+}
+
+/// A kernel's reverse index as the tests keep it: the sites of each frame
+/// it covers, how often it was asked, the swaps it was told of, and a
+/// generation the test advances.
+#[derive(Default)]
+struct RecIndex {
+    sites: HashMap<PhysAddr, Vec<(AddressSpace, VirtAddr)>>,
+    asked: Cell<usize>,
+    moves: Vec<(PhysAddr, PhysAddr)>,
+    generation: Cell<u64>,
+}
+
+impl RecIndex {
+    /// Task A's frame (and a stale claim that B maps it too), B's frame,
+    /// and the DTCM frame at the kernel's page.
+    fn of_the_round_trip() -> Self {
+        let mut r = RecIndex::default();
+        r.sites
+            .insert(pa(FRAME_A), vec![(User(A), va(VA)), (User(B), va(VA))]);
+        r.sites.insert(pa(FRAME_B), vec![(User(B), va(VA))]);
+        r.sites.insert(pa(common::DTCM), vec![(Kernel, va(KRES))]);
+        r
+    }
+}
+
+impl FrameIndex for RecIndex {
+    fn sites_of(
+        &self,
+        page: PhysAddr,
+        size: PageSizeKind,
+        f: &mut dyn FnMut(AddressSpace, VirtAddr),
+    ) -> bool {
+        let Some(v) = self
+            .sites
+            .get(&page)
+            .filter(|_| size == PageSizeKind::Small)
+        else {
+            return false;
+        };
+        self.asked.set(self.asked.get() + 1);
+        v.iter().for_each(|&(s, a)| f(s, a));
+        true
+    }
+    fn generation(&self) -> u64 {
+        self.generation.get()
+    }
+    fn moved(&mut self, a: PhysAddr, b: PhysAddr, size: PageSizeKind) {
+        assert_eq!(size, PageSizeKind::Small);
+        self.moves.push((a, b));
+        let sa = self.sites.remove(&a).unwrap_or_default();
+        let sb = self.sites.remove(&b).unwrap_or_default();
+        self.sites.insert(a, sb);
+        self.sites.insert(b, sa);
+    }
+}
+
+fn fass_8(k: KernelTable) -> Fass<DefaultPolicy, 8, 8, 4> {
+    Fass::new(Cpd::new(k), DomainSet::EMPTY, DefaultPolicy::default()).unwrap()
+}
+
+/// The same round trip with the kernel's reverse index asked instead of a
+/// walk, on each strategy: its stale site is dropped (B keeps its own
+/// frame), and its records follow both swaps.
+#[test]
+fn round_trip_with_a_reverse_index_on_each_strategy() {
+    let user = Domain::new(1).unwrap();
+    let check = |idx: RecIndex| {
+        assert!(idx.asked.get() > 0, "the index was asked");
+        assert_eq!(idx.moves.len(), 2, "told of both swaps");
+        let (a, d) = (pa(FRAME_A), pa(common::DTCM));
+        for m in &idx.moves {
+            assert!(*m == (a, d) || *m == (d, a), "{m:?}");
+        }
+        assert_eq!(idx.sites[&a][0], (User(A), va(VA)));
+        assert_eq!(idx.sites[&d], [(Kernel, va(KRES))]);
+    };
+    let mut idx = RecIndex::of_the_round_trip();
+    round_trip(None, &mut idx, fass_8);
+    check(idx);
+    let mut idx = RecIndex::of_the_round_trip();
+    round_trip(Some(user), &mut idx, |k| {
+        TableSwitch::<8, 2>::new(ClassicKind::Naive, user, k)
+    });
+    check(idx);
+    let mut idx = RecIndex::of_the_round_trip();
+    round_trip(Some(user), &mut idx, |k| {
+        TableSwitch::<8, 2>::new(ClassicKind::Fcse(PidMode::Guaranteed), user, k)
+    });
+    check(idx);
+}
+
+/// Task A's frame mapped, on FASS, for the index tests below.
+fn one_task() -> (common::Shared, Sys, PageTable, Fass<DefaultPolicy, 8, 8, 4>) {
+    let (m, mut sys, kt, k) = kernel();
+    let mut t = fass_8(k);
+    t.create_space(&mut sys, A).unwrap();
+    let frame = Frame::from_start(pa(FRAME_A)).unwrap();
+    t.map_pages(
+        &mut sys,
+        A,
+        pages(VA),
+        frame,
+        Ap::ReadWrite,
+        CachePolicy::WriteBack,
+    )
+    .unwrap();
+    (m, sys, kt, t)
+}
+
+fn spaces_of<M: Mappings>(maps: &M, page: u32) -> Vec<AddressSpace> {
+    let mut seen = Vec::new();
+    maps.for_each_mapping(pa(page), PageSizeKind::Small, &mut |m: &ReverseMapping| {
+        seen.push(m.space)
+    });
+    seen
+}
+
+/// A page the index covers is answered by the index alone (a mapping it
+/// leaves out is not found), one it does not cover is walked, and the
+/// index's generation is part of the adapter's.
+#[test]
+fn the_index_is_trusted_where_it_covers_and_counts_in_the_generation() {
+    let (_m, mut sys, mut kt, mut t) = one_task();
+    let mut idx = RecIndex::default();
+    // The index knows A's frame, and believes nobody maps the DTCM frame.
+    idx.sites.insert(pa(FRAME_A), vec![(User(A), va(VA))]);
+    idx.sites.insert(pa(common::DTCM), vec![]);
+    let maps = SpaceMappings::new(&mut t, &mut sys)
+        .with_kernel(&mut kt)
+        .with_index(&mut idx);
+    assert_eq!(spaces_of(&maps, FRAME_A), [User(A)]);
+    assert_eq!(spaces_of(&maps, common::DTCM), []);
+    // The window's first section: not covered, walked.
+    let mut n = 0;
+    maps.for_each_mapping(pa(0), PageSizeKind::Section, &mut |m| {
+        assert_eq!(m.space, Kernel);
+        n += 1;
+    });
+    assert_eq!(n, 1);
+    let g = maps.generation().unwrap();
+    maps.index()
+        .generation
+        .set(maps.index().generation.get() + 1);
+    assert_eq!(maps.generation(), Some(g + 1));
+    drop(maps);
+    let asked = idx.asked.get();
+    assert!(asked >= 2);
+
+    // The same machine without the index: the kernel's page is found.
+    let maps = SpaceMappings::new(&mut t, &mut sys).with_kernel(&mut kt);
+    assert_eq!(spaces_of(&maps, common::DTCM), [Kernel]);
+}
+
+/// Between a swap and its `swapped`, the index still has the two pages'
+/// mappings under their old frames: the adapter asks for both, so each
+/// page's mappings are found where they are now; `swapped` tells the
+/// index, which then answers alone.
+#[test]
+fn between_swap_and_swapped_both_pages_are_asked() {
+    let (_m, mut sys, mut kt, mut t) = one_task();
+    let mut idx = RecIndex::of_the_round_trip();
+    let mut maps = SpaceMappings::new(&mut t, &mut sys)
+        .with_kernel(&mut kt)
+        .with_index(&mut idx);
+    let (a, d) = (pa(FRAME_A), pa(common::DTCM));
+    maps.swap(a, d, PageSizeKind::Small);
+    // A third page asked pushes one of the two out of the adapter's memory
+    // of the last two pages: the index answers for it.
+    assert_eq!(spaces_of(&maps, FRAME_B), []);
+    assert_eq!(spaces_of(&maps, FRAME_A), [Kernel]);
+    assert_eq!(spaces_of(&maps, common::DTCM), [User(A)]);
+    assert!(maps.index().moves.is_empty());
+    maps.swapped(a, d, PageSizeKind::Small);
+    assert_eq!(maps.index().moves, [(a, d)]);
+    assert_eq!(spaces_of(&maps, FRAME_B), []);
+    assert_eq!(spaces_of(&maps, FRAME_A), [Kernel]);
+    assert_eq!(spaces_of(&maps, common::DTCM), [User(A)]);
+    assert_eq!(maps.take_error(), None);
 }
