@@ -31,10 +31,12 @@
 //!   adapter checks every remembered site with the strategy's `translate`
 //!   and edits it with the strategy's per-page edit (directory search,
 //!   table read, TLB flush token). Measured: adding only that check (one
-//!   `Fass::translate` per user site of the two frames, through
-//!   `mmu::with_tables`) to this `swap` took `tcm_window` from 258 to 763
-//!   and `tcm` from 2,541 to 3,029 (`cargo xtask run --measure --icount
-//!   10 --append "scenario=tcm mode=fass"`), before any edit.
+//!   `Fass::translate` per user site of the two frames, two per swap in
+//!   that scenario, reached through `mmu::with_tables`) to this `swap`
+//!   took `tcm_window` from 258 to 763 and `tcm` from 2,541 to 3,029
+//!   (`cargo xtask run --measure --icount 10 --append "scenario=tcm
+//!   mode=fass"`), before any edit; `mmu::with_tables` alone accounts for
+//!   67 of that (325), so about 219 instructions per `Fass::translate`.
 //! * **The kernel's mappings** of TCM frames and of the switch page live in
 //!   two static second-level tables outside the table pool (no strategy
 //!   ever frees them, see `tcm`'s module docs): `PageTable::lookup` reaches
