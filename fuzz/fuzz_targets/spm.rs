@@ -14,7 +14,11 @@
 //! - once no exchange is in progress, no frame is busy;
 //! - `init_range` of a frame under an exchange is refused with `Busy` and
 //!   changes nothing (it would clear the busy flag and let a second
-//!   exchange begin on the frame); of any other frame it succeeds.
+//!   exchange begin on the frame); of any other frame it succeeds;
+//! - a frame table rebuilt over storage holding the table's descriptions
+//!   (as a kernel dropping and rebuilding it would) is refused with
+//!   `StorageBusy` at the first busy frame while an exchange is in
+//!   progress, and built otherwise.
 //!
 //! The harness is `crates/spm/tests/common` (the crate's model tests use
 //! it too); this file decodes the input and keeps the reference.
@@ -30,7 +34,8 @@ use common::ext::{pa, req, us, va, KernelExt};
 use common::{Kernel, Storage, DTCM, ITCM};
 use mmu_armv5::size::{Frame, PageSizeKind};
 use spm::ops::{self, StateRequest};
-use spm::{Exchange, FrameError, FrameState, Mappings, Progress, Rights, SpaceId};
+use spm::{Exchange, FrameDesc, FrameError, FrameState, FrameTable, Mappings, Progress};
+use spm::{Rights, SectionSummary, SpaceId};
 
 const SPACES: u16 = 3;
 const PAGES: u32 = 3;
@@ -301,6 +306,29 @@ impl Fuzz<'_> {
         }
         assert_eq!(self.k.table.desc(pa(frame)).unwrap(), before);
     }
+
+    /// `FrameTable::new` over a copy of the table's storage (every
+    /// described frame's description, region by region, as the table lays
+    /// them out): refused at the first busy frame, built when none is.
+    fn rebuild(&self) {
+        let regions = common::regions();
+        let mut frames: Vec<FrameDesc> = Vec::new();
+        for r in &regions {
+            for i in 0..r.frames() {
+                let at = pa(r.base().as_u32() + i * 0x1000);
+                frames.push(self.k.table.desc(at).unwrap());
+            }
+        }
+        let first_busy = frames.iter().position(|d| d.is_busy());
+        let mut sections =
+            vec![SectionSummary::default(); FrameTable::<4>::sections_needed(&regions)];
+        let got = FrameTable::<4>::new(&regions, &mut frames, &mut sections).map(|_| ());
+        match first_busy {
+            Some(i) => assert_eq!(got, Err(FrameError::StorageBusy(i))),
+            None => assert_eq!(got, Ok(())),
+        }
+        assert_eq!(first_busy.is_some(), self.k.table.busy_frames() > 0);
+    }
 }
 
 fn sid(s: u16) -> SpaceId {
@@ -345,6 +373,7 @@ fn step(f: &mut Fuzz<'_>, u: &mut Unstructured<'_>) -> Result<()> {
                 res_frame(s, u.int_in_range(0..=RESOURCES - 1)?)
             };
             f.reinit(frame);
+            f.rebuild();
         }
         _ => {
             let to = match u.int_in_range(0..=3u8)? {

@@ -63,7 +63,8 @@
 //!   that was freed, handed to another space or changed fails this. The
 //!   crate's own calls cannot change a busy frame: [`crate::ops`] refuses
 //!   with `Busy`, [`FrameTable::init_range`] with
-//!   [`FrameError::Busy`], and a second
+//!   [`FrameError::Busy`], a table rebuilt over the storage
+//!   ([`FrameTable::new`]) with [`FrameError::StorageBusy`], and a second
 //!   [`Exchange::begin`] with [`ExchangeError::Busy`]; so no other
 //!   exchange can put the frames back into the state this one expects.
 //!   These checks run at every step, the first of each page included

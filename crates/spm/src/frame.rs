@@ -362,6 +362,12 @@ pub enum FrameError {
     /// The frame is part of an exchange in progress (its busy flag is
     /// set): only the exchange changes it, until it ends or is cancelled.
     Busy(PhysAddr),
+    /// [`FrameTable::new`] was given frame storage that holds a busy
+    /// description (at this index): the storage of a table with an
+    /// exchange in progress. Rebuilding over it would clear the busy flags,
+    /// so a second exchange could begin on the same frames; end or cancel
+    /// the exchange first.
+    StorageBusy(usize),
 }
 
 impl fmt::Display for FrameError {
@@ -386,6 +392,10 @@ impl fmt::Display for FrameError {
                 write!(f, "address space {} is above {MAX_SPACE_ID}", id.0)
             }
             FrameError::Busy(pa) => write!(f, "frame {pa} is part of an exchange in progress"),
+            FrameError::StorageBusy(i) => write!(
+                f,
+                "frame storage entry {i} is busy: an exchange on the table is in progress"
+            ),
         }
     }
 }
@@ -532,6 +542,17 @@ impl<'a, const R: usize> FrameTable<'a, R> {
 
     /// Builds the table for `regions` in the given storage, every frame in its
     /// region's initial state.
+    ///
+    /// Storage that holds a busy description (the storage of an earlier
+    /// table whose exchange is still in progress: an [`Exchange`] does not
+    /// borrow the table between steps) is refused with
+    /// [`FrameError::StorageBusy`] and left unchanged: a rebuild would clear
+    /// the busy flags, and a second exchange could then begin on the same
+    /// frames and put them back into the state the first one expects (the
+    /// same storage and regions are the same table to it). Fresh storage
+    /// (`FrameDesc::default()`, or zeroed) holds no busy description.
+    ///
+    /// [`Exchange`]: crate::Exchange
     pub fn new(
         regions: &[PhysRegion],
         frames: &'a mut [FrameDesc],
@@ -560,6 +581,9 @@ impl<'a, const R: usize> FrameTable<'a, R> {
                 needed: needed_s,
                 given: sections.len(),
             });
+        }
+        if let Some(i) = frames.iter().position(|d| d.is_busy()) {
+            return Err(FrameError::StorageBusy(i));
         }
         let mut slots = heapless::Vec::new();
         let (mut f0, mut s0) = (0usize, 0usize);

@@ -19,7 +19,7 @@
 //! | [`lines`] | what the kernel provides: cache maintenance over a range of lines ([`LineMaintenance`], per-line defaults) |
 //! | [`exchange`] | the resumable page exchange with bounded interrupts-off windows |
 //! | [`tables`] | ready-made [`Mappings`] over `mmu-armv5` page tables ([`TableMappings`]) |
-//! | `fass_spaces` | (cargo feature `fass`) ready-made [`Mappings`] over the address spaces of a `fass::Fass` manager (`FassMappings`) |
+//! | `fass_spaces` | (cargo feature `fass`) ready-made [`Mappings`] over the address spaces of any `fass` switch strategy (`Fass`, `TableSwitch` naive or with FCSE PIDs) and the kernel's own table (`SpaceMappings`, alias `FassMappings`) |
 //! | [`hw`] | ready-made hardware side: [`Hw`] (CPU + [`PhysMemory`]), [`SharedCpu`], [`PhysWindows`], [`CpsrIrq`], [`RecordingIrq`] |
 //!
 //! Page sizes are `mmu_armv5`'s [`PageSizeKind`](mmu_armv5::size::PageSizeKind)
@@ -144,11 +144,15 @@
 //! and `examples/overhead.rs` measures the exchange on it.
 //!
 //! # Adopting `spm` in a kernel with `fass` address spaces
-//! With the cargo feature `fass`, `spm::fass_spaces::FassMappings` is the
-//! [`Mappings`] over the spaces of a `fass::Fass` manager: step 2 above
-//! becomes `FassMappings::new(&mut fass, &mut platform)`, and the rest is
-//! unchanged. Its module docs move a page two tasks share into DTCM in
-//! that way (a doctest run with `cargo test -p spm --features fass`).
+//! With the cargo feature `fass`, `spm::SpaceMappings` is the
+//! [`Mappings`] over the spaces of any `fass` switch strategy (`Fass`,
+//! `TableSwitch` in both kinds) plus the kernel's own `PageTable`: step 2
+//! above becomes `SpaceMappings::new(&mut strategy, &mut platform)
+//! .with_kernel(&mut kernel_table)`, and the rest is unchanged. Its module
+//! docs move a task's page into DTCM and back in that way, the round trip
+//! as one call sequence (a doctest run with `cargo test -p spm --features
+//! fass`); `tests/strategies.rs` runs it on the `armv5-sim` model for each
+//! strategy.
 //!
 //! # What is `unsafe`, and why there
 //! `spm` owns no page tables and no memory: it acts on what the kernel
@@ -244,7 +248,10 @@ pub use exchange::{
 };
 #[cfg(feature = "fass")]
 #[cfg_attr(docsrs, doc(cfg(feature = "fass")))]
-pub use fass_spaces::{FassMappings, FassMappingsError};
+pub use fass_spaces::{
+    FassMappings, FassMappingsError, FrameIndex, SpaceMappings, SpaceMappingsError, SpaceTables,
+    TableSwitchMappings, WalkTables,
+};
 pub use frame::{
     FrameDesc, FrameError, FrameState, FrameTable, KernelUse, SectionSummary, MAX_SPACE_ID,
 };

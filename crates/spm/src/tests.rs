@@ -431,6 +431,42 @@ fn init_range_refuses_frames_under_an_exchange() {
         .unwrap();
 }
 
+/// Regression (issue 26, rebuilding the frame table mid-exchange): an
+/// exchange does not borrow its table between steps, so the table could be
+/// dropped and built again over the same storage and regions (the same
+/// table to the exchange), every busy flag cleared; a second `begin` on the
+/// same frames was then accepted and the first exchange's next step found
+/// its frames as it expected. `FrameTable::new` refuses storage holding a
+/// busy description and changes nothing.
+#[test]
+fn rebuilding_the_table_under_an_exchange_is_refused() {
+    let mut st = Storage::new();
+    let (maps, hw, irq, x, r) = {
+        let mut w = world(&mut st);
+        w.user_page(1, 0x8000, 0x5000, true);
+        w.maps
+            .map(us(1), 0x10_0000, ITCM, PageSizeKind::Small, false);
+        let r = w.req(us(1), 0x8000, 0x10_0000, 1, Rights::RW);
+        let mut x = w.begin(r).unwrap();
+        assert_eq!(w.step(&mut x), Ok(Progress::Pending));
+        let World { maps, hw, irq, .. } = w;
+        (maps, hw, irq, x, r)
+    };
+    let before = st.frames.clone();
+    let busy = st.frames.iter().position(|d| d.is_busy());
+    assert_eq!(busy, Some(5), "frame 0x5000 is busy");
+    assert_eq!(
+        FrameTable::<4>::new(&regions(), &mut st.frames, &mut st.sections).err(),
+        Some(FrameError::StorageBusy(5))
+    );
+    assert_eq!(st.frames, before, "the storage is unchanged");
+    // Storage whose busy flags are gone (the exchange's own table dropped
+    // with it: the exchange is stranded, as the caller chose) builds again.
+    let _ = (maps, hw, irq, x, r);
+    st.frames.iter_mut().for_each(|d| *d = d.with_busy(false));
+    assert!(FrameTable::<4>::new(&regions(), &mut st.frames, &mut st.sections).is_ok());
+}
+
 // ------------------------------------------------------------------ exchange
 
 fn content(i: u32, seed: u8) -> u8 {

@@ -15,6 +15,34 @@
 //! The reverse index ([`note_mapper`]) answers who maps a frame in O(1);
 //! [`Maps`] is the kernel side of `spm`'s [`Mappings`] over it, the process
 //! table and the strategy.
+//!
+//! # Why not `spm::SpaceMappings`
+//! `spm`'s ready-made adapter covers every strategy this kernel runs
+//! (`Fass`, `TableSwitch` naive and FCSE) and a kernel `PageTable`, and
+//! takes a kernel's reverse index through its `FrameIndex` hook
+//! (`SpaceMappings::with_index`: "where is frame F mapped", asked before
+//! walking, and "the mappings of A and B swapped", called from
+//! [`Mappings::swapped`]): [`RIndex`] and the record updates of
+//! [`Mappings::swapped`] here are exactly those two answers. What keeps
+//! this kernel on its own `Mappings` is the masked window and its tables:
+//! * **Edits in the masked window.** `swap` here is two or four direct
+//!   descriptor writes with a line clean each, found from the two frames
+//!   looked up last (`tcm_window`: 258 instructions, goal 300). The
+//!   adapter checks every remembered site with the strategy's `translate`
+//!   and edits it with the strategy's per-page edit (directory search,
+//!   table read, TLB flush token). Measured: adding only that check (one
+//!   `Fass::translate` per user site of the two frames, two per swap in
+//!   that scenario, reached through `mmu::with_tables`) to this `swap`
+//!   took `tcm_window` from 258 to 763 and `tcm` from 2,541 to 3,029
+//!   (`cargo xtask run --measure --icount 10 --append "scenario=tcm
+//!   mode=fass"`), before any edit; `mmu::with_tables` alone accounts for
+//!   67 of that (325), so about 219 instructions per `Fass::translate`.
+//! * **The kernel's mappings** of TCM frames and of the switch page live in
+//!   two static second-level tables outside the table pool (no strategy
+//!   ever frees them, see `tcm`'s module docs): `PageTable::lookup` reaches
+//!   second-level tables through the pool's `TableAlloc`, which does not
+//!   know them, so the adapter's kernel space cannot see these mappings.
+//!   [`KMap`] records hold their descriptors instead.
 
 use mmu_armv5::descriptor::{AccessPermission, CachePolicy, CoarseTableDesc, SmallPageDesc};
 use mmu_armv5::size::{Frame, PageSizeKind, Size4KiB};
