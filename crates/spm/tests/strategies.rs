@@ -17,7 +17,7 @@ use armv5_sim::{sctlr, Privilege, Width};
 use fass::{ClassicKind, Cpd, DefaultPolicy, DomainSet, Fass, KernelTable, Layout, PidMode};
 use fass::{Platform, Resolution, SpaceId, Split, SwitchStrategy, TableSwitch};
 use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy, L1Encoding};
-use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess, Far, Fsr};
+use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess, Far, Fsr, Sctlr, Ttbr};
 use mmu_armv5::size::{Frame, Page, PageRange, PageSizeKind, Size4KiB};
 use mmu_armv5::table::{AllocError, MapAttrs, PageTable, SizePolicy, TableAlloc, TableKind};
 use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
@@ -109,8 +109,8 @@ fn kernel() -> (common::Shared, Sys, PageTable, KernelTable) {
     .flush_on(&mut sys);
     {
         let mut mm = m.borrow_mut();
-        mm.set_ttbr(kt.root().as_u32());
-        mm.set_sctlr(sctlr::M | sctlr::C | sctlr::I | sctlr::S);
+        mm.set_ttbr(Ttbr::new(kt.root()).unwrap());
+        mm.set_sctlr(Sctlr::from_bits(sctlr::M | sctlr::C | sctlr::I | sctlr::S));
     }
     // SAFETY: the model's registers are the model's; the table maps all
     // the kernel side of these tests uses (the window and `KRES`).
