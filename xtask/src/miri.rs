@@ -428,7 +428,10 @@ mod tests {
     #[test]
     fn stage_skipped_tests_are_safe_code_or_name_a_kept_test() {
         for r in RUNS {
-            let dir = crate::repo_root().join("crates").join(r.package).join("src");
+            let dir = crate::repo_root()
+                .join("crates")
+                .join(r.package)
+                .join("src");
             for (name, why) in r.stage_skip {
                 let mut path: Vec<&str> = name.split("::").collect();
                 path.truncate(path.len() - 2); // `tests::the_test`
