@@ -393,10 +393,11 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         self.rule = rule;
     }
 
-    /// Whether a switch to a space that holds no domain (its domain was
-    /// recycled, or it never ran) re-links the entries of its directory
-    /// into the CPD with the domain it is given, instead of leaving each
-    /// slot to a fault on first touch (the default: on). Off, every
+    /// Whether a switch to a space that holds no domain, when no domain is
+    /// free (so one is recycled from another space), re-links the entries
+    /// of its directory into the CPD with the domain it is given, instead
+    /// of leaving each slot to a fault on first touch (the default: on; a
+    /// space given a free domain fills lazily either way). Off, every
     /// slot is filled lazily, one translation or domain fault each, as the
     /// fault paths' own tests want. Safe at any time: it changes when a
     /// slot is filled, never what is written or which maintenance it needs.

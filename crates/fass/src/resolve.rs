@@ -273,7 +273,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     }
 
     /// Eager re-link: after `id` was given domain `d` (a switch to a space
-    /// that held none), writes every coarse-table entry of its directory
+    /// that held none, the domain recycled from another), writes every coarse-table entry of its directory
     /// whose CPD slot is empty into the CPD, tagged with `d`, instead of
     /// leaving each to a translation fault on the way back in (a fault is
     /// a full exception round trip; a fill here is a word written, its

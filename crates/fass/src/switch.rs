@@ -276,10 +276,11 @@ where
 
     /// In steady state exactly one DACR write and one FCSEIDR write. A
     /// space that holds no domain is given one (recycled from another
-    /// space by the policy if none is free) and, unless
-    /// [`Fass::set_eager_relink`] turned it off, its directory's entries are
-    /// written into the empty CPD slots at once (`Fass::relink`), so it
-    /// does not come back in through one fault per slot.
+    /// space by the policy if none is free); if it was recycled, unless
+    /// [`Fass::set_eager_relink`] turned it off, the space's directory
+    /// entries are written into the empty CPD slots at once
+    /// (`Fass::relink`), so it does not come back in through one fault per
+    /// slot.
     fn switch_to<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
@@ -301,9 +302,14 @@ where
             None => {
                 // `next`'s record holds no domain: it owns none in the table
                 // (`acquire_domain` records it there).
+                // A domain recycled from another space: the usual case past
+                // the free domains, every switch of a long ring.
+                let recycled = self.domains.free().is_empty();
                 let d = self.acquire_domain(sys, Owner::Space(next), true)?;
-                // Its entries back in now, not one fault per slot later.
-                if self.eager_relink {
+                // Its entries back in now, not one fault per slot later. A
+                // free domain (a space's first run, mostly) is left to fill
+                // lazily, as before: it happens once, not on every lap.
+                if recycled && self.eager_relink {
                     self.relink(sys, next, d);
                 }
                 d
