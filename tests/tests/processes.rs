@@ -165,9 +165,11 @@ fn check_ring(out: &QemuOutcome, touch: &str, measuring: bool) {
         }
         return;
     }
-    // Past the 15 free domains FASS recycles, and the refill faults that
-    // follow (most resolved on the fast abort path) are transits of the
-    // window, in `ring` (issue 25).
+    // Past the 15 free domains FASS recycles; the space switched to gets
+    // its directory's entries re-linked into the CPD at the switch (fass's
+    // eager re-link), so hardly a refill fault follows: at most one per
+    // ten hand-offs (collisions of a shared PID). The faults there are
+    // are transits of the window, in `ring` (issue 25).
     let transits = records(out, "TRANSITS");
     for n in RING_NS.iter().filter(|n| **n > 15) {
         let ns = n.to_string();
@@ -176,7 +178,9 @@ fn check_ring(out: &QemuOutcome, touch: &str, measuring: bool) {
             &[("name", "ring"), ("mode", "fass"), ("n", ns.as_str())],
         )
         .unwrap_or_else(|| panic!("no TRANSITS ring fass n={n}"));
-        assert!(num(t, "fault") > 0, "{t:?}");
+        assert!(num(t, "oneway") >= 3 * n, "{t:?}");
+        assert!(num(t, "fault") * 10 <= num(t, "oneway"), "{t:?}");
+        assert_eq!(num(t, "fault") == 0, num(t, "fault_instr") == 0, "{t:?}");
     }
     // One ring and one switch_tail figure per (mode, n).
     let bench = records(out, "BENCH");

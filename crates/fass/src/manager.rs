@@ -231,6 +231,9 @@ pub struct Fass<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const 
     /// Per space, its precomputed switch ([`crate::lean`]).
     pub(crate) lean: LeanTable<SPACES>,
     pub(crate) spaces: [Option<SpaceState<SLOTS>>; SPACES],
+    /// Whether a switch that gives a space a domain re-links its
+    /// directory's entries into the CPD at once ([`Fass::set_eager_relink`]).
+    pub(crate) eager_relink: bool,
     /// Omission hook of the cache check ([`crate::omit`]).
     #[cfg(feature = "cache-check")]
     pub(crate) skip_recycle_clean: bool,
@@ -340,6 +343,7 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
             excl_stale: false,
             windows: WindowLines::new(),
             generation: 0,
+            eager_relink: true,
             #[cfg(feature = "cache-check")]
             skip_recycle_clean: false,
         })
@@ -387,6 +391,24 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     /// already left in windows stay recorded and guarded under either rule.
     pub fn set_recycle_rule(&mut self, rule: RecycleRule) {
         self.rule = rule;
+    }
+
+    /// Whether a switch to a space that holds no domain, when no domain is
+    /// free (so one is recycled from another space), re-links the entries
+    /// of its directory into the CPD with the domain it is given, instead
+    /// of leaving each slot to a fault on first touch (the default: on; a
+    /// space given a free domain fills lazily either way). Off, every
+    /// slot is filled lazily, one translation or domain fault each, as the
+    /// fault paths' own tests want. Safe at any time: it changes when a
+    /// slot is filled, never what is written or which maintenance it needs.
+    pub fn set_eager_relink(&mut self, on: bool) {
+        self.eager_relink = on;
+    }
+
+    /// Whether switches re-link eagerly ([`Fass::set_eager_relink`]).
+    #[must_use]
+    pub fn eager_relink(&self) -> bool {
+        self.eager_relink
     }
 
     /// Feature `cache-check` only, for the cache check's own tests: from

@@ -272,6 +272,64 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         })
     }
 
+    /// Eager re-link: after `id` was given domain `d` (a switch to a space
+    /// that held none, the domain recycled from another), writes every coarse-table entry of its directory
+    /// whose CPD slot is empty into the CPD, tagged with `d`, instead of
+    /// leaving each to a translation fault on the way back in (a fault is
+    /// a full exception round trip; a fill here is a word written, its
+    /// D-cache line cleaned and the write buffer drained). Returns the
+    /// slots filled.
+    ///
+    /// Only what the lazy path would fill without any maintenance beyond
+    /// the entry's line: a slot no domain owns whose CPD word is a fault
+    /// entry, in an FCSE window no recycled domain of another space left
+    /// lines in (those stay to the fault, which flushes first). An empty
+    /// slot needs no TLB invalidation: a translation fault is never held
+    /// in the TLB (ARM926EJ-S, SA-1110 and PXA255 alike), and every
+    /// clearing of a slot that held an entry was followed by one (the
+    /// eviction's, before this call). Slots held by another domain (a
+    /// collision) are left to the fault path too: moving them would cost
+    /// a TLB invalidation for a slot `id` may not touch.
+    ///
+    /// Needs the [pinned](crate::Cpd::pin) CPD; fills nothing otherwise.
+    /// Changes no generation: the CPD slots `d` owns grow, nothing else.
+    pub(crate) fn relink<S: CacheMaintenance + ?Sized>(
+        &mut self,
+        sys: &mut S,
+        id: SpaceId,
+        d: Domain,
+    ) -> u32 {
+        if !self.cpd.is_pinned() {
+            return 0;
+        }
+        let Some(st) = self.spaces.get(usize::from(id.0)).and_then(|s| s.as_ref()) else {
+            return 0;
+        };
+        let tag = (u32::from(d.get()) << 5) | self.tag_base;
+        let mut filled = 0;
+        for &(k, word) in st.dir.raw_entries() {
+            let slot = usize::from(k);
+            if word & 3 != 0b01
+                || self.domains.slot_owner(slot).is_some()
+                || window_of_slot(slot)
+                    .is_some_and(|w| self.windows.may_hold_other_than(w, Some(id)))
+            {
+                continue;
+            }
+            match self.cpd.read_pinned(slot) {
+                Some(w) if w & 3 == 0 => {}
+                _ => continue,
+            }
+            let want = (word & 0xFFFF_FE00) | tag;
+            debug_assert_eq!(want, coarse_entry(word, d, self.cpd.encoding()));
+            self.cpd.write_pinned(sys, slot, want);
+            self.domains.move_slot(None, d, slot);
+            self.stats.record(Event::CpdFill);
+            filled += 1;
+        }
+        filled
+    }
+
     fn resolve_general<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,

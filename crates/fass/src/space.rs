@@ -172,6 +172,12 @@ impl<const SLOTS: usize> SpaceDir<SLOTS> {
         e.get(i).map(|&(_, w)| (i, w))
     }
 
+    /// The slots in use with their raw words (domain 0), in no particular
+    /// order: what a switch re-links into the CPD eagerly.
+    pub(crate) fn raw_entries(&self) -> &[(u16, u32)] {
+        self.entries.as_slice()
+    }
+
     /// The slots in use, in no particular order.
     pub fn slots(&self) -> impl Iterator<Item = usize> + '_ {
         self.entries.iter().map(|(k, _)| usize::from(*k))

@@ -21,7 +21,8 @@ pub enum Event {
     Collision,
     /// A PID was handed to a space while already in use by another (best effort).
     PidShared,
-    /// A CPD slot was filled from a space's own directory on a fault.
+    /// A CPD slot was filled from a space's own directory: on a fault, or
+    /// eagerly when a switch gave the space a domain.
     CpdFill,
     /// A dirty domain of a window-exclusive space was taken from its owner
     /// without a cache flush (CPD slots cleared, TLB invalidated), under

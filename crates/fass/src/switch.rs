@@ -274,7 +274,13 @@ where
         Fass::unmap_segment(self, sys, space, seg)
     }
 
-    /// In steady state exactly one DACR write and one FCSEIDR write.
+    /// In steady state exactly one DACR write and one FCSEIDR write. A
+    /// space that holds no domain is given one (recycled from another
+    /// space by the policy if none is free); if it was recycled, unless
+    /// [`Fass::set_eager_relink`] turned it off, the space's directory
+    /// entries are written into the empty CPD slots at once
+    /// (`Fass::relink`), so it does not come back in through one fault per
+    /// slot.
     fn switch_to<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
@@ -296,7 +302,17 @@ where
             None => {
                 // `next`'s record holds no domain: it owns none in the table
                 // (`acquire_domain` records it there).
-                self.acquire_domain(sys, Owner::Space(next), true)?
+                // A domain recycled from another space: the usual case past
+                // the free domains, every switch of a long ring.
+                let recycled = self.domains.free().is_empty();
+                let d = self.acquire_domain(sys, Owner::Space(next), true)?;
+                // Its entries back in now, not one fault per slot later. A
+                // free domain (a space's first run, mostly) is left to fill
+                // lazily, as before: it happens once, not on every lap.
+                if recycled && self.eager_relink {
+                    self.relink(sys, next, d);
+                }
+                d
             }
         };
         self.policy.touch(d);

@@ -444,6 +444,8 @@ fn the_fast_fault_path_does_what_the_general_one_does_or_declines() {
     let fixed = [61 << 25 | 0x8000, 61 << 25 | 0x10_8000];
     let run = |fast: bool| {
         let (mut m, mut f) = spaces_with_low_page(2, RecycleRule::ExclusiveWindows);
+        // The fault paths are what is compared: every slot filled lazily.
+        f.set_eager_relink(false);
         for s in 0..2u16 {
             for (i, va) in fixed.iter().enumerate() {
                 f.map_page(
@@ -550,6 +552,8 @@ fn the_fast_fault_path_needs_a_pinned_cpd() {
 fn the_fast_path_relocates_low_fault_addresses_by_the_running_pid() {
     let mut m = machine();
     let mut f = fass_on(&mut m, Layout::DEMO);
+    // The fast path's own fills are what is tested.
+    f.set_eager_relink(false);
     let map = |f: &mut FassModel, m: &mut Machine, s: u16, va: u32, pa: u32| {
         f.map_page(
             m,
@@ -682,6 +686,8 @@ fn typed_abort_registers_feed_resolve_through_either_name() {
     use mmu_armv5::regs::Cp15Ext;
     let mut m = machine();
     let mut f = fass_on(&mut m, Layout::DEMO);
+    // The lazy fill is what is tested.
+    f.set_eager_relink(false);
     f.add_space(SpaceId(0)).unwrap();
     f.map_page(
         &mut m,
@@ -728,4 +734,64 @@ fn typed_abort_registers_feed_resolve_through_either_name() {
     assert_eq!(m.counters().ttbr_writes, writes + 2);
     assert_eq!((m.ttbr(), m.sctlr()), (ttbr, sctlr));
     assert_eq!(m.fcse_pid(), pid);
+}
+
+/// A ring of more spaces than domains: past the first 15 switches, a
+/// space switched to that holds no domain gets a recycled one. With eager
+/// re-linking (the default) it finds its two slots in the CPD already and
+/// never faults after the first lap (on which the first 15 take free
+/// domains and fill lazily); without it each slot costs a fault. Either way every space reads back only what it stored (its
+/// domain's lines were left in its own window) and the CPD ends the same.
+#[test]
+fn eager_relink_spares_the_refill_faults_and_changes_nothing_else() {
+    let run = |eager: bool| {
+        let (mut m, mut f) = spaces_with_low_page(20, RecycleRule::ExclusiveWindows);
+        f.set_eager_relink(eager);
+        assert_eq!(f.eager_relink(), eager);
+        for s in 0..20u16 {
+            f.map_page(
+                &mut m,
+                SpaceId(s),
+                page(0x0010_8000),
+                frame(0x0004_0000 + u32::from(s) * PAGE),
+                AccessPermission::ReadWrite,
+                CachePolicy::WriteBack,
+            )
+            .unwrap();
+        }
+        let mut faults = 0u32;
+        let mut seen = Vec::new();
+        for round in 0..3u32 {
+            for s in 0..20u16 {
+                f.switch_to(&mut m, SpaceId(s)).unwrap();
+                for va in [0x8000, 0x0010_8000] {
+                    let before = f.stats().cpd_fills + f.stats().collisions;
+                    let want = round << 16 | u32::from(s) << 4 | (va >> 20);
+                    if round > 0 {
+                        // What this space stored in the round before.
+                        let had = access(&mut m, &mut f, va, None);
+                        seen.push(had == (round - 1) << 16 | (want & 0xFFFF));
+                    }
+                    access(&mut m, &mut f, va, Some(want));
+                    if round > 0 {
+                        faults +=
+                            u32::try_from(f.stats().cpd_fills + f.stats().collisions - before)
+                                .unwrap();
+                    }
+                }
+            }
+        }
+        let cpd: Vec<_> = (0..64).map(|slot| f.cpd().raw(&m, slot).unwrap()).collect();
+        (faults, seen, cpd, f.stats().full_flushes)
+    };
+    let (eager_faults, eager_seen, eager_cpd, eager_flushes) = run(true);
+    let (lazy_faults, lazy_seen, lazy_cpd, lazy_flushes) = run(false);
+    assert!(eager_seen.iter().all(|ok| *ok), "{eager_seen:?}");
+    assert!(lazy_seen.iter().all(|ok| *ok), "{lazy_seen:?}");
+    assert_eq!(eager_faults, 0, "eager re-link left faults");
+    // Lazily, every space that lost its domain since it last ran faults
+    // on both slots: at least the 5 beyond the 15 domains, per lap.
+    assert!(lazy_faults >= 2 * 5 * 2, "{lazy_faults}");
+    assert_eq!(eager_cpd, lazy_cpd);
+    assert_eq!(eager_flushes, lazy_flushes);
 }
