@@ -262,88 +262,61 @@ pub trait SpaceTables: SwitchStrategy {
     ) -> Result<PageMapping, FassError>;
 }
 
+/// The one body of both [`SpaceTables`] impls: each method forwards to
+/// the strategy's inherent method of the same job (`Fass` and
+/// `TableSwitch` name them alike, outside `SwitchStrategy`).
+macro_rules! forward_space_tables {
+    () => {
+        fn space_pid(&self, id: SpaceId) -> Result<FcsePid, FassError> {
+            self.pid_of(id)
+        }
+        fn translate_page<A: TableAlloc + ?Sized>(
+            &self,
+            alloc: &A,
+            id: SpaceId,
+            va: VirtAddr,
+        ) -> Result<Option<PageMapping>, FassError> {
+            self.translate(alloc, id, va)
+        }
+        fn mappings_of<A: TableAlloc + ?Sized>(
+            &self,
+            alloc: &A,
+            pa: PhysAddr,
+            f: &mut dyn FnMut(SpaceId, PageMapping),
+        ) -> Result<(), FassError> {
+            self.for_each_mapping_of(alloc, pa, f)
+        }
+        fn page_ap<S: Platform + ?Sized>(
+            &mut self,
+            sys: &mut S,
+            id: SpaceId,
+            va: VirtAddr,
+            ap: SubpageAp,
+        ) -> Result<PageMapping, FassError> {
+            self.set_page_ap(sys, id, va, ap)
+        }
+        fn page_frame<S: Platform + ?Sized>(
+            &mut self,
+            sys: &mut S,
+            id: SpaceId,
+            va: VirtAddr,
+            pa: PhysAddr,
+        ) -> Result<PageMapping, FassError> {
+            self.retarget_page(sys, id, va, pa, PageLines::LeaveToCaller)
+        }
+    };
+}
+
 impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: usize> SpaceTables
     for Fass<P, SPACES, SLOTS, SEGMENTS>
 {
-    fn space_pid(&self, id: SpaceId) -> Result<FcsePid, FassError> {
-        self.pid_of(id)
-    }
-    fn translate_page<A: TableAlloc + ?Sized>(
-        &self,
-        alloc: &A,
-        id: SpaceId,
-        va: VirtAddr,
-    ) -> Result<Option<PageMapping>, FassError> {
-        self.translate(alloc, id, va)
-    }
-    fn mappings_of<A: TableAlloc + ?Sized>(
-        &self,
-        alloc: &A,
-        pa: PhysAddr,
-        f: &mut dyn FnMut(SpaceId, PageMapping),
-    ) -> Result<(), FassError> {
-        self.for_each_mapping_of(alloc, pa, f)
-    }
-    fn page_ap<S: Platform + ?Sized>(
-        &mut self,
-        sys: &mut S,
-        id: SpaceId,
-        va: VirtAddr,
-        ap: SubpageAp,
-    ) -> Result<PageMapping, FassError> {
-        self.set_page_ap(sys, id, va, ap)
-    }
-    fn page_frame<S: Platform + ?Sized>(
-        &mut self,
-        sys: &mut S,
-        id: SpaceId,
-        va: VirtAddr,
-        pa: PhysAddr,
-    ) -> Result<PageMapping, FassError> {
-        self.retarget_page(sys, id, va, pa, PageLines::LeaveToCaller)
-    }
+    forward_space_tables!();
 }
 
 /// Both kinds ([`fass::ClassicKind::Naive`], [`fass::ClassicKind::Fcse`]): each space's
 /// own table, at the PID it runs with (0 for `Naive`).
 impl<const SPACES: usize, const SEGMENTS: usize> SpaceTables for TableSwitch<SPACES, SEGMENTS> {
-    fn space_pid(&self, id: SpaceId) -> Result<FcsePid, FassError> {
-        self.pid_of(id)
-    }
-    fn translate_page<A: TableAlloc + ?Sized>(
-        &self,
-        alloc: &A,
-        id: SpaceId,
-        va: VirtAddr,
-    ) -> Result<Option<PageMapping>, FassError> {
-        self.translate(alloc, id, va)
-    }
-    fn mappings_of<A: TableAlloc + ?Sized>(
-        &self,
-        alloc: &A,
-        pa: PhysAddr,
-        f: &mut dyn FnMut(SpaceId, PageMapping),
-    ) -> Result<(), FassError> {
-        self.for_each_mapping_of(alloc, pa, f)
-    }
-    fn page_ap<S: Platform + ?Sized>(
-        &mut self,
-        sys: &mut S,
-        id: SpaceId,
-        va: VirtAddr,
-        ap: SubpageAp,
-    ) -> Result<PageMapping, FassError> {
-        self.set_page_ap(sys, id, va, ap)
-    }
-    fn page_frame<S: Platform + ?Sized>(
-        &mut self,
-        sys: &mut S,
-        id: SpaceId,
-        va: VirtAddr,
-        pa: PhysAddr,
-    ) -> Result<PageMapping, FassError> {
-        self.retarget_page(sys, id, va, pa, PageLines::LeaveToCaller)
-    }
+    forward_space_tables!();
 }
 
 /// Where a frame is mapped: the reverse index [`SpaceMappings`] asks
