@@ -474,6 +474,10 @@ impl Kernel {
         clock::mark(Transit::LongIpc);
         if cap == NO_RECV {
             self.set_result(cur, Ok(0));
+        } else if self.procs[cur].ipc.send_head == NONE {
+            // Nothing queued on `cur` (the ping-pong's case): it blocks in
+            // its receive, as `recv_chain` would decide, without the chain.
+            self.set_state(cur, State::LongRecv { buf, cap });
         } else {
             self.recv_chain(cur, cur, Some((buf, cap)), None);
         }
