@@ -230,6 +230,10 @@ struct Piece {
     len: u32,
     /// In a shared segment.
     segment: bool,
+    /// FASS: its slot's word in its space's directory (a coarse-table
+    /// entry, domain 0), as the look-up found it; 0 when the strategy has
+    /// none (a segment, the classic strategies).
+    dir: u32,
 }
 
 /// A range looked up: its pieces in order (not zeroed first: a
@@ -259,14 +263,15 @@ fn user_may(ap: AccessPermission, write: bool) -> bool {
     }
 }
 
-/// Looks up `[end.va, end.va + len)` through `translate`, checking user
-/// read (or write) access to every 1 KiB subpage it touches.
+/// Looks up `[end.va, end.va + len)` through `translate` (the page's
+/// mapping and its slot's directory word, 0 if none), checking user read
+/// (or write) access to every 1 KiB subpage it touches.
 fn span(
     out: &mut Span,
     end: CopyEnd,
     len: u32,
     write: bool,
-    translate: impl Fn(VirtAddr) -> Result<Option<PageMapping>, FassError>,
+    translate: impl Fn(VirtAddr) -> Result<(Option<PageMapping>, u32), FassError>,
 ) -> Result<(), CopyError> {
     let CopyEnd { space, va } = end;
     out.pieces.clear();
@@ -274,9 +279,9 @@ fn span(
     let mut left = len;
     while left > 0 {
         let here = VirtAddr::new(at);
-        let m = match translate(here) {
-            Ok(Some(m)) => m,
-            Ok(None) => return Err(CopyError::Unmapped(space, here)),
+        let (m, dir) = match translate(here) {
+            Ok((Some(m), dir)) => (m, dir),
+            Ok((None, _)) => return Err(CopyError::Unmapped(space, here)),
             Err(FassError::NotPrivate(_)) => return Err(CopyError::NotUser(space, here)),
             Err(e) => return Err(e.into()),
         };
@@ -326,6 +331,7 @@ fn span(
                     pa: m.pa.as_u32() + off + done,
                     len: k,
                     segment: m.segment.is_some(),
+                    dir,
                 })
                 .map_err(|_| CopyError::TooLong(len))?;
             done += k;
@@ -344,7 +350,7 @@ fn plan(
     from: CopyEnd,
     to: CopyEnd,
     len: u32,
-    translate: impl Fn(SpaceId, VirtAddr) -> Result<Option<PageMapping>, FassError>,
+    translate: impl Fn(SpaceId, VirtAddr) -> Result<(Option<PageMapping>, u32), FassError>,
 ) -> Result<(), CopyError> {
     if len > MAX_COPY_LEN {
         return Err(CopyError::TooLong(len));
@@ -482,7 +488,7 @@ impl<const SPACES: usize, const SEGMENTS: usize> TableSwitch<SPACES, SEGMENTS> {
     ) -> Result<CopyPath, CopyError> {
         let (mut src, mut dst) = (Span::new(), Span::new());
         plan(&mut src, &mut dst, from, to, len, |id, va| {
-            self.translate(&*sys, id, va)
+            self.translate(&*sys, id, va).map(|m| (m, 0))
         })?;
         if len == 0 {
             return Ok(CopyPath::Empty);
@@ -518,8 +524,11 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         len: u32,
     ) -> Result<CopyPath, CopyError> {
         let (mut src, mut dst) = (Span::new(), Span::new());
+        // The look-up hands over each page's directory word too, which
+        // the window set-up fills the CPD slot from (one directory search
+        // per page, not two).
         plan(&mut src, &mut dst, from, to, len, |id, va| {
-            self.translate(&*sys, id, va)
+            self.translate_dir(&*sys, id, va)
         })?;
         if len == 0 {
             return Ok(CopyPath::Empty);
@@ -611,6 +620,9 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
     /// with its domain `d` ([`Fass::open_windows`], one side); `false`
     /// (the window path cannot be taken, nothing needs undoing) if a slot
     /// the span touches holds no coarse table in the space's directory.
+    /// The directory words are the look-up's (`Piece::dir`): no space's
+    /// directory changes between the look-up and this (taking a domain
+    /// and filling the CPD leave the directories alone).
     fn fill_window<S: Platform + ?Sized>(
         &mut self,
         sys: &mut S,
@@ -625,12 +637,10 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
                 continue;
             }
             last = slot;
-            let Some(word) = self.space(id)?.dir.raw(slot) else {
-                // Mapped (`plan` found the page) yet not in the
-                // directory: cannot be; take the other path.
-                return Ok(false);
-            };
+            let word = p.dir;
             if word & 3 != 0b01 {
+                // Mapped (`plan` found the page) yet no coarse table in
+                // the directory: cannot be; take the other path.
                 return Ok(false);
             }
             let want = coarse_entry(word, d, self.cpd.encoding());

@@ -60,7 +60,7 @@ use crate::platform::Platform;
 use crate::policy::VictimPolicy;
 use crate::space::{SpaceError, PAGE_SIZE};
 use mmu_armv5::addr::Align;
-use mmu_armv5::descriptor::{CachePolicy, L2Descriptor, SmallPageDesc, SubpageAp};
+use mmu_armv5::descriptor::{CachePolicy, L1Descriptor, L2Descriptor, SmallPageDesc, SubpageAp};
 use mmu_armv5::size::{Frame, PageSizeKind};
 use mmu_armv5::table::{write_l2_page, TableAlloc, TableFlush, TableRef};
 use mmu_armv5::{FcsePid, ModifiedVirtAddr, PhysAddr, VirtAddr};
@@ -127,6 +127,24 @@ enum Edit {
     Frame(PhysAddr, PageLines),
 }
 
+/// The small page at `mva` in the second-level table of the directory
+/// word `word` (its slot's), if it maps one.
+fn locate_in<A: TableAlloc + ?Sized>(
+    alloc: &A,
+    word: u32,
+    mva: ModifiedVirtAddr,
+) -> Result<Option<Located>, FassError> {
+    let Some((kind, tpa)) = L1Descriptor::from_bits(word).table() else {
+        return Ok(None);
+    };
+    let table = TableRef::new(kind, tpa)?;
+    let idx = ((mva.as_u32() >> 12) & 0xFF) as usize;
+    match L2Descriptor::from_bits(table.read(alloc, idx)?) {
+        L2Descriptor::Small(d) => Ok(Some((table, idx, d))),
+        _ => Ok(None),
+    }
+}
+
 fn private_mapping(mva: ModifiedVirtAddr, d: &SmallPageDesc) -> PageMapping {
     PageMapping {
         mva: mva.align_down(Align::KIB_4),
@@ -190,19 +208,34 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         id: SpaceId,
         va: VirtAddr,
     ) -> Result<Option<PageMapping>, FassError> {
+        self.translate_dir(alloc, id, va).map(|(m, _)| m)
+    }
+
+    /// [`Fass::translate`], with the space-directory word of a private
+    /// page's slot (the coarse-table entry, domain 0; 0 for a segment's
+    /// section or an unmapped page): the word the copy's window set-up
+    /// fills the CPD slot from, so that it does not search the directory
+    /// a second time.
+    pub(crate) fn translate_dir<A: TableAlloc + ?Sized>(
+        &self,
+        alloc: &A,
+        id: SpaceId,
+        va: VirtAddr,
+    ) -> Result<(Option<PageMapping>, u32), FassError> {
         let st = self.space(id)?;
         let mva = va.to_mva(st.pid.pid());
         match self.layout.classify(mva) {
             RegionKind::Kernel => return Err(FassError::NotPrivate(va)),
             RegionKind::Shared => {
-                return Ok(self.segment_page(mva, |g| st.segs.contains(g)));
+                return Ok((self.segment_page(mva, |g| st.segs.contains(g)), 0));
             }
             _ => {}
         }
-        let mapping = self
-            .locate(alloc, id, mva)?
-            .map(|(_, _, d)| private_mapping(mva, &d));
-        Ok(mapping)
+        let Some(word) = st.dir.raw(mva.l1_index()) else {
+            return Ok((None, 0));
+        };
+        let mapping = locate_in(alloc, word, mva)?.map(|(_, _, d)| private_mapping(mva, &d));
+        Ok((mapping, word))
     }
 
     /// The section of the segment at `mva` if `maps(segment)`.
@@ -235,15 +268,9 @@ impl<P: VictimPolicy, const SPACES: usize, const SLOTS: usize, const SEGMENTS: u
         id: SpaceId,
         mva: ModifiedVirtAddr,
     ) -> Result<Option<Located>, FassError> {
-        let st = self.space(id)?;
-        let Some((kind, tpa)) = st.dir.entry(mva.l1_index()).table() else {
-            return Ok(None);
-        };
-        let table = TableRef::new(kind, tpa)?;
-        let idx = ((mva.as_u32() >> 12) & 0xFF) as usize;
-        match L2Descriptor::from_bits(table.read(alloc, idx)?) {
-            L2Descriptor::Small(d) => Ok(Some((table, idx, d))),
-            _ => Ok(None),
+        match self.space(id)?.dir.raw(mva.l1_index()) {
+            Some(word) => locate_in(alloc, word, mva),
+            None => Ok(None),
         }
     }
 

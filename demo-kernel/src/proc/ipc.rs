@@ -440,7 +440,15 @@ impl Kernel {
         if len > LONG_MAX || (cap != NO_RECV && cap > LONG_MAX) {
             return Err(SysError::TooLong);
         }
-        self.check_user_buffer(buf, len, false)?;
+        // One probe per page: an `LSEND_RECV` whose receive range covers
+        // the message (the usual reply buffer) and does not wrap probes the
+        // pages once, for writing (a write probe reads the word first, so
+        // it refuses every page the read probe would, with the same error);
+        // otherwise the send range is probed for reading, then the receive
+        // range, as the errors' order requires.
+        if cap == NO_RECV || len > cap || buf.checked_add(cap).is_none() {
+            self.check_user_buffer(buf, len, false)?;
+        }
         if cap != NO_RECV {
             self.check_user_buffer(buf, cap, true)?;
         }
@@ -466,6 +474,10 @@ impl Kernel {
         clock::mark(Transit::LongIpc);
         if cap == NO_RECV {
             self.set_result(cur, Ok(0));
+        } else if self.procs[cur].ipc.send_head == NONE {
+            // Nothing queued on `cur` (the ping-pong's case): it blocks in
+            // its receive, as `recv_chain` would decide, without the chain.
+            self.set_state(cur, State::LongRecv { buf, cap });
         } else {
             self.recv_chain(cur, cur, Some((buf, cap)), None);
         }
