@@ -67,6 +67,17 @@
     str     r2, [r0]
 .endm
 
+@ Measuring build only: the return's stamp after its accounting, into
+@ `__out_stamp`, five instructions before user mode
+@ (`clock::RETURN_GAP_INSTRUCTIONS`): the next entry stamp tells from it
+@ whether a user instruction ran in between. Clobbers r2 and r3.
+.macro OUT_STAMP
+    ldr     r2, =__board_counter
+    ldr     r2, [r2]
+    ldr     r3, =__out_stamp
+    str     r2, [r3]
+.endm
+
 @ Entered in IRQ/ABT/UND mode from user mode, lr = the exception's (the pc
 @ to resume + 4), spsr = user CPSR.
 .macro USER_TRAP kind
@@ -138,6 +149,7 @@ __return_fast:
     ldr     r1, [r2]
     mov     r2, r5
     bl      fast_abort_return
+    OUT_STAMP                       @ five instructions before user mode
     .endif
     msr     cpsr_c, #0xD7           @ abort mode, IRQ and FIQ masked
     ldmia   r4, {r0-r12}
@@ -242,6 +254,7 @@ __return_marked:
     mov     r0, r2
     mov     r1, r5
     bl      return_accounting
+    OUT_STAMP                       @ five instructions before user mode
     ldr     lr, [r4, #60]
     ldmia   r4, {r0-r12}
     movs    pc, lr
@@ -278,5 +291,9 @@ __cur_frame:
     @ The transit's entry stamp (`clock.rs`), written by `SAVE_USER`.
     .global __in_stamp
 __in_stamp:
+    .word   0
+    @ The last return's stamp after its accounting (`clock.rs`).
+    .global __out_stamp
+__out_stamp:
     .word   0
     .endif

@@ -50,6 +50,13 @@ pub const TRANSIT_TAIL_INSTRUCTIONS: u64 = 3;
 /// pointer's two loads, the register store, the counter's address and the
 /// read): added to every [`FaultClock`] measurement.
 pub const FAULT_ENTRY_INSTRUCTIONS: u64 = 11;
+/// Instructions from the counter read that ends a return's accounting
+/// (`__out_stamp`) to the next transit's entry stamp when no user
+/// instruction runs in between: the return's last five (`ldr`, `str` of
+/// the stamp, then `ldr lr`, `ldmia`, `movs` or their `__return_fast`
+/// equivalent) and the next entry's [`TRANSIT_ENTRY_INSTRUCTIONS`].
+#[cfg(feature = "measure")]
+pub const RETURN_GAP_INSTRUCTIONS: u64 = 5 + TRANSIT_ENTRY_INSTRUCTIONS;
 /// Instructions after the counter read in `__return_fast` (`str`, `ldmia`,
 /// `movs pc, lr`); `__return_to_user` has as many
 /// ([`TRANSIT_TAIL_INSTRUCTIONS`]).
@@ -136,6 +143,10 @@ struct Transits {
     acc: [(u32, u32); PAIRS],
     /// (shortest, longest) per bucket, in ticks.
     range: [(u32, u32); PAIRS],
+    /// The last transit closed, not filed yet: (bucket, ticks). The next
+    /// one may continue it ([`Transits::close`]); [`SKIP`] for the
+    /// `MARK 0` call, whose continuation is not counted either.
+    pending: Option<(u32, u32)>,
 }
 
 impl Transits {
@@ -154,6 +165,44 @@ impl Transits {
             };
         }
     }
+
+    #[cfg(feature = "measure")]
+    /// Files the pending transit, if any (not the `MARK 0` call's).
+    fn flush(&mut self) {
+        if let Some((b, dt)) = self.pending.take() {
+            if b != SKIP {
+                self.add(b as usize, dt);
+            }
+        }
+    }
+
+    #[cfg(feature = "measure")]
+    /// Closes a transit of `dt` ticks (its own instructions already
+    /// subtracted) under `bucket`, entered at `t_in`. A transit entered
+    /// with no user instruction since the last return (`t_in` within
+    /// [`RETURN_GAP_INSTRUCTIONS`] of [`__out_stamp`]: an interrupt pending
+    /// at the return, a prefetch abort on the instruction returned to) is
+    /// the same transit counted from outside the kernel, from the last user
+    /// instruction to the first: it continues the pending one, under that
+    /// one's kind, with the return and entry instructions between the two
+    /// counted once. `data_abort`: a data abort, whose instruction was
+    /// fetched and begun (a user instruction: it never continues).
+    fn close(&mut self, bucket: u32, dt: u32, t_in: u32, data_abort: bool) {
+        // SAFETY: written only by the return paths (`asm/trap.s`), after
+        // the last transit's accounting.
+        let out = unsafe { core::ptr::addr_of!(__out_stamp).read_volatile() };
+        let gap = crate::board::ticks_to_instructions(u64::from(t_in.wrapping_sub(out)));
+        match self.pending {
+            Some((b, p)) if !data_abort && gap <= RETURN_GAP_INSTRUCTIONS => {
+                let fixed = ticks(TRANSIT_ENTRY_INSTRUCTIONS + TRANSIT_TAIL_INSTRUCTIONS);
+                self.pending = Some((b, p.wrapping_add(dt).wrapping_add(fixed)));
+            }
+            _ => {
+                self.flush();
+                self.pending = Some((bucket, dt));
+            }
+        }
+    }
 }
 
 static TRANSITS: Global<Transits> = Global::new(Transits {
@@ -161,6 +210,7 @@ static TRANSITS: Global<Transits> = Global::new(Transits {
     default: 0,
     acc: [(0, 0); PAIRS],
     range: [(0, 0); PAIRS],
+    pending: None,
 });
 
 /// The abort stamp of a data abort the fast path declined (written by
@@ -171,6 +221,11 @@ static ABT_STAMP: Global<u32> = Global::new(0);
 extern "C" {
     /// The transit's entry stamp, written by `SAVE_USER` (`asm/trap.s`).
     static __in_stamp: u32;
+    /// The last return's stamp after its accounting, written by
+    /// `__return_marked` and `__return_fast` (`asm/trap.s`),
+    /// [`RETURN_GAP_INSTRUCTIONS`] before the next entry stamp if no user
+    /// instruction ran in between.
+    static __out_stamp: u32;
 }
 
 /// Files the current transit under `t` (if measuring; a no-op in the
@@ -212,12 +267,15 @@ pub fn start() {
     tr.range = [(0, 0); PAIRS];
     tr.default = Transit::Other as u32;
     tr.bucket = SKIP;
+    tr.pending = None;
 }
 
 /// Stops measuring (the current transit is not counted).
 pub fn stop() {
     // SAFETY: as in `mark`.
     let tr = unsafe { TRANSITS.get_mut() };
+    #[cfg(feature = "measure")]
+    tr.flush();
     tr.default = 0;
     tr.bucket = 0;
 }
@@ -236,6 +294,7 @@ pub extern "C" fn return_accounting(t_out: u32, fast_mark: u32) {
     // is reached below, and nothing in between touches the transits.
     let tr = unsafe { TRANSITS.get_mut() };
     if tr.bucket == SKIP {
+        tr.pending = Some((SKIP, 0));
         tr.bucket = tr.default;
     } else if tr.bucket != 0 {
         if fast_mark != 0 {
@@ -250,9 +309,17 @@ pub extern "C" fn return_accounting(t_out: u32, fast_mark: u32) {
         } else {
             MEASURE_TRANSIT_INSTRUCTIONS
         };
-        tr.add(
-            tr.bucket as usize,
+        // A data abort on the general path: `enter_abort` moved its stamp
+        // one instruction back from its own.
+        let data_abort = tr.bucket == Transit::Fault as u32
+            && abort_stamp().wrapping_sub(t_in)
+                == ticks(FAULT_ENTRY_INSTRUCTIONS - TRANSIT_ENTRY_INSTRUCTIONS);
+        let bucket = tr.bucket;
+        tr.close(
+            bucket,
             t_out.wrapping_sub(t_in).wrapping_sub(ticks(own)),
+            t_in,
+            data_abort,
         );
         tr.bucket = tr.default;
     }
@@ -511,9 +578,11 @@ pub extern "C" fn fast_return_accounting(t_out: u32, t0: u32, prefetch: bool) {
         } else {
             FAULT_ENTRY_INSTRUCTIONS - TRANSIT_ENTRY_INSTRUCTIONS
         };
-        tr.add(
-            Transit::Fault as usize,
+        tr.close(
+            Transit::Fault as u32,
             (t_out.wrapping_sub(t0) + ticks(early)).wrapping_sub(ticks(MEASURE_ABORT_INSTRUCTIONS)),
+            t0.wrapping_sub(ticks(early)),
+            !prefetch,
         );
     }
     // SAFETY: on the fast path's way back to user mode, after its
