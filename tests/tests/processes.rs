@@ -7,16 +7,10 @@ use std::time::Duration;
 
 use tests::{boot, Ending, QemuOutcome};
 
-const LIMIT: Duration = Duration::from_secs(120);
+mod common;
+use common::{num, show};
 
-fn show(out: &QemuOutcome) -> String {
-    format!(
-        "ending {:?}\n{}\nstderr:\n{}",
-        out.ending,
-        out.log_text(),
-        out.stderr
-    )
-}
+const LIMIT: Duration = Duration::from_secs(120);
 
 /// `key=value` pairs of every line starting with `kind `.
 fn records(out: &QemuOutcome, kind: &str) -> Vec<HashMap<String, String>> {
@@ -44,13 +38,6 @@ fn find<'a>(
     let first = it.next();
     assert!(it.next().is_none(), "two records match {keys:?}");
     first
-}
-
-fn num(r: &HashMap<String, String>, key: &str) -> u64 {
-    r.get(key)
-        .unwrap_or_else(|| panic!("no {key} in {r:?}"))
-        .parse()
-        .unwrap_or_else(|_| panic!("{key} is not a number in {r:?}"))
 }
 
 fn run(append: &str) -> QemuOutcome {
