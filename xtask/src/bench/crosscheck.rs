@@ -264,7 +264,7 @@ pub fn markdown(pairs: &[Pair]) -> String {
     let mut out = format!(
         "Cross-check, kernel (measuring build, mean) against outside (shipped build, median), \
          tolerance {} %: {} pairs compared, {} differ by more; {} on one side only with no \
-         reason (failures); {} not compared (the reason in the row).\n\n\
+         reason (failures); {} not compared (below the table, with the reasons).\n\n\
          | board | kind | mode | n | touch | kernel mean (min-max) | outside min / median / max | difference |\n\
          |---|---|---|---:|---:|---:|---:|---:|\n",
         TOLERANCE * 100.0,
@@ -273,8 +273,19 @@ pub fn markdown(pairs: &[Pair]) -> String {
         count(|v| matches!(v, Verdict::OneSided)),
         count(|v| matches!(v, Verdict::NotCompared(_))),
     );
+    // Not compared: one row per kind and reason, with the touch sizes and
+    // how many pairs.
+    let mut skipped: BTreeMap<(&str, &str), (Vec<u32>, usize)> = BTreeMap::new();
     for p in pairs {
         let (b, k, m, n, t) = &p.key;
+        if let Verdict::NotCompared(why) = p.verdict() {
+            let e = skipped.entry((k.as_str(), why)).or_default();
+            if !e.0.contains(t) {
+                e.0.push(*t);
+            }
+            e.1 += 1;
+            continue;
+        }
         let kernel = match (p.kernel, p.kernel_range) {
             (Some(v), Some((lo, hi))) => format!("{v} ({lo}-{hi})"),
             (Some(v), None) => format!("{v}"),
@@ -286,14 +297,24 @@ pub fn markdown(pairs: &[Pair]) -> String {
         let diff = match p.verdict() {
             Verdict::Differ(d) => format!("**{:+.1} %**", d * 100.0),
             Verdict::Agree(d) => format!("{:+.1} %", d * 100.0),
-            Verdict::NotCompared(why) => format!("not compared: {why}"),
-            Verdict::OneSided => "**one side only**".to_string(),
+            Verdict::NotCompared(_) | Verdict::OneSided => "**one side only**".to_string(),
         };
         let _ = writeln!(
             out,
             "| {b} | `{k}` | {} | {n} | {t} | {kernel} | {outside} | {diff} |",
             m.name()
         );
+    }
+    if !skipped.is_empty() {
+        out.push_str(
+            "\nNot compared (every board, mode and n of the kind; the figures are in the \
+             tables of each board and in `<target>/bench/outside.csv`):\n\n\
+             | kind | touch | pairs | why |\n|---|---|---:|---|\n",
+        );
+        for ((k, why), (touches, pairs)) in &skipped {
+            let t: Vec<String> = touches.iter().map(u32::to_string).collect();
+            let _ = writeln!(out, "| `{k}` | {} | {pairs} | {why} |", t.join(", "));
+        }
     }
     out.push('\n');
     out
@@ -392,7 +413,7 @@ mod tests {
         );
         assert!(md.contains("| **one side only** |"), "{md}");
         assert!(
-            md.contains("not compared: outside only (informative)"),
+            md.contains("| `ipc_queued` | 0 | 1 | outside only (informative)"),
             "{md}"
         );
         assert!(
