@@ -22,8 +22,7 @@
 @ handler may use them until it calls into Rust.
 @ Nothing is pushed: no call is made.
 @ Either it does the whole call and switches (`__fast_switch`, then
-@ `__return_marked` with r0 = the next frame, r5 = the `clock::Transit`
-@ to file the transit under) or, before it has written anything, it
+@ `__return_to_user` with r0 = the next frame) or, before it has written anything, it
 @ branches to `__svc_general`, which takes the call through `trap_entry`
 @ (Rust) exactly as if the fast path did not exist: no receiver waiting,
 @ a bad argument, a process that is not ready, a sender queued on a
@@ -78,13 +77,6 @@ __fast_debruijn:
     .if {measure}
     ldr     \rd, =__board_counter
     ldr     \rd, [\rd]
-    .endif
-.endm
-@ r5 = the `clock::Transit` to file this transit under (measuring build
-@ only, like READ_COUNTER).
-.macro MARK_TRANSIT kind
-    .if {measure}
-    mov     r5, #\kind
     .endif
 .endm
 
@@ -300,7 +292,6 @@ __svc_yield_\m:
     RECORD_SWITCH \m, gen=r9
     mov     r8, #0
     str     r8, [r0]                      @ YIELD returns 0
-    MARK_TRANSIT {tr_yield}
     b       __fast_switch_\m
 5:  subs    r11, r1, #32
     movlo   r12, r3                       @ cur < 32: the high word is above it
@@ -335,7 +326,6 @@ __svc_send_\m:
     STORE_READY r1, r2, r3
     mov     r8, #0
     str     r8, [r0]
-    MARK_TRANSIT {tr_oneway}
     b       __fast_switch_\m
     @ CALL: cur out of the ready set, waiting for dest's reply
     @ (`State::Reply {{ from: dest }}`), first in dest's reply list.
@@ -352,7 +342,6 @@ __svc_send_\m:
     cmp     r9, #{link_none}
     bne     22f                           @ another caller waits already
 21: strb    r5, [r10, #{pr_link_reply_head}]
-    MARK_TRANSIT {tr_call}
     b       __fast_switch_\m
 22: strb    r9, [r0, #{p_link_next}]
     ldr     r8, ={proc_size}
@@ -385,7 +374,6 @@ __svc_send_recv_\m:
     subs    r9, r5, #32
     bichs   r3, r3, r8, lsl r9
     STORE_READY r1, r2, r3
-    MARK_TRANSIT {tr_oneway}
     b       __fast_switch_\m
 
 @ REPLY / REPLY_WAIT to the caller = cur's r0, which must wait for cur's
@@ -451,11 +439,10 @@ __svc_reply_\m:
     add     r2, r2, #1
     add     r3, r3, #1
     STORE_PAIR r2, r3, r4, {k_round_trips}, r1
-    MARK_TRANSIT {tr_reply}
 
 @ The switch (`Kernel::switch_ready`'s lean branch) and the counters
-@ common to every fast call. r0 = cur's frame, r4 = the kernel, r5 = the
-@ transit kind, r6 = next, r10 + pr_* = next's record.
+@ common to every fast call. r0 = cur's frame, r4 = the kernel, r6 =
+@ next, r10 + pr_* = next's record.
 __fast_switch_\m:
     ldr     r8, [r0, #{p_syscalls}]
     add     r8, r8, #1
@@ -469,7 +456,7 @@ __fast_switch_\m:
 95: SWITCH_REGS \m
     str     r6, [r4, #{k_cur}]
     add     r0, r10, #{k_procs}
-    b       __return_marked
+    b       __return_to_user
 
 @ The same for a preemption: no system call to count.
 __fast_switch_irq_\m:
@@ -515,7 +502,6 @@ __irq_preempt_\m:
     ldr     r8, [r4, #{k_preemptions}]
     add     r8, r8, #1
     str     r8, [r4, #{k_preemptions}]
-    MARK_TRANSIT {tr_preempt}
     b       __fast_switch_irq_\m
 65: subs    r11, r1, #32
     movlo   r12, r3

@@ -22,7 +22,7 @@ use core::mem::{offset_of, size_of, MaybeUninit};
 use mmu_armv5::regs::{Dacr, SwitchRegs};
 use mmu_armv5::FcsePid;
 
-use super::clock::{SwitchClock, Transit};
+use super::clock::SwitchClock;
 use super::ipc::{LINK_NEXT, LINK_PREV, LINK_REPLY_HEAD, LINK_SEND_HEAD, NONE};
 use super::kernel::{Counters, Fast, Kernel, KernelSlot, Proc, State, TrapFrame, KERNEL};
 use super::platform;
@@ -284,11 +284,6 @@ core::arch::global_asm!(
     st_ready = const tag(&State::Ready),
     st_recv = const tag(&State::Recv),
     st_reply = const tag(&State::Reply { from: 0 }),
-    tr_yield = const Transit::Yield as u32,
-    tr_oneway = const Transit::IpcOneway as u32,
-    tr_call = const Transit::IpcCall as u32,
-    tr_reply = const Transit::IpcReply as u32,
-    tr_preempt = const Transit::Preempt as u32,
     irq_entry = const SVC_TABLE_LEN * size_of::<Entry>(),
     k_preemptions = const K_COUNTERS + offset_of!(Counters, preemptions),
     k_cur = const K_CUR,
