@@ -107,9 +107,8 @@ pub fn parse_outside(text: &str) -> Result<Vec<OutsideRow>, CsvError> {
 /// whose span or classification cannot be the same inside and outside
 /// the kernel (kernel-only), and the outside counts the kernel has no line
 /// for (outside-only, informative).
-pub fn not_compared(kind: &str, touch: u32) -> Option<&'static str> {
+pub fn not_compared(kind: &str) -> Option<&'static str> {
     Some(match kind {
-        "ipc_oneway" | "ipc_roundtrip" if touch > 0 => "not the same transits: the plugin loses the call number (r7) of a process that runs the touch loop, so from outside most IPC calls at touch > 0 are `other` and its IPC rows hold a subset",
         "switch_tail" => "kernel only: starts at the scheduler's decision, inside a transit, where the outside sees no boundary",
         "fault" | "fault_flush" => "defined differently: the kernel times one collision (a domain fault) without (`fault`) or with (`fault_flush`) a flush; from outside, a collision cannot be told from a refill, so the plugin's `fault` is every abort transit of the fault boot",
         "tcm" => "defined differently: the kernel times the exchange's steps inside `TCM_EXCHANGE`; the plugin's `tcm` is every `TCM_EXCHANGE` and `TCM_RELEASE` transit of the boot, whole",
@@ -171,7 +170,7 @@ impl Pair {
 
     /// The pair's verdict.
     pub fn verdict(&self) -> Verdict {
-        if let Some(why) = not_compared(&self.key.1, self.key.4) {
+        if let Some(why) = not_compared(&self.key.1) {
             return Verdict::NotCompared(why);
         }
         match self.difference() {
@@ -195,7 +194,7 @@ impl Pair {
 pub fn outside_figures(rows: &[OutsideRow]) -> Figures {
     let mut f = Figures::new();
     for r in rows {
-        if not_compared(&r.kind, r.touch).is_some() {
+        if not_compared(&r.kind).is_some() {
             continue;
         }
         let (Some(board), Some(kind)) = (

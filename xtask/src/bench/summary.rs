@@ -688,7 +688,7 @@ pub type Traced = (&'static str, u32, f64, f64);
 /// cannot be counted from outside the kernel
 /// ([`super::crosscheck::not_compared`]), then the kernel's.
 fn source(kind: Kind) -> Option<&'static str> {
-    super::crosscheck::not_compared(kind.name(), 0)
+    super::crosscheck::not_compared(kind.name())
 }
 
 /// The one-screen summary at the top of `docs/benchmarks.md`: every goal
