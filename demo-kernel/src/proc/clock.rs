@@ -326,7 +326,7 @@ extern "C" {
     /// The running process's frame (`asm/trap.s`).
     static __cur_frame: usize;
     /// The last return's stamp after its accounting, written by
-    /// `__return_marked` and `__return_fast` (`asm/trap.s`),
+    /// `__return_to_user` and `__return_fast` (`asm/trap.s`),
     /// [`RETURN_GAP_INSTRUCTIONS`] before the next entry stamp if no user
     /// instruction ran in between.
     static __out_stamp: u32;

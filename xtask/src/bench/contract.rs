@@ -199,7 +199,7 @@ pub fn definition(kind: Kind) -> &'static str {
         Kind::Ring => "every kernel instruction (every trap and IRQ: sends, receives, timer, domain recycling, and every refill and collision fault, the fast path's included) of the measured passes divided by the switches in them",
         Kind::Fault => "a domain fault (collision) resolved without a cache flush: from the data-abort vector to the return that retries the access",
         Kind::FaultFlush => "the same, resolved with a full cache flush",
-        Kind::SwitchTail => "secondary: the tail of a switch, from the scheduler's decision (another process picked) to the return to user mode (the old `kind=switch`, still read under that name)",
+        Kind::SwitchTail => "secondary: the tail of a switch the assembly fast path makes, from the scheduler's decision (another process picked) to the return to user mode (the old `kind=switch`, still read under that name); no figure where every switch takes the Rust paths, which take no stamp",
         Kind::Tcm => "one 4 KiB exchange into TCM by the `TCM_EXCHANGE` system call, all its steps",
         Kind::TcmWindow => "the exchange's longest interrupts-off window",
         Kind::IpcLegacy => "legacy (old kernel): every instruction between the ipc scenario's marks, user code included, per round trip",
