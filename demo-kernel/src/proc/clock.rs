@@ -39,7 +39,7 @@
 //! reports.
 
 #[cfg(feature = "measure")]
-use super::kernel::{installed, Kernel, Proc, TrapFrame};
+use super::kernel::{installed, Kernel, TrapFrame};
 #[cfg(feature = "measure")]
 use super::strategy::MAX_PROCS;
 #[cfg(feature = "measure")]
@@ -241,6 +241,10 @@ struct Transits {
     /// waits in ([`classify`]'s `next_call`). Kept measuring or not.
     #[cfg(feature = "measure")]
     left_by: [u32; MAX_PROCS],
+    /// The slot of the process the last return resumed: the one that
+    /// traps next.
+    #[cfg(feature = "measure")]
+    running: Option<usize>,
 }
 
 impl Transits {
@@ -306,6 +310,8 @@ static TRANSITS: Global<Transits> = Global::new(Transits {
     pending: None,
     #[cfg(feature = "measure")]
     left_by: [0; MAX_PROCS],
+    #[cfg(feature = "measure")]
+    running: None,
 });
 
 /// The abort stamp of a data abort the fast path declined (written by
@@ -353,13 +359,13 @@ pub fn stop() {
     tr.phase = Phase::Off;
 }
 
-/// The slot of the process whose frame is `f` in `k`'s table, if it is one.
+/// The slot of the process `k` runs (`Kernel::current`) if `f` is its
+/// frame: the process a return resumes (no division: the accounting's
+/// length decides how often a tick is pending at the return).
 #[cfg(feature = "measure")]
-fn slot_of(k: &Kernel, f: usize) -> Option<usize> {
-    let base = k.procs.as_ptr() as usize;
-    let off = f.checked_sub(base)?;
-    let i = off / size_of::<Proc>();
-    (off % size_of::<Proc>() == 0 && i < MAX_PROCS).then_some(i)
+fn running_slot(k: &Kernel, f: usize) -> Option<usize> {
+    let c = k.current? & (MAX_PROCS - 1);
+    (core::ptr::addr_of!(k.procs[c].ctx) as usize == f).then_some(c)
 }
 
 /// Called by `__return_to_user` (`asm/trap.s`) after its counter read
@@ -385,23 +391,22 @@ pub extern "C" fn return_accounting(t_out: u32, next: *const TrapFrame) {
     // SAFETY: on the way back to user mode, after the trap handler's
     // reference to the kernel ended: this is the only one.
     let k = unsafe { installed() };
-    let (from_slot, next_slot) = match k.as_deref() {
-        Some(k) => (slot_of(k, from), slot_of(k, next as usize)),
-        None => (None, None),
-    };
+    let next_slot = k.as_deref().and_then(|k| running_slot(k, next as usize));
     // Only the assembly fast path stamps the switch tail, inside the window.
     let fast_stamp = k.as_deref().is_some_and(|k| k.clock.t0.is_some());
     // SAFETY: `Global`'s contract: single core, no re-entry; the
     // reference ends before the kernel's clocks are closed below.
     let tr = unsafe { TRANSITS.get_mut() };
     let next_call = next_slot.and_then(|s| tr.left_by[s].checked_sub(1));
-    if let Some(s) = from_slot {
+    // The process that trapped is the one the last return resumed.
+    if let Some(s) = tr.running.filter(|_| from != 0) {
         tr.left_by[s] = if kind == KIND_SVC {
             call.wrapping_add(1)
         } else {
             0
         };
     }
+    tr.running = next_slot;
     match tr.phase {
         Phase::Off => {}
         Phase::Opening => {
