@@ -39,11 +39,14 @@ pub fn num(r: &HashMap<String, String>, key: &str) -> u64 {
     .unwrap_or_else(|_| panic!("{key} is not a number in {r:?}"))
 }
 
-/// The value of `key` in `r` as a signed decimal number (the kernel prints
-/// -1 for "none", e.g. the VFP's owner); panics as [`num`] does.
+/// The value of `key` in `r` as a signed number, decimal (the kernel
+/// prints -1 for "none", e.g. the VFP's owner) or `0x` hex (a bit set,
+/// e.g. the VFP's `used_after`); panics as [`num`] does.
 pub fn signed(r: &HashMap<String, String>, key: &str) -> i64 {
-    r.get(key)
-        .unwrap_or_else(|| panic!("no {key} in {r:?}"))
-        .parse()
-        .unwrap_or_else(|_| panic!("{key} is not a number in {r:?}"))
+    let v = r.get(key).unwrap_or_else(|| panic!("no {key} in {r:?}"));
+    match v.strip_prefix("0x") {
+        Some(h) => i64::from_str_radix(h, 16),
+        None => v.parse(),
+    }
+    .unwrap_or_else(|_| panic!("{key} is not a number in {r:?}"))
 }
