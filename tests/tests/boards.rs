@@ -5,38 +5,15 @@
 //! the TCM scenarios as not applicable, and runs processes in the three
 //! switching modes (short parameters).
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use tests::{boot_on, Board, Ending, QemuOutcome};
 
+mod common;
+use common::{fields, num, show};
+
 const LIMIT: Duration = Duration::from_secs(120);
 const EXTRA: [Board; 2] = [Board::Collie, Board::Connex];
-
-fn show(out: &QemuOutcome) -> String {
-    format!(
-        "ending {:?}\n{}\nstderr:\n{}",
-        out.ending,
-        out.log_text(),
-        out.stderr
-    )
-}
-
-fn fields(line: &str) -> HashMap<String, String> {
-    line.split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn num(r: &HashMap<String, String>, key: &str) -> u64 {
-    let v = r.get(key).unwrap_or_else(|| panic!("no {key} in {r:?}"));
-    match v.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => v.parse(),
-    }
-    .unwrap_or_else(|_| panic!("{key} is not a number in {r:?}"))
-}
 
 fn line_with<'a>(out: &'a QemuOutcome, prefix: &str) -> &'a str {
     out.lines

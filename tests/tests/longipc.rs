@@ -11,32 +11,12 @@ use std::time::Duration;
 
 use tests::{boot_on, Board, Ending, QemuOutcome};
 
+mod common;
+use common::{fields, num, show};
+
 const LIMIT: Duration = Duration::from_secs(120);
 const BOARDS: [Board; 3] = [Board::Versatilepb, Board::Collie, Board::Connex];
 const MODES: [&str; 3] = ["naive", "fcse", "fass"];
-
-fn show(out: &QemuOutcome) -> String {
-    format!(
-        "ending {:?}\n{}\nstderr:\n{}",
-        out.ending,
-        out.log_text(),
-        out.stderr
-    )
-}
-
-fn fields(text: &str) -> HashMap<String, String> {
-    text.split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn num(r: &HashMap<String, String>, key: &str) -> u64 {
-    r.get(key)
-        .unwrap_or_else(|| panic!("no {key} in {r:?}"))
-        .parse()
-        .unwrap_or_else(|_| panic!("{key} is not a number in {r:?}"))
-}
 
 /// The RESULT line of scenario `name` in `mode`, and the PROC lines
 /// printed just before it (that run's processes).

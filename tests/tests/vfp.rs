@@ -17,34 +17,12 @@ use std::time::Duration;
 
 use tests::{boot_on, Board, Ending, QemuOutcome};
 
+mod common;
+use common::{fields, show, signed};
+
 const LIMIT: Duration = Duration::from_secs(180);
 const MODES: [&str; 3] = ["naive", "fcse", "fass"];
 const POLICIES: [&str; 2] = ["lazy", "eager"];
-
-fn show(out: &QemuOutcome) -> String {
-    format!(
-        "ending {:?}\n{}\nstderr:\n{}",
-        out.ending,
-        out.log_text(),
-        out.stderr
-    )
-}
-
-fn fields(rest: &str) -> HashMap<String, String> {
-    rest.split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn num(r: &HashMap<String, String>, key: &str) -> i64 {
-    let v = r.get(key).unwrap_or_else(|| panic!("no {key} in {r:?}"));
-    match v.strip_prefix("0x") {
-        Some(h) => i64::from_str_radix(h, 16),
-        None => v.parse(),
-    }
-    .unwrap_or_else(|_| panic!("{key} is not a number in {r:?}"))
-}
 
 /// One scenario run: its `PROC` lines, its `RESULT` and its `VFP` line.
 struct Run {
@@ -106,9 +84,9 @@ fn the_run<'a>(all: &'a [Run], name: &str, mode: &str, policy: &str) -> &'a Run 
 /// After every run the VFP is nobody's: no owner, EN clear, no process
 /// marked as a user.
 fn left_clean(r: &Run) {
-    assert_eq!(num(&r.vfp, "owner_after"), -1, "{:?}", r.vfp);
+    assert_eq!(signed(&r.vfp, "owner_after"), -1, "{:?}", r.vfp);
     assert_eq!(r.vfp["enabled_after"], "false", "{:?}", r.vfp);
-    assert_eq!(num(&r.vfp, "used_after"), 0, "{:?}", r.vfp);
+    assert_eq!(signed(&r.vfp, "used_after"), 0, "{:?}", r.vfp);
 }
 
 #[test]
@@ -135,7 +113,7 @@ fn no_vfp_register_crosses_between_processes_in_any_mode_or_policy() {
             assert_eq!(r.procs.len(), 4, "{ctx}");
             for p in &r.procs {
                 assert_eq!(p["exit"], "code", "{p:?} {ctx}");
-                let code = num(p, "code");
+                let code = signed(p, "code");
                 assert_eq!(
                     code,
                     0,
@@ -146,21 +124,21 @@ fn no_vfp_register_crosses_between_processes_in_any_mode_or_policy() {
                 );
             }
             // The spinners were preempted with their state in the VFP.
-            assert!(num(&r.result, "preemptions") >= 4, "{ctx}");
+            assert!(signed(&r.result, "preemptions") >= 4, "{ctx}");
             // The state really moved between the processes (otherwise the
             // check above would prove nothing).
-            assert!(num(&r.vfp, "saves") >= 40, "{ctx}");
-            assert!(num(&r.vfp, "loads") >= 40, "{ctx}");
+            assert!(signed(&r.vfp, "saves") >= 40, "{ctx}");
+            assert!(signed(&r.vfp, "loads") >= 40, "{ctx}");
             left_clean(r);
         }
         // Lazy traps at every change of owner; eager at a first use (and
         // after a switch that was not a lean one: no record to mark).
         let lazy = the_run(&all, "vfpleak", mode, "lazy");
         let eager = the_run(&all, "vfpleak", mode, "eager");
-        assert!(num(&lazy.vfp, "traps") >= 40, "{:?}", lazy.vfp);
-        assert!(num(&eager.vfp, "traps") >= 4, "{:?}", eager.vfp);
+        assert!(signed(&lazy.vfp, "traps") >= 40, "{:?}", lazy.vfp);
+        assert!(signed(&eager.vfp, "traps") >= 4, "{:?}", eager.vfp);
         assert!(
-            num(&eager.vfp, "traps") < num(&lazy.vfp, "traps"),
+            signed(&eager.vfp, "traps") < signed(&lazy.vfp, "traps"),
             "{:?} {:?}",
             eager.vfp,
             lazy.vfp
@@ -192,15 +170,15 @@ fn a_process_killed_owning_the_vfp_leaves_nothing_behind() {
             // first (not the secret), then its own values every round.
             let checker = by_id("1");
             assert_eq!(checker["exit"], "code", "{ctx}");
-            assert_eq!(num(checker, "code"), 0, "{ctx}");
+            assert_eq!(signed(checker, "code"), 0, "{ctx}");
             // Process 2 never used the VFP: its undefined instruction is
             // given the VFP once, then it is killed as undefined.
             let plain = by_id("2");
             assert_eq!(plain["exit"], "killed", "{ctx}");
             assert_eq!(plain["trap"], "undefined", "{ctx}");
             // Every owner that ended was dropped (0 and 2 died owning it).
-            assert!(num(&r.vfp, "dropped") >= 2, "{ctx}");
-            assert_eq!(num(&r.result, "killed"), 2, "{ctx}");
+            assert!(signed(&r.vfp, "dropped") >= 2, "{ctx}");
+            assert_eq!(signed(&r.result, "killed"), 2, "{ctx}");
             left_clean(r);
         }
     }

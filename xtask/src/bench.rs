@@ -451,7 +451,20 @@ pub fn run(full: bool, timeout: Duration, extra: &[Board]) -> Result<()> {
         println!("  outside: not counted: {s}");
     }
     crate::outside::write_csv(&outside.rows)?;
-    let (cross_md, cross_failed) = cross_check(&figs, &outside_csv)?;
+    let (cross_md, cross_failed, outside_figs) = cross_check(&figs, &outside_csv)?;
+    // Modelled lat_ctx from the kernel's own accesses: the cache-check
+    // kernel's ring under the plugin's SA-1110 model (collie).
+    let traced: Vec<summary::Traced> = crate::outside::modelled(timeout, Board::Collie, &[2, 64])?
+        .into_iter()
+        .map(|m| (m.board, m.n, m.naive, m.fass))
+        .collect();
+    for (b, n, naive, fass) in &traced {
+        println!(
+            "modelled lat_ctx on {b} (SA-1110 preset, the kernel's own accesses), n={n}: \
+             naive {naive:.0}, FASS {fass:.0} cycles per switch, naive/FASS {:.1}x (paper: 57x)",
+            naive / fass
+        );
+    }
     model(false, &out, &docs, Some(&host_ns), Some(&csv))?;
     sim_throughput(false)?;
     let model_md =
@@ -469,7 +482,7 @@ pub fn run(full: bool, timeout: Duration, extra: &[Board]) -> Result<()> {
     for n in [2, 64] {
         modelled.push((n, crate::demo::model_for(n, Some(&csv), true)?));
     }
-    let summary_md = summary::headline(&figs, &boards, &modelled);
+    let summary_md = summary::headline(&figs, &outside_figs, &boards, &traced, &modelled);
     let mut body = provenance(full, &rustc, threads, &root, &target);
     body.push('\n');
     body.push_str("## Every figure per board (measured)\n\n");
@@ -514,18 +527,23 @@ pub const OUTSIDE_MISSING: &str = "Outside counts: not available in this run (`<
 
 /// The cross-check section and, if a pair differs by more than 2 %, the
 /// failure (`cargo xtask bench` fails on it after writing the report).
-fn cross_check(figs: &Figures, outside_csv: &Path) -> Result<(String, Option<String>)> {
+/// Also returns the outside counts as figures (none without the file).
+fn cross_check(figs: &Figures, outside_csv: &Path) -> Result<(String, Option<String>, Figures)> {
     let text = match std::fs::read_to_string(outside_csv) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok((format!("{OUTSIDE_MISSING}\n\n"), None));
+            return Ok((format!("{OUTSIDE_MISSING}\n\n"), None, Figures::new()));
         }
         Err(e) => return Err(io(format!("reading {}", outside_csv.display()))(e)),
     };
     let rows = crosscheck::parse_outside(&text)
         .map_err(|e| Error::Check(format!("{}: {e:?}", outside_csv.display())))?;
     let pairs = crosscheck::compare(figs, &rows);
-    Ok((crosscheck::markdown(&pairs), crosscheck::failures(&pairs)))
+    Ok((
+        crosscheck::markdown(&pairs),
+        crosscheck::failures(&pairs),
+        crosscheck::outside_figures(&rows),
+    ))
 }
 
 #[cfg(test)]
@@ -535,7 +553,7 @@ mod tests {
 
     #[test]
     fn boot_summary_counts_expected_figures_of_its_touch() {
-        let c = "scenario=ring mode=naive,fcse,fass n=2,8,14,16,32,64 touch=0 passes=20";
+        let c = "scenario=ring mode=naive,fcse,fass n=2,8,14,16,32,64 touch=0 passes=20 slice=100000000";
         let lines = parse_log([
             "BENCH kind=switch mode=naive n=2 touch=0 value=209 unit=instructions",
             "BENCH kind=ring mode=fass n=64 touch=0 value=599 unit=instructions",
@@ -556,7 +574,7 @@ mod tests {
     #[test]
     fn missing_counts_are_reported_as_not_available() {
         let boots = [boot_summary(
-            "scenario=yield mode=naive,fcse,fass n=2,8,14,16,32,64 touch=0 rounds=20",
+            "scenario=yield mode=naive,fcse,fass n=2,8,14,16,32,64 touch=0 rounds=20 slice=100000000",
             Ending::Exited(1),
             &[],
         )];
@@ -662,14 +680,18 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let csv = dir.join("outside.csv");
         // No file: said so, nothing fails.
-        let (md, failed) = cross_check(&f, &csv).unwrap();
-        assert!(md.contains(OUTSIDE_MISSING) && failed.is_none(), "{md}");
+        let (md, failed, o) = cross_check(&f, &csv).unwrap();
+        assert!(
+            md.contains(OUTSIDE_MISSING) && failed.is_none() && o.is_empty(),
+            "{md}"
+        );
         let h = crosscheck::OUTSIDE_HEADER;
         std::fs::write(&csv, format!("{h}\nversatilepb,yield,fass,2,0,64,69,70\n")).unwrap();
         assert!(cross_check(&f, &csv).unwrap().1.is_none());
         std::fs::write(&csv, format!("{h}\nversatilepb,yield,fass,2,0,64,66,68\n")).unwrap();
-        let (_, failed) = cross_check(&f, &csv).unwrap();
+        let (_, failed, o) = cross_check(&f, &csv).unwrap();
         assert!(failed.unwrap().contains("+6.1 %"));
+        assert_eq!(o.get(BOARD, Kind::Yield, Mode::Fass, 2, 0), Some(66.0));
         std::fs::write(&csv, "nonsense\n").unwrap();
         assert!(cross_check(&f, &csv).is_err());
         std::fs::remove_dir_all(&dir).unwrap();

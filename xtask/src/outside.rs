@@ -121,19 +121,33 @@ pub fn runs(s: &Scenario) -> Vec<(Mode, u32)> {
 /// gets: one row per (board, kind, mode, n, touch) over all boots.
 pub fn kinds_of(scenario: &str) -> &'static [(&'static str, &'static str)] {
     match scenario {
-        // Every pass is a hand-off to a member waiting in receive.
-        "ring" => &[("ipc_handoff", "ipc_oneway"), ("ring", "ring")],
+        // The kernel's `ipc_oneway` of the ring is every IPC transit of the
+        // window (all hand-offs when every member waits in receive).
+        "ring" => &[("ipc_all", "ipc_oneway"), ("ring", "ring")],
         "yield" => &[("yield", "yield")],
         "preempt" => &[("preempt", "preempt")],
         "ipc" => &[
             ("ipc_all", "ipc_all"),
             ("ipc_handoff", "ipc_handoff"),
             ("ipc_queued", "ipc_queued"),
+            ("ipc_roundtrip", "ipc_roundtrip"),
         ],
         "fault" => &[("fault", "fault")],
         "tcm" => &[("tcm", "tcm")],
         _ => &[],
     }
+}
+
+/// The `rounds=` of `scenario`'s command line in the contract.
+pub fn rounds_of(scenario: &str) -> Option<u32> {
+    contract::SCENARIOS
+        .iter()
+        .find(|s| s.name == scenario)?
+        .extra
+        .split(' ')
+        .find_map(|w| w.strip_prefix("rounds="))?
+        .parse()
+        .ok()
 }
 
 /// The rows of one boot of scenario `scenario`: window `i` is `runs[i]`
@@ -178,6 +192,35 @@ pub fn rows_of(
             max: t.max,
             mean: t.mean,
         });
+    }
+    // The round trip: every IPC transit of the window per round trip
+    // completed in it. The server marks after answering one call of each
+    // client and answers every client's `rounds` calls before it closes the
+    // window: (n - 1) (rounds - 1) round trips (n counts the server).
+    if let (Some(_), Some(rounds)) = (csv_name("ipc_roundtrip"), rounds_of(scenario)) {
+        for (w, &(mode, n)) in runs.iter().enumerate() {
+            let all = report
+                .transits
+                .iter()
+                .find(|t| t.window == Some(w as u32) && t.kind == "ipc_all");
+            let trips = u64::from(n.saturating_sub(1)) * u64::from(rounds.saturating_sub(1));
+            if let (Some(t), true) = (all, trips > 0) {
+                let v = t.mean * t.n as f64 / trips as f64;
+                let r = v.round() as u64;
+                rows.push(Row {
+                    board,
+                    kind: "ipc_roundtrip".into(),
+                    mode,
+                    n,
+                    touch,
+                    count: trips,
+                    min: r,
+                    median: r,
+                    max: r,
+                    mean: v,
+                });
+            }
+        }
     }
     // The ring figure.
     if csv_name("ring").is_some() {
@@ -365,7 +408,7 @@ pub struct Modelled {
 pub fn modelled_cmdline(ns: &[u32]) -> String {
     let ns: Vec<String> = ns.iter().map(u32::to_string).collect();
     format!(
-        "scenario=ring mode=naive,fass n={} touch=0 passes=20",
+        "scenario=ring mode=naive,fass n={} touch=0 passes=20 slice=100000000",
         ns.join(",")
     )
 }
@@ -530,9 +573,17 @@ mod tests {
         let rows = rows_of("versatilepb", "ipc", 0, &r[..2], &rep).unwrap();
         assert!(!rows.iter().any(|x| x.kind == "yield" || x.kind == "ring"));
         let ring = rows_of("versatilepb", "ring", 0, &r[..2], &rep).unwrap();
+        // The ring's one-way IPC: every IPC transit of the window.
         assert_eq!(
             ring.iter().find(|x| x.kind == "ipc_oneway").unwrap().count,
-            2
+            4
+        );
+        // The ipc boot's round trip: 1,000 IPC instructions over
+        // (8 - 1) x (20 - 1) round trips.
+        let rt = rows.iter().find(|x| x.kind == "ipc_roundtrip").unwrap();
+        assert_eq!(
+            (rt.mode, rt.n, rt.count, rt.median),
+            (Mode::Naive, 8, 133, 8)
         );
         assert_eq!(
             (y.mode, y.n, y.min, y.median, y.max),
@@ -560,7 +611,7 @@ mod tests {
     fn the_modelled_boot_runs_naive_then_fass() {
         assert_eq!(
             modelled_cmdline(&[2, 16]),
-            "scenario=ring mode=naive,fass n=2,16 touch=0 passes=20"
+            "scenario=ring mode=naive,fass n=2,16 touch=0 passes=20 slice=100000000"
         );
     }
 

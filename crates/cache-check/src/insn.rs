@@ -7,7 +7,11 @@
 //! tracked value, a `MOV`/`MVN` immediate executed unconditionally sets it,
 //! anything else that may write it makes it unknown. Unknown is always
 //! safe: a transit whose call number is unknown is filed as such, never
-//! guessed.
+//! guessed. A register saved by `PUSH` and restored by the `POP` that
+//! matches it (the same list, `pc` for `lr`: a callee's prologue and
+//! epilogue) gets back the value it had at the `PUSH` ([`Regs::step`]):
+//! the compiler keeps the call number in r7, callee-saved, across a call
+//! (the token ring's touch loop), and the callee's `POP` restores it.
 
 /// What one instruction does to a register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,6 +164,37 @@ pub struct Regs {
     pub r0: Option<u32>,
     /// r7 if known.
     pub r7: Option<u32>,
+    /// The `PUSH`es not popped yet, innermost last: their register lists
+    /// and the values of r0 and r7 they saved.
+    pushed: [(u16, Option<u32>, Option<u32>); PUSH_DEPTH],
+    /// How many of [`Regs::pushed`] are valid.
+    depth: u8,
+}
+
+/// The `PUSH`es [`Regs`] remembers; an older one is forgotten (its `POP`
+/// then restores nothing).
+const PUSH_DEPTH: usize = 8;
+/// `lr` and `pc` in a register list.
+const LR: u16 = 1 << 14;
+/// `pc` in a register list.
+const PC: u16 = 1 << 15;
+
+/// The register list of `insn` if it is `PUSH` (`STMDB sp!`, or `STR Rt,
+/// [sp, #-4]!`) or `POP` (`LDMIA sp!`, or `LDR Rt, [sp], #4`): (list,
+/// whether a pop, whether unconditional).
+fn push_pop(insn: u32) -> Option<(u16, bool, bool)> {
+    let always = insn >> 28 == 0xE;
+    if insn >> 28 == 0xF {
+        return None;
+    }
+    let list = match insn & 0x0FFF_0000 {
+        0x092D_0000 => Some((insn as u16, false)),
+        0x08BD_0000 => Some((insn as u16, true)),
+        0x052D_0000 if insn & 0xFFF == 4 => Some((1 << bits(insn, 15, 12), false)),
+        0x049D_0000 if insn & 0xFFF == 4 => Some((1 << bits(insn, 15, 12), true)),
+        _ => None,
+    };
+    list.map(|(l, pop)| (l, pop, always))
 }
 
 impl Regs {
@@ -169,12 +204,40 @@ impl Regs {
             *self = Regs::default();
             return;
         }
+        let (r0, r7) = (self.r0, self.r7);
         for (r, slot) in [(0, &mut self.r0), (7, &mut self.r7)] {
             match effect(insn, r) {
                 Effect::Keep => {}
                 Effect::Set(v) => *slot = Some(v),
                 Effect::Clobber => *slot = None,
             }
+        }
+        match push_pop(insn) {
+            Some((list, false, true)) => {
+                if usize::from(self.depth) == PUSH_DEPTH {
+                    self.pushed.copy_within(1.., 0);
+                    self.depth -= 1;
+                }
+                self.pushed[usize::from(self.depth)] = (list, r0, r7);
+                self.depth += 1;
+            }
+            Some((list, true, true)) if self.depth > 0 => {
+                self.depth -= 1;
+                let (pushed, s0, s7) = self.pushed[usize::from(self.depth)];
+                let matches = list == pushed || (pushed & LR != 0 && list == (pushed & !LR) | PC);
+                if matches {
+                    for (r, slot, saved) in [(0, &mut self.r0, s0), (7, &mut self.r7, s7)] {
+                        if list & (1 << r) != 0 {
+                            *slot = saved;
+                        }
+                    }
+                } else {
+                    self.depth = 0; // out of step: remember no push
+                }
+            }
+            // A conditional push or pop may not run: out of step.
+            Some((_, _, false)) => self.depth = 0,
+            _ => {}
         }
     }
 }
@@ -249,17 +312,56 @@ mod tests {
         for w in [MOV_R0_0, MOV_R7_12, SVC0] {
             r.step(w, 4);
         }
-        assert_eq!(
-            r,
-            Regs {
-                r0: Some(0),
-                r7: Some(12)
-            }
-        );
+        assert_eq!((r.r0, r.r7), (Some(0), Some(12)));
         r.step(ADD_R7, 4);
         assert_eq!(r.r7, None);
         r.step(MOV_R7_12, 4);
         r.step(0x4770, 2); // Thumb: forget everything
         assert_eq!(r, Regs::default());
+    }
+
+    #[test]
+    fn a_callees_pop_restores_what_its_push_saved() {
+        const PUSH: u32 = 0xE92D_48F0; // push {r4-r7, r11, lr}
+        const POP: u32 = 0xE8BD_88F0; // pop {r4-r7, r11, pc}
+        const POP_OTHER: u32 = 0xE8BD_80F0; // pop {r4-r7, pc}
+        const POPNE: u32 = 0x18BD_88F0; // popne {r4-r7, r11, pc}
+        const EOR_R7: u32 = 0xE025_7003; // eor r7, r5, r3
+        const PUSH_R7: u32 = 0xE52D_7004; // str r7, [sp, #-4]!
+        const POP_R7: u32 = 0xE49D_7004; // ldr r7, [sp], #4
+        let mut r = Regs::default();
+        for w in [MOV_R7_12, BL, PUSH, EOR_R7] {
+            r.step(w, 4);
+        }
+        assert_eq!(r.r7, None);
+        // Nested: an inner push and pop of r7 alone.
+        for w in [PUSH_R7, MOV_R7_ROT, POP_R7] {
+            r.step(w, 4);
+        }
+        assert_eq!(r.r7, None, "the inner pop restores the unknown value");
+        r.step(POP, 4);
+        assert_eq!(r.r7, Some(12));
+        // A pop that does not match its push restores nothing.
+        for w in [PUSH, EOR_R7, POP_OTHER] {
+            r.step(w, 4);
+        }
+        assert_eq!(r.r7, None);
+        // A conditional pop may not run: every push is forgotten.
+        for w in [MOV_R7_12, PUSH, POPNE, EOR_R7, POP] {
+            r.step(w, 4);
+        }
+        assert_eq!(r.r7, None);
+        // The first pushes are forgotten past the depth.
+        r.step(MOV_R7_12, 4);
+        r.step(PUSH, 4);
+        for _ in 0..PUSH_DEPTH {
+            r.step(PUSH_R7, 4);
+        }
+        r.step(EOR_R7, 4);
+        for _ in 0..PUSH_DEPTH {
+            r.step(POP_R7, 4);
+        }
+        r.step(POP, 4);
+        assert_eq!(r.r7, None);
     }
 }

@@ -26,8 +26,7 @@
 @ handler may use them until it calls into Rust.
 @ Nothing is pushed: no call is made.
 @ Either it does the whole call and switches (`__fast_switch`, then
-@ `__return_marked` with r0 = the next frame, r5 = the `clock::Transit`
-@ to file the transit under) or, before it has written anything, it
+@ `__return_to_user` with r0 = the next frame) or, before it has written anything, it
 @ branches to `__svc_general`, which takes the call through `trap_entry`
 @ (Rust) exactly as if the fast path did not exist: no receiver waiting,
 @ a bad argument, a process that is not ready, a sender queued on a
@@ -83,13 +82,6 @@ __fast_debruijn:
     .if {measure}
     ldr     \rd, =__board_counter
     ldr     \rd, [\rd]
-    .endif
-.endm
-@ r5 = the `clock::Transit` to file this transit under (measuring build
-@ only, like READ_COUNTER).
-.macro MARK_TRANSIT kind
-    .if {measure}
-    mov     r5, #\kind
     .endif
 .endm
 
@@ -372,7 +364,6 @@ __svc_yield_\m:
     RECORD_SWITCH \m, gen=r9
     mov     r8, #0
     str     r8, [r0]                      @ YIELD returns 0
-    MARK_TRANSIT {tr_yield}
     b       __fast_switch_\m
 5:  subs    r11, r1, #32
     movlo   r12, r3                       @ cur < 32: the high word is above it
@@ -409,7 +400,6 @@ __svc_send_\m:
     STORE_READY r1, r2, r3
     mov     r8, #0
     str     r8, [r0]
-    MARK_TRANSIT {tr_oneway}
     b       __fast_switch_\m
     @ CALL: cur out of the ready set, waiting for dest's reply
     @ (`State::Reply {{ from: dest }}`), first in dest's reply list.
@@ -426,7 +416,6 @@ __svc_send_\m:
     cmp     r9, #{link_none}
     bne     22f                           @ another caller waits already
 21: strb    r5, [r10, #{pr_link_reply_head}]
-    MARK_TRANSIT {tr_call}
     b       __fast_switch_\m
 22: strb    r9, [r0, #{p_link_next}]
     ldr     r8, ={proc_size}
@@ -459,7 +448,6 @@ __svc_send_recv_\m:
     subs    r9, r5, #32
     bichs   r3, r3, r8, lsl r9
     STORE_READY r1, r2, r3
-    MARK_TRANSIT {tr_oneway}
     b       __fast_switch_\m
 
 @ REPLY / REPLY_WAIT to the caller = cur's r0, which must wait for cur's
@@ -525,11 +513,10 @@ __svc_reply_\m:
     add     r2, r2, #1
     add     r3, r3, #1
     STORE_PAIR r2, r3, r4, {k_round_trips}, r1
-    MARK_TRANSIT {tr_reply}
 
 @ The switch (`Kernel::switch_ready`'s lean branch) and the counters
-@ common to every fast call. r0 = cur's frame, r4 = the kernel, r5 = the
-@ transit kind, r6 = next, r10 + pr_* = next's record.
+@ common to every fast call. r0 = cur's frame, r4 = the kernel, r6 =
+@ next, r10 + pr_* = next's record.
 __fast_switch_\m:
     ldr     r8, [r0, #{p_syscalls}]
     add     r8, r8, #1
@@ -543,7 +530,7 @@ __fast_switch_\m:
 95: SWITCH_REGS \m
     str     r6, [r4, #{k_cur}]
     add     r0, r10, #{k_procs}
-    b       __return_marked
+    b       __return_to_user
 
 @ The same for a preemption: no system call to count.
 __fast_switch_irq_\m:
@@ -589,7 +576,6 @@ __irq_preempt_\m:
     ldr     r8, [r4, #{k_preemptions}]
     add     r8, r8, #1
     str     r8, [r4, #{k_preemptions}]
-    MARK_TRANSIT {tr_preempt}
     b       __fast_switch_irq_\m
 65: subs    r11, r1, #32
     movlo   r12, r3
@@ -684,8 +670,7 @@ __irq_preempt_\m:
     ldr     r8, [r4, #{k_syscalls}]
     add     r8, r8, #1
     str     r8, [r4, #{k_syscalls}]
-    MARK_TRANSIT {tr_queued}
-    b       __return_marked               @ r0 = cur's frame: cur goes on
+    b       __return_to_user              @ r0 = cur's frame: cur goes on
 
 @ CALL to a dest that is ready (`Kernel::ipc_send`'s queueing, then the
 @ scheduler's round robin, `Kernel::finish`): cur waits in CALL at the
@@ -711,7 +696,6 @@ __irq_preempt_\m:
     bichs   r3, r3, r8, lsl r11
     PICK_AFTER_CUR \m, __svc_general, 87f
     COMMIT_CALL
-    MARK_TRANSIT {tr_queued}
     b       __fast_switch_\m
 @ The same with next's record of an older generation: the call is done
 @ here, the switch (a full one) by `fast_blocked_switch` (Rust), without
@@ -746,7 +730,6 @@ __svc_recv_\m:
     mov     r8, #{st_recv}
     strb    r8, [r0, #{p_state}]
     STORE_READY r1, r2, r3
-    MARK_TRANSIT {tr_queued}
     b       __fast_switch_\m
 89: mov     r8, #{st_recv}                @ next's record is old: as 87 above
     strb    r8, [r0, #{p_state}]

@@ -25,7 +25,9 @@
 @ board's counter (`__board_counter`) is read into `__in_stamp` (the start
 @ of the measured transit, `clock::TRANSIT_ENTRY_INSTRUCTIONS`) at the 10th
 @ instruction from the vector on every path (vector, four in
-@ `asm/vectors.s`, five here).
+@ `asm/vectors.s`, five here), with the frame, \kind and the user's r7
+@ (the call number of an SVC) beside it in one store: what
+@ `clock::return_accounting` files the transit by, after it.
 .macro SAVE_USER kind, adjust
     ldr     r0, =__cur_frame
     ldr     r0, [r0]
@@ -34,8 +36,8 @@
     ldr     r2, =__board_counter    @ (no banked register right after STM^)
     ldr     r2, [r2]                @ t_in
     mov     r1, #\kind
-    ldr     r3, =__in_stamp
-    str     r2, [r3]
+    ldr     r3, =__in_frame
+    stmia   r3, {r0, r1, r2, r7}    @ __in_frame, __in_kind, __in_stamp, __in_call
     .else
     mov     r1, #\kind              @ (no banked register right after STM^)
     .endif
@@ -65,6 +67,17 @@
     .endif
     ldr     r2, [sp, #-4]
     str     r2, [r0]
+.endm
+
+@ Measuring build only: the return's stamp after its accounting, into
+@ `__out_stamp`, five instructions before user mode
+@ (`clock::RETURN_GAP_INSTRUCTIONS`): the next entry stamp tells from it
+@ whether a user instruction ran in between. Clobbers r2 and r3.
+.macro OUT_STAMP
+    ldr     r2, =__board_counter
+    ldr     r2, [r2]
+    ldr     r3, =__out_stamp
+    str     r2, [r3]
 .endm
 
 @ Entered in IRQ/ABT/UND mode from user mode, lr = the exception's (the pc
@@ -138,6 +151,7 @@ __return_fast:
     ldr     r1, [r2]
     mov     r2, r5
     bl      fast_abort_return
+    OUT_STAMP                       @ five instructions before user mode
     .endif
     msr     cpsr_c, #0xD7           @ abort mode, IRQ and FIQ masked
     ldmia   r4, {r0-r12}
@@ -203,18 +217,10 @@ __svc_general:
     @ fall through
 
 @ SVC mode, r0 = the trap frame of the process to run: make it current and
-@ resume user mode from it. `__return_marked` is the same with r5 = the
-@ `clock::Transit` the assembly fast path decided on (filed by
-@ `return_accounting`, outside the measured window); 0 here: every other
-@ path marks for itself. The shipped build (no `MEASURE`) has neither the
-@ mark nor the accounting: nine instructions from here to user mode.
+@ resume user mode from it. The shipped build (no `MEASURE`) has no
+@ accounting: nine instructions from here to user mode.
     .global __return_to_user
 __return_to_user:
-    .if MEASURE
-    mov     r5, #0
-    .endif
-    .global __return_marked
-__return_marked:
     ldr     r1, =__cur_frame
     str     r0, [r1]
     ldr     r2, [r0, #64]
@@ -235,13 +241,14 @@ __return_marked:
     @ general fault path (`clock::TRANSIT_TAIL_INSTRUCTIONS`).
     ldr     r2, [r2]
     @ Accounting, outside the measured window: `return_accounting(t_out,
-    @ fast_mark)` files the transit, the switch tail and a general fault
-    @ resolution (`clock.rs`). r4 keeps the frame (callee-saved); the call
-    @ clobbers lr, which is loaded after it.
+    @ frame)` classifies and files the transit, the switch tail and a
+    @ general fault resolution (`clock.rs`). r4 keeps the frame
+    @ (callee-saved); the call clobbers lr, which is loaded after it.
     mov     r4, r0
     mov     r0, r2
-    mov     r1, r5
+    mov     r1, r4
     bl      return_accounting
+    OUT_STAMP                       @ five instructions before user mode
     ldr     lr, [r4, #60]
     ldmia   r4, {r0-r12}
     movs    pc, lr
@@ -275,8 +282,23 @@ __sched_leave:
 __cur_frame:
     .word   0
     .if MEASURE
-    @ The transit's entry stamp (`clock.rs`), written by `SAVE_USER`.
+    @ The transit's entry (`clock.rs`), written by `SAVE_USER` in one
+    @ STMIA, in this order: the frame of the process that trapped, the
+    @ trap's kind, the entry stamp, the user's r7.
+    .global __in_frame
+__in_frame:
+    .word   0
+    .global __in_kind
+__in_kind:
+    .word   0
     .global __in_stamp
 __in_stamp:
+    .word   0
+    .global __in_call
+__in_call:
+    .word   0
+    @ The last return's stamp after its accounting (`clock.rs`).
+    .global __out_stamp
+__out_stamp:
     .word   0
     .endif

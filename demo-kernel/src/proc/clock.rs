@@ -24,10 +24,14 @@
 //! [`TRANSIT_TAIL_INSTRUCTIONS`] instructions before user mode and then,
 //! outside the measured window, calls [`return_accounting`], which closes
 //! the transit (only between `MARK 0` and `MARK 1`: [`start`], [`stop`]),
-//! the switch tail and a collision resolved on the general path. None of
-//! the bookkeeping runs inside a measured window: the kernel paths pay only
-//! the two counter reads, the entry stamp's store, [`mark`] and the switch
-//! tail's start.
+//! the switch tail and a collision resolved on the general path. The
+//! transit is classified there, after it, from what the entry stub stored
+//! beside its stamp (the trap's kind and the user's r7, the call number)
+//! and from which process runs next ([`classify`]), as the outside count
+//! does: nothing marks a transit while it runs. None of the bookkeeping
+//! runs inside a measured window: the kernel paths pay only fixed
+//! assembly (the two counter reads, the entry stamp's store and the
+//! assembly fast path's switch-tail stamp), which is subtracted.
 //!
 //! Checked against a single-step trace (README, "Transit timing"):
 //! `qemu-system-arm ... -singlestep -d exec,nochain` counts the same
@@ -35,7 +39,11 @@
 //! reports.
 
 #[cfg(feature = "measure")]
-use super::kernel::installed;
+use super::kernel::{installed, Kernel, TrapFrame};
+#[cfg(feature = "measure")]
+use super::strategy::MAX_PROCS;
+#[cfg(feature = "measure")]
+use crate::abi::nr;
 use crate::global::Global;
 
 /// Instructions from the vector up to and including the counter read
@@ -50,6 +58,13 @@ pub const TRANSIT_TAIL_INSTRUCTIONS: u64 = 3;
 /// pointer's two loads, the register store, the counter's address and the
 /// read): added to every [`FaultClock`] measurement.
 pub const FAULT_ENTRY_INSTRUCTIONS: u64 = 11;
+/// Instructions from the counter read that ends a return's accounting
+/// (`__out_stamp`) to the next transit's entry stamp when no user
+/// instruction runs in between: the return's last five (`ldr`, `str` of
+/// the stamp, then `ldr lr`, `ldmia`, `movs` or their `__return_fast`
+/// equivalent) and the next entry's [`TRANSIT_ENTRY_INSTRUCTIONS`].
+#[cfg(feature = "measure")]
+pub const RETURN_GAP_INSTRUCTIONS: u64 = 5 + TRANSIT_ENTRY_INSTRUCTIONS;
 /// Instructions after the counter read in `__return_fast` (`str`, `ldmia`,
 /// `movs pc, lr`); `__return_to_user` has as many
 /// ([`TRANSIT_TAIL_INSTRUCTIONS`]).
@@ -57,24 +72,23 @@ pub const FAST_RETURN_TAIL_INSTRUCTIONS: u64 = 3;
 
 /// Instructions of the measuring build's own inside a transit's window
 /// that the shipped build does not run, all fixed assembly: `SAVE_USER`'s
-/// counter read and stamp store (4), the return's mark (`mov r5` or
-/// `MARK_TRANSIT`, 1) and counter read (2). Subtracted from every transit
-/// filed through [`return_accounting`], so that the figures are the shipped
-/// kernel's (checked against a single-step trace of both builds:
-/// `docs/benchmarks/method.md`).
+/// counter read and entry store (4: `ldr`, `ldr`, `ldr` of the address,
+/// `stmia` of frame, kind, stamp and r7) and the return's counter read
+/// (2). Subtracted from every transit filed through [`return_accounting`],
+/// so that the figures are the shipped kernel's (checked against a
+/// single-step trace of both builds: `docs/benchmarks/method.md`).
 #[cfg(feature = "measure")]
-pub const MEASURE_TRANSIT_INSTRUCTIONS: u64 = 7;
-/// The same for an abort resolved on the fast path: the abort stub's
-/// counter read (1 more than the shipped `mov r5, #0`) and
-/// `__return_fast`'s (2). A general-path abort returns through
-/// `__return_to_user`, one more (its `mov r5, #0`).
+pub const MEASURE_TRANSIT_INSTRUCTIONS: u64 = 6;
+/// The same for an abort: the abort stub's counter read (1 more than the
+/// shipped `mov r5, #0`) and the return's (2, `__return_fast`'s or
+/// `__return_to_user`'s).
 #[cfg(feature = "measure")]
 pub const MEASURE_ABORT_INSTRUCTIONS: u64 = 3;
 /// The switch-tail stamp of the assembly fast path (`SWITCH_REGS`:
 /// `READ_COUNTER`, `mov r8, #1` and the store of `Some(t0)`, one `strd` on
 /// ARMv5TE, two `str` on ARMv4), subtracted from every transit the fast
-/// path files. The Rust paths' stamp and marks (a few instructions the
-/// compiler places) are not subtracted.
+/// path switched in (the switch clock's `t0` set at the return: only the
+/// fast path stamps it). The Rust paths take no stamp and mark nothing.
 #[cfg(feature = "measure")]
 pub const MEASURE_FAST_STAMP_INSTRUCTIONS: u64 = if cfg!(target_feature = "v5te") { 4 } else { 5 };
 
@@ -87,55 +101,150 @@ const fn ticks(n: u64) -> u32 {
 /// Whether this is the measuring build (the `measure` feature).
 pub const MEASURING: bool = cfg!(feature = "measure");
 
-/// What a transit was, as the kernel decided during it.
-#[derive(Clone, Copy, PartialEq, Eq, defmt::Format)]
+/// What a transit was, classified after it ([`classify`]) from the trap's
+/// kind, the call number and which process runs next: the outside count's
+/// definitions (`crates/cache-check`, `transit.rs`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, defmt::Format)]
 #[repr(u32)]
 pub enum Transit {
-    /// `YIELD` that switched to another process.
+    /// `YIELD`.
     Yield = 1,
-    /// `SEND` handed to a receiver blocked in `RECV`, which runs next.
+    /// `SEND` or `SEND_RECV` after which another process runs that entered
+    /// the kernel last by a receiving call (`RECV`, `CALL`, `SEND_RECV`,
+    /// `REPLY_WAIT`): a hand-off.
     IpcOneway = 2,
-    /// `CALL` handed to a receiver blocked in `RECV`, which runs next.
+    /// `CALL`, the same way a hand-off.
     IpcCall = 3,
-    /// `REPLY` handed to the caller, which runs next.
+    /// `REPLY` or `REPLY_WAIT`, the same way a hand-off.
     IpcReply = 4,
-    /// A timer interrupt that switched.
+    /// An interrupt after which another process runs.
     Preempt = 5,
-    /// Anything else (the default).
+    /// Anything else.
     Other = 6,
-    /// An IPC system call (`SEND`, `CALL`, `SEND_RECV`, `RECV`, `REPLY`,
-    /// `REPLY_WAIT`) that was not a hand-off: queued, blocked, or served
-    /// from a queue (the slow IPC path).
+    /// Any other IPC system call (`SEND`, `CALL`, `SEND_RECV`, `RECV`,
+    /// `REPLY`, `REPLY_WAIT`): queued, blocked, served from a queue, or
+    /// failed (the slow IPC path).
     IpcQueued = 7,
     /// A data or prefetch abort (a refill, a collision), on the fast path
     /// or the general one.
     Fault = 8,
-    /// `LSEND`/`LSEND_RECV` handed to a receiver blocked in a receive,
-    /// which runs next: the copy of the buffer included.
+    /// `LSEND`/`LSEND_RECV` after which another process runs that entered
+    /// the kernel last by a long receive (`LRECV`, `LSEND_RECV`): the copy
+    /// of the buffer included.
     LongIpc = 9,
-    /// An undefined instruction that gave the process the VFP
-    /// (`vfp::Kernel::vfp_undefined`).
+    /// An undefined instruction after which the same process resumes (the
+    /// VFP given to it, `vfp::Kernel::vfp_undefined`).
     VfpTrap = 10,
+}
+
+/// The trap kinds the entry stubs pass (`asm/trap.s`): undefined
+/// instruction.
+#[cfg(feature = "measure")]
+const KIND_UNDEF: u32 = 1;
+/// SVC.
+#[cfg(feature = "measure")]
+const KIND_SVC: u32 = 2;
+/// Prefetch abort.
+#[cfg(feature = "measure")]
+const KIND_PABT: u32 = 3;
+/// Data abort.
+#[cfg(feature = "measure")]
+const KIND_DABT: u32 = 4;
+/// IRQ.
+#[cfg(feature = "measure")]
+const KIND_IRQ: u32 = 6;
+
+#[cfg(feature = "measure")]
+/// A call that sends a message (a hand-off's first half).
+fn sends(c: u32) -> bool {
+    matches!(
+        c,
+        nr::SEND | nr::CALL | nr::SEND_RECV | nr::REPLY | nr::REPLY_WAIT
+    )
+}
+
+#[cfg(feature = "measure")]
+/// A call that waits for a message (a hand-off's second half).
+fn receives(c: u32) -> bool {
+    matches!(c, nr::RECV | nr::CALL | nr::SEND_RECV | nr::REPLY_WAIT)
+}
+
+#[cfg(feature = "measure")]
+/// The transit of a trap of `kind` (`call`: the user's r7 at the entry, the
+/// call number of an SVC), after which the same process resumes (`same`)
+/// or another one whose last entry into the kernel was the system call
+/// `next_call` (`None`: not a system call, or not known). The outside
+/// count's rules (`crates/cache-check`, `transit.rs`), so that both sides
+/// file a transit under the same kind.
+pub fn classify(kind: u32, call: u32, same: bool, next_call: Option<u32>) -> Transit {
+    match kind {
+        KIND_SVC => match call {
+            nr::YIELD => Transit::Yield,
+            c if sends(c) || receives(c) => {
+                if !sends(c) || same || !next_call.is_some_and(receives) {
+                    Transit::IpcQueued
+                } else if c == nr::CALL {
+                    Transit::IpcCall
+                } else if c == nr::REPLY || c == nr::REPLY_WAIT {
+                    Transit::IpcReply
+                } else {
+                    Transit::IpcOneway
+                }
+            }
+            nr::LSEND | nr::LSEND_RECV
+                if !same && matches!(next_call, Some(nr::LRECV | nr::LSEND_RECV)) =>
+            {
+                Transit::LongIpc
+            }
+            _ => Transit::Other,
+        },
+        KIND_IRQ if !same => Transit::Preempt,
+        KIND_UNDEF if same => Transit::VfpTrap,
+        KIND_PABT | KIND_DABT => Transit::Fault,
+        _ => Transit::Other,
+    }
 }
 
 /// Buckets, the total first ([`Transit`] values index the rest).
 const PAIRS: usize = 11;
-/// [`Transits::bucket`] of the transit that opened the window (`MARK 0`):
-/// measuring, but this one is not counted.
+/// [`Transits::pending`]'s bucket of the transit that opened the window
+/// (`MARK 0`): measuring, but this one is not counted.
+#[cfg(feature = "measure")]
 const SKIP: u32 = 0xff;
+
+/// Whether transits are filed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "measure"), allow(dead_code))]
+enum Phase {
+    /// Not measuring.
+    Off,
+    /// The `MARK 0` call that opens the window: not counted.
+    Opening,
+    /// Measuring.
+    On,
+}
 
 /// The transit sums.
 struct Transits {
-    /// The current transit's bucket ([`Transit`] as a number); 0 while
-    /// not measuring.
-    bucket: u32,
-    /// The bucket a transit starts in ([`Transit::Other`]; 0 while not
-    /// measuring).
-    default: u32,
+    /// Whether transits are filed.
+    phase: Phase,
     /// (ticks, count) per bucket, the total first.
     acc: [(u32, u32); PAIRS],
     /// (shortest, longest) per bucket, in ticks.
     range: [(u32, u32); PAIRS],
+    /// The last transit closed, not filed yet: (bucket, ticks). The next
+    /// one may continue it ([`Transits::close`]); `SKIP` for the
+    /// `MARK 0` call, whose continuation is not counted either.
+    pending: Option<(u32, u32)>,
+    /// Per process slot, the system call it last entered the kernel by,
+    /// plus 1 (0: by another trap, or not yet): what a hand-off's receiver
+    /// waits in ([`classify`]'s `next_call`). Kept measuring or not.
+    #[cfg(feature = "measure")]
+    left_by: [u32; MAX_PROCS],
+    /// The slot of the process the last return resumed: the one that
+    /// traps next.
+    #[cfg(feature = "measure")]
+    running: Option<usize>,
 }
 
 impl Transits {
@@ -154,13 +263,55 @@ impl Transits {
             };
         }
     }
+
+    #[cfg(feature = "measure")]
+    /// Files the pending transit, if any (not the `MARK 0` call's).
+    fn flush(&mut self) {
+        if let Some((b, dt)) = self.pending.take() {
+            if b != SKIP {
+                self.add(b as usize, dt);
+            }
+        }
+    }
+
+    #[cfg(feature = "measure")]
+    /// Closes a transit of `dt` ticks (its own instructions already
+    /// subtracted) under `bucket`, entered at `t_in`. A transit entered
+    /// with no user instruction since the last return (`t_in` within
+    /// [`RETURN_GAP_INSTRUCTIONS`] of [`__out_stamp`]: an interrupt pending
+    /// at the return, a prefetch abort on the instruction returned to) is
+    /// the same transit counted from outside the kernel, from the last user
+    /// instruction to the first: it continues the pending one, under that
+    /// one's kind, with the return and entry instructions between the two
+    /// counted once. `data_abort`: a data abort, whose instruction was
+    /// fetched and begun (a user instruction: it never continues).
+    fn close(&mut self, bucket: u32, dt: u32, t_in: u32, data_abort: bool) {
+        // SAFETY: written only by the return paths (`asm/trap.s`), after
+        // the last transit's accounting.
+        let out = unsafe { core::ptr::addr_of!(__out_stamp).read_volatile() };
+        let gap = crate::board::ticks_to_instructions(u64::from(t_in.wrapping_sub(out)));
+        match self.pending {
+            Some((b, p)) if !data_abort && gap <= RETURN_GAP_INSTRUCTIONS => {
+                let fixed = ticks(TRANSIT_ENTRY_INSTRUCTIONS + TRANSIT_TAIL_INSTRUCTIONS);
+                self.pending = Some((b, p.wrapping_add(dt).wrapping_add(fixed)));
+            }
+            _ => {
+                self.flush();
+                self.pending = Some((bucket, dt));
+            }
+        }
+    }
 }
 
 static TRANSITS: Global<Transits> = Global::new(Transits {
-    bucket: 0,
-    default: 0,
+    phase: Phase::Off,
     acc: [(0, 0); PAIRS],
     range: [(0, 0); PAIRS],
+    pending: None,
+    #[cfg(feature = "measure")]
+    left_by: [0; MAX_PROCS],
+    #[cfg(feature = "measure")]
+    running: None,
 });
 
 /// The abort stamp of a data abort the fast path declined (written by
@@ -169,96 +320,117 @@ static ABT_STAMP: Global<u32> = Global::new(0);
 
 #[cfg(feature = "measure")]
 extern "C" {
-    /// The transit's entry stamp, written by `SAVE_USER` (`asm/trap.s`).
+    /// The frame of the process that trapped, written by `SAVE_USER`
+    /// (`asm/trap.s`) with the three below.
+    static __in_frame: usize;
+    /// The trap's kind (`KIND_*`).
+    static __in_kind: u32;
+    /// The transit's entry stamp.
     static __in_stamp: u32;
-}
-
-/// Files the current transit under `t` (if measuring; a no-op in the
-/// shipped build).
-#[inline(always)]
-pub fn mark(t: Transit) {
-    if !MEASURING {
-        return;
-    }
-    // SAFETY: the reference lives for this function, which calls nothing
-    // (single core, no re-entry: `Global`'s contract).
-    let tr = unsafe { TRANSITS.get_mut() };
-    if tr.bucket != 0 && tr.bucket != SKIP {
-        tr.bucket = t as u32;
-    }
-}
-
-/// Files the current transit under `t` unless it was filed already (the
-/// IPC system calls: [`Transit::IpcQueued`] until a hand-off says
-/// otherwise).
-#[inline(always)]
-pub fn mark_default(t: Transit) {
-    if !MEASURING {
-        return;
-    }
-    // SAFETY: as in `mark`.
-    let tr = unsafe { TRANSITS.get_mut() };
-    if tr.bucket != 0 && tr.bucket == tr.default {
-        tr.bucket = t as u32;
-    }
+    /// The user's r7 at the entry: an SVC's call number.
+    static __in_call: u32;
+    /// The running process's frame (`asm/trap.s`).
+    static __cur_frame: usize;
+    /// The last return's stamp after its accounting, written by
+    /// `__return_to_user` and `__return_fast` (`asm/trap.s`),
+    /// [`RETURN_GAP_INSTRUCTIONS`] before the next entry stamp if no user
+    /// instruction ran in between.
+    static __out_stamp: u32;
 }
 
 /// Starts measuring: the sums cleared; the current transit (the `MARK 0`
 /// system call of the harness) is not counted.
 pub fn start() {
-    // SAFETY: as in `mark`.
+    // SAFETY: `Global`'s contract: single core, no re-entry, and the
+    // reference lives for this function, which calls nothing.
     let tr = unsafe { TRANSITS.get_mut() };
     tr.acc = [(0, 0); PAIRS];
     tr.range = [(0, 0); PAIRS];
-    tr.default = Transit::Other as u32;
-    tr.bucket = SKIP;
+    tr.phase = Phase::Opening;
+    tr.pending = None;
 }
 
 /// Stops measuring (the current transit is not counted).
 pub fn stop() {
-    // SAFETY: as in `mark`.
+    // SAFETY: as in `start`.
     let tr = unsafe { TRANSITS.get_mut() };
-    tr.default = 0;
-    tr.bucket = 0;
+    #[cfg(feature = "measure")]
+    tr.flush();
+    tr.phase = Phase::Off;
+}
+
+/// The slot of the process `k` runs (`Kernel::current`) if `f` is its
+/// frame: the process a return resumes (no division: the accounting's
+/// length decides how often a tick is pending at the return).
+#[cfg(feature = "measure")]
+fn running_slot(k: &Kernel, f: usize) -> Option<usize> {
+    let c = k.current? & (MAX_PROCS - 1);
+    (core::ptr::addr_of!(k.procs[c].ctx) as usize == f).then_some(c)
 }
 
 /// Called by `__return_to_user` (`asm/trap.s`) after its counter read
-/// `t_out`, outside the measured window: closes the transit (if
-/// measuring), the switch tail and a collision resolved on the general
-/// path, which all end at this return. `fast_mark`: the [`Transit`] the
-/// assembly fast path (`asm/fastpath.s`) decided on, as a number (its
-/// [`mark`], done here to keep the bookkeeping out of the window); 0 from
-/// every other path, which marks for itself.
+/// `t_out`, outside the measured window, with the frame `next` it resumes:
+/// classifies the transit ([`classify`], from the entry's kind and call
+/// number and from who runs next) and closes it (if measuring), then the
+/// switch tail and a collision resolved on the general path, which all
+/// end at this return.
 #[cfg(feature = "measure")]
 #[no_mangle]
-pub extern "C" fn return_accounting(t_out: u32, fast_mark: u32) {
-    // SAFETY: as in `mark`: the reference's last use is before the kernel
-    // is reached below, and nothing in between touches the transits.
-    let tr = unsafe { TRANSITS.get_mut() };
-    if tr.bucket == SKIP {
-        tr.bucket = tr.default;
-    } else if tr.bucket != 0 {
-        if fast_mark != 0 {
-            tr.bucket = fast_mark;
-        }
-        // SAFETY: written only by `SAVE_USER` at this transit's entry.
-        let t_in = unsafe { core::ptr::addr_of!(__in_stamp).read_volatile() };
-        let own = if tr.bucket == Transit::Fault as u32 {
-            MEASURE_ABORT_INSTRUCTIONS + 1
-        } else if fast_mark != 0 {
-            MEASURE_TRANSIT_INSTRUCTIONS + MEASURE_FAST_STAMP_INSTRUCTIONS
-        } else {
-            MEASURE_TRANSIT_INSTRUCTIONS
-        };
-        tr.add(
-            tr.bucket as usize,
-            t_out.wrapping_sub(t_in).wrapping_sub(ticks(own)),
-        );
-        tr.bucket = tr.default;
-    }
+pub extern "C" fn return_accounting(t_out: u32, next: *const TrapFrame) {
+    // SAFETY: written only by the entry stubs (`SAVE_USER`, or
+    // `enter_abort`/`enter_transit` for an abort) at this transit's entry.
+    let (from, kind, t_in, call) = unsafe {
+        (
+            core::ptr::addr_of!(__in_frame).read_volatile(),
+            core::ptr::addr_of!(__in_kind).read_volatile(),
+            core::ptr::addr_of!(__in_stamp).read_volatile(),
+            core::ptr::addr_of!(__in_call).read_volatile(),
+        )
+    };
+    let same = from == next as usize;
     // SAFETY: on the way back to user mode, after the trap handler's
     // reference to the kernel ended: this is the only one.
-    if let Some(k) = unsafe { installed() } {
+    let k = unsafe { installed() };
+    let next_slot = k.as_deref().and_then(|k| running_slot(k, next as usize));
+    // Only the assembly fast path stamps the switch tail, inside the window.
+    let fast_stamp = k.as_deref().is_some_and(|k| k.clock.t0.is_some());
+    // SAFETY: `Global`'s contract: single core, no re-entry; the
+    // reference ends before the kernel's clocks are closed below.
+    let tr = unsafe { TRANSITS.get_mut() };
+    let next_call = next_slot.and_then(|s| tr.left_by[s].checked_sub(1));
+    // The process that trapped is the one the last return resumed.
+    if let Some(s) = tr.running.filter(|_| from != 0) {
+        tr.left_by[s] = if kind == KIND_SVC {
+            call.wrapping_add(1)
+        } else {
+            0
+        };
+    }
+    tr.running = next_slot;
+    match tr.phase {
+        Phase::Off => {}
+        Phase::Opening => {
+            tr.pending = Some((SKIP, 0));
+            tr.phase = Phase::On;
+        }
+        Phase::On => {
+            let t = classify(kind, call, same, next_call);
+            let own = if t == Transit::Fault {
+                MEASURE_ABORT_INSTRUCTIONS
+            } else if fast_stamp {
+                MEASURE_TRANSIT_INSTRUCTIONS + MEASURE_FAST_STAMP_INSTRUCTIONS
+            } else {
+                MEASURE_TRANSIT_INSTRUCTIONS
+            };
+            tr.close(
+                t as u32,
+                t_out.wrapping_sub(t_in).wrapping_sub(ticks(own)),
+                t_in,
+                kind == KIND_DABT,
+            );
+        }
+    }
+    if let Some(k) = k {
         k.clock.close(t_out);
         k.fault_clock.close_general(t_out);
     }
@@ -272,44 +444,51 @@ const _: () = assert!(FAST_RETURN_TAIL_INSTRUCTIONS == TRANSIT_TAIL_INSTRUCTIONS
 
 /// A general-path data abort stamped `t0` by its own stub at the
 /// [`FAULT_ENTRY_INSTRUCTIONS`]th instruction (`__user_trap_dabt`): its
-/// transit's entry stamp, moved to where the other stubs read theirs, so
-/// that the same constants apply; kept as the abort stamp
+/// transit's entry, its stamp moved to where the other stubs read theirs,
+/// so that the same constants apply; kept as the abort stamp
 /// ([`abort_stamp`]).
 pub fn enter_abort(t0: u32) {
     #[cfg(feature = "measure")]
-    enter_abort_measuring(t0);
+    {
+        // SAFETY: `Global`'s contract: a plain store, no reference alive.
+        unsafe { ABT_STAMP.set(t0) };
+        enter(
+            KIND_DABT,
+            t0.wrapping_sub(ticks(FAULT_ENTRY_INSTRUCTIONS - TRANSIT_ENTRY_INSTRUCTIONS)),
+        );
+    }
     #[cfg(not(feature = "measure"))]
     let _ = t0;
 }
 
-#[cfg(feature = "measure")]
-fn enter_abort_measuring(t0: u32) {
-    mark(Transit::Fault);
-    // SAFETY: `Global`'s contract: a plain store, no reference alive.
-    unsafe { ABT_STAMP.set(t0) };
-    let t_in = t0.wrapping_sub(ticks(FAULT_ENTRY_INSTRUCTIONS - TRANSIT_ENTRY_INSTRUCTIONS));
-    // SAFETY: single core, IRQs masked; `SAVE_USER` writes it at the next
-    // trap's entry, after this transit's return.
-    unsafe {
-        core::ptr::addr_of!(__in_stamp)
-            .cast_mut()
-            .write_volatile(t_in)
-    };
-}
-
-/// A transit whose stub read the counter where `SAVE_USER` does, but did
-/// not store it (the prefetch-abort stub, `t0`): its entry stamp.
+/// A general-path prefetch abort whose stub read the counter where
+/// `SAVE_USER` does, but stored nothing (`t0`): its transit's entry.
 pub fn enter_transit(t0: u32) {
-    mark(Transit::Fault);
-    // SAFETY: as in `enter_abort`.
     #[cfg(feature = "measure")]
-    unsafe {
-        core::ptr::addr_of!(__in_stamp)
-            .cast_mut()
-            .write_volatile(t0)
-    };
+    enter(KIND_PABT, t0);
     #[cfg(not(feature = "measure"))]
     let _ = t0;
+}
+
+/// Writes a transit's entry as `SAVE_USER` does: the current frame, the
+/// trap's `kind` and the stamp `t_in` (no call number: not an SVC).
+#[cfg(feature = "measure")]
+fn enter(kind: u32, t_in: u32) {
+    // SAFETY: single core, IRQs masked; `SAVE_USER` writes them at the
+    // next trap's entry, after this transit's return; `__cur_frame` is the
+    // trapping process's frame until then.
+    unsafe {
+        let frame = core::ptr::addr_of!(__cur_frame).read_volatile();
+        core::ptr::addr_of!(__in_frame)
+            .cast_mut()
+            .write_volatile(frame);
+        core::ptr::addr_of!(__in_kind)
+            .cast_mut()
+            .write_volatile(kind);
+        core::ptr::addr_of!(__in_stamp)
+            .cast_mut()
+            .write_volatile(t_in);
+    }
 }
 
 /// The abort stamp of the data abort being handled on the general path.
@@ -378,11 +557,13 @@ pub fn sum(t: Option<Transit>) -> Sum {
 }
 
 /// Times the switch tail: from the scheduler's decision (a different
-/// process chosen, [`Kernel::finish`](super::kernel::Kernel)) to the
-/// return to user mode, [`TRANSIT_TAIL_INSTRUCTIONS`] before `movs pc, lr`
-/// (the tail is added). Everything in between is measured: the switch
-/// itself, the return from `trap_entry` and the restore of the next
-/// process's registers from its frame.
+/// process chosen) to the return to user mode,
+/// [`TRANSIT_TAIL_INSTRUCTIONS`] before `movs pc, lr` (the tail is added):
+/// the switch itself and the restore of the next process's registers from
+/// its frame. Stamped by the assembly fast path only (`SWITCH_REGS`, fixed
+/// instructions the transit subtracts): a stamp on the Rust paths would
+/// be code the compiler places inside the transit's window, so their
+/// switches have no tail figure.
 #[derive(Clone, Copy, Default)]
 pub struct SwitchClock {
     /// Counter at the last decision, if its return is not measured yet
@@ -400,27 +581,7 @@ pub struct SwitchClock {
     pub max: u32,
 }
 
-/// The switch tail's start stamp: the board's counter in the measuring
-/// build, 0 in the shipped one (which reads no counter).
-#[inline(always)]
-pub fn switch_stamp() -> u32 {
-    if MEASURING {
-        super::timer::now()
-    } else {
-        0
-    }
-}
-
 impl SwitchClock {
-    /// Starts the switch tail stamped `t0` ([`switch_stamp`]; a no-op in
-    /// the shipped build).
-    #[inline(always)]
-    pub fn begin(&mut self, t0: u32) {
-        if MEASURING {
-            self.t0 = Some(t0);
-        }
-    }
-
     /// Closes a pending measurement at the return stamped `t_out`.
     #[cfg(feature = "measure")]
     fn close(&mut self, t_out: u32) {
@@ -500,10 +661,10 @@ impl FaultClock {
 #[cfg(feature = "measure")]
 #[no_mangle]
 pub extern "C" fn fast_return_accounting(t_out: u32, t0: u32, prefetch: bool) {
-    // SAFETY: as in `mark`: the reference ends before the kernel is
-    // reached below.
+    // SAFETY: `Global`'s contract: single core, no re-entry; the
+    // reference ends before the kernel is reached below.
     let tr = unsafe { TRANSITS.get_mut() };
-    if tr.bucket != 0 && tr.bucket != SKIP {
+    if tr.phase == Phase::On {
         // Moved to where the other stubs read the counter, so that the
         // transit constants of `sum` apply.
         let early = if prefetch {
@@ -511,9 +672,11 @@ pub extern "C" fn fast_return_accounting(t_out: u32, t0: u32, prefetch: bool) {
         } else {
             FAULT_ENTRY_INSTRUCTIONS - TRANSIT_ENTRY_INSTRUCTIONS
         };
-        tr.add(
-            Transit::Fault as usize,
+        tr.close(
+            Transit::Fault as u32,
             (t_out.wrapping_sub(t0) + ticks(early)).wrapping_sub(ticks(MEASURE_ABORT_INSTRUCTIONS)),
+            t0.wrapping_sub(ticks(early)),
+            !prefetch,
         );
     }
     // SAFETY: on the fast path's way back to user mode, after its

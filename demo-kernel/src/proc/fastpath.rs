@@ -25,7 +25,7 @@ use core::mem::{offset_of, size_of, MaybeUninit};
 use mmu_armv5::regs::{Dacr, SwitchRegs};
 use mmu_armv5::FcsePid;
 
-use super::clock::{SwitchClock, Transit};
+use super::clock::SwitchClock;
 use super::ipc::{LINK_NEXT, LINK_PREV, LINK_REPLY_HEAD, LINK_SEND_HEAD, LINK_SEND_TAIL, NONE};
 use super::kernel::{Counters, Fast, Kernel, KernelSlot, Proc, State, TrapFrame, KERNEL};
 use super::platform;
@@ -210,13 +210,13 @@ pub extern "C" fn fast_irq_decide() -> *mut TrapFrame {
 /// ready but its switch record is of an older generation: the call is
 /// done (the caller blocked and counted by the assembly), only the switch
 /// is left, which [`Kernel::switch_ready`] makes (a full one), without
-/// the general path's dispatch and decision; filed as a queued IPC
-/// transit. The frame to resume.
+/// the general path's dispatch and decision (the measuring build files
+/// the transit after it, as every other: `clock::classify`). The frame to
+/// resume.
 #[no_mangle]
 pub extern "C" fn fast_blocked_switch(next: usize) -> *mut TrapFrame {
     // SAFETY: as in `fast_irq_tick`.
     let k = unsafe { super::kernel::running_kernel() };
-    super::clock::mark(Transit::IpcQueued);
     let frame = k.switch_ready(next);
     // The VFP's switch work, as at the end of `trap::trap_entry`.
     if k.vfp.watch {
@@ -341,12 +341,6 @@ core::arch::global_asm!(
     st_ready = const tag(&State::Ready),
     st_recv = const tag(&State::Recv),
     st_reply = const tag(&State::Reply { from: 0 }),
-    tr_yield = const Transit::Yield as u32,
-    tr_oneway = const Transit::IpcOneway as u32,
-    tr_call = const Transit::IpcCall as u32,
-    tr_reply = const Transit::IpcReply as u32,
-    tr_preempt = const Transit::Preempt as u32,
-    tr_queued = const Transit::IpcQueued as u32,
     irq_entry = const SVC_TABLE_LEN * size_of::<Entry>(),
     k_preemptions = const K_COUNTERS + offset_of!(Counters, preemptions),
     k_cur = const K_CUR,

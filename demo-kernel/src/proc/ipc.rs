@@ -19,7 +19,6 @@
 //! sender); a long receiver takes a plain message as 0 bytes (its first
 //! two words in r2, r3).
 
-use super::clock::{self, Transit};
 use super::kernel::{Kernel, State};
 use super::strategy::{dispatch, MAX_PROCS};
 use super::syscall::{SysError, SysResult};
@@ -221,10 +220,8 @@ impl Kernel {
             self.deliver(d, cur, msg);
             self.set_state(d, State::Ready);
             if call {
-                clock::mark(Transit::IpcCall);
                 self.await_reply(cur, d);
             } else {
-                clock::mark(Transit::IpcOneway);
                 self.set_result(cur, Ok(0));
             }
             return Some(d);
@@ -262,7 +259,6 @@ impl Kernel {
             // Direct hand-off: the receiver runs next, `cur` receives.
             self.deliver(d, cur, msg);
             self.set_state(d, State::Ready);
-            clock::mark(Transit::IpcOneway);
             self.ipc_recv(cur);
             return Ok(Some(d));
         }
@@ -471,7 +467,6 @@ impl Kernel {
         // Direct hand-off: the receiver runs next.
         self.take_long(d, rbuf, cur, buf, len)?;
         self.set_state(d, State::Ready);
-        clock::mark(Transit::LongIpc);
         if cap == NO_RECV {
             self.set_result(cur, Ok(0));
         } else if self.procs[cur].ipc.send_head == NONE {
@@ -542,15 +537,12 @@ impl Kernel {
         self.set_state(d, State::Ready);
         match then {
             Plain::Send => {
-                clock::mark(Transit::IpcOneway);
                 self.set_result(cur, Ok(0));
             }
             Plain::Call => {
-                clock::mark(Transit::IpcCall);
                 self.await_reply(cur, d);
             }
             Plain::SendRecv => {
-                clock::mark(Transit::IpcOneway);
                 self.ipc_recv(cur);
             }
         }

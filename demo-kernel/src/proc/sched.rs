@@ -126,7 +126,7 @@ impl Kernel {
     pub(super) fn choose(&mut self, w: Wish) -> usize {
         let mut next = self.choose_runnable(w);
         while self.procs[next].state == State::InTcm {
-            let over = if self.current == Some(next) || self.switch_full(next, timer::now()) {
+            let over = if self.current == Some(next) || self.switch_full(next) {
                 self.tcm_continue(next)
             } else {
                 self.end(next, Exit::SwitchFailed);

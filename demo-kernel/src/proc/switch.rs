@@ -48,7 +48,6 @@ impl Kernel {
     #[inline(always)]
     pub(super) fn switch_ready(&mut self, next: usize) -> *mut TrapFrame {
         let next = next & (MAX_PROCS - 1);
-        let t0 = super::clock::switch_stamp();
         if self.current == Some(next) {
             return &mut self.procs[next].ctx;
         }
@@ -77,18 +76,17 @@ impl Kernel {
             crate::marker::event(Event::Space, next as u32);
             self.counters.switches += 1;
             self.counters.lean_switches += 1;
-            self.clock.begin(t0);
             return &mut self.procs[next].ctx;
         }
-        self.switch_slow(next, t0)
+        self.switch_slow(next)
     }
 
     /// A switch that is not lean: through the strategy; on failure the
     /// process ends and another one is chosen.
     #[inline(never)]
-    pub(super) fn switch_slow(&mut self, mut next: usize, t0: u32) -> *mut TrapFrame {
+    pub(super) fn switch_slow(&mut self, mut next: usize) -> *mut TrapFrame {
         loop {
-            if self.current == Some(next) || self.switch_full(next, t0) {
+            if self.current == Some(next) || self.switch_full(next) {
                 return &mut self.procs[next].ctx;
             }
             self.end(next, Exit::SwitchFailed);
@@ -97,7 +95,7 @@ impl Kernel {
     }
 
     #[inline(never)]
-    pub(super) fn switch_full(&mut self, next: usize, t0: u32) -> bool {
+    pub(super) fn switch_full(&mut self, next: usize) -> bool {
         let r = self.sys(
             |st, sys| dispatch!(st, s => SwitchStrategy::switch_to(s, sys, SpaceId(next as u16))),
         );
@@ -115,7 +113,6 @@ impl Kernel {
                         .and_then(|rec| Fast::table(self.gen, &rec))
                         .unwrap_or(Fast::NONE),
                 };
-                self.clock.begin(t0);
                 true
             }
             Err(e) => {

@@ -11,7 +11,7 @@
 //! through the scheduler's decision ([`Kernel::finish`]). Either way the
 //! switch is the last step before the return.
 
-use super::clock::{self, FaultClock, Transit};
+use super::clock::{self, FaultClock};
 use fass::{Resolution, SpaceId, SwitchStrategy};
 use mmu_armv5::regs::{Cp15Ext, Far, Fsr, HwCp15};
 
@@ -37,19 +37,12 @@ impl Kernel {
                 let next = self.ready.next_after(cur);
                 match next {
                     Some(n) if n != cur && self.procs[n].state == State::Ready => {
-                        clock::mark(Transit::Yield);
                         Some(self.switch_ready(n))
                     }
-                    _ => {
-                        if next != Some(cur) {
-                            clock::mark(Transit::Yield);
-                        }
-                        Some(self.finish(Wish::Next(next)))
-                    }
+                    _ => Some(self.finish(Wish::Next(next))),
                 }
             }
             nr::SEND | nr::CALL => {
-                clock::mark_default(Transit::IpcQueued);
                 self.count_syscall(cur);
                 let (dest, msg) = self.message(cur);
                 match self.ipc_send(cur, dest, msg, number == nr::CALL) {
@@ -59,18 +52,13 @@ impl Kernel {
                 }
             }
             // Out of line: the switch page is full.
-            nr::SEND_RECV => {
-                clock::mark_default(Transit::IpcQueued);
-                Some(self.svc_send_recv(cur))
-            }
+            nr::SEND_RECV => Some(self.svc_send_recv(cur)),
             nr::RECV => {
-                clock::mark_default(Transit::IpcQueued);
                 self.count_syscall(cur);
                 self.ipc_recv(cur);
                 Some(self.finish(self.resume_or_block(cur)))
             }
             nr::REPLY | nr::REPLY_WAIT => {
-                clock::mark_default(Transit::IpcQueued);
                 self.count_syscall(cur);
                 let (dest, msg) = self.message(cur);
                 if let Err(e) = self.ipc_reply(cur, dest, msg) {
@@ -87,7 +75,6 @@ impl Kernel {
                     }
                 }
                 // Hand-off: the caller, made ready (never `cur`), runs next.
-                clock::mark(Transit::IpcReply);
                 Some(self.switch_ready(dest as usize))
             }
             _ => None,
@@ -147,7 +134,6 @@ impl Kernel {
         let next = self.ready.next_after(cur);
         if next != Some(cur) {
             self.counters.preemptions += 1;
-            clock::mark(Transit::Preempt);
         }
         match next {
             Some(n) if self.procs[n].state == State::Ready => self.switch_ready(n),
@@ -231,7 +217,6 @@ impl Kernel {
                     let next = self.pick_after(cur);
                     if next != Some(cur) {
                         self.counters.preemptions += 1;
-                        clock::mark(clock::Transit::Preempt);
                     }
                     return Wish::Next(next);
                 }

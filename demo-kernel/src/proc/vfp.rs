@@ -390,7 +390,6 @@ impl Kernel {
         }
         v.used |= 1u64 << (cur & (MAX_PROCS - 1));
         v.counters.traps += 1;
-        super::clock::mark(super::clock::Transit::VfpTrap);
         self.vfp_table();
         true
     }

@@ -27,6 +27,20 @@
 
 use super::line::{Kind, Mode};
 
+/// The timer period of every scenario but `preempt` and `tcm` (whose
+/// figures need the tick): 100 s, so that no periodic tick falls inside a
+/// measured window. Under `-icount` a tick comes every so many
+/// instructions, and the measuring build, which runs its accounting
+/// between transits, would take more of them per window than the shipped
+/// build the outside count measures; a tick taken at a return, before any
+/// user instruction, also lengthens the transit it ends (counted from
+/// outside, the transit runs to the next user instruction).
+macro_rules! no_tick {
+    () => {
+        "slice=100000000"
+    };
+}
+
 /// Process counts of the switch and IPC scenarios.
 pub const NS: [u32; 6] = [2, 8, 14, 16, 32, 64];
 /// Bytes each process touches per turn in the switch and IPC scenarios.
@@ -99,7 +113,7 @@ pub const SCENARIOS: [Scenario; 8] = [
         modes: ALL_MODES,
         ns: &NS,
         touches: &TOUCHES,
-        extra: "passes=20",
+        extra: concat!("passes=20 ", no_tick!()),
         prints: &[Kind::Ring, Kind::IpcOneway, Kind::SwitchTail],
         workload: "token ring of n processes (lmbench `lat_ctx`): each receives the token, touches its bytes and passes it on with one `SEND_RECV` (send, then receive, as L4's `lat_ctx` would): the next one is always blocked in receive",
     },
@@ -108,7 +122,7 @@ pub const SCENARIOS: [Scenario; 8] = [
         modes: ALL_MODES,
         ns: &NS,
         touches: &TOUCHES,
-        extra: "rounds=20",
+        extra: concat!("rounds=20 ", no_tick!()),
         prints: &[Kind::Yield],
         workload: "n processes, each `rounds` times: touch its bytes, yield",
     },
@@ -126,7 +140,7 @@ pub const SCENARIOS: [Scenario; 8] = [
         modes: ALL_MODES,
         ns: &NS,
         touches: &TOUCHES,
-        extra: "rounds=20",
+        extra: concat!("rounds=20 ", no_tick!()),
         prints: &[Kind::IpcRoundtrip],
         workload: "n processes: one server and n - 1 clients (n counts every process, the server included); each client makes `rounds` calls, touching its bytes before each, the server touches its bytes and replies",
     },
@@ -135,7 +149,7 @@ pub const SCENARIOS: [Scenario; 8] = [
         modes: FASS_ONLY,
         ns: &[2],
         touches: &[0],
-        extra: "rounds=20",
+        extra: concat!("rounds=20 ", no_tick!()),
         prints: &[Kind::Fault, Kind::FaultFlush],
         workload: "two colliders on the same fixed pages (domain faults exist under FASS only)",
     },
@@ -153,7 +167,7 @@ pub const SCENARIOS: [Scenario; 8] = [
         modes: ALL_MODES,
         ns: &[2],
         touches: &[64, 1024, 4096],
-        extra: "rounds=20",
+        extra: concat!("rounds=20 ", no_tick!()),
         prints: &[Kind::LongIpc, Kind::LongCopy],
         workload: "two processes in a long-IPC ping-pong (`LSEND_RECV`) of `touch` bytes, every byte checked; then the same copy inside one space between `LAP` stamps",
     },
@@ -162,7 +176,7 @@ pub const SCENARIOS: [Scenario; 8] = [
         modes: ALL_MODES,
         ns: &[2],
         touches: &[0],
-        extra: "rounds=20 vfp=lazy,eager",
+        extra: concat!("rounds=20 vfp=lazy,eager ", no_tick!()),
         prints: &[
             Kind::YieldVfp0Lazy,
             Kind::YieldVfp0Eager,
@@ -185,7 +199,7 @@ pub fn definition(kind: Kind) -> &'static str {
         Kind::Ring => "every kernel instruction (every trap and IRQ: sends, receives, timer, domain recycling, and every refill and collision fault, the fast path's included) of the measured passes divided by the switches in them",
         Kind::Fault => "a domain fault (collision) resolved without a cache flush: from the data-abort vector to the return that retries the access",
         Kind::FaultFlush => "the same, resolved with a full cache flush",
-        Kind::SwitchTail => "secondary: the tail of a switch, from the scheduler's decision (another process picked) to the return to user mode (the old `kind=switch`, still read under that name)",
+        Kind::SwitchTail => "secondary: the tail of a switch the assembly fast path makes, from the scheduler's decision (another process picked) to the return to user mode (the old `kind=switch`, still read under that name); no figure where every switch takes the Rust paths, which take no stamp",
         Kind::Tcm => "one 4 KiB exchange into TCM by the `TCM_EXCHANGE` system call, all its steps",
         Kind::TcmWindow => "the exchange's longest interrupts-off window",
         Kind::IpcLegacy => "legacy (old kernel): every instruction between the ipc scenario's marks, user code included, per round trip",
@@ -283,16 +297,18 @@ mod tests {
         let c = cmdlines();
         assert_eq!(
             c[0],
-            "scenario=ring mode=naive,fcse,fass n=2,8,14,16,32,64 touch=0 passes=20"
+            "scenario=ring mode=naive,fcse,fass n=2,8,14,16,32,64 touch=0 passes=20 slice=100000000"
         );
         assert_eq!(
             c[1],
-            "scenario=ring mode=naive,fcse,fass n=2,8,14,16,32,64 touch=4096 passes=20"
+            "scenario=ring mode=naive,fcse,fass n=2,8,14,16,32,64 touch=4096 passes=20 slice=100000000"
         );
-        assert!(c.contains(&"scenario=fault mode=fass n=2 touch=0 rounds=20".to_string()));
+        assert!(c.contains(
+            &"scenario=fault mode=fass n=2 touch=0 rounds=20 slice=100000000".to_string()
+        ));
         assert!(c.contains(&"scenario=tcm mode=fass n=1 touch=4096 rounds=20".to_string()));
         assert!(c.contains(
-            &"scenario=vfpyield mode=naive,fcse,fass n=2 touch=0 rounds=20 vfp=lazy,eager"
+            &"scenario=vfpyield mode=naive,fcse,fass n=2 touch=0 rounds=20 vfp=lazy,eager slice=100000000"
                 .to_string()
         ));
         // A few boots, not one per figure.

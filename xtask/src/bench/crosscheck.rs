@@ -15,7 +15,9 @@
 //! take two lengths, as a yield alternating between two paths does; the
 //! outside max also holds the rare transit the plugin files under the
 //! same kind with more in it); else its mean against the outside median.
-//! A figure only one side has is listed, not judged.
+//! A kind that cannot be counted the same way from both sides is listed
+//! "not compared" with the reason ([`not_compared`]); any other figure
+//! that only one side has fails the check as a difference does.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -101,6 +103,39 @@ pub fn parse_outside(text: &str) -> Result<Vec<OutsideRow>, CsvError> {
     Ok(rows)
 }
 
+/// Why figures of `kind` are not compared, if they are not: the kinds
+/// whose span or classification cannot be the same inside and outside
+/// the kernel (kernel-only), and the outside counts the kernel has no line
+/// for (outside-only, informative).
+pub fn not_compared(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "switch_tail" => "kernel only: starts at the scheduler's decision, inside a transit, where the outside sees no boundary",
+        "fault" | "fault_flush" => "defined differently: the kernel times one collision (a domain fault) without (`fault`) or with (`fault_flush`) a flush; from outside, a collision cannot be told from a refill, so the plugin's `fault` is every abort transit of the fault boot",
+        "tcm" => "defined differently: the kernel times the exchange's steps inside `TCM_EXCHANGE`; the plugin's `tcm` is every `TCM_EXCHANGE` and `TCM_RELEASE` transit of the boot, whole",
+        "tcm_window" => "kernel only: an interrupts-off window inside one call",
+        "long_ipc" => "kernel only: the plugin does not classify long IPC (`LSEND_RECV` is `other` to it)",
+        "long_copy" => "kernel only: user code between two `LAP` calls, no transit",
+        "ipc_legacy" => "legacy kind of the old kernel",
+        "yield_vfp0_lazy" | "yield_vfp0_eager" | "yield_vfp1_lazy" | "yield_vfp1_eager"
+        | "yield_vfp2_lazy" | "yield_vfp2_eager" => "kernel only: yields and VFP traps per yield; the plugin files the traps as `other` and cannot tell the two processes' yields apart by VFP use",
+        "ipc_all" | "ipc_handoff" | "ipc_queued" => "outside only (informative): every IPC transit of the ipc boot, its hand-offs and the rest; the kernel's figure is `ipc_roundtrip`",
+        _ => return None,
+    })
+}
+
+/// How a pair is judged.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Verdict {
+    /// Both sides, within [`TOLERANCE`] (the relative difference).
+    Agree(f64),
+    /// Both sides, further apart than [`TOLERANCE`].
+    Differ(f64),
+    /// The kind is not compared, for this reason.
+    NotCompared(&'static str),
+    /// Only one side has the figure, and no reason says why: a failure.
+    OneSided,
+}
+
 /// One kernel figure beside its outside count.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pair {
@@ -133,10 +168,57 @@ impl Pair {
         }
     }
 
-    /// Whether both exist and differ by more than [`TOLERANCE`].
-    pub fn fails(&self) -> bool {
-        self.difference().is_some_and(|d| d.abs() > TOLERANCE)
+    /// The pair's verdict.
+    pub fn verdict(&self) -> Verdict {
+        if let Some(why) = not_compared(&self.key.1) {
+            return Verdict::NotCompared(why);
+        }
+        match self.difference() {
+            Some(d) if d.abs() > TOLERANCE => Verdict::Differ(d),
+            Some(d) => Verdict::Agree(d),
+            None => Verdict::OneSided,
+        }
     }
+
+    /// Whether the pair fails the check: both sides further apart than
+    /// [`TOLERANCE`], or a figure on one side only with no reason.
+    pub fn fails(&self) -> bool {
+        matches!(self.verdict(), Verdict::Differ(_) | Verdict::OneSided)
+    }
+}
+
+/// The outside counts as figures (the median, with the shortest and
+/// longest transit as the range), for the summary's goals: the rows whose
+/// board and kind the bench knows and that are compared with the kernel's
+/// ([`not_compared`]).
+pub fn outside_figures(rows: &[OutsideRow]) -> Figures {
+    let mut f = Figures::new();
+    for r in rows {
+        if not_compared(&r.kind).is_some() {
+            continue;
+        }
+        let (Some(board), Some(kind)) = (
+            crate::board::Board::ALL
+                .iter()
+                .find(|b| b.name() == r.board)
+                .map(|b| b.name()),
+            super::line::Kind::parse(&r.kind),
+        ) else {
+            continue;
+        };
+        f.add(
+            board,
+            &[super::line::BenchLine {
+                kind,
+                mode: r.mode,
+                n: r.n,
+                touch: r.touch,
+                value: r.median,
+                range: Some((r.min, r.max)),
+            }],
+        );
+    }
+    f
 }
 
 /// Every figure of either side, the kernel's with its outside count.
@@ -177,21 +259,32 @@ pub fn compare(kernel: &Figures, outside: &[OutsideRow]) -> Vec<Pair> {
 /// The pairs whose kind the kernel prints as a transit (those the
 /// cross-check is about), as a Markdown table; the failures first counted.
 pub fn markdown(pairs: &[Pair]) -> String {
-    let judged: Vec<&Pair> = pairs
-        .iter()
-        .filter(|p| p.kernel.is_some() && p.outside.is_some())
-        .collect();
-    let failed = judged.iter().filter(|p| p.fails()).count();
+    let count = |f: fn(&Verdict) -> bool| pairs.iter().filter(|p| f(&p.verdict())).count();
     let mut out = format!(
         "Cross-check, kernel (measuring build, mean) against outside (shipped build, median), \
-         tolerance {} %: {} pairs, {failed} differ by more.\n\n\
+         tolerance {} %: {} pairs compared, {} differ by more; {} on one side only with no \
+         reason (failures); {} not compared (below the table, with the reasons).\n\n\
          | board | kind | mode | n | touch | kernel mean (min-max) | outside min / median / max | difference |\n\
          |---|---|---|---:|---:|---:|---:|---:|\n",
         TOLERANCE * 100.0,
-        judged.len()
+        count(|v| matches!(v, Verdict::Agree(_) | Verdict::Differ(_))),
+        count(|v| matches!(v, Verdict::Differ(_))),
+        count(|v| matches!(v, Verdict::OneSided)),
+        count(|v| matches!(v, Verdict::NotCompared(_))),
     );
+    // Not compared: one row per kind and reason, with the touch sizes and
+    // how many pairs.
+    let mut skipped: BTreeMap<(&str, &str), (Vec<u32>, usize)> = BTreeMap::new();
     for p in pairs {
         let (b, k, m, n, t) = &p.key;
+        if let Verdict::NotCompared(why) = p.verdict() {
+            let e = skipped.entry((k.as_str(), why)).or_default();
+            if !e.0.contains(t) {
+                e.0.push(*t);
+            }
+            e.1 += 1;
+            continue;
+        }
         let kernel = match (p.kernel, p.kernel_range) {
             (Some(v), Some((lo, hi))) => format!("{v} ({lo}-{hi})"),
             (Some(v), None) => format!("{v}"),
@@ -200,16 +293,27 @@ pub fn markdown(pairs: &[Pair]) -> String {
         let outside = p
             .outside
             .map_or("–".to_string(), |(a, b, c)| format!("{a} / {b} / {c}"));
-        let diff = match p.difference() {
-            Some(d) if p.fails() => format!("**{:+.1} %**", d * 100.0),
-            Some(d) => format!("{:+.1} %", d * 100.0),
-            None => "not compared".to_string(),
+        let diff = match p.verdict() {
+            Verdict::Differ(d) => format!("**{:+.1} %**", d * 100.0),
+            Verdict::Agree(d) => format!("{:+.1} %", d * 100.0),
+            Verdict::NotCompared(_) | Verdict::OneSided => "**one side only**".to_string(),
         };
         let _ = writeln!(
             out,
             "| {b} | `{k}` | {} | {n} | {t} | {kernel} | {outside} | {diff} |",
             m.name()
         );
+    }
+    if !skipped.is_empty() {
+        out.push_str(
+            "\nNot compared (every board, mode and n of the kind; the figures are in the \
+             tables of each board and in `<target>/bench/outside.csv`):\n\n\
+             | kind | touch | pairs | why |\n|---|---|---:|---|\n",
+        );
+        for ((k, why), (touches, pairs)) in &skipped {
+            let t: Vec<String> = touches.iter().map(u32::to_string).collect();
+            let _ = writeln!(out, "| `{k}` | {} | {pairs} | {why} |", t.join(", "));
+        }
     }
     out.push('\n');
     out
@@ -222,15 +326,18 @@ pub fn failures(pairs: &[Pair]) -> Option<String> {
         .filter(|p| p.fails())
         .map(|p| {
             let (b, k, m, n, t) = &p.key;
+            let how = match p.verdict() {
+                Verdict::Differ(d) => format!("{:+.1} %", d * 100.0),
+                _ => "one side only".to_string(),
+            };
             format!(
-                "{b} {k} {} n={n} touch={t}: kernel {}{} vs outside {} ({:+.1} %)",
+                "{b} {k} {} n={n} touch={t}: kernel {}{} vs outside {} ({how})",
                 m.name(),
-                p.kernel.unwrap_or(0.0),
+                p.kernel.map_or("–".into(), |k| k.to_string()),
                 p.kernel_range
                     .map_or(String::new(), |(lo, hi)| format!(" ({lo}-{hi})")),
                 p.outside
                     .map_or("–".into(), |o| format!("{} / {} / {}", o.0, o.1, o.2)),
-                p.difference().unwrap_or(0.0) * 100.0
             )
         })
         .collect();
@@ -238,7 +345,7 @@ pub fn failures(pairs: &[Pair]) -> Option<String> {
         None
     } else {
         Some(format!(
-            "{} figures differ from the outside counts by more than {} %:\n{}",
+            "{} figures differ from the outside counts by more than {} % or have no counterpart:\n{}",
             bad.len(),
             TOLERANCE * 100.0,
             bad.join("\n")
@@ -278,23 +385,52 @@ mod tests {
         assert!(!get("yield").fails());
         // 80 against a median of 78: +2.6 %, fails.
         assert!(get("ipc_oneway").fails());
-        // One side only: listed, not judged.
+        // One side only, no reason: a failure.
         assert_eq!(get("preempt").difference(), None);
+        assert_eq!(get("preempt").verdict(), Verdict::OneSided);
+        assert!(get("preempt").fails());
+        // One side only with a reason: listed, not judged.
         assert_eq!(get("ipc_queued").kernel, None);
+        assert!(matches!(
+            get("ipc_queued").verdict(),
+            Verdict::NotCompared(_)
+        ));
+        assert!(!get("ipc_queued").fails());
         let msg = failures(&pairs).unwrap();
         assert!(
             msg.contains("ipc_oneway fass n=2 touch=0: kernel 80 vs outside 70 / 78 / 80 (+2.6 %)"),
             "{msg}"
         );
+        assert!(
+            msg.contains("preempt fass n=2 touch=0: kernel 112 vs outside – (one side only)"),
+            "{msg}"
+        );
         let md = markdown(&pairs);
-        assert!(md.contains("2 pairs, 1 differ by more"), "{md}");
+        assert!(
+            md.contains("2 pairs compared, 1 differ by more; 1 on one side only with no reason (failures); 1 not compared"),
+            "{md}"
+        );
+        assert!(md.contains("| **one side only** |"), "{md}");
+        assert!(
+            md.contains("| `ipc_queued` | 0 | 1 | outside only (informative)"),
+            "{md}"
+        );
         assert!(
             md.contains("| versatilepb | `yield` | fass | 2 | 0 | 66 | 64 / 66 / 68 | +0.0 % |"),
             "{md}"
         );
         assert!(md.contains("**+2.6 %**"), "{md}");
-        // Without outside counts nothing fails.
-        assert_eq!(failures(&compare(&kernel(), &[])), None);
+        // An outside count that has none of the kernel's figures fails
+        // (a run without `outside.csv` says so before any pair is made).
+        assert!(failures(&compare(&kernel(), &[])).is_some());
+        // A kernel-only kind with its reason does not.
+        let mut f = Figures::new();
+        f.add(
+            "versatilepb",
+            &parse_log(["BENCH kind=switch_tail mode=fass n=2 touch=0 value=18 unit=instructions"])
+                .unwrap(),
+        );
+        assert_eq!(failures(&compare(&f, &[])), None);
     }
 
     #[test]
