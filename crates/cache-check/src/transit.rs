@@ -234,7 +234,7 @@ impl Counter {
         if let Some(o) = self.open.take() {
             self.close(o, pa, cycles, k);
         }
-        self.regs.step(insn, size);
+        self.regs.step(pa, insn, size);
         self.last = Some((pa, insn));
     }
 
