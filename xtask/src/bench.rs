@@ -451,6 +451,8 @@ pub fn run(full: bool, timeout: Duration, extra: &[Board]) -> Result<()> {
         println!("  outside: not counted: {s}");
     }
     crate::outside::write_csv(&outside.rows)?;
+    // The plugin's cost against plain QEMU (issue goal: at most 5x).
+    crate::outside::print_overhead(timeout)?;
     let (cross_md, cross_failed, outside_figs) = cross_check(&figs, &outside_csv)?;
     // Modelled lat_ctx from the kernel's own accesses: the cache-check
     // kernel's ring under the plugin's SA-1110 model (collie).

@@ -489,10 +489,10 @@ fn write_csv_in(dir: &Path, rows: &[Row]) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// `cargo xtask bench`'s outside part: collects, writes the CSV, prints the
-/// cross-check; an error if a kernel figure differs from the outside count
-/// by more than [`TOLERANCE`].
-pub fn bench_hook(timeout: Duration, extra: &[Board]) -> Result<Outside> {
+/// Measures the cache-check plugin's run time against plain QEMU
+/// ([`crate::cachecheck::overhead`]) and prints it with the 5x goal, for
+/// `cargo xtask bench` and `cargo xtask outside`.
+pub fn print_overhead(timeout: Duration) -> Result<crate::cachecheck::Overhead> {
     let oh = crate::cachecheck::overhead(timeout)?;
     println!(
         "cache-check plugin overhead (versatilepb, `{}`): plain QEMU {:.2} s, under the plugin {:.2} s: {:.1}x (goal: at most 5x)",
@@ -501,6 +501,14 @@ pub fn bench_hook(timeout: Duration, extra: &[Board]) -> Result<Outside> {
         oh.plugin,
         oh.ratio()
     );
+    Ok(oh)
+}
+
+/// `cargo xtask bench`'s outside part: collects, writes the CSV, prints the
+/// cross-check; an error if a kernel figure differs from the outside count
+/// by more than [`TOLERANCE`].
+pub fn bench_hook(timeout: Duration, extra: &[Board]) -> Result<Outside> {
+    print_overhead(timeout)?;
     for m in modelled(timeout, Board::Collie, &[2])? {
         println!(
             "modelled lat_ctx on {} (SA-1110 preset, the cache-check kernel's own accesses, \
