@@ -27,7 +27,9 @@ pub const MODES: [&str; 3] = ["naive", "fcse", "fass"];
 
 /// The kernel command line of the demonstration.
 pub fn cmdline() -> String {
-    format!("scenario=ring,ipc,yield mode=naive,fcse,fass n={N} passes=10 rounds=10")
+    format!(
+        "scenario=ring,ipc,yield mode=naive,fcse,fass n={N} passes=10 rounds=10 slice=100000000"
+    )
 }
 
 /// What each column is: printed under the table.
@@ -35,8 +37,8 @@ pub const LEGEND: &str = "\
 columns: yield / one-way IPC = mean instructions of one YIELD / one SEND_RECV hand-off \
 (ring of 8) from the trap vector to the return to user mode of the next process, min-max \
 in brackets (MEASURED under -icount by the kernel's measuring build with its own \
-bookkeeping subtracted, i.e. the kernel users build; counted inside the kernel until the \
-outside counts are in); SA-1100 cycles/switch = MODELLED cycles per switch of a ring of 8 \
+bookkeeping subtracted, i.e. the kernel users build; no timer tick in the windows; \
+`cargo xtask bench` checks these counts against the plugin's from outside); SA-1100 cycles/switch = MODELLED cycles per switch of a ring of 8 \
 touching nothing (cache and TLB model of armv5-sim); naive/mode = naive's modelled cycles \
 over this mode's; cache flushes, TLB invalidations = counts over the whole boot (MEASURED).";
 
