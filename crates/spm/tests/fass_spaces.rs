@@ -431,32 +431,8 @@ mod common;
 
 use armv5_sim::{sctlr, Privilege, Width};
 use fass::Resolution;
-use mmu_armv5::table::{AllocError, TableAlloc};
-use std::ptr::NonNull;
 
-/// The model's table memory (its frame pool), for fass's platform.
-struct ModelTables(common::Shared);
-
-// SAFETY: every method forwards to the model's own `TableAlloc`, which
-// upholds the contract; its pointers stay valid while the machine lives,
-// which the `Rc` keeps alive at least as long as this handle.
-unsafe impl TableAlloc for ModelTables {
-    fn allocate(&mut self, kind: TableKind) -> Result<PhysAddr, AllocError> {
-        TableAlloc::allocate(&mut *self.0.borrow_mut(), kind)
-    }
-    unsafe fn deallocate(&mut self, kind: TableKind, pa: PhysAddr) {
-        // SAFETY: the caller's promise, for the same machine.
-        unsafe { TableAlloc::deallocate(&mut *self.0.borrow_mut(), kind, pa) }
-    }
-    fn table_ptr(&self, kind: TableKind, pa: PhysAddr) -> Option<NonNull<u32>> {
-        TableAlloc::table_ptr(&*self.0.borrow(), kind, pa)
-    }
-    fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
-        TableAlloc::table_mva(&*self.0.borrow(), pa)
-    }
-}
-
-type ModelSys = Split<common::Hw, ModelTables>;
+type ModelSys = Split<common::Hw, common::ModelTables>;
 type ModelFass = Fass<DefaultPolicy, 8, 8, 4>;
 
 /// A user access of space `id` (switched to first) on the model, with
@@ -504,7 +480,7 @@ fn both_spaces_dirty_halves_reach_dtcm_on_the_model() {
     const FRAME: u32 = 0x0010_0000;
     let m = common::machine();
     let hw = || common::Hw { m: m.clone() };
-    let mut sys = Split::new(hw(), ModelTables(m.clone()));
+    let mut sys = Split::new(hw(), common::ModelTables(m.clone()));
     // The kernel's table: RAM, ITCM and DTCM (9 MiB) as uncached
     // privileged sections at `WINDOW`, through which `common::Hw` copies.
     let root = TableRef::allocate(&mut sys, TableKind::L1).unwrap();

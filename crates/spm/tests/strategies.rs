@@ -19,7 +19,7 @@ use fass::{Platform, Resolution, SpaceId, Split, SwitchStrategy, TableSwitch};
 use mmu_armv5::descriptor::{AccessPermission as Ap, CachePolicy, L1Encoding};
 use mmu_armv5::regs::{Cp15Ext, Dacr, DomainAccess, Far, Fsr, Sctlr, Ttbr};
 use mmu_armv5::size::{Frame, Page, PageRange, PageSizeKind, Size4KiB};
-use mmu_armv5::table::{AllocError, MapAttrs, PageTable, SizePolicy, TableAlloc, TableKind};
+use mmu_armv5::table::{MapAttrs, PageTable, SizePolicy};
 use mmu_armv5::{Domain, ModifiedVirtAddr, PhysAddr, VirtAddr};
 use spm::ops::{self, StateRequest};
 use spm::AddressSpace::{Kernel, User};
@@ -28,7 +28,6 @@ use spm::{Exchange, ExchangeError, ExchangeRequest, FassMappingsError, FrameStat
 use spm::{ReverseMapping, WalkTables};
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::ptr::NonNull;
 
 /// Task A's page and task B's, at the same address in each space.
 const VA: u32 = 0x8000;
@@ -52,29 +51,7 @@ fn b_byte(i: u32) -> u8 {
     !(i as u8)
 }
 
-/// The model's table memory (its frame pool), for the platform.
-struct ModelTables(common::Shared);
-
-// SAFETY: every method forwards to the model's own `TableAlloc`, which
-// upholds the contract; its pointers stay valid while the machine lives,
-// which the `Rc` keeps alive at least as long as this handle.
-unsafe impl TableAlloc for ModelTables {
-    fn allocate(&mut self, kind: TableKind) -> Result<PhysAddr, AllocError> {
-        TableAlloc::allocate(&mut *self.0.borrow_mut(), kind)
-    }
-    unsafe fn deallocate(&mut self, kind: TableKind, pa: PhysAddr) {
-        // SAFETY: the caller's promise, for the same machine.
-        unsafe { TableAlloc::deallocate(&mut *self.0.borrow_mut(), kind, pa) }
-    }
-    fn table_ptr(&self, kind: TableKind, pa: PhysAddr) -> Option<NonNull<u32>> {
-        TableAlloc::table_ptr(&*self.0.borrow(), kind, pa)
-    }
-    fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
-        TableAlloc::table_mva(&*self.0.borrow(), pa)
-    }
-}
-
-type Sys = Split<common::Hw, ModelTables>;
+type Sys = Split<common::Hw, common::ModelTables>;
 
 /// The machine, its platform and the kernel's table: the physical window
 /// (uncached sections, through which `common::Hw` copies) and `KRES`, a
@@ -82,7 +59,7 @@ type Sys = Split<common::Hw, ModelTables>;
 /// the caches and SCTLR.S on.
 fn kernel() -> (common::Shared, Sys, PageTable, KernelTable) {
     let m = common::machine();
-    let mut sys = Split::new(common::Hw { m: m.clone() }, ModelTables(m.clone()));
+    let mut sys = Split::new(common::Hw { m: m.clone() }, common::ModelTables(m.clone()));
     let mut kt = PageTable::new(&mut sys).unwrap();
     let attrs = |c| MapAttrs::new(Domain::default(), Ap::PrivRw, c);
     let window = ModifiedVirtAddr::new(common::WINDOW);

@@ -53,6 +53,36 @@ pub const WINDOW: u32 = 0xC000_0000;
 /// The machine, shared by the `spm` roles (mappings, hardware, interrupts).
 pub type Shared = Rc<RefCell<Machine>>;
 
+/// The model's table memory (its frame pool), for fass's platform
+/// (`fass::Split`).
+pub struct ModelTables(pub Shared);
+
+// SAFETY: every method forwards to the model's own `TableAlloc`, which
+// upholds the contract; its pointers stay valid while the machine lives,
+// which the `Rc` keeps alive at least as long as this handle.
+unsafe impl mmu_armv5::table::TableAlloc for ModelTables {
+    fn allocate(
+        &mut self,
+        kind: mmu_armv5::table::TableKind,
+    ) -> Result<PhysAddr, mmu_armv5::table::AllocError> {
+        mmu_armv5::table::TableAlloc::allocate(&mut *self.0.borrow_mut(), kind)
+    }
+    unsafe fn deallocate(&mut self, kind: mmu_armv5::table::TableKind, pa: PhysAddr) {
+        // SAFETY: the caller's promise, for the same machine.
+        unsafe { mmu_armv5::table::TableAlloc::deallocate(&mut *self.0.borrow_mut(), kind, pa) }
+    }
+    fn table_ptr(
+        &self,
+        kind: mmu_armv5::table::TableKind,
+        pa: PhysAddr,
+    ) -> Option<core::ptr::NonNull<u32>> {
+        mmu_armv5::table::TableAlloc::table_ptr(&*self.0.borrow(), kind, pa)
+    }
+    fn table_mva(&self, pa: PhysAddr) -> ModifiedVirtAddr {
+        mmu_armv5::table::TableAlloc::table_mva(&*self.0.borrow(), pa)
+    }
+}
+
 /// Builds the machine and the frame table's regions.
 pub fn machine() -> Shared {
     let mut cfg = presets::arm926ejs().config;
