@@ -131,6 +131,16 @@ pub const RUNS: &[MiriRun] = &[
                 "policy::tests::choice_is_always_eligible_and_clean_if_possible",
                 "safe code only; the example tests of policy.rs run",
             ),
+            (
+                "lean::tests::settled_switches_match_full_ones_in_a_ring",
+                "a fixed sequence through the settling path (`settle_lean`) of \
+                 `settled_switches_do_what_full_switches_would`, four strategies over",
+            ),
+            (
+                "manager::tests::a_range_that_fails_half_way_is_unmapped_again",
+                "295 map and unmap calls through the table accessors of \
+                 `page_ranges_map_and_unmap_every_page_and_refuse_a_taken_one`",
+            ),
         ],
         skip: &[
             (
@@ -436,8 +446,11 @@ mod tests {
                 let mut path: Vec<&str> = name.split("::").collect();
                 path.truncate(path.len() - 2); // `tests::the_test`
                 let file = dir.join(format!("{}.rs", path.join("/")));
-                let text = std::fs::read_to_string(&file)
+                let mut text = std::fs::read_to_string(&file)
                     .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+                // A module's tests may live in `module/tests.rs`.
+                let tests = dir.join(path.join("/")).join("tests.rs");
+                text.push_str(&std::fs::read_to_string(tests).unwrap_or_default());
                 if !text.contains("unsafe") {
                     continue;
                 }
