@@ -809,7 +809,10 @@ mod tests {
             let mut rng = Rng::new(7);
             let mut one = Checker::new(cpu);
             let mut run = Checker::new(cpu);
-            for step in 0..20_000u32 {
+            // Under Miri (which looks for undefined behaviour, not wrong
+            // answers) a few hundred steps take every path of the run.
+            let steps = if cfg!(miri) { 100 } else { 20_000u32 };
+            for step in 0..steps {
                 let r = rng.below(100);
                 // Code in 16 KiB at two virtual aliases, with or without FCSE.
                 let off = rng.below(0x4000) & !3;
@@ -882,8 +885,9 @@ mod tests {
                 assert_eq!(one.counts(), run.counts(), "{cpu:?} step {step}");
             }
             assert_eq!(one.violations(), run.violations());
+            // The stream is rich enough to make stale fetches (natively).
             assert!(
-                one.counts().of(ViolationKind::StaleFetch) > 0,
+                cfg!(miri) || one.counts().of(ViolationKind::StaleFetch) > 0,
                 "{cpu:?}: {}",
                 one.counts()
             );
