@@ -479,11 +479,11 @@ fn tcm_exchanges_user_and_kernel_pages_while_processes_run() {
         // own included: 28 of them (the code page in and back, 3 each at
         // the switch; the writable data page in and back, 3 each at the
         // protection, the switch and the restore; the kernel page out and
-        // back, 2 each at the switch), 44 the scenario's mapping changes
+        // back, 2 each at the switch), 49 the scenario's mapping changes
         // (29 before the hostile scenario's roles grew the user image from
-        // 3 to 5 pages and the VFP roles to 6: each of the 5 processes
-        // unmaps 3 more at its exit).
-        assert_eq!(num(r, "tlb_entries"), 72, "{r:?}");
+        // 3 to 5 pages, the VFP roles to 6 and the code-load role to 7:
+        // each of the 5 processes unmaps 4 more at its exit).
+        assert_eq!(num(r, "tlb_entries"), 77, "{r:?}");
         let procs = proc_lines(&out, "BASELINE", &format!("RESULT name=tcm mode={mode} "));
         let user = procs.iter().find(|p| p["role"] == "10").unwrap();
         assert_eq!(user["code"], "0", "{mode}: {user:?}");
