@@ -61,6 +61,22 @@ pub struct Fetch {
     pub size: u8,
 }
 
+impl Fetch {
+    /// The fetch as the checker's access, at physical address `pa`.
+    #[inline]
+    fn access(&self, pa: u32, privileged: bool) -> Access {
+        Access {
+            pc: self.va,
+            va: self.va,
+            pa,
+            size: self.size,
+            kind: AccessKind::Fetch,
+            io: false,
+            privileged,
+        }
+    }
+}
+
 /// One data access of the instruction last fetched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mem {
@@ -288,18 +304,7 @@ impl<S: Sink> Tracer<S> {
             self.stats.privileged += u64::from(n);
         }
         if self.model {
-            self.sink.fetches(
-                &Access {
-                    pc: f.va,
-                    va: f.va,
-                    pa,
-                    size: f.size,
-                    kind: AccessKind::Fetch,
-                    io: false,
-                    privileged,
-                },
-                n,
-            );
+            self.sink.fetches(&f.access(pa, privileged), n);
         }
     }
 
@@ -319,15 +324,7 @@ impl<S: Sink> Tracer<S> {
             }
         }
         match f.pa {
-            Some(pa) if self.model => self.sink.access(&Access {
-                pc: f.va,
-                va: f.va,
-                pa,
-                size: f.size,
-                kind: AccessKind::Fetch,
-                io: false,
-                privileged,
-            }),
+            Some(pa) if self.model => self.sink.access(&f.access(pa, privileged)),
             Some(_) => {}
             None => self.stats.fetch_unknown_pa += 1,
         }
